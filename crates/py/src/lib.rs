@@ -1,0 +1,8 @@
+//! Thin binding layer: exposes the simulator to Python as `fatpipe._native`.
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,290 @@
+//! Congestion control algorithms behind one trait.
+//!
+//! The trait mirrors Linux's `struct tcp_congestion_ops`
+//! (include/net/tcp.h) so that each algorithm can follow its Linux source
+//! rule by rule, and the TCP engine calls the hooks at the points where
+//! Linux's tcp_input.c / tcp_output.c call them:
+//!
+//! * `pkts_acked`  — tcp_clean_rtx_queue(), once per ACK that acks data,
+//!   with the ACK's RTT sample (`icsk_ca_ops->pkts_acked`).
+//! * `cong_control` — tcp_cong_control(): algorithms that own cwnd and
+//!   pacing entirely (BBR) return `true` from `owns_cwnd_and_pacing()` and
+//!   get every ACK with its rate sample.
+//! * otherwise the engine does what tcp_cong_control() does: PRR while in
+//!   CWR/Recovery (`tcp_cwnd_reduction`), else `cong_avoid` when
+//!   `tcp_may_raise_cwnd()`.
+//! * `ssthresh` — on entering Recovery/CWR/Loss (tcp_init_cwnd_reduction,
+//!   tcp_enter_loss).
+//! * `set_state` — tcp_set_ca_state().
+//! * `cwnd_event` — tcp_ca_event(): TX start after idle, RTO loss, …
+//! * `undo_cwnd` — on a spurious-loss undo.
+//!
+//! Each algorithm lives in its own file; every rule carries a comment citing
+//! the Linux function or RFC section it implements.
+
+pub mod reno;
+
+use crate::units::{Rate, Time};
+
+/// `enum tcp_ca_state` (include/uapi/linux/tcp.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CaState {
+    Open = 0,
+    Disorder = 1,
+    Cwr = 2,
+    Recovery = 3,
+    Loss = 4,
+}
+
+/// `enum tcp_ca_event` (include/net/tcp.h), the subset the engine raises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CwndEvent {
+    /// First transmit when no packets are in flight (CA_EVENT_TX_START).
+    TxStart,
+    /// Congestion window restart after idle (CA_EVENT_CWND_RESTART).
+    CwndRestart,
+    /// End of CWR/Recovery (CA_EVENT_COMPLETE_CWR).
+    CompleteCwr,
+    /// RTO fired: loss state entered (CA_EVENT_LOSS).
+    Loss,
+}
+
+/// `struct rate_sample` (include/net/tcp.h), produced per ACK by the
+/// delivery-rate estimator (tcp_rate.c,
+/// draft-cheng-iccrg-delivery-rate-estimation).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateSample {
+    /// Delivered count (segments) when the acked packet was sent.
+    pub prior_delivered: u64,
+    /// Send time of the most recently delivered packet's "first_tx" snapshot.
+    pub prior_mstamp: Time,
+    /// Segments delivered over `interval`; negative (-1) when invalid.
+    pub delivered: i64,
+    /// Sampling interval (max of send and ack intervals); zero when invalid.
+    pub interval: Time,
+    /// RTT of the most recently sent packet newly acked by this ACK, if any.
+    pub rtt: Option<Time>,
+    /// Segments marked lost by this ACK.
+    pub losses: u32,
+    /// Segments newly cumulatively acked or SACKed by this ACK.
+    pub acked_sacked: u32,
+    /// Packets in flight before this ACK was processed.
+    pub prior_in_flight: u32,
+    /// The sample was taken while the sender was application-limited.
+    pub is_app_limited: bool,
+    /// The packet the sample is based on was a retransmission.
+    pub is_retrans: bool,
+}
+
+impl RateSample {
+    /// Delivery rate of this sample, if it is valid.
+    pub fn delivery_rate(&self, mss_bytes: u32) -> Option<Rate> {
+        if self.delivered <= 0 || self.interval == Time::ZERO {
+            return None;
+        }
+        let bytes = (self.delivered as u64).saturating_mul(mss_bytes as u64);
+        Some(Rate::from_bytes_per(crate::units::Bytes(bytes), self.interval))
+    }
+}
+
+/// `struct ack_sample` (include/net/tcp.h): what `pkts_acked` receives.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckSample {
+    /// Segments newly acked (cumulatively or by SACK) by this ACK.
+    pub pkts_acked: u32,
+    /// RTT sample of this ACK (from a never-retransmitted segment), if any.
+    pub rtt: Option<Time>,
+    /// Packets in flight before this ACK.
+    pub in_flight: u32,
+}
+
+/// The subset of Linux's `struct tcp_sock` that congestion control reads and
+/// writes. The TCP engine owns it and keeps the counters up to date; the
+/// algorithm writes `snd_cwnd`, `snd_ssthresh`, `snd_cwnd_cnt` and (if it
+/// paces) `pacing_rate`.
+#[derive(Clone, Debug)]
+pub struct ConnState {
+    /// Current simulated time (tcp_mstamp / tcp_jiffies32).
+    pub now: Time,
+    /// Congestion window in segments (tp->snd_cwnd).
+    pub snd_cwnd: u32,
+    /// Slow-start threshold in segments (tp->snd_ssthresh).
+    pub snd_ssthresh: u32,
+    /// Linear-increase counter (tp->snd_cwnd_cnt).
+    pub snd_cwnd_cnt: u32,
+    /// Upper bound on snd_cwnd (tp->snd_cwnd_clamp).
+    pub snd_cwnd_clamp: u32,
+    /// Sender MSS in bytes, payload only (tp->mss_cache).
+    pub mss_bytes: u32,
+    /// Smoothed RTT (tp->srtt_us >> 3); zero before the first sample.
+    pub srtt: Time,
+    /// Windowed minimum RTT (tcp_min_rtt(), 5-minute window in Linux).
+    pub min_rtt: Time,
+    /// Segments sent and not yet cumulatively acked (tp->packets_out).
+    pub packets_out: u32,
+    /// Segments SACKed (tp->sacked_out).
+    pub sacked_out: u32,
+    /// Segments marked lost (tp->lost_out).
+    pub lost_out: u32,
+    /// Retransmitted segments in flight (tp->retrans_out).
+    pub retrans_out: u32,
+    /// Total segments delivered (tp->delivered).
+    pub delivered: u64,
+    /// Total segments marked lost over the connection (tp->lost).
+    pub lost: u64,
+    /// Non-zero while the flow is application-limited: the `delivered`
+    /// value at which the app-limited period ends (tp->app_limited).
+    pub app_limited: u64,
+    /// Congestion-avoidance state (icsk_ca_state).
+    pub ca_state: CaState,
+    /// Whether the last transmit was limited by cwnd (tcp_is_cwnd_limited).
+    pub is_cwnd_limited: bool,
+    /// Pacing rate (sk->sk_pacing_rate). Only honoured when
+    /// `pacing_enabled` (SK_PACING_NEEDED, set by BBR at init).
+    pub pacing_rate: Rate,
+    /// The algorithm asks the stack to pace (sk_pacing_status).
+    pub pacing_enabled: bool,
+    /// Upper bound on the pacing rate (sk->sk_max_pacing_rate), e.g. a
+    /// per-stream host cap; `Rate(u64::MAX)` when unbounded.
+    pub max_pacing_rate: Rate,
+    /// cwnd before the last reduction (tp->prior_cwnd), for undo.
+    pub prior_cwnd: u32,
+    /// Round-trip counter maintained by the engine: incremented when an ACK
+    /// acknowledges a packet sent after the previous round started.
+    pub round_count: u64,
+}
+
+impl ConnState {
+    /// A fresh connection with Linux's defaults: IW 10 (RFC 6928,
+    /// TCP_INIT_CWND), ssthresh "infinite" (TCP_INFINITE_SSTHRESH).
+    pub fn new(mss_bytes: u32) -> ConnState {
+        ConnState {
+            now: Time::ZERO,
+            snd_cwnd: 10,
+            snd_ssthresh: TCP_INFINITE_SSTHRESH,
+            snd_cwnd_cnt: 0,
+            snd_cwnd_clamp: u32::MAX / 2,
+            mss_bytes,
+            srtt: Time::ZERO,
+            min_rtt: Time::MAX,
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            delivered: 0,
+            lost: 0,
+            app_limited: 0,
+            ca_state: CaState::Open,
+            is_cwnd_limited: false,
+            pacing_rate: Rate::ZERO,
+            pacing_enabled: false,
+            max_pacing_rate: Rate(u64::MAX),
+            prior_cwnd: 0,
+            round_count: 0,
+        }
+    }
+
+    /// tcp_packets_in_flight(): packets_out - left_out + retrans_out.
+    pub fn in_flight(&self) -> u32 {
+        self.packets_out
+            .saturating_sub(self.sacked_out.saturating_add(self.lost_out))
+            .saturating_add(self.retrans_out)
+    }
+
+    /// tcp_in_slow_start(): snd_cwnd < snd_ssthresh.
+    pub fn in_slow_start(&self) -> bool {
+        self.snd_cwnd < self.snd_ssthresh
+    }
+
+    /// tcp_slow_start(): grow cwnd by the acked count up to ssthresh and
+    /// return the acked segments left over (Linux, RFC 5681 §3.1 with ABC).
+    pub fn slow_start(&mut self, acked: u32) -> u32 {
+        let cwnd = self
+            .snd_cwnd
+            .saturating_add(acked)
+            .min(self.snd_ssthresh);
+        let used = cwnd.saturating_sub(self.snd_cwnd);
+        self.snd_cwnd = cwnd.min(self.snd_cwnd_clamp);
+        acked.saturating_sub(used)
+    }
+
+    /// tcp_cong_avoid_ai(): increase cwnd by 1 after `w` segments acked,
+    /// accumulating in snd_cwnd_cnt (Linux's appropriate byte counting).
+    pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
+        let w = w.max(1);
+        // If credits accumulated at a higher w, apply them gently now.
+        if self.snd_cwnd_cnt >= w {
+            self.snd_cwnd_cnt = 0;
+            self.snd_cwnd = self.snd_cwnd.saturating_add(1);
+        }
+        self.snd_cwnd_cnt = self.snd_cwnd_cnt.saturating_add(acked);
+        if self.snd_cwnd_cnt >= w {
+            let delta = self.snd_cwnd_cnt / w;
+            self.snd_cwnd_cnt -= delta * w;
+            self.snd_cwnd = self.snd_cwnd.saturating_add(delta);
+        }
+        self.snd_cwnd = self.snd_cwnd.min(self.snd_cwnd_clamp);
+    }
+}
+
+/// TCP_INFINITE_SSTHRESH (include/net/tcp.h).
+pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// One congestion control algorithm. Default hooks do nothing, like the
+/// optional members of `tcp_congestion_ops`.
+pub trait CongestionControl: Send {
+    /// Name as Linux spells it (`reno`, `cubic`, `htcp`, `bbr`).
+    fn name(&self) -> &'static str;
+
+    /// `init`: called once when the connection starts.
+    fn init(&mut self, _tp: &mut ConnState) {}
+
+    /// `ssthresh`: the slow-start threshold to set when a loss or CWR
+    /// episode starts. Required.
+    fn ssthresh(&mut self, tp: &ConnState) -> u32;
+
+    /// `cong_avoid`: grow cwnd on an ACK in Open/Disorder state when
+    /// tcp_may_raise_cwnd() (not called for `owns_cwnd_and_pacing`).
+    fn cong_avoid(&mut self, _tp: &mut ConnState, _acked: u32) {}
+
+    /// True for algorithms implementing `cong_control` (BBR): the engine
+    /// then skips PRR/cong_avoid and calls `cong_control` on every ACK.
+    fn owns_cwnd_and_pacing(&self) -> bool {
+        false
+    }
+
+    /// `cong_control`: full control of cwnd and pacing rate per ACK.
+    fn cong_control(&mut self, _tp: &mut ConnState, _rs: &RateSample) {}
+
+    /// `set_state`: the CA state is about to change to `new_state`.
+    fn set_state(&mut self, _tp: &mut ConnState, _new_state: CaState) {}
+
+    /// `cwnd_event`: an event such as TX start or RTO loss.
+    fn cwnd_event(&mut self, _tp: &mut ConnState, _ev: CwndEvent) {}
+
+    /// `pkts_acked`: per-ACK RTT and acked count (hystart, htcp use it).
+    fn pkts_acked(&mut self, _tp: &mut ConnState, _sample: &AckSample) {}
+
+    /// `undo_cwnd`: cwnd to restore after a spurious reduction. Linux's
+    /// default (tcp_reno_undo_cwnd) is max(cwnd, prior_cwnd).
+    fn undo_cwnd(&mut self, tp: &mut ConnState) -> u32 {
+        tp.snd_cwnd.max(tp.prior_cwnd)
+    }
+
+    /// A short label of the algorithm's internal state for traces
+    /// (e.g. BBR's `startup`/`drain`/`probe_bw`/`probe_rtt`).
+    fn state_label(&self) -> &'static str {
+        ""
+    }
+}
+
+/// Names of the algorithms this simulator implements.
+pub const AVAILABLE: &[&str] = &["reno"];
+
+/// Builds the algorithm named `name`, or `None` if it is unknown.
+pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
+    match name {
+        "reno" => Some(Box::new(reno::Reno::default())),
+        _ => None,
+    }
+}
