@@ -1,1 +1,313 @@
-fn main() {}
+//! fatpipe-linkem: a userspace delay/loss line on NFQUEUE.
+//!
+//! Runs inside the router namespace of the kernel backend. Each `--queue`
+//! is one direction of the path: packets that iptables sends to that
+//! NFQUEUE are held until arrival + one-way delay, then accepted in one
+//! NFQNL_MSG_VERDICT_BATCH (constant delay ⇒ FIFO ⇒ id order). TCP segments
+//! that carry payload are dropped with the queue's probability (own seeded
+//! PRNG). The queue is configured without NFQA_CFG_F_GSO, so the kernel
+//! software-segments GSO packets before queueing and loss hits single MSS
+//! segments as on a router. Statistics (including lateness = verdict time −
+//! due time) go to `--stats` as JSON every interval and on SIGINT/SIGTERM.
+
+mod args;
+mod netlink;
+mod rng;
+mod stats;
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use args::{Args, QueueSpec};
+use netlink::{Message, Packet};
+use rng::{LossGate, Rng};
+use stats::QueueStats;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn mono_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn os_err(what: &str) -> io::Error {
+    let e = io::Error::last_os_error();
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+/// A netlink socket bound to one NFQUEUE.
+struct QueueSocket {
+    fd: RawFd,
+    spec: QueueSpec,
+    gate: LossGate,
+    /// Held packets: (id, due time in CLOCK_MONOTONIC ns), FIFO.
+    held: VecDeque<(u32, u64)>,
+    stats: QueueStats,
+    enobufs: u64,
+}
+
+fn send_all(fd: RawFd, msg: &[u8]) -> io::Result<()> {
+    // SAFETY: msg is a valid buffer of msg.len() bytes.
+    let n = unsafe { libc::send(fd, msg.as_ptr().cast(), msg.len(), 0) };
+    if n < 0 {
+        return Err(os_err("netlink send"));
+    }
+    Ok(())
+}
+
+fn wait_ack(fd: RawFd, seq: u32) -> io::Result<()> {
+    let mut buf = vec![0u8; 8192];
+    loop {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            return Err(os_err("netlink recv (config ack)"));
+        }
+        for m in netlink::decode(&buf[..n as usize]) {
+            if let Message::Error { seq: s, errno } = m {
+                if s == seq {
+                    if errno != 0 {
+                        return Err(io::Error::from_raw_os_error(-errno));
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+impl QueueSocket {
+    fn open(spec: QueueSpec, a: &Args) -> io::Result<Self> {
+        // SAFETY: plain socket(2) call.
+        let fd = unsafe {
+            libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, netlink::NETLINK_NETFILTER)
+        };
+        if fd < 0 {
+            return Err(os_err("socket(AF_NETLINK, NETLINK_NETFILTER)"));
+        }
+        // SAFETY: zeroed sockaddr_nl is valid; we pass its size.
+        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        addr.nl_family = libc::AF_NETLINK as u16;
+        let rc = unsafe {
+            libc::bind(fd, (&addr as *const libc::sockaddr_nl).cast(), std::mem::size_of::<libc::sockaddr_nl>() as u32)
+        };
+        if rc < 0 {
+            return Err(os_err("bind netlink"));
+        }
+        let rcvbuf = a.rcvbuf_bytes as libc::c_int;
+        // SO_RCVBUFFORCE: root may exceed net.core.rmem_max (a large buffer
+        // is what keeps bursts of a fat pipe from overflowing the socket).
+        let rc = unsafe {
+            libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, (&rcvbuf as *const libc::c_int).cast(), 4)
+        };
+        if rc < 0 {
+            return Err(os_err("setsockopt SO_RCVBUFFORCE"));
+        }
+        let seq = spec.num as u32 * 10 + 1;
+        send_all(fd, &netlink::encode_bind(seq, spec.num))?;
+        wait_ack(fd, seq).map_err(|e| io::Error::new(e.kind(), format!("bind queue {}: {e}", spec.num)))?;
+        send_all(fd, &netlink::encode_params(seq + 1, spec.num, a.copy_range, a.maxlen, a.gso))?;
+        wait_ack(fd, seq + 1).map_err(|e| io::Error::new(e.kind(), format!("configure queue {}: {e}", spec.num)))?;
+        // Non-blocking from now on: the main loop drains with MSG_DONTWAIT.
+        let gate = LossGate::new(spec.loss);
+        Ok(QueueSocket { fd, spec, gate, held: VecDeque::new(), stats: QueueStats::default(), enobufs: 0 })
+    }
+
+    /// Reads every message waiting in the socket.
+    fn drain(&mut self, buf: &mut [u8], rng: &mut Rng) -> io::Result<()> {
+        loop {
+            // SAFETY: buf is valid for buf.len() bytes.
+            let n = unsafe { libc::recv(self.fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN) | Some(libc::EINTR) => return Ok(()),
+                    // The socket buffer overflowed: the kernel dropped packets.
+                    Some(libc::ENOBUFS) => {
+                        self.enobufs += 1;
+                        continue;
+                    }
+                    _ => return Err(io::Error::new(e.kind(), format!("recv queue {}: {e}", self.spec.num))),
+                }
+            }
+            let now = mono_ns();
+            let now_real = clock_ns(libc::CLOCK_REALTIME);
+            for m in netlink::decode(&buf[..n as usize]) {
+                if let Message::Packet(p) = m {
+                    self.on_packet(&p, now, now_real, rng)?;
+                }
+            }
+        }
+    }
+
+    fn on_packet(&mut self, p: &Packet, now: u64, now_real: u64, rng: &mut Rng) -> io::Result<()> {
+        let s = &mut self.stats;
+        s.packets += 1;
+        s.bytes += p.len as u64;
+        s.max_packet_bytes = s.max_packet_bytes.max(p.len);
+        s.gso_packets += p.gso as u64;
+        let is_data = p.tcp_payload.is_some_and(|n| n > 0);
+        if is_data {
+            s.data_packets += 1;
+            // Loss acts on TCP segments with payload only (handshakes and
+            // pure ACKs of this direction pass), like corruption of data.
+            if self.gate.drop(rng) {
+                s.dropped += 1;
+                return send_all(self.fd, &netlink::encode_verdict(self.spec.num, p.id, netlink::NF_DROP));
+            }
+        }
+        // Arrival time: the kernel's timestamp when it has one (it tells how
+        // long the packet waited in our socket), else our receive time.
+        let arrival = match p.tstamp_ns {
+            Some(t) if t <= now_real && now_real - t < 10_000_000_000 => {
+                s.timestamps_seen += 1;
+                now - (now_real - t)
+            }
+            _ => now,
+        };
+        self.held.push_back((p.id, arrival + self.spec.delay_ns));
+        s.held_max = s.held_max.max(self.held.len());
+        Ok(())
+    }
+
+    /// Accepts every held packet whose due time has passed, in one batch.
+    fn release_due(&mut self, now: u64) -> io::Result<()> {
+        let mut last = None;
+        while let Some(&(id, due)) = self.held.front() {
+            if due > now {
+                break;
+            }
+            self.stats.late.record(now - due, 1);
+            last = Some(id);
+            self.held.pop_front();
+        }
+        if let Some(id) = last {
+            send_all(self.fd, &netlink::encode_verdict_batch(self.spec.num, id, netlink::NF_ACCEPT))?;
+        }
+        Ok(())
+    }
+
+    fn release_all(&mut self) {
+        if let Some(&(id, _)) = self.held.back() {
+            let _ = send_all(self.fd, &netlink::encode_verdict_batch(self.spec.num, id, netlink::NF_ACCEPT));
+            self.held.clear();
+        }
+    }
+
+    fn next_due(&self) -> Option<u64> {
+        self.held.front().map(|&(_, due)| due)
+    }
+}
+
+/// /proc/net/netfilter/nfnetlink_queue line for `num`: queue_total,
+/// queue_dropped (queue maxlen exceeded), user_dropped (socket full).
+fn kernel_queue_counters(num: u16) -> Option<(u64, u64, u64)> {
+    let text = std::fs::read_to_string("/proc/net/netfilter/nfnetlink_queue").ok()?;
+    text.lines().find_map(|line| {
+        let f: Vec<u64> = line.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        (f.len() >= 7 && f[0] == num as u64).then(|| (f[2], f[5], f[6]))
+    })
+}
+
+fn stats_json(queues: &[QueueSocket], final_: bool) -> String {
+    let parts: Vec<String> = queues
+        .iter()
+        .map(|q| {
+            let mut j = q.stats.to_json(&q.spec.name, q.spec.num, q.spec.delay_ns, q.spec.loss);
+            j.pop();
+            let (total, qdrop, udrop) = kernel_queue_counters(q.spec.num).unwrap_or((0, 0, 0));
+            j.push_str(&format!(
+                ",\"enobufs\":{},\"kernel_queue_total\":{},\"kernel_queue_dropped\":{},\"kernel_user_dropped\":{}}}",
+                q.enobufs, total, qdrop, udrop
+            ));
+            j
+        })
+        .collect();
+    format!("{{\"final\":{},\"queues\":[{}]}}\n", final_, parts.join(","))
+}
+
+fn write_stats(path: &Option<String>, queues: &[QueueSocket], final_: bool) {
+    let text = stats_json(queues, final_);
+    match path {
+        Some(p) => {
+            let tmp = format!("{p}.tmp");
+            if std::fs::write(&tmp, &text).is_ok() {
+                let _ = std::fs::rename(&tmp, p);
+            }
+        }
+        None if final_ => print!("{text}"),
+        None => {}
+    }
+}
+
+fn run(a: Args) -> io::Result<()> {
+    // SAFETY: installing async-signal-safe handlers that only set an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        // 1 ns timer slack: wake-ups are the delay line's clock.
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0);
+    }
+    let mut queues = Vec::new();
+    for spec in a.queues.clone() {
+        queues.push(QueueSocket::open(spec, &a)?);
+    }
+    let mut rng = Rng::new(a.seed);
+    let mut buf = vec![0u8; 65536];
+    let mut pfds: Vec<libc::pollfd> =
+        queues.iter().map(|q| libc::pollfd { fd: q.fd, events: libc::POLLIN, revents: 0 }).collect();
+    println!("ready");
+    use std::io::Write;
+    let _ = io::stdout().flush();
+    let mut next_stats = mono_ns() + a.stats_interval_ns;
+    while !STOP.load(Ordering::SeqCst) {
+        for q in queues.iter_mut() {
+            q.drain(&mut buf, &mut rng)?;
+        }
+        let now = mono_ns();
+        for q in queues.iter_mut() {
+            q.release_due(now)?;
+        }
+        if now >= next_stats {
+            write_stats(&a.stats_path, &queues, false);
+            next_stats = now + a.stats_interval_ns;
+        }
+        let wake = queues.iter().filter_map(|q| q.next_due()).min().unwrap_or(now + 100_000_000).min(next_stats);
+        let wait = wake.saturating_sub(mono_ns());
+        let ts = libc::timespec { tv_sec: (wait / 1_000_000_000) as i64, tv_nsec: (wait % 1_000_000_000) as i64 };
+        // SAFETY: pfds is a valid array of pollfd; ts valid; no sigmask.
+        unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+    }
+    for q in queues.iter_mut() {
+        q.release_all();
+    }
+    write_stats(&a.stats_path, &queues, true);
+    Ok(())
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let a = match args::parse_args(&argv) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("fatpipe-linkem: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(a) {
+        eprintln!("fatpipe-linkem: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,180 @@
+//! Command-line arguments of fatpipe-linkem (an argument list, no shell).
+//!
+//! ```text
+//! fatpipe-linkem --queue num=0,delay_s=0.01,loss=1e-3,name=fwd \
+//!                --queue num=1,delay_s=0.01,name=rev \
+//!                [--seed 1] [--stats PATH] [--stats-interval-s 1]
+//!                [--maxlen 1000000] [--rcvbuf-bytes 268435456] [--copy-range 128] [--gso]
+//! ```
+
+use std::fmt;
+
+/// One direction of the path: an NFQUEUE number, its one-way delay and loss.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueSpec {
+    pub num: u16,
+    pub name: String,
+    /// Constant one-way delay added to every packet of this queue.
+    pub delay_ns: u64,
+    /// Probability that a TCP segment carrying payload is dropped.
+    pub loss: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Args {
+    pub queues: Vec<QueueSpec>,
+    pub seed: u64,
+    pub stats_path: Option<String>,
+    pub stats_interval_ns: u64,
+    /// NFQA_CFG_QUEUE_MAXLEN: packets the kernel holds for us per queue.
+    pub maxlen: u32,
+    /// SO_RCVBUFFORCE of each netlink socket.
+    pub rcvbuf_bytes: usize,
+    /// Bytes of each packet copied to us (IP + TCP headers suffice).
+    pub copy_range: u32,
+    /// Set NFQA_CFG_F_GSO: accept GSO super-packets unsegmented (loss would
+    /// then hit 64 KB at once; off by default).
+    pub gso: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgError(pub String);
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+pub const USAGE: &str = "usage: fatpipe-linkem --queue num=N,delay_s=SECONDS[,loss=P][,name=NAME] \
+[--queue ...] [--seed N] [--stats PATH] [--stats-interval-s S] [--maxlen N] \
+[--rcvbuf-bytes N] [--copy-range N] [--gso]";
+
+fn parse_num<T: std::str::FromStr>(what: &str, text: &str) -> Result<T, ArgError> {
+    text.parse::<T>()
+        .map_err(|_| ArgError(format!("{what}: cannot parse {text:?}")))
+}
+
+/// Parses `num=0,delay_s=0.01,loss=1e-3,name=fwd`.
+pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
+    let mut num = None;
+    let mut delay_s = None;
+    let mut loss = 0.0;
+    let mut name = None;
+    for part in text.split(',') {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| ArgError(format!("--queue {text:?}: expected key=value, got {part:?}")))?;
+        match key {
+            "num" => num = Some(parse_num::<u16>("--queue num", value)?),
+            "delay_s" => delay_s = Some(parse_num::<f64>("--queue delay_s", value)?),
+            "loss" => loss = parse_num::<f64>("--queue loss", value)?,
+            "name" => name = Some(value.to_string()),
+            _ => return Err(ArgError(format!("--queue {text:?}: unknown key {key:?}"))),
+        }
+    }
+    let num = num.ok_or_else(|| ArgError(format!("--queue {text:?}: num= is required")))?;
+    let delay_s = delay_s.ok_or_else(|| ArgError(format!("--queue {text:?}: delay_s= is required")))?;
+    if !(0.0..=10.0).contains(&delay_s) {
+        return Err(ArgError(format!("--queue {text:?}: delay_s must be in [0, 10]")));
+    }
+    if !(0.0..=1.0).contains(&loss) {
+        return Err(ArgError(format!("--queue {text:?}: loss must be in [0, 1]")));
+    }
+    Ok(QueueSpec {
+        num,
+        name: name.unwrap_or_else(|| format!("q{num}")),
+        delay_ns: (delay_s * 1e9).round() as u64,
+        loss,
+    })
+}
+
+pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
+    let mut args = Args {
+        queues: Vec::new(),
+        seed: 1,
+        stats_path: None,
+        stats_interval_ns: 1_000_000_000,
+        maxlen: 1_000_000,
+        rcvbuf_bytes: 256 << 20,
+        copy_range: 128,
+        gso: false,
+    };
+    let mut i = 0;
+    while i < argv.len() {
+        let flag = argv[i].as_str();
+        if flag == "--gso" {
+            args.gso = true;
+            i += 1;
+            continue;
+        }
+        let value = argv
+            .get(i + 1)
+            .ok_or_else(|| ArgError(format!("{flag}: missing value")))?;
+        match flag {
+            "--queue" => args.queues.push(parse_queue(value)?),
+            "--seed" => args.seed = parse_num("--seed", value)?,
+            "--stats" => args.stats_path = Some(value.clone()),
+            "--stats-interval-s" => {
+                let s: f64 = parse_num("--stats-interval-s", value)?;
+                args.stats_interval_ns = (s * 1e9) as u64;
+            }
+            "--maxlen" => args.maxlen = parse_num("--maxlen", value)?,
+            "--rcvbuf-bytes" => args.rcvbuf_bytes = parse_num("--rcvbuf-bytes", value)?,
+            "--copy-range" => args.copy_range = parse_num("--copy-range", value)?,
+            _ => return Err(ArgError(format!("unknown flag {flag:?}\n{USAGE}"))),
+        }
+        i += 2;
+    }
+    if args.queues.is_empty() {
+        return Err(ArgError(format!("at least one --queue is required\n{USAGE}")));
+    }
+    let mut nums: Vec<u16> = args.queues.iter().map(|q| q.num).collect();
+    nums.sort_unstable();
+    nums.dedup();
+    if nums.len() != args.queues.len() {
+        return Err(ArgError("--queue numbers must be distinct".into()));
+    }
+    if args.copy_range < 60 {
+        return Err(ArgError("--copy-range must be >= 60 (IP + TCP headers)".into()));
+    }
+    Ok(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_two_queues_with_delay_and_loss() {
+        let a = parse_args(&argv(&[
+            "--queue", "num=0,delay_s=0.01,loss=1e-3,name=fwd",
+            "--queue", "num=1,delay_s=0.01",
+            "--seed", "7", "--stats", "/tmp/s.json",
+        ]))
+        .unwrap();
+        assert_eq!(a.queues.len(), 2);
+        assert_eq!(a.queues[0].delay_ns, 10_000_000);
+        assert_eq!(a.queues[0].loss, 1e-3);
+        assert_eq!(a.queues[0].name, "fwd");
+        assert_eq!(a.queues[1].name, "q1");
+        assert_eq!(a.queues[1].loss, 0.0);
+        assert_eq!(a.seed, 7);
+        assert_eq!(a.stats_path.as_deref(), Some("/tmp/s.json"));
+        assert!(!a.gso);
+    }
+
+    #[test]
+    fn rejects_unknown_key_missing_value_and_bad_loss() {
+        assert!(parse_queue("num=0,delay_s=0.01,jitter=1").is_err());
+        assert!(parse_queue("num=0").is_err());
+        assert!(parse_queue("num=0,delay_s=0.01,loss=2").is_err());
+        assert!(parse_args(&argv(&["--seed"])).is_err());
+        assert!(parse_args(&argv(&[])).is_err());
+        assert!(parse_args(&argv(&["--queue", "num=0,delay_s=0", "--queue", "num=0,delay_s=0"])).is_err());
+    }
+}

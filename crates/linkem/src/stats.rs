@@ -1,0 +1,110 @@
+//! Counters per queue and a lateness histogram (verdict time − due time).
+
+/// Lateness histogram with 1 µs buckets up to 1 s plus an overflow bucket.
+pub struct LateHist {
+    buckets: Vec<u64>,
+    count: u64,
+    max_ns: u64,
+}
+
+const BUCKETS: usize = 1_000_000;
+
+impl Default for LateHist {
+    fn default() -> Self {
+        LateHist { buckets: vec![0; BUCKETS + 1], count: 0, max_ns: 0 }
+    }
+}
+
+impl LateHist {
+    pub fn record(&mut self, late_ns: u64, n: u64) {
+        let b = ((late_ns / 1000) as usize).min(BUCKETS);
+        self.buckets[b] += n;
+        self.count += n;
+        self.max_ns = self.max_ns.max(late_ns);
+    }
+
+    /// Upper edge of the bucket holding quantile `q`, in seconds.
+    pub fn quantile_s(&self, q: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, &c) in self.buckets.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return if i == BUCKETS { self.max_s() } else { (i as f64 + 1.0) * 1e-6 };
+            }
+        }
+        self.max_s()
+    }
+
+    pub fn max_s(&self) -> f64 {
+        self.max_ns as f64 * 1e-9
+    }
+}
+
+#[derive(Default)]
+pub struct QueueStats {
+    pub packets: u64,
+    pub bytes: u64,
+    /// TCP segments carrying payload: the packets the loss stage acts on.
+    pub data_packets: u64,
+    pub dropped: u64,
+    pub gso_packets: u64,
+    pub max_packet_bytes: u32,
+    pub held_max: usize,
+    pub timestamps_seen: u64,
+    pub late: LateHist,
+}
+
+impl QueueStats {
+    pub fn to_json(&self, name: &str, num: u16, delay_ns: u64, loss: f64) -> String {
+        format!(
+            concat!(
+                "{{\"name\":\"{}\",\"num\":{},\"delay_s\":{},\"loss\":{},",
+                "\"packets\":{},\"bytes\":{},\"data_packets\":{},\"dropped\":{},",
+                "\"gso_packets\":{},\"max_packet_bytes\":{},\"held_max\":{},",
+                "\"timestamps_seen\":{},\"late_p50_s\":{:e},\"late_p99_s\":{:e},\"late_max_s\":{:e}}}"
+            ),
+            name,
+            num,
+            delay_ns as f64 * 1e-9,
+            loss,
+            self.packets,
+            self.bytes,
+            self.data_packets,
+            self.dropped,
+            self.gso_packets,
+            self.max_packet_bytes,
+            self.held_max,
+            self.timestamps_seen,
+            self.late.quantile_s(0.5),
+            self.late.quantile_s(0.99),
+            self.late.max_s(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_of_uniform_lateness() {
+        let mut h = LateHist::default();
+        for us in 0..1000u64 {
+            h.record(us * 1000 + 500, 1);
+        }
+        assert!((h.quantile_s(0.5) - 500e-6).abs() < 2e-6);
+        assert!((h.quantile_s(0.99) - 990e-6).abs() < 2e-6);
+        assert!((h.max_s() - 999.5e-6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn overflow_bucket_reports_max() {
+        let mut h = LateHist::default();
+        h.record(5_000_000_000, 1);
+        assert_eq!(h.quantile_s(0.99), 5.0);
+    }
+}
