@@ -1,0 +1,151 @@
+"""The one small protocol every backend implements.
+
+A backend receives a fully resolved :class:`RunPlan` (one point of the sweep,
+one repetition, every unit already converted to SI numbers) and returns a
+:class:`RunOutcome`: raw per-stream samples, per-RPC completions and what the
+emulated path really did. It never computes summary statistics: that is done
+once, for every backend alike, by :mod:`fatpipe.summary`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    """End-host limits that shape real results (DESIGN.md, hosts)."""
+
+    rmem_max_bytes: int  # tcp_rmem[2]: bounds the receive window
+    wmem_max_bytes: int  # tcp_wmem[2]: bounds the sender's unacked + unsent data
+    stream_rate_cap_bps: float | None = None  # per-stream send cap (CPU-bound host)
+    extra_rtt_s: float = 0.0  # added round-trip delay on this host's access link
+
+
+@dataclass(frozen=True)
+class FlowPlan:
+    """One flow group: `streams` connections from `sender` to the receiver."""
+
+    group: int
+    kind: str  # "bulk" | "rpc"
+    cc: str
+    streams: int
+    mss_bytes: int  # TCP payload bytes per segment (MSS)
+    sender: str
+    start_s: float = 0.0
+    # RPC flows only: a request travels receiver -> sender, the response
+    # (the big part) sender -> receiver through the bottleneck.
+    request_bytes: int | None = None
+    response_bytes: int | None = None
+    concurrency: int | None = None  # closed loop: RPCs in flight per stream
+    rate_per_s: float | None = None  # open loop: Poisson arrivals per stream
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run: a sweep point × repetition on one backend."""
+
+    run_id: str
+    backend: str
+    rep: int
+    seed: int
+    duration_s: float
+    warmup_s: float
+    sample_interval_s: float
+    rate_bps: float  # bottleneck rate
+    rtt_s: float  # base round-trip propagation delay
+    loss: float  # random loss probability per packet, each direction's data
+    corruption: float  # per-bit corruption probability (packet lost if hit)
+    buffer_bytes: int  # bottleneck buffer
+    mtu_bytes: int
+    senders: dict[str, HostLimits]
+    receiver: HostLimits
+    flows: tuple[FlowPlan, ...]
+    swept: dict[str, Any] = field(default_factory=dict)  # dotted key -> value
+
+    def packet_loss_probability(self, mss_bytes: int) -> float:
+        """Loss per data packet from random loss and per-bit corruption.
+
+        A packet of `mss_bytes` payload plus 40 header bytes is lost if any of
+        its bits is corrupted: 1 - (1 - p_bit)^bits, combined with `loss`.
+        """
+        bits = (mss_bytes + 40) * 8
+        p_corrupt = 1.0 - (1.0 - self.corruption) ** bits
+        return 1.0 - (1.0 - self.loss) * (1.0 - p_corrupt)
+
+
+# Columns of RunOutcome.series, one row per stream per sampling interval.
+# Counters marked "cumulative" count from the stream's start.
+SERIES_COLUMNS: dict[str, str] = {
+    "flow_group": "int",  # index into RunPlan.flows
+    "stream": "int",  # 0 .. streams-1 within the group
+    "t_s": "float",  # sample time since the run started
+    "delivered_bytes": "int",  # cumulative payload bytes acked (tcpi_bytes_acked)
+    "cwnd_segments": "int",
+    "srtt_s": "float",
+    "min_rtt_s": "float",
+    "retrans_segments": "int",  # cumulative retransmitted segments (tcpi_total_retrans)
+    "segs_out": "int",  # cumulative data segments sent incl. retransmissions
+    "pacing_rate_bps": "float",
+    "delivery_rate_bps": "float",
+    "inflight_segments": "int",
+    "ca_state": "str",  # e.g. open/disorder/cwr/recovery/loss, or the CCA's mode
+    "rwnd_limited_s": "float",  # cumulative time limited by the receive window
+    "sndbuf_limited_s": "float",  # cumulative time limited by the send buffer
+    "busy_s": "float",  # cumulative time with data in flight
+}
+
+# Columns of RunOutcome.rpcs, one row per completed RPC.
+RPC_COLUMNS: dict[str, str] = {
+    "flow_group": "int",
+    "stream": "int",
+    "start_s": "float",  # when the request was issued
+    "duration_s": "float",  # until the last response byte arrived
+    "response_bytes": "int",
+}
+
+
+@dataclass
+class PathReport:
+    """What the emulated (or simulated) path really did during the run."""
+
+    emulator: str  # "netem", "linkem-nfqueue", "sim", ...
+    min_rtt_s: float | None = None  # smallest RTT any stream observed
+    packets: int = 0  # data packets offered to the loss stage
+    random_drops: int = 0  # packets dropped by the configured loss/corruption
+    queue_drops: int = 0  # packets dropped by the bottleneck buffer
+    bottleneck_bps: float | None = None  # achieved bottleneck throughput when busy
+    late_p99_s: float | None = None  # delay-line lateness, 99th percentile
+    late_max_s: float | None = None
+
+    @property
+    def loss_rate(self) -> float | None:
+        return self.random_drops / self.packets if self.packets else None
+
+
+@dataclass
+class RunOutcome:
+    series: dict[str, list] = field(default_factory=lambda: {k: [] for k in SERIES_COLUMNS})
+    rpcs: dict[str, list] = field(default_factory=lambda: {k: [] for k in RPC_COLUMNS})
+    path: PathReport = field(default_factory=lambda: PathReport(emulator="unknown"))
+    facts: dict[str, Any] = field(default_factory=dict)  # for the manifest
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot run on this machine; the message says why."""
+
+
+class Backend(Protocol):
+    name: str
+
+    def check(self, plans: list[RunPlan]) -> None:
+        """Raise BackendUnavailable (naming what is missing) if these runs
+        cannot be carried out here. Called once before a study starts."""
+
+    def facts(self) -> dict[str, Any]:
+        """Machine facts for the manifest (kernel, CCAs, qdiscs, tools)."""
+
+    def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:
+        """Carry out one run. Raise on failure; the study records the reason."""

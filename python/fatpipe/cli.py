@@ -1,0 +1,144 @@
+"""The `fatpipe` command."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import signal
+import sys
+from pathlib import Path
+
+from . import __version__
+from . import spec as spec_mod
+from .backends import NAMES as BACKEND_NAMES
+from .backends import get_backend
+from .backends.base import BackendUnavailable
+from .results import StudyStore
+from .study import plan_runs, run_plans, study_dir_default
+from .tables import summary_table
+
+
+def _sigterm_as_exit(signum, frame):  # noqa: ARG001
+    # SIGTERM unwinds like Ctrl-C, so every cleanup handler runs.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    spec, raw = spec_mod.load(args.study)
+    backends = args.backend or None
+    plans = plan_runs(spec, raw, backends)
+    out = Path(args.out) if args.out else study_dir_default(spec)
+    for name in sorted({p.backend for p in plans}):
+        get_backend(name).check([p for p in plans if p.backend == name])
+    store = StudyStore(out)
+    store.prepare(Path(args.study).read_text())
+    store.write_manifest({
+        "fatpipe_version": __version__,
+        "study": spec.study.name,
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "host": {"kernel": platform.release(), "machine": platform.machine(),
+                 "python": platform.python_version()},
+        "backends": {name: get_backend(name).facts() for name in sorted({p.backend for p in plans})},
+        "runs": [{"run_id": p.run_id, "seed": p.seed, "swept": p.swept} for p in plans],
+    })
+    print(f"fatpipe {__version__}: study {spec.study.name!r}, {len(plans)} runs -> {out}")
+    jobs = args.jobs or os.cpu_count() or 1
+    try:
+        progress = run_plans(plans, store, jobs=jobs)
+    finally:
+        counts = store.consolidate()
+    print(f"\nwrote {out}/runs.parquet ({counts['runs']} rows), series.parquet ({counts.get('series', 0)} rows)")
+    if counts["runs"]:
+        print()
+        print(summary_table(store.runs_table()))
+    if not args.no_report:
+        _maybe_report(out)
+    return 1 if progress.failed else 0
+
+
+def _maybe_report(out: Path) -> None:
+    try:
+        from .report import write_report
+    except ImportError:
+        return
+    path = write_report(out)
+    print(f"report: {path}")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    spec, raw = spec_mod.load(args.study)
+    plans = plan_runs(spec, raw, args.backend or None)
+    print(f"{args.study}: valid; {len(plans)} runs")
+    for p in plans[: args.show]:
+        print(f"  {p.run_id} seed={p.seed} {p.swept}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:  # noqa: ARG001
+    from .backends.kernel import doctor
+    report = doctor()
+    print(report.render() if hasattr(report, "render") else report)
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:  # noqa: ARG001
+    from .backends.kernel import clean
+    removed = clean()
+    if removed:
+        print("removed:")
+        for item in removed:
+            print(f"  {item}")
+    else:
+        print("nothing left behind by fatpipe")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="fatpipe", description="TCP congestion control lab for long fat networks")
+    ap.add_argument("--version", action="version", version=f"fatpipe {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a study (resumes an interrupted one)")
+    run.add_argument("study", help="study TOML file")
+    run.add_argument("--out", help="result directory (default results/<study name>)")
+    run.add_argument("--backend", action="append", choices=BACKEND_NAMES,
+                     help="run on this backend instead of study.backends (repeatable)")
+    run.add_argument("--jobs", type=int, default=0, help="sim runs at once (default: cores)")
+    run.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    run.set_defaults(func=cmd_run)
+
+    check = sub.add_parser("check", help="validate a study and list its runs")
+    check.add_argument("study")
+    check.add_argument("--backend", action="append", choices=BACKEND_NAMES)
+    check.add_argument("--show", type=int, default=10, help="runs to list")
+    check.set_defaults(func=cmd_check)
+
+    doctor = sub.add_parser("doctor", help="what the kernel backend can do on this machine")
+    doctor.set_defaults(func=cmd_doctor)
+
+    clean = sub.add_parser("clean", help="remove namespaces and processes a crashed fatpipe left")
+    clean.set_defaults(func=cmd_clean)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _sigterm_as_exit)
+    try:
+        return args.func(args)
+    except spec_mod.SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (BackendUnavailable, FileExistsError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished runs are kept; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

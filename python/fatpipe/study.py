@@ -1,0 +1,215 @@
+"""Sweep × repetitions × backends → runs; running them with resume.
+
+Run ids are stable for a given spec (``sim-p003-r01``: backend, sweep point,
+repetition), so a resumed study finds what it already did. Seeds derive from
+the study seed, the sweep point and the repetition only, so the kernel and
+sim runs of one grid point get the same seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import spec as spec_mod
+from .backends import get_backend
+from .backends.base import FlowPlan, HostLimits, RunPlan
+from .results import StudyStore
+from .summary import series_with_goodput, summarize
+
+
+def derive_seed(study_seed: int, point: int, rep: int) -> int:
+    digest = hashlib.sha256(f"{study_seed}:{point}:{rep}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1  # fits a signed 64-bit
+
+
+def sweep_points(spec: spec_mod.Spec) -> list[dict[str, Any]]:
+    """Cartesian product of the sweep axes, in the order written."""
+    keys = list(spec.sweep)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(spec.sweep[k] for k in keys))]
+
+
+def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
+    h = spec.host(name)
+    return HostLimits(
+        rmem_max_bytes=h.rmem_max or spec_mod.LINUX_RMEM_MAX_BYTES,
+        wmem_max_bytes=h.wmem_max or spec_mod.LINUX_WMEM_MAX_BYTES,
+        stream_rate_cap_bps=h.stream_rate_cap,
+        extra_rtt_s=h.extra_rtt,
+    )
+
+
+def plan_runs(
+    spec: spec_mod.Spec, raw: dict[str, Any], backends: list[str] | None = None
+) -> list[RunPlan]:
+    """Every run of the study, validated before anything starts."""
+    plans = []
+    for point, overrides in enumerate(sweep_points(spec) or [{}]):
+        point_spec = spec_mod.validate(spec_mod.apply_overrides(raw, overrides)) if overrides else spec
+        senders = {f.sender: _host_limits(point_spec, f.sender) for f in point_spec.flows}
+        flows = tuple(
+            FlowPlan(
+                group=i,
+                kind=f.kind,
+                cc=f.cc,
+                streams=f.streams,
+                mss_bytes=point_spec.mss_payload_bytes(f),
+                sender=f.sender,
+                start_s=f.start,
+                request_bytes=f.request,
+                response_bytes=f.response,
+                concurrency=f.concurrency,
+                rate_per_s=f.rate,
+            )
+            for i, f in enumerate(point_spec.flows)
+        )
+        s, p = point_spec.study, point_spec.path
+        for backend in backends or s.backends:
+            for rep in range(s.repetitions):
+                plans.append(
+                    RunPlan(
+                        run_id=f"{backend}-p{point:03d}-r{rep:02d}",
+                        backend=backend,
+                        rep=rep,
+                        seed=derive_seed(s.seed, point, rep),
+                        duration_s=s.duration,
+                        warmup_s=s.warmup,
+                        sample_interval_s=s.interval,
+                        rate_bps=p.rate,
+                        rtt_s=p.rtt,
+                        loss=p.loss,
+                        corruption=p.corruption,
+                        buffer_bytes=point_spec.buffer_bytes(),
+                        mtu_bytes=p.mtu,
+                        senders=senders,
+                        receiver=_host_limits(point_spec, "receiver"),
+                        flows=flows,
+                        swept=dict(overrides),
+                    )
+                )
+    return plans
+
+
+def identity_columns(plan: RunPlan) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "run_id": plan.run_id, "backend": plan.backend, "rep": plan.rep, "seed": plan.seed,
+        "rate_bps": plan.rate_bps, "rtt_s": plan.rtt_s, "loss": plan.loss,
+        "corruption": plan.corruption, "buffer_bytes": plan.buffer_bytes,
+        "mtu_bytes": plan.mtu_bytes, "duration_s": plan.duration_s, "warmup_s": plan.warmup_s,
+    }
+    for key, value in plan.swept.items():
+        out[key] = value
+    return out
+
+
+def failed_rows(plan: RunPlan, reason: str) -> list[dict[str, Any]]:
+    base = identity_columns(plan)
+    return [
+        {**base, "status": "failed", "reason": reason, "flow_group": f.group, "kind": f.kind,
+         "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes, "sender": f.sender}
+        for f in plan.flows
+    ]
+
+
+@dataclass
+class Progress:
+    """Runs done, the current run and an ETA, printed as runs finish."""
+
+    total: int
+    emit: Callable[[str], None] = print
+    done: int = 0
+    failed: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def finished(self, plan: RunPlan, status: str, summary: str) -> None:
+        self.done += 1
+        self.failed += status != "ok"
+        elapsed = time.monotonic() - self.started
+        eta = elapsed / self.done * (self.total - self.done)
+        self.emit(
+            f"[{self.done}/{self.total}] {plan.run_id} {status} {summary}"
+            f"  (elapsed {elapsed:.0f}s, ETA {eta:.0f}s)"
+        )
+
+
+def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
+    """Run one plan and record it. Returns (status, one-line summary)."""
+    backend = get_backend(plan.backend)
+    workdir = store.root / "work" / plan.run_id
+    t0 = time.monotonic()
+    try:
+        outcome = backend.run(plan, workdir)
+        rows = summarize(plan, outcome)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # recorded as failed with its reason
+        reason = f"{type(e).__name__}: {e}"
+        store.write_run(plan.run_id, "failed", failed_rows(plan, reason), reason=reason)
+        return "failed", reason.splitlines()[0][:200]
+    wall_s = time.monotonic() - t0
+    base = identity_columns(plan)
+    path = outcome.path
+    path_cols = {
+        "path_emulator": path.emulator, "path_min_rtt_s": path.min_rtt_s,
+        "path_loss_rate": path.loss_rate, "path_packets": path.packets,
+        "path_random_drops": path.random_drops, "path_queue_drops": path.queue_drops,
+        "path_bottleneck_bps": path.bottleneck_bps, "path_late_p99_s": path.late_p99_s,
+        "path_late_max_s": path.late_max_s, "wall_s": wall_s,
+    }
+    full_rows = [{**base, "status": "ok", "reason": "", **row, **path_cols} for row in rows]
+    series = series_with_goodput(outcome)
+    n = len(series["t_s"])
+    series = {"run_id": [plan.run_id] * n, "backend": [plan.backend] * n, **series}
+    rpcs = {"run_id": [plan.run_id] * len(outcome.rpcs["start_s"]), **outcome.rpcs}
+    store.write_run(plan.run_id, "ok", full_rows, series, rpcs)
+    goodputs = " ".join(
+        f"{r['cc']}x{r['streams']}={(r['goodput_bps'] or 0) / 1e6:.1f}Mbit/s" for r in rows
+    )
+    return "ok", goodputs
+
+
+def run_plans(
+    plans: list[RunPlan],
+    store: StudyStore,
+    jobs: int = 1,
+    emit: Callable[[str], None] = print,
+) -> Progress:
+    """Run every plan not yet finished; `jobs` runs at once (sim only)."""
+    done = store.finished()
+    todo = [p for p in plans if p.run_id not in done]
+    if done:
+        emit(f"resuming: {len(plans) - len(todo)} of {len(plans)} runs already finished")
+    progress = Progress(total=len(todo), emit=emit)
+    serial = [p for p in todo if p.backend != "sim"]
+    parallel = [p for p in todo if p.backend == "sim"]
+    for plan in serial:
+        status, summary = execute_one(plan, store)
+        progress.finished(plan, status, summary)
+    if parallel:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            pending: dict[Future, RunPlan] = {}
+            queue = list(parallel)
+            try:
+                while queue or pending:
+                    while queue and len(pending) < max(1, jobs):
+                        plan = queue.pop(0)
+                        pending[pool.submit(execute_one, plan, store)] = plan
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        plan = pending.pop(fut)
+                        status, summary = fut.result()
+                        progress.finished(plan, status, summary)
+            except BaseException:
+                for fut in pending:
+                    fut.cancel()
+                raise
+    return progress
+
+
+def study_dir_default(spec: spec_mod.Spec) -> Path:
+    return Path("results") / spec.study.name

@@ -1,0 +1,188 @@
+"""Per-run summary rows, computed the same way for every backend.
+
+A backend returns raw per-stream samples (cumulative counters); this module
+turns them into one row per flow group of the runs table, excluding the
+warm-up, and adds validity flags for what the path really did.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .backends.base import PathReport, RunOutcome, RunPlan
+
+# A flow counts as limited by an end host when the receive window or send
+# buffer limited it for more than this fraction of the measured time.
+HOST_LIMIT_FRACTION = 0.10
+# Runs whose path deviates from the spec by more than this are flagged.
+PATH_TOLERANCE = 0.10
+# Delay-line lateness (p99) above this fraction of the RTT flags the run.
+LATENESS_FRACTION_OF_RTT = 0.05
+
+
+def _percentile(values: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(values, q)) if values.size else None
+
+
+def _window(samples: dict[str, np.ndarray], warmup_s: float) -> tuple[int, int] | None:
+    """Indices (first, last) of the measurement window: the first sample at or
+    after the warm-up and the last sample."""
+    t = samples["t_s"]
+    after = np.nonzero(t >= warmup_s - 1e-9)[0]
+    if after.size < 2:
+        return None
+    return int(after[0]), int(after[-1])
+
+
+def _stream_arrays(outcome: RunOutcome, group: int) -> list[dict[str, np.ndarray]]:
+    s = outcome.series
+    groups = np.asarray(s["flow_group"], dtype=np.int64)
+    streams = np.asarray(s["stream"], dtype=np.int64)
+    out = []
+    for stream in np.unique(streams[groups == group]):
+        mask = (groups == group) & (streams == stream)
+        arrays = {k: np.asarray(v)[mask] for k, v in s.items() if k not in ("ca_state",)}
+        order = np.argsort(arrays["t_s"], kind="stable")
+        out.append({k: v[order] for k, v in arrays.items()})
+    return out
+
+
+def group_metrics(plan: RunPlan, outcome: RunOutcome, group: int) -> dict[str, Any]:
+    """Goodput, retransmissions, RTT and host-limit fractions of one group."""
+    goodput_bps = 0.0
+    per_stream_bps = []
+    retrans = segs = 0.0
+    rwnd_s = sndbuf_s = span_s = 0.0
+    srtts, min_rtts = [], []
+    for arr in _stream_arrays(outcome, group):
+        w = _window(arr, plan.warmup_s)
+        if w is None:
+            continue
+        a, b = w
+        dt = float(arr["t_s"][b] - arr["t_s"][a])
+        if dt <= 0:
+            continue
+        bps = float(arr["delivered_bytes"][b] - arr["delivered_bytes"][a]) * 8 / dt
+        per_stream_bps.append(bps)
+        goodput_bps += bps
+        retrans += float(arr["retrans_segments"][b] - arr["retrans_segments"][a])
+        segs += float(arr["segs_out"][b] - arr["segs_out"][a])
+        rwnd_s += float(arr["rwnd_limited_s"][b] - arr["rwnd_limited_s"][a])
+        sndbuf_s += float(arr["sndbuf_limited_s"][b] - arr["sndbuf_limited_s"][a])
+        span_s += dt
+        srtt = arr["srtt_s"][a : b + 1]
+        srtts.append(srtt[srtt > 0])
+        mr = arr["min_rtt_s"][a : b + 1]
+        if (mr > 0).any():
+            min_rtts.append(float(mr[mr > 0].min()))
+    srtt_all = np.concatenate(srtts) if srtts else np.array([])
+    return {
+        "goodput_bps": goodput_bps if per_stream_bps else None,
+        "stream_goodput_min_bps": min(per_stream_bps) if per_stream_bps else None,
+        "stream_goodput_max_bps": max(per_stream_bps) if per_stream_bps else None,
+        "retrans_rate": retrans / segs if segs > 0 else None,
+        "retrans_segments": int(retrans),
+        "srtt_p50_s": _percentile(srtt_all, 50),
+        "srtt_p99_s": _percentile(srtt_all, 99),
+        "min_rtt_s": min(min_rtts) if min_rtts else None,
+        "rwnd_limited_frac": rwnd_s / span_s if span_s > 0 else None,
+        "sndbuf_limited_frac": sndbuf_s / span_s if span_s > 0 else None,
+    }
+
+
+def rpc_metrics(plan: RunPlan, outcome: RunOutcome, group: int) -> dict[str, Any]:
+    """Completion-time percentiles, RPC goodput and slowdown of an RPC group."""
+    r = outcome.rpcs
+    g = np.asarray(r["flow_group"], dtype=np.int64)
+    start = np.asarray(r["start_s"], dtype=float)
+    mask = (g == group) & (start >= plan.warmup_s)
+    dur = np.asarray(r["duration_s"], dtype=float)[mask]
+    size = np.asarray(r["response_bytes"], dtype=float)[mask]
+    measured_s = plan.duration_s - plan.warmup_s
+    ideal_s = ideal_rpc_time_s(plan, group)
+    out: dict[str, Any] = {
+        "rpc_count": int(mask.sum()),
+        "rpc_goodput_bps": float(size.sum() * 8 / measured_s) if measured_s > 0 else None,
+        "rpc_ideal_s": ideal_s,
+    }
+    for q, name in ((50, "p50"), (90, "p90"), (99, "p99"), (99.9, "p999")):
+        out[f"rpc_{name}_s"] = _percentile(dur, q)
+    out["rpc_slowdown_p50"] = out["rpc_p50_s"] / ideal_s if out["rpc_p50_s"] else None
+    out["rpc_slowdown_p99"] = out["rpc_p99_s"] / ideal_s if out["rpc_p99_s"] else None
+    return out
+
+
+def ideal_rpc_time_s(plan: RunPlan, group: int) -> float:
+    """Completion time of one RPC on an empty path with no window limit: one
+    round trip plus the response's serialization at the bottleneck rate."""
+    flow = plan.flows[group]
+    sender = plan.senders.get(flow.sender)
+    rtt = plan.rtt_s + (sender.extra_rtt_s if sender else 0.0)
+    return rtt + (flow.response_bytes or 0) * 8 / plan.rate_bps
+
+
+def path_flags(plan: RunPlan, path: PathReport) -> list[str]:
+    """Flags for a path that did not do what the spec asked (± 10 %)."""
+    flags = []
+    if path.min_rtt_s is not None and path.min_rtt_s > plan.rtt_s * (1 + PATH_TOLERANCE) + 1e-4:
+        flags.append("rtt_inflated")
+    expected = plan.packet_loss_probability(plan.flows[0].mss_bytes) if plan.flows else plan.loss
+    if path.packets and expected > 0 and path.loss_rate is not None:
+        # Deviation beyond 10 % that is also beyond 3 standard errors.
+        sigma = math.sqrt(expected * (1 - expected) / path.packets)
+        if abs(path.loss_rate - expected) > max(PATH_TOLERANCE * expected, 3 * sigma):
+            flags.append("loss_off")
+    if path.bottleneck_bps is not None and path.bottleneck_bps < plan.rate_bps * (1 - PATH_TOLERANCE):
+        flags.append("bottleneck_slow")
+    if path.late_p99_s is not None and path.late_p99_s > LATENESS_FRACTION_OF_RTT * plan.rtt_s:
+        flags.append("emulator_late")
+    return flags
+
+
+def summarize(plan: RunPlan, outcome: RunOutcome) -> list[dict[str, Any]]:
+    """One runs-table row per flow group."""
+    shared_flags = path_flags(plan, outcome.path)
+    rows = []
+    for group, flow in enumerate(plan.flows):
+        row: dict[str, Any] = {
+            "flow_group": group,
+            "kind": flow.kind,
+            "cc": flow.cc,
+            "streams": flow.streams,
+            "mss_bytes": flow.mss_bytes,
+            "sender": flow.sender,
+            "start_s": flow.start_s,
+        }
+        row.update(group_metrics(plan, outcome, group))
+        if flow.kind == "rpc":
+            row.update(rpc_metrics(plan, outcome, group))
+        flags = list(shared_flags)
+        if (row.get("rwnd_limited_frac") or 0) > HOST_LIMIT_FRACTION:
+            flags.append("rwnd_limited")
+        if (row.get("sndbuf_limited_frac") or 0) > HOST_LIMIT_FRACTION:
+            flags.append("sndbuf_limited")
+        if row["goodput_bps"] is None:
+            flags.append("no_samples")
+        row["flags"] = ",".join(flags)
+        rows.append(row)
+    return rows
+
+
+def series_with_goodput(outcome: RunOutcome) -> dict[str, list]:
+    """The series plus `goodput_bps`: delivered bytes per interval per stream."""
+    s = {k: list(v) for k, v in outcome.series.items()}
+    n = len(s["t_s"])
+    goodput = [0.0] * n
+    last: dict[tuple[int, int], tuple[float, float]] = {}
+    order = sorted(range(n), key=lambda i: (s["flow_group"][i], s["stream"][i], s["t_s"][i]))
+    for i in order:
+        key = (s["flow_group"][i], s["stream"][i])
+        t, d = s["t_s"][i], s["delivered_bytes"][i]
+        if key in last and t > last[key][0]:
+            goodput[i] = (d - last[key][1]) * 8 / (t - last[key][0])
+        last[key] = (t, d)
+    s["goodput_bps"] = goodput
+    return s

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs every test: the Rust crates, then the Python suite (kernel tests need
+# root and skip themselves otherwise).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo test -q --release --workspace --exclude fatpipe-py
+PY=${PYTHON:-python3}
+"$PY" -m pytest -q tests
