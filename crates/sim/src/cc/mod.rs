@@ -22,6 +22,7 @@
 //! Each algorithm lives in its own file; every rule carries a comment citing
 //! the Linux function or RFC section it implements.
 
+pub mod cubic;
 pub mod reno;
 
 use crate::units::{Rate, Time};
@@ -279,12 +280,13 @@ pub trait CongestionControl: Send {
 }
 
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
     match name {
         "reno" => Some(Box::new(reno::Reno::default())),
+        "cubic" => Some(Box::new(cubic::Cubic::new())),
         _ => None,
     }
 }
