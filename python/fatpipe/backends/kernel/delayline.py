@@ -1,0 +1,115 @@
+"""fatpipe-linkem: finding the binary, starting it in the router namespace,
+reading its statistics.
+
+linkem holds each packet of an NFQUEUE until arrival + one-way delay and
+drops TCP data segments with the configured probability
+(crates/linkem/src/main.rs). It writes JSON statistics to a file every
+second and on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import cmd
+from .cleanup import REGISTRY, stop_process
+from .netns import Namespace
+
+REPO_ROOT = Path(__file__).resolve().parents[4]
+BINARY = "fatpipe-linkem"
+
+
+def find_linkem() -> Path | None:
+    """$FATPIPE_LINKEM, then PATH, then the workspace's target directory."""
+    env = os.environ.get("FATPIPE_LINKEM")
+    if env and Path(env).is_file():
+        return Path(env)
+    found = shutil.which(BINARY)
+    if found:
+        return Path(found)
+    for profile in ("release", "debug"):
+        p = REPO_ROOT / "target" / profile / BINARY
+        if p.is_file():
+            return p
+    return None
+
+
+def build_linkem() -> Path:
+    """Build linkem with cargo (release) when the source tree is present."""
+    if not (REPO_ROOT / "crates" / "linkem" / "Cargo.toml").is_file() or not cmd.which("cargo"):
+        raise FileNotFoundError(f"{BINARY} not found and cannot be built (no cargo or no source tree)")
+    cmd.run(["cargo", "build", "--release", "-p", BINARY, "--manifest-path", str(REPO_ROOT / "Cargo.toml")],
+            timeout_s=600)
+    return REPO_ROOT / "target" / "release" / BINARY
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    num: int
+    name: str
+    delay_s: float
+    loss: float
+
+
+def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: Path) -> list[str]:
+    """Argument list of one linkem process (pure, tested)."""
+    args = [str(binary)]
+    for q in queues:
+        args += ["--queue", f"num={q.num},delay_s={q.delay_s:.9f},loss={q.loss:.9g},name={q.name}"]
+    args += ["--seed", str(seed), "--stats", str(stats_path), "--stats-interval-s", "0.5"]
+    return args
+
+
+class Linkem:
+    """A running linkem process inside `ns`."""
+
+    def __init__(self, ns: Namespace, binary: Path, queues: list[QueueConfig], seed: int, stats_path: Path):
+        self.stats_path = stats_path
+        self.proc = ns.popen(linkem_args(binary, queues, seed, stats_path),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        REGISTRY.add(f"linkem {self.proc.pid}", lambda: stop_process(self.proc))
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            stop_process(self.proc)
+            raise RuntimeError(f"fatpipe-linkem did not start: {line.strip()} {self.proc.stderr.read().strip()}")
+
+    def read_stats(self) -> dict:
+        return json.loads(self.stats_path.read_text())
+
+    def stop(self) -> dict:
+        """SIGTERM; linkem releases held packets and writes final stats."""
+        REGISTRY.discard(f"linkem {self.proc.pid}")
+        stop_process(self.proc, timeout_s=5.0)
+        for _ in range(50):
+            try:
+                stats = self.read_stats()
+                if stats.get("final"):
+                    return stats
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+        err = self.proc.stderr.read() if self.proc.stderr else ""
+        raise RuntimeError(f"fatpipe-linkem wrote no final statistics (exit {self.proc.returncode}): {err.strip()}")
+
+
+def summarize(stats: dict) -> dict:
+    """Totals over queues of linkem statistics (pure)."""
+    qs = stats.get("queues", [])
+    return {
+        "data_packets": sum(q["data_packets"] for q in qs),
+        "dropped": sum(q["dropped"] for q in qs),
+        "packets": sum(q["packets"] for q in qs),
+        "late_p50_s": max((q["late_p50_s"] for q in qs), default=0.0),
+        "late_p99_s": max((q["late_p99_s"] for q in qs), default=0.0),
+        "late_max_s": max((q["late_max_s"] for q in qs), default=0.0),
+        "max_packet_bytes": max((q["max_packet_bytes"] for q in qs), default=0),
+        "gso_packets": sum(q["gso_packets"] for q in qs),
+        "overflows": sum(q.get("enobufs", 0) + q.get("kernel_queue_dropped", 0) + q.get("kernel_user_dropped", 0)
+                         for q in qs),
+    }

@@ -1,0 +1,171 @@
+"""fatpipe's traffic engine: the program run inside a namespace.
+
+Standard library only, run by path (``python3 engine.py receiver|sender
+CONFIG_JSON``) so it needs nothing from the fatpipe package inside the
+namespace. The host side is traffic.py.
+
+* ``receiver``: listens on one port per flow group, reads and discards
+  everything, prints ``ready`` once listening, exits at the deadline.
+* ``sender``: opens `streams` TCP connections of one flow group with
+  TCP_CONGESTION = cc and TCP_MAXSEG = mss, prints ``connected``, waits for
+  the common start time, sends bulk data until the end time and samples
+  TCP_INFO of every socket every `sample_interval_s` into a JSON-lines file
+  (raw bytes, base64; parsed on the host by tcpinfo.py).
+
+Flow kinds plug in through SENDERS / RECEIVERS (kind -> function); "rpc"
+is not implemented yet.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import sys
+import threading
+import time
+
+TCP_INFO_BYTES = 512  # larger than struct tcp_info; the kernel returns its size
+SO_MAX_PACING_RATE = 47
+CHUNK_BYTES = 1 << 20
+
+
+def _sleep_until(t_wall: float) -> None:
+    while True:
+        left = t_wall - time.time()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.05))
+
+
+# -- receiver ---------------------------------------------------------------
+def _drain(conn: socket.socket, deadline: float) -> None:
+    buf = bytearray(CHUNK_BYTES)
+    conn.settimeout(0.5)
+    try:
+        while time.time() < deadline:
+            try:
+                if conn.recv_into(buf) == 0:
+                    return
+            except TimeoutError:
+                continue
+    except OSError:
+        return
+    finally:
+        conn.close()
+
+
+def receive_bulk(listener: socket.socket, deadline: float, threads: list[threading.Thread]) -> None:
+    listener.settimeout(0.2)
+    while time.time() < deadline:
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            continue
+        t = threading.Thread(target=_drain, args=(conn, deadline), daemon=True)
+        t.start()
+        threads.append(t)
+
+
+RECEIVERS = {"bulk": receive_bulk}
+
+
+def run_receiver(cfg: dict) -> int:
+    deadline = cfg["deadline_wall_s"]
+    threads: list[threading.Thread] = []
+    acceptors = []
+    for group in cfg["groups"]:
+        kind = group["kind"]
+        if kind not in RECEIVERS:
+            raise NotImplementedError(f"flow kind {kind!r} is not implemented by the kernel engine yet")
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((cfg["addr"], group["port"]))
+        ls.listen(1024)
+        t = threading.Thread(target=RECEIVERS[kind], args=(ls, deadline, threads), daemon=True)
+        acceptors.append(t)
+    for t in acceptors:
+        t.start()
+    print("ready", flush=True)
+    for t in acceptors:
+        t.join()
+    for t in threads:
+        t.join(timeout=1.0)
+    return 0
+
+
+# -- sender -----------------------------------------------------------------
+def open_stream(cfg: dict) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cfg["cc"].encode())
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, int(cfg["mss_bytes"]))
+    if cfg.get("stream_rate_cap_bps"):
+        # A CPU-bound host modelled as a per-socket pacing cap (bytes/s).
+        s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(cfg["stream_rate_cap_bps"] / 8))
+    s.connect((cfg["dst"], cfg["port"]))
+    return s
+
+
+def send_bulk(sock: socket.socket, end_wall_s: float, errors: list[str]) -> None:
+    data = memoryview(bytearray(CHUNK_BYTES))
+    sock.settimeout(0.1)
+    try:
+        while time.time() < end_wall_s:
+            try:
+                sock.send(data)
+            except TimeoutError:
+                continue
+    except OSError as e:
+        errors.append(f"send: {e}")
+
+
+SENDERS = {"bulk": send_bulk}
+
+
+def run_sender(cfg: dict) -> int:
+    kind = cfg["kind"]
+    if kind not in SENDERS:
+        raise NotImplementedError(f"flow kind {kind!r} is not implemented by the kernel engine yet")
+    socks = [open_stream(cfg) for _ in range(cfg["streams"])]
+    print("connected", flush=True)
+    t0 = cfg["t0_wall_s"]
+    start = t0 + cfg.get("start_s", 0.0)
+    end = t0 + cfg["duration_s"]
+    interval = cfg["sample_interval_s"]
+    errors: list[str] = []
+    _sleep_until(start)
+    workers = [threading.Thread(target=SENDERS[kind], args=(s, end, errors), daemon=True) for s in socks]
+    for w in workers:
+        w.start()
+    with open(cfg["samples_path"], "w") as out:
+        k = 0
+        while True:
+            due = start + k * interval
+            _sleep_until(due)
+            now = time.time()
+            for i, s in enumerate(socks):
+                raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_BYTES)
+                out.write(json.dumps({"t_s": now - t0, "stream": i, "tcp_info": base64.b64encode(raw).decode()}))
+                out.write("\n")
+            k += 1
+            if now >= end:
+                break
+    for w in workers:
+        w.join(timeout=2.0)
+    for s in socks:
+        s.close()
+    if errors:
+        print(json.dumps({"errors": errors[:10]}), file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3 or argv[1] not in ("sender", "receiver"):
+        print("usage: engine.py sender|receiver CONFIG_JSON", file=sys.stderr)
+        return 2
+    cfg = json.loads(argv[2])
+    return run_sender(cfg) if argv[1] == "sender" else run_receiver(cfg)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,106 @@
+"""Network namespaces, veth links, addresses and per-namespace sysctls.
+
+Names are ``fp-<pid>-<n>-<role>`` (unique per process and topology) so
+`fatpipe clean` and the CI check find leftovers. Only commands of the form
+``ip -n NS …`` / ``ip netns exec NS …`` touch network state: the host's own
+interfaces, routes and sysctls are never changed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+from collections.abc import Sequence
+
+from . import cmd
+from .cleanup import NAME_PREFIX, REGISTRY, remove_namespace
+
+_counter = itertools.count()
+
+# Sysctls that are per network namespace (so writing them inside a
+# namespace never changes the host). Anything else is refused.
+PER_NETNS_SYSCTLS = frozenset({
+    "net.ipv4.ip_forward",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_congestion_control",
+    "net.ipv4.tcp_no_metrics_save",
+    "net.ipv4.tcp_sack",
+    "net.ipv4.tcp_timestamps",
+    "net.ipv4.tcp_window_scaling",
+    "net.ipv4.tcp_ecn",
+    "net.ipv4.tcp_slow_start_after_idle",
+    "net.ipv4.tcp_adv_win_scale",
+    "net.ipv6.conf.all.disable_ipv6",
+    "net.ipv6.conf.default.disable_ipv6",
+})
+
+
+def new_prefix() -> str:
+    """``fp-<pid>-<n>``: unique within this host while this process lives."""
+    return f"{NAME_PREFIX}{os.getpid()}-{next(_counter)}"
+
+
+class Namespace:
+    """One network namespace, deleted (with its processes) on release."""
+
+    def __init__(self, name: str):
+        if not name.startswith(NAME_PREFIX):
+            raise ValueError(f"namespace {name!r} must start with {NAME_PREFIX!r}")
+        self.name = name
+
+    @classmethod
+    def create(cls, name: str) -> "Namespace":
+        cmd.run(["ip", "netns", "add", name])
+        REGISTRY.add(f"netns {name}", lambda: remove_namespace(name))
+        ns = cls(name)
+        ns.ip("link", "set", "lo", "up")
+        return ns
+
+    def delete(self) -> None:
+        REGISTRY.discard(f"netns {self.name}")
+        remove_namespace(self.name)
+
+    def ip(self, *args: str) -> str:
+        return cmd.run(["ip", "-n", self.name, *args])
+
+    def exec_args(self, args: Sequence[str]) -> list[str]:
+        """The argument list that runs `args` inside this namespace."""
+        return ["ip", "netns", "exec", self.name, *args]
+
+    def run(self, *args: str, check: bool = True, timeout_s: float = 30.0) -> str:
+        return cmd.run(self.exec_args(args), check=check, timeout_s=timeout_s)
+
+    def sysctl(self, key: str, value: str | int) -> None:
+        """Set a per-namespace sysctl (refuses host-global keys)."""
+        if key not in PER_NETNS_SYSCTLS:
+            raise ValueError(f"sysctl {key} is not known to be per-namespace; refusing to set it")
+        path = "/proc/sys/" + key.replace(".", "/")
+        # `ip netns exec` remounts /proc/sys/net for the namespace; writing
+        # through `sh -c` is avoided: sysctl(8) takes the value as an argument.
+        self.run("sysctl", "-q", "-w", f"{key}={value}")
+        got = self.run("cat", path).split()
+        if got != str(value).split():
+            raise RuntimeError(f"{self.name}: {key} is {got}, wanted {value}")
+
+    def popen(self, args: Sequence[str], **kw) -> subprocess.Popen:
+        """Start `args` inside the namespace in its own session (so a
+        terminal's Ctrl-C reaches fatpipe, which then stops it in order)."""
+        return subprocess.Popen(self.exec_args(args), start_new_session=True, **kw)
+
+
+def add_veth(a: Namespace, a_if: str, b: Namespace, b_if: str, mtu_bytes: int) -> None:
+    """A veth pair with one end in each namespace (created inside `a`, so no
+    interface ever appears in the host namespace)."""
+    a.ip("link", "add", a_if, "mtu", str(mtu_bytes), "type", "veth",
+         "peer", "name", b_if, "mtu", str(mtu_bytes), "netns", b.name)
+    a.ip("link", "set", a_if, "up")
+    b.ip("link", "set", b_if, "up")
+
+
+def set_offloads(ns: Namespace, ifname: str, on: bool, features: Sequence[str] = ("tso", "gso", "gro")) -> None:
+    args = ["ethtool", "-K", ifname]
+    for f in features:
+        args += [f, "on" if on else "off"]
+    ns.run(*args)

@@ -1,0 +1,247 @@
+"""The emulated path: topology, bottleneck, delay and loss.
+
+::
+
+    sender ns s0 ─┐                                  (data →)
+    sender ns s1 ─┼─ router ns ── FORWARD: NFQUEUE 0 ── tbf ── receiver ns
+                  │             ◄── FORWARD: NFQUEUE 1 ───────  (← ACKs)
+
+* **Bottleneck**: ``tbf`` (rate, burst, limit = buffer bytes) on the router's
+  egress toward the receiver. tbf segments GSO packets larger than its burst
+  and drops per packet when the byte limit is reached, so overflow hits MSS
+  segments.
+* **Delay + loss, linkem** (kernels without netem, like this one):
+  ``iptables -j NFQUEUE`` in the router's FORWARD chain sends each direction
+  to its own queue; fatpipe-linkem holds every packet RTT/2 and drops TCP
+  data segments with the configured probability. The queues are configured
+  without NFQA_CFG_F_GSO, so nfnetlink_queue software-segments GSO packets
+  before queueing: loss hits individual MSS segments while the senders keep
+  TSO/GSO (cheap) — linkem reports the largest packet it saw to prove it.
+  The delay line sits before the bottleneck queue (FORWARD precedes the
+  egress qdisc), as propagation delay upstream of a router would.
+* **Delay + loss, netem** (when ``tc qdisc add … netem`` works): netem on
+  each sender's egress (RTT/2 + loss) and on the receiver's egress (RTT/2);
+  TSO/GSO are switched off on the senders so netem drops MSS segments.
+  (Not exercisable on kernels without netem.)
+* Addresses come from 198.18.0.0/15 (RFC 2544 benchmarking range), used
+  only inside the namespaces: sender i 198.18.i.1/24, receiver 198.19.0.1/24.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import cmd, parse
+from .delayline import Linkem, QueueConfig, build_linkem, find_linkem, summarize
+from .netns import Namespace, add_veth, new_prefix, set_offloads
+
+RECEIVER_ADDR = "198.19.0.1"
+QUEUE_DATA = 0  # NFQUEUE of the sender → receiver direction
+QUEUE_ACK = 1  # NFQUEUE of the receiver → sender direction
+ROUTER_TO_RECEIVER_IF = "rcv"
+
+
+def sender_addr(index: int) -> str:
+    return f"198.18.{index + 1}.1"
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    rmem_max_bytes: int
+    wmem_max_bytes: int
+
+
+@dataclass(frozen=True)
+class PathConfig:
+    rate_bps: float
+    rtt_s: float
+    loss: float  # per data packet, applied to each direction's data segments
+    buffer_bytes: int
+    mtu_bytes: int
+    senders: dict[str, HostConfig]
+    receiver: HostConfig
+    seed: int = 1
+    emulator: str = "auto"  # "auto" | "netem" | "linkem-nfqueue"
+    burst_bytes: int | None = None
+
+
+def tbf_burst_bytes(rate_bps: float, mtu_bytes: int) -> int:
+    """tbf bucket: 1 ms at the rate, at least 4 frames (tbf needs burst ≥
+    the largest packet, and at high rates a timer tick's worth)."""
+    return int(max(rate_bps / 8 * 1e-3, 4 * (mtu_bytes + 14)))
+
+
+def tbf_args(ifname: str, rate_bps: float, burst_bytes: int, limit_bytes: int) -> list[str]:
+    """`tc` arguments of the bottleneck (pure, tested)."""
+    return ["tc", "qdisc", "replace", "dev", ifname, "root", "handle", "1:", "tbf",
+            "rate", f"{int(rate_bps)}bit", "burst", str(burst_bytes), "limit", str(limit_bytes)]
+
+
+def nfqueue_rules(iptables: str) -> list[list[str]]:
+    """iptables commands (run in the router namespace) that send each
+    direction through its NFQUEUE. No --queue-bypass: without linkem
+    listening packets are dropped, never passed undelayed (fail-closed)."""
+    return [
+        [iptables, "-w", "-A", "FORWARD", "-o", ROUTER_TO_RECEIVER_IF, "-j", "NFQUEUE", "--queue-num", str(QUEUE_DATA)],
+        [iptables, "-w", "-A", "FORWARD", "-i", ROUTER_TO_RECEIVER_IF, "-j", "NFQUEUE", "--queue-num", str(QUEUE_ACK)],
+    ]
+
+
+def netem_available(ns: Namespace, ifname: str) -> bool:
+    """Probe: can a netem qdisc be added here? (removes it again)."""
+    if not cmd.ok(ns.exec_args(["tc", "qdisc", "add", "dev", ifname, "root", "handle", "9:", "netem", "delay", "1ms"])):
+        return False
+    cmd.ok(ns.exec_args(["tc", "qdisc", "del", "dev", ifname, "root"]))
+    return True
+
+
+def iptables_binary(ns: Namespace) -> str:
+    """iptables-legacy (pure xt, per-namespace tables) if it works, else
+    iptables (nft with xt compat)."""
+    for binary in ("iptables-legacy", "iptables"):
+        if cmd.which(binary) and cmd.ok(ns.exec_args([binary, "-w", "-S", "FORWARD"])):
+            return binary
+    raise RuntimeError("no working iptables (need iptables-legacy or iptables-nft with NFQUEUE)")
+
+
+@dataclass
+class PathStats:
+    emulator: str
+    packets: int = 0  # data segments offered to the loss stage
+    random_drops: int = 0
+    queue_drops: int = 0  # tbf drops
+    bottleneck_bytes: int = 0
+    late_p50_s: float | None = None
+    late_p99_s: float | None = None
+    late_max_s: float | None = None
+    details: dict = field(default_factory=dict)
+
+
+class EmulatedPath:
+    """Builds the topology on enter, removes it on exit."""
+
+    def __init__(self, cfg: PathConfig, workdir: Path):
+        self.cfg = cfg
+        self.workdir = Path(workdir)
+        self.prefix = new_prefix()
+        self.namespaces: list[Namespace] = []
+        self.senders: dict[str, Namespace] = {}
+        self.sender_addrs: dict[str, str] = {}
+        self.linkem: Linkem | None = None
+        self.emulator = ""
+        self._tbf_start: parse.QdiscStats | None = None
+
+    # -- topology -------------------------------------------------------
+    def _ns(self, role: str) -> Namespace:
+        ns = Namespace.create(f"{self.prefix}-{role}")
+        self.namespaces.append(ns)
+        return ns
+
+    def _host_sysctls(self, ns: Namespace, host: HostConfig) -> None:
+        # tcp_rmem[2] / tcp_wmem[2] bound autotuned buffers (per netns since 4.15).
+        ns.sysctl("net.ipv4.tcp_rmem", f"4096 131072 {host.rmem_max_bytes}")
+        ns.sysctl("net.ipv4.tcp_wmem", f"4096 16384 {host.wmem_max_bytes}")
+        # Each run starts from a clean slate: no cached ssthresh/RTT.
+        ns.sysctl("net.ipv4.tcp_no_metrics_save", 1)
+
+    def __enter__(self) -> "EmulatedPath":
+        try:
+            self.build()
+        except BaseException:
+            self.teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.teardown()
+
+    def build(self) -> None:
+        c = self.cfg
+        self.router = self._ns("r")
+        self.router.sysctl("net.ipv4.ip_forward", 1)
+        self.receiver = self._ns("rx")
+        add_veth(self.router, ROUTER_TO_RECEIVER_IF, self.receiver, "eth0", c.mtu_bytes)
+        self.router.ip("addr", "add", "198.19.0.254/24", "dev", ROUTER_TO_RECEIVER_IF)
+        self.receiver.ip("addr", "add", f"{RECEIVER_ADDR}/24", "dev", "eth0")
+        self.receiver.ip("route", "add", "default", "via", "198.19.0.254")
+        self._host_sysctls(self.receiver, c.receiver)
+        for i, (name, host) in enumerate(c.senders.items()):
+            ns = self._ns(f"s{i}")
+            router_if = f"s{i}"
+            add_veth(self.router, router_if, ns, "eth0", c.mtu_bytes)
+            self.router.ip("addr", "add", f"198.18.{i + 1}.254/24", "dev", router_if)
+            ns.ip("addr", "add", f"{sender_addr(i)}/24", "dev", "eth0")
+            ns.ip("route", "add", "default", "via", f"198.18.{i + 1}.254")
+            self._host_sysctls(ns, host)
+            self.senders[name] = ns
+            self.sender_addrs[name] = sender_addr(i)
+        burst = c.burst_bytes or tbf_burst_bytes(c.rate_bps, c.mtu_bytes)
+        limit = max(c.buffer_bytes, c.mtu_bytes + 14)
+        self.router.run(*tbf_args(ROUTER_TO_RECEIVER_IF, c.rate_bps, burst, limit))
+        emulator = c.emulator
+        if emulator == "auto":
+            emulator = "netem" if netem_available(self.router, ROUTER_TO_RECEIVER_IF) else "linkem-nfqueue"
+        if emulator == "netem":
+            self._add_netem()
+        else:
+            self._add_linkem()
+        self.emulator = emulator
+
+    def _add_netem(self) -> None:
+        c = self.cfg
+        half_ms = f"{c.rtt_s / 2 * 1e3:.6f}ms"
+        for ns in self.senders.values():
+            set_offloads(ns, "eth0", False, ("tso", "gso"))  # netem must see MSS segments
+            ns.run("tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "limit", "1000000",
+                   "delay", half_ms, "loss", f"{c.loss * 100:.9f}%")
+        self.receiver.run("tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "limit", "1000000",
+                          "delay", half_ms)
+
+    def _add_linkem(self) -> None:
+        c = self.cfg
+        binary = find_linkem() or build_linkem()
+        half = c.rtt_s / 2
+        queues = [QueueConfig(QUEUE_DATA, "data", half, c.loss), QueueConfig(QUEUE_ACK, "ack", half, c.loss)]
+        self.linkem = Linkem(self.router, binary, queues, c.seed, self.workdir / "linkem-stats.json")
+        ipt = iptables_binary(self.router)
+        for rule in nfqueue_rules(ipt):
+            self.router.run(*rule)
+
+    # -- measurements ---------------------------------------------------
+    def tbf_stats(self) -> parse.QdiscStats:
+        out = self.router.run("tc", "-s", "qdisc", "show", "dev", ROUTER_TO_RECEIVER_IF)
+        for q in parse.tc_qdisc_stats(out):
+            if q.kind == "tbf":
+                return q
+        raise RuntimeError(f"no tbf on {ROUTER_TO_RECEIVER_IF}: {out}")
+
+    def mark_start(self) -> None:
+        self._tbf_start = self.tbf_stats()
+
+    def finish(self) -> PathStats:
+        """Stop the delay line and collect what the path did."""
+        tbf = self.tbf_stats()
+        start = self._tbf_start
+        stats = PathStats(emulator=self.emulator,
+                          queue_drops=tbf.dropped - (start.dropped if start else 0),
+                          bottleneck_bytes=tbf.sent_bytes - (start.sent_bytes if start else 0))
+        if self.linkem is not None:
+            raw = self.linkem.stop()
+            self.linkem = None
+            s = summarize(raw)
+            stats.packets, stats.random_drops = s["data_packets"], s["dropped"]
+            stats.late_p50_s, stats.late_p99_s, stats.late_max_s = s["late_p50_s"], s["late_p99_s"], s["late_max_s"]
+            stats.details = {"linkem": raw, "linkem_summary": s}
+        return stats
+
+    def teardown(self) -> None:
+        if self.linkem is not None:
+            try:
+                self.linkem.stop()
+            except Exception:  # noqa: BLE001
+                pass
+            self.linkem = None
+        for ns in reversed(self.namespaces):
+            ns.delete()
+        self.namespaces.clear()

@@ -1,0 +1,72 @@
+"""Pure parser of Linux ``struct tcp_info`` (include/uapi/linux/tcp.h)."""
+
+from __future__ import annotations
+
+import struct
+
+# Field names in order, with struct codes (little/native endian, x86-64 and
+# arm64 lay it out identically: no implicit padding up to tcpi_snd_wnd).
+_FIELDS: list[tuple[str, str]] = [
+    ("state", "B"), ("ca_state", "B"), ("retransmits", "B"), ("probes", "B"),
+    ("backoff", "B"), ("options", "B"), ("wscale", "B"), ("app_limited_flags", "B"),
+    ("rto_us", "I"), ("ato_us", "I"), ("snd_mss", "I"), ("rcv_mss", "I"),
+    ("unacked", "I"), ("sacked", "I"), ("lost", "I"), ("retrans", "I"), ("fackets", "I"),
+    ("last_data_sent_ms", "I"), ("last_ack_sent_ms", "I"), ("last_data_recv_ms", "I"), ("last_ack_recv_ms", "I"),
+    ("pmtu", "I"), ("rcv_ssthresh", "I"), ("rtt_us", "I"), ("rttvar_us", "I"), ("snd_ssthresh", "I"),
+    ("snd_cwnd", "I"), ("advmss", "I"), ("reordering", "I"),
+    ("rcv_rtt_us", "I"), ("rcv_space", "I"),
+    ("total_retrans", "I"),
+    ("pacing_rate_Bps", "Q"), ("max_pacing_rate_Bps", "Q"), ("bytes_acked", "Q"), ("bytes_received", "Q"),
+    ("segs_out", "I"), ("segs_in", "I"),
+    ("notsent_bytes", "I"), ("min_rtt_us", "I"), ("data_segs_in", "I"), ("data_segs_out", "I"),
+    ("delivery_rate_Bps", "Q"),
+    ("busy_time_us", "Q"), ("rwnd_limited_us", "Q"), ("sndbuf_limited_us", "Q"),
+    ("delivered", "I"), ("delivered_ce", "I"),
+    ("bytes_sent", "Q"), ("bytes_retrans", "Q"),
+    ("dsack_dups", "I"), ("reord_seen", "I"),
+    ("rcv_ooopack", "I"), ("snd_wnd", "I"),
+]
+
+# The prefix every kernel since 4.19 returns (through tcpi_sndbuf_limited).
+MIN_BYTES = struct.calcsize("<" + "".join(c for n, c in _FIELDS[: _FIELDS.index(("sndbuf_limited_us", "Q")) + 1]))
+
+CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}  # enum tcp_ca_state
+
+
+def parse(raw: bytes) -> dict[str, int]:
+    """Decode as many fields as `raw` holds (at least MIN_BYTES)."""
+    if len(raw) < MIN_BYTES:
+        raise ValueError(f"tcp_info too short: {len(raw)} bytes, need {MIN_BYTES}")
+    out: dict[str, int] = {}
+    offset = 0
+    for name, code in _FIELDS:
+        size = struct.calcsize("<" + code)
+        if offset + size > len(raw):
+            break
+        (out[name],) = struct.unpack_from("<" + code, raw, offset)
+        offset += size
+    return out
+
+
+def inflight_segments(info: dict[str, int]) -> int:
+    """tcp_packets_in_flight(): unacked − (sacked + lost) + retrans."""
+    return max(0, info["unacked"] - info["sacked"] - info["lost"] + info["retrans"])
+
+
+def series_row(info: dict[str, int]) -> dict[str, object]:
+    """Map parsed tcp_info onto base.SERIES_COLUMNS (without group/stream/t_s)."""
+    return {
+        "delivered_bytes": info["bytes_acked"],
+        "cwnd_segments": info["snd_cwnd"],
+        "srtt_s": info["rtt_us"] * 1e-6,
+        "min_rtt_s": info["min_rtt_us"] * 1e-6,
+        "retrans_segments": info["total_retrans"],
+        "segs_out": info["data_segs_out"],
+        "pacing_rate_bps": info["pacing_rate_Bps"] * 8.0,
+        "delivery_rate_bps": info["delivery_rate_Bps"] * 8.0,
+        "inflight_segments": inflight_segments(info),
+        "ca_state": CA_STATES.get(info["ca_state"], str(info["ca_state"])),
+        "rwnd_limited_s": info["rwnd_limited_us"] * 1e-6,
+        "sndbuf_limited_s": info["sndbuf_limited_us"] * 1e-6,
+        "busy_s": info["busy_time_us"] * 1e-6,
+    }
