@@ -23,6 +23,7 @@
 //! the Linux function or RFC section it implements.
 
 pub mod cubic;
+pub mod htcp;
 pub mod reno;
 
 use crate::units::{Rate, Time};
@@ -280,13 +281,14 @@ pub trait CongestionControl: Send {
 }
 
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
     match name {
         "reno" => Some(Box::new(reno::Reno::default())),
         "cubic" => Some(Box::new(cubic::Cubic::new())),
+        "htcp" => Some(Box::new(htcp::Htcp::new())),
         _ => None,
     }
 }
