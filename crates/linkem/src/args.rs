@@ -18,6 +18,10 @@ pub struct QueueSpec {
     pub delay_ns: u64,
     /// Probability that a TCP segment carrying payload is dropped.
     pub loss: f64,
+    /// Bottleneck rate after the delay (0 = no bottleneck in this direction).
+    pub rate_bps: f64,
+    /// Bottleneck buffer (tail drop when the backlog would exceed it).
+    pub buffer_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +39,9 @@ pub struct Args {
     /// Set NFQA_CFG_F_GSO: accept GSO super-packets unsegmented (loss would
     /// then hit 64 KB at once; off by default).
     pub gso: bool,
+    /// Release granularity: packets due within this window after the first
+    /// due packet leave in the same batch verdict (fewer wake-ups).
+    pub batch_ns: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +55,8 @@ impl fmt::Display for ArgError {
 
 pub const USAGE: &str = "usage: fatpipe-linkem --queue num=N,delay_s=SECONDS[,loss=P][,name=NAME] \
 [--queue ...] [--seed N] [--stats PATH] [--stats-interval-s S] [--maxlen N] \
-[--rcvbuf-bytes N] [--copy-range N] [--gso]";
+[--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--gso]\n\
+  queue keys: num, delay_s, loss, name, rate_bps (bottleneck after the delay), buffer_bytes";
 
 fn parse_num<T: std::str::FromStr>(what: &str, text: &str) -> Result<T, ArgError> {
     text.parse::<T>()
@@ -61,6 +69,8 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
     let mut delay_s = None;
     let mut loss = 0.0;
     let mut name = None;
+    let mut rate_bps = 0.0;
+    let mut buffer_bytes = u64::MAX;
     for part in text.split(',') {
         let (key, value) = part
             .split_once('=')
@@ -70,6 +80,8 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
             "delay_s" => delay_s = Some(parse_num::<f64>("--queue delay_s", value)?),
             "loss" => loss = parse_num::<f64>("--queue loss", value)?,
             "name" => name = Some(value.to_string()),
+            "rate_bps" => rate_bps = parse_num::<f64>("--queue rate_bps", value)?,
+            "buffer_bytes" => buffer_bytes = parse_num::<u64>("--queue buffer_bytes", value)?,
             _ => return Err(ArgError(format!("--queue {text:?}: unknown key {key:?}"))),
         }
     }
@@ -86,6 +98,8 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
         name: name.unwrap_or_else(|| format!("q{num}")),
         delay_ns: (delay_s * 1e9).round() as u64,
         loss,
+        rate_bps,
+        buffer_bytes,
     })
 }
 
@@ -99,6 +113,7 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
         rcvbuf_bytes: 256 << 20,
         copy_range: 128,
         gso: false,
+        batch_ns: 50_000,
     };
     let mut i = 0;
     while i < argv.len() {
@@ -121,6 +136,7 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
             }
             "--maxlen" => args.maxlen = parse_num("--maxlen", value)?,
             "--rcvbuf-bytes" => args.rcvbuf_bytes = parse_num("--rcvbuf-bytes", value)?,
+            "--batch-us" => args.batch_ns = parse_num::<u64>("--batch-us", value)? * 1000,
             "--copy-range" => args.copy_range = parse_num("--copy-range", value)?,
             _ => return Err(ArgError(format!("unknown flag {flag:?}\n{USAGE}"))),
         }
@@ -166,6 +182,10 @@ mod tests {
         assert_eq!(a.seed, 7);
         assert_eq!(a.stats_path.as_deref(), Some("/tmp/s.json"));
         assert!(!a.gso);
+        assert_eq!(a.queues[0].rate_bps, 0.0);
+        let q = parse_queue("num=2,delay_s=0,rate_bps=1e9,buffer_bytes=2500000").unwrap();
+        assert_eq!(q.rate_bps, 1e9);
+        assert_eq!(q.buffer_bytes, 2_500_000);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! due time) go to `--stats` as JSON every interval and on SIGINT/SIGTERM.
 
 mod args;
+mod link;
 mod netlink;
 mod rng;
 mod stats;
@@ -21,6 +22,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use args::{Args, QueueSpec};
+use link::Bottleneck;
 use netlink::{Message, Packet};
 use rng::{LossGate, Rng};
 use stats::QueueStats;
@@ -52,6 +54,7 @@ struct QueueSocket {
     fd: RawFd,
     spec: QueueSpec,
     gate: LossGate,
+    bottleneck: Option<Bottleneck>,
     /// Held packets: (id, due time in CLOCK_MONOTONIC ns), FIFO.
     held: VecDeque<(u32, u64)>,
     stats: QueueStats,
@@ -122,7 +125,8 @@ impl QueueSocket {
         wait_ack(fd, seq + 1).map_err(|e| io::Error::new(e.kind(), format!("configure queue {}: {e}", spec.num)))?;
         // Non-blocking from now on: the main loop drains with MSG_DONTWAIT.
         let gate = LossGate::new(spec.loss);
-        Ok(QueueSocket { fd, spec, gate, held: VecDeque::new(), stats: QueueStats::default(), enobufs: 0 })
+        let bottleneck = (spec.rate_bps > 0.0).then(|| Bottleneck::new(spec.rate_bps, spec.buffer_bytes));
+        Ok(QueueSocket { fd, spec, gate, bottleneck, held: VecDeque::new(), stats: QueueStats::default(), enobufs: 0 })
     }
 
     /// Reads every message waiting in the socket.
@@ -177,19 +181,35 @@ impl QueueSocket {
             }
             _ => now,
         };
-        self.held.push_back((p.id, arrival + self.spec.delay_ns));
+        let mut due = arrival + self.spec.delay_ns;
+        if let Some(b) = self.bottleneck.as_mut() {
+            // The bottleneck queue follows the delay line (propagation
+            // upstream of the router's egress queue).
+            match b.admit(due, link::wire_bytes(p.len)) {
+                Some(depart) => {
+                    due = depart;
+                    s.bottleneck_bytes += link::wire_bytes(p.len);
+                }
+                None => {
+                    s.queue_drops += 1;
+                    return send_all(self.fd, &netlink::encode_verdict(self.spec.num, p.id, netlink::NF_DROP));
+                }
+            }
+        }
+        self.held.push_back((p.id, due));
         s.held_max = s.held_max.max(self.held.len());
         Ok(())
     }
 
-    /// Accepts every held packet whose due time has passed, in one batch.
-    fn release_due(&mut self, now: u64) -> io::Result<()> {
+    /// Accepts every held packet due before `now + early_ns`, in one batch
+    /// (a release window of ±early_ns around the due time saves wake-ups).
+    fn release_due(&mut self, now: u64, early_ns: u64) -> io::Result<()> {
         let mut last = None;
         while let Some(&(id, due)) = self.held.front() {
-            if due > now {
+            if due > now + early_ns {
                 break;
             }
-            self.stats.late.record(now - due, 1);
+            self.stats.late.record(now.saturating_sub(due), 1);
             last = Some(id);
             self.held.pop_front();
         }
@@ -278,13 +298,18 @@ fn run(a: Args) -> io::Result<()> {
         }
         let now = mono_ns();
         for q in queues.iter_mut() {
-            q.release_due(now)?;
+            q.release_due(now, a.batch_ns / 2)?;
         }
         if now >= next_stats {
             write_stats(&a.stats_path, &queues, false);
             next_stats = now + a.stats_interval_ns;
         }
-        let wake = queues.iter().filter_map(|q| q.next_due()).min().unwrap_or(now + 100_000_000).min(next_stats);
+        let wake = queues
+            .iter()
+            .filter_map(|q| q.next_due().map(|d| d.saturating_sub(a.batch_ns / 2)))
+            .min()
+            .unwrap_or(now + 100_000_000)
+            .min(next_stats);
         let wait = wake.saturating_sub(mono_ns());
         let ts = libc::timespec { tv_sec: (wait / 1_000_000_000) as i64, tv_nsec: (wait % 1_000_000_000) as i64 };
         // SAFETY: pfds is a valid array of pollfd; ts valid; no sigmask.

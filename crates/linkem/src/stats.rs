@@ -51,6 +51,10 @@ pub struct QueueStats {
     /// TCP segments carrying payload: the packets the loss stage acts on.
     pub data_packets: u64,
     pub dropped: u64,
+    /// Tail drops of the bottleneck buffer.
+    pub queue_drops: u64,
+    /// Wire bytes accepted into the bottleneck (sent once due).
+    pub bottleneck_bytes: u64,
     pub gso_packets: u64,
     pub max_packet_bytes: u32,
     pub held_max: usize,
@@ -63,7 +67,7 @@ impl QueueStats {
         format!(
             concat!(
                 "{{\"name\":\"{}\",\"num\":{},\"delay_s\":{},\"loss\":{},",
-                "\"packets\":{},\"bytes\":{},\"data_packets\":{},\"dropped\":{},",
+                "\"packets\":{},\"bytes\":{},\"data_packets\":{},\"dropped\":{},\"queue_drops\":{},\"bottleneck_bytes\":{},",
                 "\"gso_packets\":{},\"max_packet_bytes\":{},\"held_max\":{},",
                 "\"timestamps_seen\":{},\"late_p50_s\":{:e},\"late_p99_s\":{:e},\"late_max_s\":{:e}}}"
             ),
@@ -75,6 +79,8 @@ impl QueueStats {
             self.bytes,
             self.data_packets,
             self.dropped,
+            self.queue_drops,
+            self.bottleneck_bytes,
             self.gso_packets,
             self.max_packet_bytes,
             self.held_max,

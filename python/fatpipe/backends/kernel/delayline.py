@@ -55,13 +55,18 @@ class QueueConfig:
     name: str
     delay_s: float
     loss: float
+    rate_bps: float = 0.0  # bottleneck after the delay; 0 = none
+    buffer_bytes: int = 0
 
 
 def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: Path) -> list[str]:
     """Argument list of one linkem process (pure, tested)."""
     args = [str(binary)]
     for q in queues:
-        args += ["--queue", f"num={q.num},delay_s={q.delay_s:.9f},loss={q.loss:.9g},name={q.name}"]
+        spec = f"num={q.num},delay_s={q.delay_s:.9f},loss={q.loss:.9g},name={q.name}"
+        if q.rate_bps > 0:
+            spec += f",rate_bps={q.rate_bps:.0f},buffer_bytes={q.buffer_bytes}"
+        args += ["--queue", spec]
     args += ["--seed", str(seed), "--stats", str(stats_path), "--stats-interval-s", "0.5"]
     return args
 
@@ -110,6 +115,8 @@ def summarize(stats: dict) -> dict:
         "late_max_s": max((q["late_max_s"] for q in qs), default=0.0),
         "max_packet_bytes": max((q["max_packet_bytes"] for q in qs), default=0),
         "gso_packets": sum(q["gso_packets"] for q in qs),
+        "queue_drops": sum(q.get("queue_drops", 0) for q in qs),
+        "bottleneck_bytes": sum(q.get("bottleneck_bytes", 0) for q in qs),
         "overflows": sum(q.get("enobufs", 0) + q.get("kernel_queue_dropped", 0) + q.get("kernel_user_dropped", 0)
                          for q in qs),
     }
