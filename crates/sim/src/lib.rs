@@ -2,4 +2,7 @@
 //! fat networks. Pure Rust; no wall clock, no global RNG, no I/O.
 
 pub mod cc;
+pub mod event;
+pub mod rng;
+pub mod tcp;
 pub mod units;

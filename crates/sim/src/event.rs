@@ -1,0 +1,183 @@
+//! The event queue: a binary heap ordered by (time, seq). `seq` increases
+//! monotonically on every push, so events at equal times run in the order
+//! they were scheduled and the simulation is deterministic.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use crate::units::Time;
+
+/// Which timer of a stream an event belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerKind {
+    /// Retransmission timer slot (RTO or TLP, like icsk_retransmit_timer).
+    Rto,
+    /// RACK reordering timer (ICSK_TIME_REO_TIMEOUT).
+    Reo,
+    /// Pacing timer (tcp_pacing_check's hrtimer).
+    Pace,
+    /// Receiver's delayed-ACK timer.
+    DelAck,
+    /// The stream's application starts (or has new work).
+    App,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The head of the forward (data) delay pipe arrives at the receiver.
+    DataArrive,
+    /// The head of stream `n`'s ACK pipe arrives at its sender.
+    AckArrive(u32),
+    /// A timer of stream `n`.
+    Timer(u32, TimerKind),
+    /// Periodic sampling of every stream.
+    Sample,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    time: u64,
+    seq: u64,
+    ev: Event,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        self.time == o.time && self.seq == o.seq
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    /// Reversed so that BinaryHeap (a max-heap) pops the earliest first.
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.time, o.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct EventQueue {
+    heap: BinaryHeap<Entry>,
+    seq: u64,
+    /// Events popped so far (for statistics).
+    pub popped: u64,
+}
+
+impl EventQueue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&mut self, at: Time, ev: Event) {
+        self.seq += 1;
+        self.heap.push(Entry { time: at.0, seq: self.seq, ev });
+    }
+
+    pub fn pop(&mut self) -> Option<(Time, Event)> {
+        let e = self.heap.pop()?;
+        self.popped += 1;
+        Some((Time(e.time), e.ev))
+    }
+
+    pub fn peek_time(&self) -> Option<Time> {
+        self.heap.peek().map(|e| Time(e.time))
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+/// A one-shot timer that keeps at most one useful pending heap event:
+/// re-arming later (as TCP does for the RTO on every ACK) only moves the
+/// deadline; the pending event reschedules itself when it fires early.
+#[derive(Clone, Copy, Debug)]
+pub struct Timer {
+    deadline: Time,
+    pending: Time,
+}
+
+impl Default for Timer {
+    fn default() -> Self {
+        Timer { deadline: Time::MAX, pending: Time::MAX }
+    }
+}
+
+impl Timer {
+    /// Sets the deadline; returns the time at which a heap event must be
+    /// pushed, if one is needed.
+    #[must_use]
+    pub fn arm(&mut self, at: Time) -> Option<Time> {
+        self.deadline = at;
+        if at < self.pending {
+            self.pending = at;
+            Some(at)
+        } else {
+            None
+        }
+    }
+
+    pub fn disarm(&mut self) {
+        self.deadline = Time::MAX;
+    }
+
+    pub fn is_armed(&self) -> bool {
+        self.deadline != Time::MAX
+    }
+
+    pub fn deadline(&self) -> Time {
+        self.deadline
+    }
+
+    /// Called when a heap event of this timer pops at `now`. Returns
+    /// (whether the timer expires now, a time at which to push a new event).
+    #[must_use]
+    pub fn on_event(&mut self, now: Time) -> (bool, Option<Time>) {
+        if self.pending == now {
+            self.pending = Time::MAX;
+        }
+        if self.deadline <= now {
+            self.deadline = Time::MAX;
+            return (true, None);
+        }
+        if self.deadline != Time::MAX && self.pending == Time::MAX {
+            self.pending = self.deadline;
+            return (false, Some(self.deadline));
+        }
+        (false, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_times_pop_in_push_order() {
+        let mut q = EventQueue::new();
+        q.push(Time(5), Event::AckArrive(1));
+        q.push(Time(5), Event::AckArrive(2));
+        q.push(Time(3), Event::Sample);
+        assert_eq!(q.pop().unwrap().1, Event::Sample);
+        assert_eq!(q.pop().unwrap().1, Event::AckArrive(1));
+        assert_eq!(q.pop().unwrap().1, Event::AckArrive(2));
+    }
+
+    #[test]
+    fn rearming_a_timer_later_needs_no_new_event() {
+        let mut t = Timer::default();
+        assert_eq!(t.arm(Time(10)), Some(Time(10)));
+        assert_eq!(t.arm(Time(20)), None);
+        assert_eq!(t.on_event(Time(10)), (false, Some(Time(20))));
+        assert_eq!(t.on_event(Time(20)), (true, None));
+        assert!(!t.is_armed());
+    }
+}

@@ -1,0 +1,288 @@
+//! ACK processing: tcp_ack() and tcp_fastretrans_alert() of Linux
+//! net/ipv4/tcp_input.c, with the CCA hooks called where Linux calls them.
+
+use crate::cc::{AckSample, CaState};
+use crate::units::Time;
+
+use super::chrono::ChronoKind;
+use super::receiver::Ack;
+use super::scoreboard::{FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED};
+use super::sender::{Sender, SenderEnv};
+
+impl Sender {
+    /// tcp_ack(): process one ACK arriving at `now`.
+    pub fn on_ack<E: SenderEnv>(&mut self, now: Time, ack: &Ack, env: &mut E) {
+        self.tp.now = now;
+        if ack.ack > self.sb.snd_nxt || ack.ack < self.sb.snd_una {
+            return; // acks unsent data, or an old ACK (not reordered here)
+        }
+        let prior_in_flight = self.tp.in_flight();
+        let prior_delivered = self.tp.delivered;
+        let prior_lost = self.tp.lost;
+        let prior_una = self.sb.snd_una;
+        self.rate.begin_ack(prior_in_flight);
+        self.snd_wnd_end = ack.ack + ack.wnd as u64; // tcp_ack_update_window()
+        let min_rtt = self.rtt.min_rtt;
+
+        // tcp_sacktag_write_queue().
+        let mut first_sackt: Option<Time> = None;
+        let mut last_sackt: Option<Time> = None;
+        let mut newly_sacked = 0u32;
+        let mut ranges = std::mem::take(&mut self.range_scratch);
+        for &(s, e) in ack.sack_blocks() {
+            let fack = self.sb.highest_sacked();
+            ranges.clear();
+            ranges.extend_from_slice(self.sb.sack_block(s, e));
+            for &(rs, re) in &ranges {
+                for seq in rs..re {
+                    let seg = self.sb.get_mut(seq);
+                    let flags = seg.flags;
+                    if flags & FLAG_RETRANS != 0 {
+                        self.tp.retrans_out = self.tp.retrans_out.saturating_sub(1);
+                    }
+                    if flags & FLAG_LOST != 0 {
+                        self.tp.lost_out = self.tp.lost_out.saturating_sub(1);
+                    }
+                    seg.flags = (flags & !(FLAG_RETRANS | FLAG_LOST)) | FLAG_SACKED;
+                    if flags & FLAG_EVER_RETRANS == 0 {
+                        // tcp_check_sack_reordering(): a never-retransmitted
+                        // segment below the highest SACK arrived late.
+                        if seq < fack {
+                            self.rack.reord_seen = true;
+                        }
+                        first_sackt = first_sackt.or(Some(seg.xmit));
+                        last_sackt = Some(last_sackt.map_or(seg.xmit, |t: Time| t.max(seg.xmit)));
+                    }
+                    let xmit = seg.xmit;
+                    self.rate.on_delivered(seg, seq);
+                    self.rack.advance(flags, seq, xmit, now, min_rtt);
+                    newly_sacked += 1;
+                }
+            }
+        }
+        self.range_scratch = ranges;
+        self.tp.sacked_out += newly_sacked;
+        self.tp.delivered += newly_sacked as u64;
+
+        // tcp_clean_rtx_queue(): cumulatively acked segments.
+        let mut first_ackt: Option<Time> = None;
+        let mut last_ackt: Option<Time> = None;
+        let mut retrans_acked = false;
+        let mut newly_acked = 0u32;
+        while self.sb.snd_una < ack.ack {
+            let seq = self.sb.snd_una;
+            let seg = self.sb.get_mut(seq);
+            let flags = seg.flags;
+            if flags & FLAG_SACKED != 0 {
+                self.tp.sacked_out = self.tp.sacked_out.saturating_sub(1);
+            } else {
+                if flags & FLAG_RETRANS != 0 {
+                    self.tp.retrans_out = self.tp.retrans_out.saturating_sub(1);
+                }
+                if flags & FLAG_LOST != 0 {
+                    self.tp.lost_out = self.tp.lost_out.saturating_sub(1);
+                }
+                if flags & FLAG_EVER_RETRANS != 0 {
+                    retrans_acked = true;
+                } else {
+                    first_ackt = first_ackt.or(Some(seg.xmit));
+                    last_ackt = Some(seg.xmit);
+                }
+                let xmit = seg.xmit;
+                self.rate.on_delivered(seg, seq);
+                self.rack.advance(flags, seq, xmit, now, min_rtt);
+                newly_acked += 1;
+            }
+            self.sb.pop_acked();
+        }
+        let una_advanced = self.sb.snd_una > prior_una;
+        if una_advanced {
+            self.sb.trim_sacked();
+            self.rto_retransmits = 0;
+        }
+        self.tp.packets_out = self.sb.packets_out();
+        self.tp.delivered += newly_acked as u64;
+
+        // tcp_ack_update_rtt(): Karn's rule, SACK RTT as fallback.
+        let mut seq_rtt = None;
+        let mut ca_rtt = None;
+        if let (Some(f), Some(l)) = (first_ackt, last_ackt) {
+            if !retrans_acked {
+                seq_rtt = Some(now - f);
+                ca_rtt = Some(now - l);
+            }
+        }
+        let mut sack_rtt = None;
+        if let (Some(f), Some(l)) = (first_sackt, last_sackt) {
+            sack_rtt = Some(now - f);
+            ca_rtt = Some(now - l);
+        }
+        if let Some(m) = seq_rtt.or(sack_rtt) {
+            if let Some(c) = ca_rtt {
+                self.rtt.update_min(c);
+            }
+            self.rtt.sample(m, self.sb.snd_una, self.sb.snd_nxt);
+            self.backoff = 0; // RFC 6298: reset backoff on a valid sample
+            self.tp.srtt = self.rtt.srtt;
+            self.tp.min_rtt = self.rtt.min_rtt;
+        }
+        self.rate.rs.rtt = ca_rtt;
+
+        let newly = (self.tp.delivered - prior_delivered) as u32;
+        if newly > 0 {
+            let sample = AckSample { pkts_acked: newly, rtt: ca_rtt, in_flight: prior_in_flight };
+            self.cc.pkts_acked(&mut self.tp, &sample);
+        }
+
+        self.process_tlp_ack(ack, una_advanced, newly_sacked > 0);
+
+        // tcp_fastretrans_alert(): loss detection and CA state machine.
+        self.fastretrans_alert(now, env);
+
+        if newly > 0 {
+            self.set_xmit_timer(now, env); // FLAG_SET_XMIT_TIMER
+        }
+
+        // tcp_rate_gen() then tcp_cong_control().
+        let lost = (self.tp.lost - prior_lost) as u32;
+        let min_rtt = self.rtt.min_rtt;
+        let delivered_now = self.tp.delivered;
+        self.rate.gen(now, delivered_now, newly, lost, &mut self.tp.app_limited, min_rtt);
+        self.cong_control(newly, una_advanced, lost > 0);
+
+        if self.tp.packets_out == 0 {
+            self.chrono.set(now, ChronoKind::None);
+        }
+        self.push(now, env);
+    }
+
+    /// tcp_cong_control().
+    fn cong_control(&mut self, acked_sacked: u32, una_advanced: bool, newly_lost: bool) {
+        if self.owns {
+            let rs = self.rate.rs;
+            self.cc.cong_control(&mut self.tp, &rs);
+            return;
+        }
+        if self.in_cwnd_reduction() {
+            let in_flight = self.tp.in_flight();
+            if let Some(c) = self.prr.cwnd(
+                self.tp.snd_ssthresh,
+                self.tp.prior_cwnd,
+                in_flight,
+                acked_sacked,
+                una_advanced,
+                newly_lost,
+            ) {
+                self.tp.snd_cwnd = c.min(self.tp.snd_cwnd_clamp);
+            }
+        } else if self.may_raise_cwnd(una_advanced, acked_sacked > 0) {
+            self.cc.cong_avoid(&mut self.tp, acked_sacked);
+        }
+        self.update_pacing_rate();
+    }
+
+    /// tcp_may_raise_cwnd(): grow only on in-order delivery unless
+    /// reordering was seen.
+    fn may_raise_cwnd(&self, una_advanced: bool, forward_progress: bool) -> bool {
+        if self.rack.reord_seen {
+            forward_progress
+        } else {
+            una_advanced
+        }
+    }
+
+    /// tcp_process_tlp_ack(): did a tail loss probe repair a loss?
+    fn process_tlp_ack(&mut self, ack: &Ack, una_advanced: bool, sacked: bool) {
+        let Some(high) = self.tlp_high_seq else { return };
+        if ack.ack < high {
+            return;
+        }
+        if !self.tlp_retrans {
+            self.tlp_high_seq = None; // a probe of new data was acked
+        } else if ack.dsack.is_some() {
+            self.tlp_high_seq = None; // both copies arrived: no loss
+        } else if ack.ack > high {
+            // The probe repaired a loss: reduce cwnd once (CWR).
+            self.init_cwnd_reduction();
+            self.set_state(CaState::Cwr);
+            self.end_cwnd_reduction();
+            self.try_keep_open();
+        } else if !(una_advanced || sacked) {
+            self.tlp_high_seq = None;
+        }
+    }
+
+    /// tcp_try_keep_open().
+    fn try_keep_open(&mut self) {
+        let left_out = self.tp.sacked_out + self.tp.lost_out;
+        let st = if left_out > 0 || self.tp.retrans_out > 0 { CaState::Disorder } else { CaState::Open };
+        if self.tp.ca_state != st {
+            self.set_state(st);
+            self.high_seq = self.sb.snd_nxt;
+        }
+    }
+
+    /// tcp_fastretrans_alert() for a SACK connection with RACK.
+    fn fastretrans_alert<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        // D. Exit states once high_seq is acknowledged.
+        let st = self.tp.ca_state;
+        if st != CaState::Open && self.sb.snd_una >= self.high_seq {
+            match st {
+                CaState::Cwr => {
+                    if self.sb.snd_una != self.high_seq {
+                        self.end_cwnd_reduction();
+                        self.set_state(CaState::Open);
+                    }
+                }
+                CaState::Recovery => {
+                    // tcp_try_undo_recovery() without undo, then end reduction.
+                    self.set_state(CaState::Open);
+                    self.end_cwnd_reduction();
+                }
+                _ => {}
+            }
+        }
+        // E. Process state.
+        match self.tp.ca_state {
+            CaState::Recovery => {
+                if self.rack.advanced {
+                    self.rack.advanced = false;
+                    self.rack_detect(now, env);
+                }
+                return;
+            }
+            CaState::Loss => {
+                // tcp_process_loss(): recovered once high_seq is acked.
+                if self.sb.snd_una >= self.high_seq {
+                    self.undo_marker = false;
+                    self.set_state(CaState::Open);
+                }
+                if self.rack.advanced {
+                    self.rack.advanced = false;
+                    self.rack_detect(now, env);
+                }
+                if self.tp.ca_state != CaState::Open {
+                    return;
+                }
+            }
+            _ => {}
+        }
+        if self.rack.advanced {
+            self.rack.advanced = false;
+            // Cheap exit: nothing sent before the RACK packet is outstanding.
+            if let Some(oldest) = self.sb.oldest_live() {
+                if self.sb.get(oldest).xmit <= self.rack.mstamp {
+                    self.rack_detect(now, env);
+                }
+            }
+        }
+        if self.tp.lost_out == 0 {
+            // tcp_try_to_open().
+            if self.tp.ca_state != CaState::Cwr {
+                self.try_keep_open();
+            }
+            return;
+        }
+        self.enter_recovery();
+    }
+}

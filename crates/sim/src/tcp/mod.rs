@@ -1,0 +1,16 @@
+//! The TCP engine: sender, receiver and their loss-recovery machinery, with
+//! Linux's behaviour (RACK-TLP, PRR, delivery-rate sampling, pacing,
+//! delayed ACKs, socket-buffer limits).
+
+pub mod ack;
+pub mod chrono;
+pub mod prr;
+pub mod rack;
+pub mod rate;
+pub mod receiver;
+pub mod rtt;
+pub mod scoreboard;
+pub mod sender;
+
+pub use receiver::{Ack, Receiver, RxAction};
+pub use sender::{Sender, SenderConfig, SenderEnv};

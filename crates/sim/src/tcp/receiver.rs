@@ -1,0 +1,216 @@
+//! The receiving TCP: cumulative ACK, SACK blocks (RFC 2018), D-SACK
+//! (RFC 2883) and Linux's delayed-ACK rules (__tcp_ack_snd_check).
+//!
+//! Receive window: Linux with tcp_adv_win_scale = 1 advertises about half
+//! of the receive buffer; we advertise a constant rmem_max / 2, rounded
+//! down to whole segments (no receive-buffer autotuning ramp: the buffer is
+//! assumed to have grown to rmem_max already).
+
+use crate::units::Time;
+
+/// Delayed-ACK timeout (TCP_DELACK_MIN, 40 ms).
+pub const DELACK: Time = Time::from_millis(40);
+/// SACK blocks per ACK (3 fit next to the timestamp option).
+pub const MAX_SACKS: usize = 3;
+
+/// An ACK as the sender sees it. Sequence numbers count segments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ack {
+    /// Next expected segment (cumulative ACK).
+    pub ack: u64,
+    /// SACK blocks [start, end); the first holds the most recent arrival.
+    pub sacks: [(u64, u64); MAX_SACKS],
+    pub nsacks: u8,
+    /// D-SACK: the ACK reports a duplicate arrival of this segment.
+    pub dsack: Option<u64>,
+    /// Advertised window in segments, relative to `ack`.
+    pub wnd: u32,
+}
+
+impl Ack {
+    pub fn sack_blocks(&self) -> &[(u64, u64)] {
+        &self.sacks[..self.nsacks as usize]
+    }
+}
+
+/// What the receiver wants done after a segment arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxAction {
+    /// Send this ACK now.
+    AckNow(Ack),
+    /// Arm the delayed-ACK timer for this time (if not armed).
+    Delay(Time),
+    /// Nothing: the delayed-ACK timer is already armed.
+    None,
+}
+
+#[derive(Clone, Debug)]
+pub struct Receiver {
+    /// Next expected segment.
+    pub rcv_nxt: u64,
+    /// Out-of-order ranges [start, end), sorted, disjoint, above rcv_nxt.
+    ofo: Vec<(u64, u64)>,
+    /// Segment most recently received out of order (first SACK block).
+    last_ofo: u64,
+    /// In-order segments received since the last ACK.
+    unacked: u32,
+    /// Delayed-ACK timer armed.
+    pub delack_armed: bool,
+    /// Advertised window in segments.
+    pub wnd: u32,
+    /// ACKs sent (statistics).
+    pub acks_sent: u64,
+}
+
+impl Receiver {
+    pub fn new(rmem_bytes: u64, mss: u32) -> Receiver {
+        let wnd = ((rmem_bytes / 2) / mss.max(1) as u64).clamp(1, u32::MAX as u64) as u32;
+        Receiver { rcv_nxt: 0, ofo: Vec::new(), last_ofo: 0, unacked: 0, delack_armed: false, wnd, acks_sent: 0 }
+    }
+
+    /// Segment `seq` arrived at `now`.
+    pub fn on_data(&mut self, seq: u64, now: Time) -> RxAction {
+        if seq < self.rcv_nxt || self.ofo_contains(seq) {
+            // Duplicate: immediate ACK with D-SACK (tcp_send_dupack).
+            return RxAction::AckNow(self.make_ack(Some(seq)));
+        }
+        if seq == self.rcv_nxt {
+            self.rcv_nxt += 1;
+            self.unacked += 1;
+            let had_ofo = !self.ofo.is_empty();
+            if had_ofo && self.ofo[0].0 == self.rcv_nxt {
+                self.rcv_nxt = self.ofo[0].1;
+                self.ofo.remove(0);
+            }
+            // RFC 5681 §4.2: ACK at once when out-of-order data exists or a
+            // gap was just filled; else every second full segment
+            // (rcv_nxt - rcv_wup > rcv_mss); else delay.
+            if had_ofo || self.unacked >= 2 {
+                return RxAction::AckNow(self.make_ack(None));
+            }
+            if self.delack_armed {
+                return RxAction::None;
+            }
+            self.delack_armed = true;
+            return RxAction::Delay(now + DELACK);
+        }
+        // Out of order: queue and ACK immediately with SACK blocks.
+        self.insert_ofo(seq);
+        self.last_ofo = seq;
+        RxAction::AckNow(self.make_ack(None))
+    }
+
+    /// The delayed-ACK timer fired.
+    pub fn on_delack_timer(&mut self) -> Option<Ack> {
+        self.delack_armed = false;
+        if self.unacked == 0 {
+            return None;
+        }
+        Some(self.make_ack(None))
+    }
+
+    fn ofo_contains(&self, seq: u64) -> bool {
+        let i = self.ofo.partition_point(|r| r.1 <= seq);
+        i < self.ofo.len() && self.ofo[i].0 <= seq
+    }
+
+    fn insert_ofo(&mut self, seq: u64) {
+        let i = self.ofo.partition_point(|r| r.1 < seq);
+        // Extend a range that ends at seq, or one that starts at seq + 1.
+        if i < self.ofo.len() && self.ofo[i].1 == seq {
+            self.ofo[i].1 = seq + 1;
+            if i + 1 < self.ofo.len() && self.ofo[i + 1].0 == seq + 1 {
+                self.ofo[i].1 = self.ofo[i + 1].1;
+                self.ofo.remove(i + 1);
+            }
+        } else if i < self.ofo.len() && self.ofo[i].0 == seq + 1 {
+            self.ofo[i].0 = seq;
+        } else {
+            self.ofo.insert(i, (seq, seq + 1));
+        }
+    }
+
+    /// Builds an ACK: first SACK block holds the latest out-of-order arrival
+    /// (RFC 2018 §4), then the highest other blocks.
+    fn make_ack(&mut self, dsack: Option<u64>) -> Ack {
+        self.unacked = 0;
+        self.acks_sent += 1;
+        let mut ack = Ack { ack: self.rcv_nxt, dsack, wnd: self.wnd, ..Ack::default() };
+        if self.ofo.is_empty() {
+            return ack;
+        }
+        let mut n = 0;
+        let first = self.ofo.partition_point(|r| r.1 <= self.last_ofo);
+        let first = if first < self.ofo.len() && self.ofo[first].0 <= self.last_ofo {
+            ack.sacks[0] = self.ofo[first];
+            n = 1;
+            Some(first)
+        } else {
+            None
+        };
+        for (i, r) in self.ofo.iter().enumerate().rev() {
+            if n == MAX_SACKS {
+                break;
+            }
+            if Some(i) != first {
+                ack.sacks[n] = *r;
+                n += 1;
+            }
+        }
+        ack.nsacks = n as u8;
+        ack
+    }
+
+    /// Out-of-order ranges held (for memory-bound checks).
+    pub fn ofo_ranges(&self) -> usize {
+        self.ofo.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delayed_ack_every_second_full_segment() {
+        let mut r = Receiver::new(1 << 20, 1448);
+        let t = Time::from_millis(1);
+        assert_eq!(r.on_data(0, t), RxAction::Delay(t + DELACK));
+        match r.on_data(1, t) {
+            RxAction::AckNow(a) => assert_eq!(a.ack, 2),
+            x => panic!("expected an ACK, got {x:?}"),
+        }
+        assert!(matches!(r.on_data(2, t), RxAction::None)); // timer still armed
+        assert_eq!(r.on_delack_timer().map(|a| a.ack), Some(3));
+    }
+
+    #[test]
+    fn out_of_order_data_is_acked_at_once_with_the_newest_block_first() {
+        let mut r = Receiver::new(1 << 20, 1448);
+        let t = Time::ZERO;
+        let _ = r.on_data(0, t);
+        let _ = r.on_data(2, t);
+        let a = match r.on_data(5, t) {
+            RxAction::AckNow(a) => a,
+            x => panic!("{x:?}"),
+        };
+        assert_eq!(a.ack, 1);
+        assert_eq!(a.sack_blocks(), &[(5, 6), (2, 3)]);
+        let a = match r.on_data(1, t) {
+            RxAction::AckNow(a) => a,
+            x => panic!("{x:?}"),
+        };
+        assert_eq!(a.ack, 3);
+        let a = match r.on_data(1, t) {
+            RxAction::AckNow(a) => a,
+            x => panic!("{x:?}"),
+        };
+        assert_eq!(a.dsack, Some(1));
+    }
+
+    #[test]
+    fn advertised_window_is_half_of_rmem() {
+        let r = Receiver::new(6_000_000, 1448);
+        assert_eq!(r.wnd, 3_000_000 / 1448);
+    }
+}

@@ -1,0 +1,679 @@
+//! The sending TCP: transmission path (tcp_write_xmit,
+//! tcp_xmit_retransmit_queue), pacing, timers (RTO, TLP, RACK reordering
+//! timer) and the CA-state helpers shared with ACK processing (ack.rs).
+//!
+//! Sequence numbers count segments. The application is a "write_seq" source:
+//! a bulk sender has `write_seq = u64::MAX` (always data); another source
+//! (RPC) can raise `write_seq` as its application writes.
+
+use crate::cc::{CaState, CongestionControl, ConnState, CwndEvent, TCP_INFINITE_SSTHRESH};
+use crate::event::{TimerKind, Timer};
+use crate::units::{Bytes, Rate, Time};
+
+use super::chrono::{Chrono, ChronoKind};
+use super::prr::Prr;
+use super::rack::Rack;
+use super::rate::RateState;
+use super::rtt::{RttEstimator, RTO_MAX, RTO_MIN, TIMEOUT_INIT};
+use super::scoreboard::{Scoreboard, Seg, FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED};
+
+/// What a sender needs from the world: put a segment on the wire, and ask
+/// for one of its timers to be called back.
+pub trait SenderEnv {
+    fn transmit(&mut self, now: Time, seq: u64, retrans: bool);
+    fn schedule(&mut self, at: Time, kind: TimerKind);
+}
+
+#[derive(Clone, Debug)]
+pub struct SenderConfig {
+    /// Payload bytes per segment.
+    pub mss: u32,
+    /// Send buffer (tcp_wmem[2], sk_sndbuf): unacked + unsent bytes.
+    pub wmem_bytes: u64,
+    /// Per-stream cap on the sending rate (sk_max_pacing_rate).
+    pub rate_cap: Option<Rate>,
+    /// The peer's advertised window in segments before the first ACK.
+    pub initial_rwnd: u32,
+}
+
+/// Counters reported in traces (tcp_info).
+#[derive(Clone, Debug, Default)]
+pub struct SenderStats {
+    /// Data segments sent including retransmissions (tcpi_segs_out).
+    pub segs_out: u64,
+    /// Retransmitted segments (tcpi_total_retrans).
+    pub retrans: u64,
+    pub tlp_probes: u64,
+    pub rto_fired: u64,
+    pub recoveries: u64,
+}
+
+pub struct Sender {
+    pub tp: ConnState,
+    pub(super) cc: Box<dyn CongestionControl>,
+    pub(super) owns: bool,
+    pub sb: Scoreboard,
+    pub rtt: RttEstimator,
+    pub rack: Rack,
+    pub rate: RateState,
+    pub prr: Prr,
+    pub chrono: Chrono,
+    pub stats: SenderStats,
+    /// snd_nxt when the current recovery/loss episode began (tp->high_seq).
+    pub(super) high_seq: u64,
+    pub(super) undo_marker: bool,
+    pub(super) prior_ssthresh: u32,
+    /// snd_nxt after the outstanding tail loss probe (tp->tlp_high_seq).
+    pub(super) tlp_high_seq: Option<u64>,
+    pub(super) tlp_retrans: bool,
+    rto_timer: Timer,
+    rto_is_tlp: bool,
+    reo_timer: Timer,
+    pace_timer: Timer,
+    /// icsk_backoff.
+    pub backoff: u32,
+    /// icsk_retransmits: RTOs since the last forward progress.
+    pub(super) rto_retransmits: u32,
+    wmem_segs: u64,
+    /// snd_una + advertised window (tcp_wnd_end), in segments.
+    pub(super) snd_wnd_end: u64,
+    /// Segments the application has written so far.
+    pub write_seq: u64,
+    /// Earliest departure time of the next paced segment (tcp_wstamp_ns).
+    wstamp: Time,
+    rate_cap: Option<Rate>,
+    max_packets_out: u32,
+    cwnd_usage_seq: u64,
+    cwnd_limited_flag: bool,
+    pub(super) lost_scratch: Vec<u64>,
+    pub(super) range_scratch: Vec<(u64, u64)>,
+}
+
+impl Sender {
+    pub fn new(cfg: &SenderConfig, mut cc: Box<dyn CongestionControl>) -> Sender {
+        let mut tp = ConnState::new(cfg.mss);
+        if let Some(cap) = cfg.rate_cap {
+            tp.max_pacing_rate = cap;
+        }
+        cc.init(&mut tp);
+        let owns = cc.owns_cwnd_and_pacing();
+        let mut s = Sender {
+            tp,
+            cc,
+            owns,
+            sb: Scoreboard::default(),
+            rtt: RttEstimator::default(),
+            rack: Rack::default(),
+            rate: RateState::default(),
+            prr: Prr::default(),
+            chrono: Chrono::default(),
+            stats: SenderStats::default(),
+            high_seq: 0,
+            undo_marker: false,
+            prior_ssthresh: 0,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            rto_timer: Timer::default(),
+            rto_is_tlp: false,
+            reo_timer: Timer::default(),
+            pace_timer: Timer::default(),
+            backoff: 0,
+            rto_retransmits: 0,
+            wmem_segs: (cfg.wmem_bytes / cfg.mss.max(1) as u64).max(1),
+            snd_wnd_end: cfg.initial_rwnd as u64,
+            write_seq: u64::MAX,
+            wstamp: Time::ZERO,
+            rate_cap: cfg.rate_cap,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
+            cwnd_limited_flag: false,
+            lost_scratch: Vec::new(),
+            range_scratch: Vec::new(),
+        };
+        if !s.owns {
+            s.update_pacing_rate();
+        }
+        s
+    }
+
+    pub fn cc_name(&self) -> &'static str {
+        self.cc.name()
+    }
+
+    /// CA state for traces: the algorithm's label, else Linux's state name.
+    pub fn state_label(&self) -> &'static str {
+        let l = self.cc.state_label();
+        if !l.is_empty() {
+            return l;
+        }
+        match self.tp.ca_state {
+            CaState::Open => "open",
+            CaState::Disorder => "disorder",
+            CaState::Cwr => "cwr",
+            CaState::Recovery => "recovery",
+            CaState::Loss => "loss",
+        }
+    }
+
+    /// Current RTO including exponential backoff (inet_csk_rto_backoff).
+    pub fn current_rto(&self) -> Time {
+        let base = self.rtt.rto();
+        let shifted = if self.backoff >= 32 { RTO_MAX } else { base.mul(1u64 << self.backoff) };
+        shifted.min(RTO_MAX)
+    }
+
+    /// Whether the pacing rate applies: the CCA asked for pacing
+    /// (SK_PACING_NEEDED) or a per-stream cap exists.
+    fn pacing_rate(&self) -> Option<Rate> {
+        let r = if self.tp.pacing_enabled {
+            self.tp.pacing_rate.min(self.tp.max_pacing_rate)
+        } else if self.rate_cap.is_some() {
+            self.tp.max_pacing_rate
+        } else {
+            return None;
+        };
+        if r.bps() == 0 || r.bps() == u64::MAX {
+            None
+        } else {
+            Some(r)
+        }
+    }
+
+    /// tcp_tso_autosize(): segments per burst, ~1 ms of data at the pacing
+    /// rate (sk_pacing_shift = 10), between 2 and a 64 KB GSO packet.
+    fn tso_segs(&self, rate: Rate) -> u32 {
+        let mss = self.tp.mss_bytes.max(1) as u64;
+        let bytes = (rate.bps() / 8) >> 10;
+        let max = (65_536 / mss).max(1);
+        (bytes / mss).clamp(2.min(max), max) as u32
+    }
+
+    /// tcp_update_pacing_rate(): 200 % of cwnd/srtt in slow start, 120 %
+    /// otherwise, capped by sk_max_pacing_rate.
+    pub(super) fn update_pacing_rate(&mut self) {
+        let tp = &mut self.tp;
+        let ratio: u64 = if tp.snd_cwnd < tp.snd_ssthresh / 2 { 200 } else { 120 };
+        let segs = tp.snd_cwnd.max(tp.packets_out) as u64;
+        let bits = (tp.mss_bytes as u128) * 8 * segs as u128 * ratio as u128 / 100;
+        let rate = if tp.srtt.0 == 0 {
+            u64::MAX
+        } else {
+            (bits * 1_000_000_000 / tp.srtt.0 as u128).min(u64::MAX as u128) as u64
+        };
+        tp.pacing_rate = Rate(rate).min(tp.max_pacing_rate);
+    }
+
+    /// Starts the connection (data can flow at once; the handshake is not
+    /// modelled).
+    pub fn start<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        self.tp.now = now;
+        self.push(now, env);
+    }
+
+    // ---------------------------------------------------------------- send
+
+    /// tcp_write_xmit() preceded by tcp_xmit_retransmit_queue(): send lost
+    /// segments first, then new data, within cwnd, the peer's window, the
+    /// send buffer and the pacing rate.
+    pub fn push<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        self.tp.now = now;
+        let prior_packets = self.tp.packets_out;
+        let mut sent_new = false;
+        let mut sent = 0u32;
+        let mut cwnd_limited = false;
+        let mut rwnd_limited = false;
+        let mut sndbuf_limited = false;
+        let mut app_limited = false;
+        let pacing = self.pacing_rate();
+        loop {
+            if pacing.is_some() && self.wstamp > now {
+                // tcp_pacing_check(): wait for the pacing timer.
+                self.arm(TimerKind::Pace, self.wstamp, env);
+                break;
+            }
+            let in_flight = self.tp.in_flight();
+            if in_flight >= self.tp.snd_cwnd {
+                cwnd_limited = true;
+                break;
+            }
+            let quota = self.tp.snd_cwnd - in_flight;
+            let burst = match pacing {
+                Some(r) => self.tso_segs(r).min(quota),
+                None => quota,
+            };
+            let mut n = 0u32;
+            while n < burst {
+                if let Some(seq) = self.sb.next_lost() {
+                    self.sb.pop_lost();
+                    self.retransmit(seq, now, env);
+                    n += 1;
+                    continue;
+                }
+                if self.sb.snd_nxt >= self.write_seq {
+                    app_limited = true;
+                    break;
+                }
+                if self.sb.snd_nxt >= self.snd_wnd_end {
+                    rwnd_limited = true; // tcp_snd_wnd_test() failed
+                    break;
+                }
+                if self.sb.snd_nxt - self.sb.snd_una >= self.wmem_segs {
+                    sndbuf_limited = true;
+                    break;
+                }
+                self.send_new(now, env);
+                sent_new = true;
+                n += 1;
+            }
+            sent += n;
+            if let Some(r) = pacing {
+                if n > 0 {
+                    // tcp_update_skb_after_send(): the next departure is one
+                    // burst's serialization time at the pacing rate later.
+                    let len = Bytes(n as u64 * self.tp.mss_bytes as u64);
+                    self.wstamp = self.wstamp.max(now) + r.transmit_time(len);
+                }
+            }
+            if n < burst || n == 0 {
+                break;
+            }
+        }
+        if app_limited || sndbuf_limited {
+            self.check_app_limited();
+        }
+        // tcp_cwnd_validate().
+        if sent > 0 || cwnd_limited {
+            let is_cwnd_limited = cwnd_limited || self.tp.in_flight() >= self.tp.snd_cwnd;
+            if self.sb.snd_una >= self.cwnd_usage_seq
+                || is_cwnd_limited
+                || (!self.cwnd_limited_flag && self.tp.packets_out > self.max_packets_out)
+            {
+                self.cwnd_limited_flag = is_cwnd_limited;
+                self.max_packets_out = self.tp.packets_out;
+                self.cwnd_usage_seq = self.sb.snd_nxt;
+            }
+        }
+        self.tp.is_cwnd_limited = self.is_cwnd_limited();
+        let kind = if sndbuf_limited {
+            ChronoKind::SndbufLimited
+        } else if rwnd_limited {
+            ChronoKind::RwndLimited
+        } else if self.tp.packets_out > 0 {
+            ChronoKind::Busy
+        } else {
+            ChronoKind::None
+        };
+        self.chrono.set(now, kind);
+        if sent_new {
+            // tcp_event_new_data_sent() then tcp_schedule_loss_probe().
+            if prior_packets == 0 || self.rto_is_tlp {
+                self.rearm_rto(now, env);
+            }
+            self.schedule_loss_probe(now, false, env);
+        }
+    }
+
+    /// tcp_is_cwnd_limited().
+    fn is_cwnd_limited(&self) -> bool {
+        if self.cwnd_limited_flag {
+            return true;
+        }
+        if self.tp.in_slow_start() {
+            return self.tp.snd_cwnd < 2 * self.max_packets_out;
+        }
+        false
+    }
+
+    /// tcp_rate_check_app_limited().
+    fn check_app_limited(&mut self) {
+        let in_flight = self.tp.in_flight();
+        if in_flight < self.tp.snd_cwnd && self.tp.lost_out <= self.tp.retrans_out {
+            self.tp.app_limited = (self.tp.delivered + in_flight as u64).max(1);
+        }
+    }
+
+    fn send_new<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        if self.tp.in_flight() == 0 {
+            self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
+        }
+        let mut seg = Seg { xmit: now, tx_id: 1, ..Seg::default() };
+        self.rate.on_sent(&mut seg, now, self.tp.packets_out, self.tp.delivered, self.tp.app_limited);
+        let seq = self.sb.push_new(seg);
+        self.tp.packets_out = self.sb.packets_out();
+        self.stats.segs_out += 1;
+        if self.in_cwnd_reduction() {
+            self.prr.on_sent(1);
+        }
+        env.transmit(now, seq, false);
+    }
+
+    /// __tcp_retransmit_skb().
+    pub(super) fn retransmit<E: SenderEnv>(&mut self, seq: u64, now: Time, env: &mut E) {
+        if self.tp.in_flight() == 0 {
+            self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
+        }
+        let (packets_out, delivered, app_limited) = (self.tp.packets_out, self.tp.delivered, self.tp.app_limited);
+        let seg = self.sb.get_mut(seq);
+        seg.xmit = now;
+        seg.tx_id = seg.tx_id.wrapping_add(1);
+        let was_retrans = seg.has(FLAG_RETRANS);
+        seg.flags |= FLAG_RETRANS | FLAG_EVER_RETRANS;
+        self.rate.on_sent(seg, now, packets_out, delivered, app_limited);
+        if !was_retrans {
+            self.tp.retrans_out += 1;
+        }
+        self.sb.note_retransmit(seq);
+        self.stats.segs_out += 1;
+        self.stats.retrans += 1;
+        if self.in_cwnd_reduction() {
+            self.prr.on_sent(1);
+        }
+        env.transmit(now, seq, true);
+    }
+
+    // ----------------------------------------------------- CA-state helpers
+
+    pub(super) fn in_cwnd_reduction(&self) -> bool {
+        matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery)
+    }
+
+    /// tcp_set_ca_state().
+    pub(super) fn set_state(&mut self, st: CaState) {
+        self.cc.set_state(&mut self.tp, st);
+        self.tp.ca_state = st;
+    }
+
+    /// tcp_current_ssthresh().
+    pub(super) fn current_ssthresh(&self) -> u32 {
+        if self.in_cwnd_reduction() {
+            self.tp.snd_ssthresh
+        } else {
+            self.tp.snd_ssthresh.max((self.tp.snd_cwnd >> 1) + (self.tp.snd_cwnd >> 2))
+        }
+    }
+
+    /// tcp_init_cwnd_reduction().
+    pub(super) fn init_cwnd_reduction(&mut self) {
+        self.high_seq = self.sb.snd_nxt;
+        self.tlp_high_seq = None;
+        self.tp.snd_cwnd_cnt = 0;
+        self.tp.prior_cwnd = self.tp.snd_cwnd;
+        self.prr.reset();
+        self.tp.snd_ssthresh = self.cc.ssthresh(&self.tp);
+    }
+
+    /// tcp_end_cwnd_reduction().
+    pub(super) fn end_cwnd_reduction(&mut self) {
+        if self.owns {
+            return;
+        }
+        if self.tp.snd_ssthresh < TCP_INFINITE_SSTHRESH && (self.tp.ca_state == CaState::Cwr || self.undo_marker) {
+            self.tp.snd_cwnd = self.tp.snd_ssthresh;
+        }
+        self.undo_marker = false;
+        self.cc.cwnd_event(&mut self.tp, CwndEvent::CompleteCwr);
+    }
+
+    /// tcp_enter_recovery().
+    pub(super) fn enter_recovery(&mut self) {
+        self.stats.recoveries += 1;
+        self.undo_marker = true;
+        if !self.in_cwnd_reduction() {
+            self.prior_ssthresh = self.current_ssthresh();
+            self.init_cwnd_reduction();
+        }
+        self.set_state(CaState::Recovery);
+    }
+
+    /// tcp_mark_skb_lost().
+    pub(super) fn mark_lost(&mut self, seq: u64) {
+        let seg = self.sb.get_mut(seq);
+        if seg.has(FLAG_SACKED) {
+            return;
+        }
+        if seg.has(FLAG_LOST) {
+            if seg.has(FLAG_RETRANS) {
+                // A retransmission was lost again.
+                seg.flags &= !FLAG_RETRANS;
+                self.tp.retrans_out = self.tp.retrans_out.saturating_sub(1);
+                self.tp.lost += 1;
+            } else {
+                return;
+            }
+        } else {
+            seg.flags |= FLAG_LOST;
+            self.tp.lost_out += 1;
+            self.tp.lost += 1;
+        }
+        self.sb.queue_lost(seq);
+    }
+
+    // -------------------------------------------------------------- timers
+
+    fn arm<E: SenderEnv>(&mut self, kind: TimerKind, at: Time, env: &mut E) {
+        let t = match kind {
+            TimerKind::Rto => &mut self.rto_timer,
+            TimerKind::Reo => &mut self.reo_timer,
+            TimerKind::Pace => &mut self.pace_timer,
+            _ => return,
+        };
+        if let Some(at) = t.arm(at) {
+            env.schedule(at, kind);
+        }
+    }
+
+    pub(super) fn arm_reo<E: SenderEnv>(&mut self, at: Time, env: &mut E) {
+        self.arm(TimerKind::Reo, at, env);
+    }
+
+    /// Deadline of the RTO for the oldest outstanding segment
+    /// (tcp_rto_delta_us): rto - (now - head's send time).
+    fn rto_delta(&self, now: Time) -> Time {
+        if self.sb.is_empty() {
+            return self.current_rto();
+        }
+        let head = self.sb.get(self.sb.snd_una).xmit;
+        (head + self.current_rto()).saturating_sub(now)
+    }
+
+    /// tcp_rearm_rto().
+    pub(super) fn rearm_rto<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        if self.tp.packets_out == 0 {
+            self.rto_timer.disarm();
+            self.rto_is_tlp = false;
+            return;
+        }
+        let mut rto = self.current_rto();
+        if self.rto_is_tlp {
+            // Restarting after a probe/REO timer: keep the head's deadline.
+            rto = self.rto_delta(now).max(Time(1));
+        }
+        self.rto_is_tlp = false;
+        self.arm(TimerKind::Rto, now + rto, env);
+    }
+
+    /// tcp_schedule_loss_probe(): TLP PTO = 2·srtt (+200 ms with a single
+    /// packet out, else +2 ms), never later than the RTO (RFC 8985 §7.2).
+    pub(super) fn schedule_loss_probe<E: SenderEnv>(&mut self, now: Time, advancing_rto: bool, env: &mut E) -> bool {
+        if self.tp.packets_out == 0 || !matches!(self.tp.ca_state, CaState::Open | CaState::Cwr) {
+            return false;
+        }
+        let mut timeout = if self.tp.srtt.0 != 0 {
+            let extra = if self.tp.packets_out == 1 { RTO_MIN } else { super::rack::TIMEOUT_MIN };
+            self.tp.srtt.mul(2) + extra
+        } else {
+            TIMEOUT_INIT
+        };
+        let delta = if advancing_rto { self.current_rto() } else { self.rto_delta(now) };
+        if delta > Time::ZERO {
+            timeout = timeout.min(delta);
+        }
+        self.rto_is_tlp = true;
+        self.arm(TimerKind::Rto, now + timeout, env);
+        true
+    }
+
+    /// tcp_set_xmit_timer().
+    pub(super) fn set_xmit_timer<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        if !self.schedule_loss_probe(now, true, env) {
+            self.rearm_rto(now, env);
+        }
+    }
+
+    /// A timer event popped; dispatches it if the timer really expired.
+    pub fn on_timer<E: SenderEnv>(&mut self, kind: TimerKind, now: Time, env: &mut E) {
+        self.tp.now = now;
+        let t = match kind {
+            TimerKind::Rto => &mut self.rto_timer,
+            TimerKind::Reo => &mut self.reo_timer,
+            TimerKind::Pace => &mut self.pace_timer,
+            TimerKind::App => {
+                self.push(now, env);
+                return;
+            }
+            TimerKind::DelAck => return,
+        };
+        let (fire, again) = t.on_event(now);
+        if let Some(at) = again {
+            env.schedule(at, kind);
+        }
+        if !fire {
+            return;
+        }
+        match kind {
+            TimerKind::Rto if self.rto_is_tlp => self.send_loss_probe(now, env),
+            TimerKind::Rto => self.retransmit_timer(now, env),
+            TimerKind::Reo => self.reo_timeout(now, env),
+            TimerKind::Pace => self.push(now, env),
+            _ => {}
+        }
+    }
+
+    /// tcp_send_loss_probe() (RFC 8985 §7.3): send one new segment if the
+    /// window allows, else retransmit the highest sent segment.
+    fn send_loss_probe<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        self.rto_is_tlp = false;
+        if self.tlp_high_seq.is_some() || self.tp.packets_out == 0 {
+            self.rearm_rto(now, env);
+            return;
+        }
+        self.tlp_retrans = false;
+        let can_send_new = self.sb.snd_nxt < self.write_seq
+            && self.sb.snd_nxt < self.snd_wnd_end
+            && self.sb.snd_nxt - self.sb.snd_una < self.wmem_segs;
+        if can_send_new {
+            self.send_new(now, env);
+        } else {
+            let last = self.sb.snd_nxt - 1;
+            if self.sb.get(last).has(FLAG_SACKED) {
+                self.rearm_rto(now, env);
+                return;
+            }
+            self.retransmit(last, now, env);
+            self.tlp_retrans = true;
+        }
+        self.stats.tlp_probes += 1;
+        self.tlp_high_seq = Some(self.sb.snd_nxt);
+        self.rearm_rto(now, env);
+    }
+
+    /// tcp_retransmit_timer() + tcp_enter_loss(): RTO expiry.
+    fn retransmit_timer<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        if self.tp.packets_out == 0 {
+            return;
+        }
+        self.stats.rto_fired += 1;
+        self.enter_loss(now);
+        // Retransmit the head at once, ignoring cwnd.
+        if let Some(seq) = self.sb.next_lost() {
+            self.sb.pop_lost();
+            self.retransmit(seq, now, env);
+        }
+        self.backoff = self.backoff.saturating_add(1);
+        self.rto_retransmits = self.rto_retransmits.saturating_add(1);
+        self.rto_is_tlp = false;
+        let rto = self.current_rto();
+        self.arm(TimerKind::Rto, now + rto, env);
+        self.chrono.set(now, ChronoKind::Busy);
+    }
+
+    /// tcp_enter_loss() with tcp_timeout_mark_lost().
+    pub(super) fn enter_loss(&mut self, now: Time) {
+        let st = self.tp.ca_state;
+        if st <= CaState::Disorder
+            || self.sb.snd_una >= self.high_seq
+            || (st == CaState::Loss && self.rto_retransmits == 0)
+        {
+            self.prior_ssthresh = self.current_ssthresh();
+            self.tp.prior_cwnd = self.tp.snd_cwnd;
+            self.tp.snd_ssthresh = self.cc.ssthresh(&self.tp);
+            self.cc.cwnd_event(&mut self.tp, CwndEvent::Loss);
+        }
+        self.undo_marker = true;
+        // Mark the head and every segment whose RACK timeout (with zero
+        // reordering window) has expired as lost.
+        let head = self.sb.snd_una;
+        let rack_rtt = self.rack.rtt;
+        for seq in self.sb.range() {
+            let seg = *self.sb.get(seq);
+            if seg.has(FLAG_SACKED) {
+                continue;
+            }
+            if seq != head && seg.xmit + rack_rtt > now {
+                continue; // recently sent: not lost yet
+            }
+            if seg.has(FLAG_LOST) && !seg.has(FLAG_RETRANS) {
+                continue; // already queued
+            }
+            self.mark_lost(seq);
+        }
+        self.tp.snd_cwnd = self.tp.in_flight() + 1;
+        self.tp.snd_cwnd_cnt = 0;
+        self.set_state(CaState::Loss);
+        self.high_seq = self.sb.snd_nxt;
+        self.tlp_high_seq = None;
+    }
+
+    /// tcp_rack_reo_timeout().
+    fn reo_timeout<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        let prior_in_flight = self.tp.in_flight();
+        self.rack_detect(now, env);
+        if prior_in_flight != self.tp.in_flight() {
+            if self.tp.ca_state != CaState::Recovery {
+                self.enter_recovery();
+                if !self.owns {
+                    let in_flight = self.tp.in_flight();
+                    if let Some(c) =
+                        self.prr.cwnd(self.tp.snd_ssthresh, self.tp.prior_cwnd, in_flight, 1, false, false)
+                    {
+                        self.tp.snd_cwnd = c;
+                    }
+                }
+            }
+            self.push(now, env);
+        }
+        if self.rto_is_tlp || !self.rto_timer.is_armed() {
+            self.rearm_rto(now, env);
+        }
+    }
+
+    /// Runs RACK detection and marks lost segments; arms the reordering timer
+    /// for the ones not yet overdue (tcp_rack_detect_loss + timer).
+    pub(super) fn rack_detect<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        let reo = self.rack.reo_wnd(self.tp.ca_state, self.tp.sacked_out, self.rtt.min_rtt, self.rtt.srtt);
+        let mut lost = std::mem::take(&mut self.lost_scratch);
+        let wait = self.rack.detect_loss(&mut self.sb, now, reo, &mut lost);
+        for &seq in &lost {
+            self.mark_lost(seq);
+        }
+        self.lost_scratch = lost;
+        if wait > Time::ZERO {
+            self.arm_reo(now + wait + super::rack::TIMEOUT_MIN, env);
+        }
+    }
+
+    /// Scoreboard entries held (memory-bound checks).
+    pub fn footprint(&self) -> usize {
+        self.sb.footprint()
+    }
+}
