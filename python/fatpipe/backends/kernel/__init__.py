@@ -1,0 +1,124 @@
+"""The kernel backend: real Linux TCP in network namespaces over an emulated
+path (see path.py for where delay, loss and the bottleneck sit).
+
+Module functions for the CLI:
+
+* ``doctor() -> DoctorReport`` — a ``list`` of ``Check(name, ok, detail,
+  required)`` with ``.usable``, ``.verdict`` and ``.render()``.
+* ``clean() -> list[str]`` — descriptions of what was removed
+  (``"namespace fp-123-0-r"``, ``"process 456 in fp-123-0-r"``).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+from ..base import BackendUnavailable, PathReport, RunOutcome, RunPlan, SERIES_COLUMNS
+from . import cleanup
+from .cleanup import clean
+from .doctor import available_ccas, doctor
+from .path import RECEIVER_ADDR, EmulatedPath, HostConfig, PathConfig
+from .traffic import FlowSpec, run_traffic
+
+__all__ = ["KernelBackend", "doctor", "clean"]
+
+# Above this delay-line lateness (99th percentile) the emulated RTT is no
+# longer the configured one; the run is flagged (facts["emulator_late"]).
+LATE_P99_LIMIT_S = 1e-3
+
+
+def path_config(plan: RunPlan) -> PathConfig:
+    """RunPlan → PathConfig (pure)."""
+    mss = max((f.mss_bytes for f in plan.flows), default=plan.mtu_bytes - 40)
+    return PathConfig(
+        rate_bps=plan.rate_bps,
+        rtt_s=plan.rtt_s,
+        loss=plan.packet_loss_probability(mss),
+        buffer_bytes=plan.buffer_bytes,
+        mtu_bytes=plan.mtu_bytes,
+        senders={name: HostConfig(h.rmem_max_bytes, h.wmem_max_bytes) for name, h in plan.senders.items()},
+        receiver=HostConfig(plan.receiver.rmem_max_bytes, plan.receiver.wmem_max_bytes),
+        seed=plan.seed,
+    )
+
+
+def flow_specs(plan: RunPlan) -> list[FlowSpec]:
+    return [FlowSpec(group=f.group, kind=f.kind, cc=f.cc, streams=f.streams, mss_bytes=f.mss_bytes,
+                     sender=f.sender, start_s=f.start_s,
+                     stream_rate_cap_bps=plan.senders[f.sender].stream_rate_cap_bps if f.sender in plan.senders
+                     else None)
+            for f in plan.flows]
+
+
+def rows_to_series(rows: list[dict]) -> dict[str, list]:
+    series: dict[str, list] = {k: [] for k in SERIES_COLUMNS}
+    for r in sorted(rows, key=lambda r: (r["flow_group"], r["stream"], r["t_s"])):
+        for k in SERIES_COLUMNS:
+            series[k].append(r[k])
+    return series
+
+
+class KernelBackend:
+    name = "kernel"
+
+    def check(self, plans: list[RunPlan]) -> None:
+        if os.geteuid() != 0:
+            raise BackendUnavailable("the kernel backend needs root (network namespaces); try `sudo fatpipe …` "
+                                     "or the sim backend")
+        ccas = set(available_ccas())
+        for plan in plans:
+            for f in plan.flows:
+                if f.kind != "bulk":
+                    raise BackendUnavailable(f"run {plan.run_id}: flow group {f.group} kind={f.kind!r}: RPC flows "
+                                             "are not supported by the kernel backend yet")
+                if f.cc not in ccas:
+                    raise BackendUnavailable(f"run {plan.run_id}: CCA {f.cc!r} is not available in this kernel "
+                                             f"(have: {' '.join(sorted(ccas))}); BPF struct_ops CCAs come later")
+            for name, h in plan.senders.items():
+                if h.extra_rtt_s:
+                    raise BackendUnavailable(f"run {plan.run_id}: hosts.{name}.extra_rtt is not supported by the "
+                                             "kernel backend yet")
+        report = doctor()
+        if not report.usable:
+            raise BackendUnavailable(report.verdict)
+        from .delayline import build_linkem, find_linkem
+        if not any(c.name == "netem" and c.ok for c in report) and find_linkem() is None:
+            try:
+                build_linkem()
+            except Exception as e:  # noqa: BLE001
+                raise BackendUnavailable(f"no netem and fatpipe-linkem cannot be built: {e}") from e
+
+    def facts(self) -> dict[str, Any]:
+        return {"kernel": platform.release(), "ccas": available_ccas(),
+                "checks": {c.name: {"ok": c.ok, "detail": c.detail} for c in doctor()}}
+
+    def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:
+        cleanup.install_handlers()
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        cfg = path_config(plan)
+        with EmulatedPath(cfg, workdir) as path:
+            traffic = run_traffic(path.receiver, RECEIVER_ADDR, path.senders, flow_specs(plan), plan.duration_s,
+                                  plan.sample_interval_s, workdir, on_start=path.mark_start)
+            stats = path.finish()
+        min_rtts = [r["min_rtt_s"] for r in traffic.rows if r["min_rtt_s"] > 0]
+        busy_s = plan.duration_s
+        report = PathReport(
+            emulator=stats.emulator,
+            min_rtt_s=min(min_rtts) if min_rtts else None,
+            packets=stats.packets,
+            random_drops=stats.random_drops,
+            queue_drops=stats.queue_drops,
+            bottleneck_bps=stats.bottleneck_bytes * 8 / busy_s if busy_s > 0 else None,
+            late_p99_s=stats.late_p99_s,
+            late_max_s=stats.late_max_s,
+        )
+        facts = {"emulator": stats.emulator, "bottleneck": stats.details.get("bottleneck"),
+                 "configured_loss": cfg.loss,
+                 "emulator_late": bool(stats.late_p99_s and stats.late_p99_s > LATE_P99_LIMIT_S),
+                 "late_p50_s": stats.late_p50_s, "engine_errors": traffic.errors,
+                 "linkem": stats.details.get("linkem_summary")}
+        return RunOutcome(series=rows_to_series(traffic.rows), path=report, facts=facts)
