@@ -1,0 +1,301 @@
+"""Matplotlib (Agg) figures of a study. Each function takes tables and
+returns a Figure, or None when the data cannot support the figure."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ..analysis import models  # noqa: E402
+
+STAT_COLUMNS = {"n", "mean", "sd", "ci_low", "ci_high", "failed", "flags"}
+CC_COLORS = {"bbr": "#1f77b4", "cubic": "#d62728", "reno": "#2ca02c", "htcp": "#9467bd",
+             "dctcp": "#8c564b", "bic": "#e377c2", "yeah": "#7f7f7f", "nv": "#bcbd22"}
+LINESTYLES = ["-", "--", ":", "-."]
+plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3,
+                     "axes.titlesize": 11, "legend.fontsize": 8})
+
+
+def short_key(key: str) -> str:
+    """Readable name of a column: path.loss → loss, flows.1.cc → flow 1 cc."""
+    if key.startswith("path."):
+        return key[5:]
+    if key.startswith("flows."):
+        _, g, rest = key.split(".", 2)
+        return f"flow {g} {rest}"
+    return {"mss_bytes": "MSS B", "flow_group": "flow", "streams": "streams"}.get(key, key)
+
+
+def point_label(row, keys: Sequence[str]) -> str:
+    parts = []
+    for k in keys:
+        v = row[k]
+        if k == "streams":
+            parts.append(f"{v} stream{'s' if v != 1 else ''}")
+        elif k == "mss_bytes":
+            parts.append(f"MSS {v} B")
+        elif k == "cc":
+            parts.append(str(v))
+        else:
+            parts.append(f"{short_key(k)} {v:g}" if isinstance(v, float) else f"{short_key(k)} {v}")
+    return ", ".join(parts)
+
+
+def cc_color(cc: str, i: int = 0) -> str:
+    return CC_COLORS.get(str(cc).lower(), f"C{i % 10}")
+
+
+def _keys(points: pd.DataFrame) -> list[str]:
+    return [c for c in points.columns if c not in STAT_COLUMNS]
+
+
+def _varying(points: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    return [k for k in keys if points[k].nunique(dropna=False) > 1]
+
+
+def line_keys(points: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
+    """Keys that vary among `points`, minus `exclude` and minus swept keys
+    that the flow group's own columns already determine (``path.mtu`` given
+    the MSS, ``flows.0.cc`` given the CCA of group 0)."""
+    own = [c for c in ("flow_group", "cc", "streams", "mss_bytes") if c in points.columns]
+    out = []
+    for k in _varying(points, _keys(points)):
+        if k in exclude:
+            continue
+        if "." in k and k not in own and points.groupby(own, dropna=False)[k].nunique().max() <= 1:
+            continue
+        out.append(k)
+    return out
+
+
+def _grid(n: int, ncols: int = 2, w: float = 6.2, h: float = 4.0):
+    ncols = min(ncols, n)
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def _errorbar(ax, x, mean, lo, hi, **kw):
+    mean = np.asarray(mean, dtype=float)
+    yerr = np.vstack([mean - np.asarray(lo, dtype=float), np.asarray(hi, dtype=float) - mean])
+    yerr = np.where(np.isfinite(yerr), np.maximum(yerr, 0), 0)
+    ax.errorbar(x, mean, yerr=yerr, capsize=3, marker="o", markersize=4, **kw)
+
+
+def goodput_vs_loss(points: pd.DataFrame, axis: str, unit: tuple[float, str],
+                    rate_bps: float | None, rtt_s: float | None):
+    """Mean goodput (95 % CI bars) vs loss or corruption on log axes, one
+    panel per CCA, one line per stream count (colour) and MSS (style), with
+    the Mathis and RFC 9438 CUBIC references for one stream."""
+    pts = points[(points[axis] > 0) & points["mean"].notna()]
+    if pts.empty or pts[axis].nunique() < 2:
+        return None
+    div, uname = unit
+    keys = line_keys(pts, (axis, "cc"))
+    ccs = list(dict.fromkeys(pts["cc"]))
+    fig, axes = _grid(len(ccs))
+    streams_levels = sorted(pts["streams"].unique())
+    cmap = plt.get_cmap("viridis")
+    mss_levels = sorted(pts["mss_bytes"].unique())
+    xs = np.logspace(math.log10(pts[axis].min()), math.log10(pts[axis].max()), 80)
+    for ax, cc in zip(axes, ccs):
+        sub = pts[pts["cc"] == cc]
+        groups = sub.groupby(keys, sort=True) if keys else [((), sub)]
+        for key, g in groups:
+            g = g.sort_values(axis)
+            first = g.iloc[0]
+            si = streams_levels.index(first["streams"])
+            color = cmap(si / max(1, len(streams_levels) - 1) * 0.85)
+            ls = LINESTYLES[mss_levels.index(first["mss_bytes"]) % len(LINESTYLES)]
+            _errorbar(ax, g[axis], g["mean"] / div, g["ci_low"] / div, g["ci_high"] / div,
+                      color=color, linestyle=ls, label=point_label(first, keys))
+        if rtt_s:
+            for mss in mss_levels:
+                p = xs if axis == "path.loss" else models.packet_loss_probability(0.0, xs, mss)
+                ls = LINESTYLES[mss_levels.index(mss) % len(LINESTYLES)]
+                ax.plot(xs, models.mathis_bps(mss, rtt_s, p, cap_bps=rate_bps) / div,
+                        color="0.45", linewidth=1, linestyle=ls,
+                        label=f"Mathis, 1 stream, MSS {mss} B")
+                if str(cc).lower().startswith("cubic"):
+                    ax.plot(xs, models.cubic_bps(mss, rtt_s, p, cap_bps=rate_bps) / div,
+                            color="#ff7f0e", linewidth=1.2, linestyle=ls,
+                            label=f"RFC 9438 CUBIC, 1 stream, MSS {mss} B")
+        if rate_bps:
+            ax.axhline(rate_bps / div, color="k", linewidth=0.8, alpha=0.5)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{cc}: goodput vs {short_key(axis)}")
+        ax.set_xlabel(f"{short_key(axis)} probability" + (" per packet" if axis == "path.loss" else " per bit"))
+        ax.set_ylabel(f"goodput ({uname})")
+        ax.legend(loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def goodput_vs_factor(points: pd.DataFrame, x: str, unit: tuple[float, str], panel: str | None):
+    """Mean goodput (95 % CI bars) vs `x` (streams or mss_bytes), one line per
+    CCA and the other flow factor, one panel per value of `panel`."""
+    pts = points[points["mean"].notna()]
+    if pts.empty or pts[x].nunique() < 2:
+        return None
+    div, uname = unit
+    other = "mss_bytes" if x == "streams" else "streams"
+    panels = sorted(pts[panel].unique()) if panel else [None]
+    fig, axes = _grid(len(panels), ncols=min(3, len(panels)), w=5.0, h=3.8)
+    other_levels = sorted(pts[other].unique())
+    ccs = list(dict.fromkeys(pts["cc"]))
+    keys = line_keys(pts, (x, panel, "cc", other))
+    for ax, pv in zip(axes, panels):
+        sub = pts if pv is None else pts[pts[panel] == pv]
+        for key, g in sub.groupby(["cc", other, *keys], sort=False):
+            g = g.sort_values(x)
+            first = g.iloc[0]
+            ls = LINESTYLES[other_levels.index(first[other]) % len(LINESTYLES)]
+            label = point_label(first, ["cc", other, *keys]) if len(other_levels) > 1 or keys \
+                else str(first["cc"])
+            _errorbar(ax, g[x], g["mean"] / div, g["ci_low"] / div, g["ci_high"] / div,
+                      color=cc_color(first["cc"], ccs.index(first["cc"])), linestyle=ls,
+                      label=label)
+        if x == "streams":
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted(pts[x].unique()))
+            ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.set_xlabel("parallel streams" if x == "streams" else "MSS (bytes)")
+        ax.set_ylabel(f"goodput ({uname})")
+        ax.set_ylim(bottom=0)
+        title = "goodput vs " + ("parallel streams" if x == "streams" else "MSS")
+        ax.set_title(title if pv is None else f"{short_key(panel)} = {pv:g}" if isinstance(pv, float)
+                     else f"{short_key(panel)} = {pv}")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)),
+               bbox_to_anchor=(0.5, -0.02), frameon=False)
+    fig.tight_layout(rect=(0, 0.07 + 0.02 * (len(labels) // 6), 1, 1))
+    return fig
+
+
+def time_series(series: pd.DataFrame, groups: pd.DataFrame, title: str, unit: tuple[float, str]):
+    """Per-stream goodput, cwnd, sRTT & min RTT, retransmissions of one run.
+    `groups` maps flow_group → cc/streams (the run's rows of the runs table)."""
+    if series.empty:
+        return None
+    div, uname = unit
+    fig, axes = plt.subplots(4, 1, figsize=(12, 11), sharex=True)
+    gi = {int(r["flow_group"]): r for _, r in groups.iterrows()}
+    many = series.groupby(["flow_group", "stream"]).ngroups > 12
+    for (group, stream), s in series.groupby(["flow_group", "stream"], sort=True):
+        s = s.sort_values("t_s")
+        row = gi.get(int(group))
+        cc = row["cc"] if row is not None else "?"
+        color = cc_color(cc, int(group)) if len(gi) > 1 else f"C{int(stream) % 10}"
+        label = None if many else f"flow {group} ({cc}) stream {stream}"
+        kw = {"color": color, "linewidth": 0.7 if many else 1.1, "alpha": 0.6 if many else 0.9}
+        axes[0].plot(s["t_s"], s["goodput_bps"] / div, label=label, **kw)
+        axes[1].plot(s["t_s"], s["cwnd_segments"], **kw)
+        axes[2].plot(s["t_s"], s["srtt_s"] * 1e3, **kw)
+        axes[2].plot(s["t_s"], s["min_rtt_s"] * 1e3, linestyle="--", **{**kw, "linewidth": 0.8})
+        axes[3].plot(s["t_s"], s["retrans_segments"].diff().clip(lower=0), **kw)
+    if many or len(gi) > 1:
+        tot = series.assign(t=series["t_s"].round(3)).groupby(["flow_group", "t"])["goodput_bps"].sum()
+        for group, t in tot.groupby(level=0):
+            row = gi.get(int(group))
+            axes[0].plot(t.index.get_level_values(1), t.values / div, color=cc_color(
+                row["cc"] if row is not None else "", int(group)), linewidth=2,
+                label=f"flow {group} ({row['cc'] if row is not None else '?'}) total")
+    warm = groups["warmup_s"].iloc[0] if "warmup_s" in groups.columns and len(groups) else None
+    for ax in axes:
+        if warm:
+            ax.axvspan(0, warm, color="0.85", alpha=0.5, linewidth=0)
+    axes[0].set_ylabel(f"goodput ({uname})")
+    axes[1].set_ylabel("cwnd (segments)")
+    axes[2].set_ylabel("RTT (ms)\nsolid sRTT, dashed min")
+    axes[3].set_ylabel("retransmitted\nsegments / interval")
+    axes[3].set_xlabel("time since start (s); grey: warm-up, excluded from statistics")
+    axes[0].set_title(title)
+    axes[0].legend(loc="upper right", ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def fairness_figure(fair: pd.DataFrame, point_keys: Sequence[str]):
+    """Stacked bars of each flow group's mean share per sweep point, with the
+    mean Jain index above each bar."""
+    if fair.empty:
+        return None
+    points = list(fair.groupby(list(point_keys), sort=False, dropna=False)) if point_keys \
+        else [((), fair)]
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(points) + 3), 4.6))
+    for x, (key, g) in enumerate(points):
+        bottom = 0.0
+        for _, r in g.sort_values("flow_group").iterrows():
+            color = f"C{int(r['flow_group']) % 10}"
+            ax.bar(x, r["share"] * 100, bottom=bottom, color=color, edgecolor="white", width=0.7)
+            if r["share"] > 0.06:
+                ax.text(x, bottom + r["share"] * 50, f"{r['cc']}\n{r['share'] * 100:.0f} %",
+                        ha="center", va="center", fontsize=8, color="white")
+            bottom += r["share"] * 100
+        ax.text(x, 102, f"J={g['jain'].iloc[0]:.2f}", ha="center", va="bottom", fontsize=9)
+    labels = [point_label(g.iloc[0], point_keys) or "all" for _, g in points]
+    ax.set_xticks(range(len(points)), labels, rotation=20 if len(points) > 4 else 0, ha="right"
+                  if len(points) > 4 else "center")
+    ax.set_ylim(0, 112)
+    ax.set_ylabel("share of total goodput (%)")
+    ax.set_title("Per-flow share of goodput after warm-up (J = Jain's index, 1 = equal)")
+    ax.grid(axis="x", visible=False)
+    fig.tight_layout()
+    return fig
+
+
+def rpc_cdf(rpcs: pd.DataFrame, labels: dict, warmup_s: float = 0.0):
+    """CDF of RPC completion time (ms, log x) per sweep point and RPC group.
+    `labels` maps (run_id, flow_group) → the line's label; runs of the same
+    label (repetitions) are pooled."""
+    if rpcs.empty:
+        return None
+    df = rpcs[rpcs["start_s"] >= warmup_s].copy()
+    df["label"] = [labels.get((r, int(g))) for r, g in zip(df["run_id"], df["flow_group"])]
+    df = df.dropna(subset=["label"])
+    if df.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 4.6))
+    for i, (label, g) in enumerate(df.groupby("label", sort=False)):
+        d = np.sort(g["duration_s"].to_numpy() * 1e3)
+        ax.plot(d, np.arange(1, d.size + 1) / d.size, label=label, color=f"C{i % 10}")
+    ax.set_xscale("log")
+    ax.set_xlabel("RPC completion time (ms, log scale)")
+    ax.set_ylabel("fraction of RPCs ≤ x")
+    ax.set_ylim(0, 1.01)
+    ax.set_title("RPC completion time distribution (after warm-up, repetitions pooled)")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def goodput_bars(points: pd.DataFrame, unit: tuple[float, str]):
+    """Fallback: mean goodput (95 % CI) per grid point as horizontal bars."""
+    pts = points[points["mean"].notna()]
+    if pts.empty or len(pts) > 60:
+        return None
+    div, uname = unit
+    keys = _varying(pts, _keys(pts)) or ["cc"]
+    labels = [point_label(r, keys) for _, r in pts.iterrows()]
+    fig, ax = plt.subplots(figsize=(9, 0.35 * len(pts) + 1.5))
+    y = np.arange(len(pts))
+    err = np.vstack([pts["mean"] - pts["ci_low"], pts["ci_high"] - pts["mean"]]) / div
+    err = np.where(np.isfinite(err), err, 0)
+    ax.barh(y, pts["mean"] / div, xerr=err, capsize=3,
+            color=[cc_color(c, i) for i, c in enumerate(pts["cc"])])
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"mean goodput ({uname}), bars: 95 % CI")
+    ax.set_title("Goodput per grid point")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,139 @@
+"""HTML building blocks shared by the report and the comparison: one
+self-contained page (inline CSS, figures as base64 PNG), tables, number
+formatting, and saving figures as PNG + SVG files."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import pandas as pd
+
+CSS = """
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 0 auto;
+       max-width: 1250px; padding: 1.2em 2em 3em; color: #1d1d1f; line-height: 1.4; }
+h1 { font-size: 1.7em; margin-bottom: 0.1em; }
+h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 2px solid #d0d7de; padding-bottom: 0.2em; }
+h3 { font-size: 1.05em; margin-top: 1.4em; }
+.sub { color: #57606a; margin-top: 0; }
+.findings { background: #f3f8ff; border-left: 4px solid #2f6fdf; padding: 0.6em 1.2em; }
+.findings li { margin: 0.25em 0; }
+.note { color: #57606a; font-size: 0.9em; }
+figure { margin: 1em 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #e5e7eb; }
+figcaption { color: #57606a; font-size: 0.9em; }
+table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.86em; }
+th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: right; }
+th { background: #f6f8fa; position: sticky; top: 0; }
+td.t, th.t { text-align: left; }
+tr.hl td { background: #fff4e5; }
+caption { caption-side: top; text-align: left; font-weight: bold; padding: 0.3em 0; }
+.scroll { max-height: 34em; overflow: auto; display: inline-block; border: 1px solid #e5e7eb; }
+.scroll table { margin: 0; }
+nav a { margin-right: 1em; }
+"""
+
+
+def esc(text) -> str:
+    return html.escape(str(text))
+
+
+def rate_unit(max_bps: float) -> tuple[float, str]:
+    """(divisor, unit) for showing bit rates around `max_bps`."""
+    if not max_bps or not math.isfinite(max_bps) or max_bps >= 1e9:
+        return 1e9, "Gbit/s"
+    if max_bps >= 1e6:
+        return 1e6, "Mbit/s"
+    return 1e3, "kbit/s"
+
+
+def fmt_rate(bps, unit: tuple[float, str] | None = None) -> str:
+    if bps is None or (isinstance(bps, float) and not math.isfinite(bps)):
+        return "–"
+    div, name = unit or rate_unit(abs(bps))
+    return f"{bps / div:.3g} {name}"
+
+
+def fmt_num(value, digits: int = 3) -> str:
+    """Compact number: integers as is, floats with `digits` significant digits."""
+    if value is None:
+        return "–"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "–"
+    if isinstance(value, (int,)) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e6:
+            return str(int(value))
+        return f"{value:.{digits}g}"
+    try:
+        if pd.isna(value):
+            return "–"
+    except (TypeError, ValueError):
+        pass
+    return str(value)
+
+
+def table_html(df: pd.DataFrame, caption: str | None = None,
+               formats: Mapping[str, Callable] | None = None,
+               highlight: Iterable[bool] | None = None, scroll: bool = False) -> str:
+    """An HTML table; `formats` maps column → formatter, others use fmt_num.
+    Text columns are left-aligned; rows where `highlight` is true are marked."""
+    formats = formats or {}
+    hl = list(highlight) if highlight is not None else [False] * len(df)
+    text_cols = {c for c in df.columns if df[c].dtype == object and c not in formats}
+    head = "".join(f'<th class="{"t" if c in text_cols else ""}">{esc(c)}</th>' for c in df.columns)
+    body = []
+    for flag, (_, row) in zip(hl, df.iterrows()):
+        cells = []
+        for c in df.columns:
+            v = row[c]
+            text = formats[c](v) if c in formats else fmt_num(v)
+            cells.append(f'<td class="{"t" if c in text_cols else ""}">{esc(text)}</td>')
+        body.append(f'<tr class="{"hl" if flag else ""}">{"".join(cells)}</tr>')
+    cap = f"<caption>{esc(caption)}</caption>" if caption else ""
+    table = f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<div class="scroll">{table}</div>' if scroll else table
+
+
+def save_figure(fig, out_dir: Path, name: str, caption: str = "", dpi: int = 110) -> str:
+    """Write `name`.png and `name`.svg to `out_dir`; return a <figure> with
+    the PNG embedded as base64 (the page needs no other file)."""
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    png = buf.getvalue()
+    (out_dir / f"{name}.png").write_bytes(png)
+    fig.savefig(out_dir / f"{name}.svg", format="svg", bbox_inches="tight")
+    plt.close(fig)
+    b64 = base64.b64encode(png).decode()
+    cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
+    return (f'<figure id="fig-{esc(name)}"><img alt="{esc(caption or name)}" '
+            f'src="data:image/png;base64,{b64}">{cap}</figure>')
+
+
+def findings_html(lines: list[str]) -> str:
+    if not lines:
+        return ""
+    items = "".join(f"<li>{esc(s)}</li>" for s in lines)
+    return f'<div class="findings"><b>Main findings</b><ul>{items}</ul></div>'
+
+
+def section(anchor: str, title: str, body: str, intro: str = "") -> tuple[str, str, str]:
+    text = f'<p class="note">{esc(intro)}</p>' if intro else ""
+    return anchor, title, f'<h2 id="{esc(anchor)}">{esc(title)}</h2>{text}{body}'
+
+
+def page(title: str, subtitle: str, top: str, sections: list[tuple[str, str, str]]) -> str:
+    nav = " ".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t, _ in sections)
+    parts = "".join(body for _, _, body in sections)
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
+            f"<h1>{esc(title)}</h1><p class=\"sub\">{esc(subtitle)}</p>{top}"
+            f"<nav>{nav}</nav>{parts}</body></html>\n")
