@@ -22,6 +22,7 @@
 //! Each algorithm lives in its own file; every rule carries a comment citing
 //! the Linux function or RFC section it implements.
 
+pub mod bbr;
 pub mod cubic;
 pub mod htcp;
 pub mod reno;
@@ -281,12 +282,13 @@ pub trait CongestionControl: Send {
 }
 
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
     match name {
         "reno" => Some(Box::new(reno::Reno::default())),
+        "bbr" => Some(Box::new(bbr::Bbr::with_seed(bbr::DEFAULT_SEED))),
         "cubic" => Some(Box::new(cubic::Cubic::new())),
         "htcp" => Some(Box::new(htcp::Htcp::new())),
         _ => None,
