@@ -2,7 +2,11 @@
 //! fat networks. Pure Rust; no wall clock, no global RNG, no I/O.
 
 pub mod cc;
+pub mod engine;
 pub mod event;
+pub mod path;
 pub mod rng;
+pub mod scenario;
 pub mod tcp;
+pub mod trace;
 pub mod units;

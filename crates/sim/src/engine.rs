@@ -1,0 +1,339 @@
+//! The discrete-event loop: streams (sender + receiver), the shared path,
+//! and periodic sampling. Built from a validated [`crate::scenario::Scenario`].
+
+use crate::cc::CongestionControl;
+use crate::event::{Event, EventQueue, Timer, TimerKind};
+use crate::path::{Bottleneck, LossStage, Pipe};
+use crate::rng::Rng;
+use crate::tcp::{Ack, Receiver, RxAction, Sender, SenderConfig, SenderEnv};
+use crate::trace::{PathFacts, Row, RunResult, Stats};
+use crate::units::{Bytes, Rate, Time};
+
+/// TCP/IP header bytes on the wire per segment (MSS + 40 = packet size).
+pub const HEADER_BYTES: u32 = 40;
+
+/// One stream to simulate.
+#[derive(Clone, Debug)]
+pub struct StreamSpec {
+    pub group: u32,
+    pub index: u32,
+    pub cc: String,
+    pub mss: u32,
+    pub start: Time,
+    pub wmem_bytes: u64,
+    pub rmem_bytes: u64,
+    pub rate_cap: Option<Rate>,
+    /// Extra round-trip delay of the sender's access link (added to the
+    /// ACK path, which has no queue).
+    pub extra_rtt: Time,
+}
+
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub duration: Time,
+    pub sample_interval: Time,
+    pub rate: Rate,
+    pub rtt: Time,
+    pub buffer: Bytes,
+    /// Per-packet loss probability of each flow group (loss + corruption).
+    pub group_loss: Vec<f64>,
+    pub streams: Vec<StreamSpec>,
+}
+
+struct Stream {
+    group: u32,
+    index: u32,
+    sender: Sender,
+    receiver: Receiver,
+    acks: Pipe<Ack>,
+    ack_delay: Time,
+    wire: u32,
+    start: Time,
+    started: bool,
+    delack: Timer,
+}
+
+/// Data packet in flight on the forward path.
+#[derive(Clone, Copy, Debug)]
+struct DataPkt {
+    stream: u32,
+    seq: u64,
+}
+
+struct Net {
+    events: EventQueue,
+    bottleneck: Bottleneck,
+    fwd: Pipe<DataPkt>,
+    loss: Vec<LossStage>,
+    /// One-way propagation delay (RTT/2) of the data path.
+    prop: Time,
+    packets: u64,
+    random_drops: u64,
+}
+
+/// The sender's view of the world for one stream.
+struct Tx<'a> {
+    net: &'a mut Net,
+    stream: u32,
+    wire: u32,
+    group: usize,
+}
+
+impl SenderEnv for Tx<'_> {
+    #[inline]
+    fn transmit(&mut self, now: Time, seq: u64, _retrans: bool) {
+        let net = &mut *self.net;
+        net.packets += 1;
+        if net.loss[self.group].lose() {
+            net.random_drops += 1;
+            return;
+        }
+        let Some(dep) = net.bottleneck.enqueue(now, self.wire) else { return };
+        if let Some(at) = net.fwd.push(dep + net.prop, DataPkt { stream: self.stream, seq }) {
+            net.events.push(at, Event::DataArrive);
+        }
+    }
+
+    #[inline]
+    fn schedule(&mut self, at: Time, kind: TimerKind) {
+        self.net.events.push(at, Event::Timer(self.stream, kind));
+    }
+}
+
+pub struct Sim {
+    now: Time,
+    end: Time,
+    sample_interval: Time,
+    next_sample: u64,
+    streams: Vec<Stream>,
+    net: Net,
+    result: RunResult,
+}
+
+/// Builds an algorithm; the scenario has already validated the names.
+fn build_cc(name: &str) -> Box<dyn CongestionControl> {
+    crate::cc::by_name(name).unwrap_or_else(|| panic!("unknown congestion control {name:?}"))
+}
+
+impl Sim {
+    pub fn new(cfg: &SimConfig) -> Sim {
+        let loss = cfg
+            .group_loss
+            .iter()
+            .enumerate()
+            .map(|(g, &p)| LossStage::new(p, Rng::new(cfg.seed, 0x105_5000 + g as u64)))
+            .collect();
+        let mut net = Net {
+            events: EventQueue::new(),
+            bottleneck: Bottleneck::new(cfg.rate, cfg.buffer),
+            fwd: Pipe::default(),
+            loss,
+            prop: cfg.rtt.div(2),
+            packets: 0,
+            random_drops: 0,
+        };
+        let back = cfg.rtt.saturating_sub(cfg.rtt.div(2));
+        let mut streams = Vec::with_capacity(cfg.streams.len());
+        for (i, s) in cfg.streams.iter().enumerate() {
+            let receiver = Receiver::new(s.rmem_bytes, s.mss);
+            let scfg = SenderConfig {
+                mss: s.mss,
+                wmem_bytes: s.wmem_bytes,
+                rate_cap: s.rate_cap,
+                initial_rwnd: receiver.wnd,
+            };
+            let sender = Sender::new(&scfg, build_cc(&s.cc));
+            net.events.push(s.start, Event::Timer(i as u32, TimerKind::App));
+            streams.push(Stream {
+                group: s.group,
+                index: s.index,
+                sender,
+                receiver,
+                acks: Pipe::default(),
+                ack_delay: back + s.extra_rtt,
+                wire: s.mss + HEADER_BYTES,
+                start: s.start,
+                started: false,
+                delack: Timer::default(),
+            });
+        }
+        if cfg.sample_interval > Time::ZERO && cfg.sample_interval <= cfg.duration {
+            net.events.push(cfg.sample_interval, Event::Sample);
+        }
+        Sim {
+            now: Time::ZERO,
+            end: cfg.duration,
+            sample_interval: cfg.sample_interval,
+            next_sample: 1,
+            streams,
+            net,
+            result: RunResult::default(),
+        }
+    }
+
+    /// Runs to the end and returns the tables.
+    pub fn run(mut self) -> RunResult {
+        self.run_until(self.end);
+        self.finish()
+    }
+
+    fn on_data(&mut self, now: Time) {
+        while let Some(pkt) = self.net.fwd.pop_due(now) {
+            let st = &mut self.streams[pkt.stream as usize];
+            match st.receiver.on_data(pkt.seq, now) {
+                RxAction::AckNow(ack) => {
+                    if let Some(at) = st.acks.push(now + st.ack_delay, ack) {
+                        self.net.events.push(at, Event::AckArrive(pkt.stream));
+                    }
+                }
+                RxAction::Delay(at) => {
+                    if let Some(at) = st.delack.arm(at) {
+                        self.net.events.push(at, Event::Timer(pkt.stream, TimerKind::DelAck));
+                    }
+                }
+                RxAction::None => {}
+            }
+        }
+        if let Some(at) = self.net.fwd.reschedule() {
+            self.net.events.push(at, Event::DataArrive);
+        }
+    }
+
+    fn on_acks(&mut self, i: usize, now: Time) {
+        let st = &mut self.streams[i];
+        let mut tx = Tx { net: &mut self.net, stream: i as u32, wire: st.wire, group: st.group as usize };
+        while let Some(ack) = st.acks.pop_due(now) {
+            st.sender.on_ack(now, &ack, &mut tx);
+        }
+        if let Some(at) = st.acks.reschedule() {
+            tx.net.events.push(at, Event::AckArrive(i as u32));
+        }
+    }
+
+    fn on_timer(&mut self, i: usize, kind: TimerKind, now: Time) {
+        let st = &mut self.streams[i];
+        let mut tx = Tx { net: &mut self.net, stream: i as u32, wire: st.wire, group: st.group as usize };
+        match kind {
+            TimerKind::DelAck => {
+                let (fire, again) = st.delack.on_event(now);
+                if let Some(at) = again {
+                    tx.net.events.push(at, Event::Timer(i as u32, TimerKind::DelAck));
+                }
+                if fire {
+                    if let Some(ack) = st.receiver.on_delack_timer() {
+                        if let Some(at) = st.acks.push(now + st.ack_delay, ack) {
+                            tx.net.events.push(at, Event::AckArrive(i as u32));
+                        }
+                    }
+                }
+            }
+            TimerKind::App if !st.started => {
+                st.started = true;
+                st.sender.start(now, &mut tx);
+            }
+            _ => st.sender.on_timer(kind, now, &mut tx),
+        }
+    }
+
+    fn on_sample(&mut self, now: Time) {
+        let t_s = now.as_secs_f64();
+        for st in &self.streams {
+            if !st.started {
+                continue;
+            }
+            let s = &st.sender;
+            let tp = &s.tp;
+            let mss = tp.mss_bytes as u64;
+            let rate = &s.rate;
+            let delivery_rate = if rate.rate_interval > Time::ZERO {
+                (rate.rate_delivered * mss * 8) as f64 / rate.rate_interval.as_secs_f64()
+            } else {
+                0.0
+            };
+            use crate::tcp::chrono::ChronoKind;
+            self.result.series.push(Row {
+                flow_group: st.group as i64,
+                stream: st.index as i64,
+                t_s,
+                delivered_bytes: (s.sb.snd_una * mss) as i64,
+                cwnd_segments: tp.snd_cwnd as i64,
+                srtt_s: tp.srtt.as_secs_f64(),
+                min_rtt_s: if tp.min_rtt == Time::MAX { 0.0 } else { tp.min_rtt.as_secs_f64() },
+                retrans_segments: s.stats.retrans as i64,
+                segs_out: s.stats.segs_out as i64,
+                pacing_rate_bps: tp.pacing_rate.min(tp.max_pacing_rate).bps() as f64,
+                delivery_rate_bps: delivery_rate,
+                inflight_segments: tp.in_flight() as i64,
+                ca_state: s.state_label(),
+                rwnd_limited_s: s.chrono.total(ChronoKind::RwndLimited, now).as_secs_f64(),
+                sndbuf_limited_s: s.chrono.total(ChronoKind::SndbufLimited, now).as_secs_f64(),
+                busy_s: s.chrono.busy(now).as_secs_f64(),
+            });
+        }
+        self.next_sample += 1;
+        let next = self.sample_interval.mul(self.next_sample);
+        if next <= self.end {
+            self.net.events.push(next, Event::Sample);
+        }
+    }
+
+    fn finish(mut self) -> RunResult {
+        let min_rtt = self
+            .streams
+            .iter()
+            .map(|s| s.sender.rtt.min_rtt)
+            .filter(|&t| t != Time::MAX)
+            .min();
+        self.result.path = PathFacts {
+            min_rtt_s: min_rtt.map(|t| t.as_secs_f64()),
+            packets: self.net.packets,
+            random_drops: self.net.random_drops,
+            queue_drops: self.net.bottleneck.drops,
+            bottleneck_bps: self.net.bottleneck.busy_rate(),
+        };
+        self.result.stats = Stats {
+            events: self.net.events.popped,
+            packets_sent: self.streams.iter().map(|s| s.sender.stats.segs_out).sum(),
+        };
+        self.result
+    }
+
+    /// Read access for tests: the sender of stream `i`.
+    pub fn sender(&self, i: usize) -> &Sender {
+        &self.streams[i].sender
+    }
+
+    /// Runs until `t` (inclusive) without finishing; for tests that inspect
+    /// state mid-run.
+    pub fn run_until(&mut self, t: Time) {
+        while let Some(nt) = self.net.events.peek_time() {
+            if nt > t.min(self.end) {
+                break;
+            }
+            let (now, ev) = self.net.events.pop().expect("peeked");
+            self.now = now;
+            match ev {
+                Event::DataArrive => self.on_data(now),
+                Event::AckArrive(i) => self.on_acks(i as usize, now),
+                Event::Timer(i, kind) => self.on_timer(i as usize, kind, now),
+                Event::Sample => self.on_sample(now),
+            }
+        }
+    }
+
+    /// Ends a run started with `run_until`.
+    pub fn into_result(self) -> RunResult {
+        self.finish()
+    }
+
+    /// Start time of stream `i`.
+    pub fn stream_start(&self, i: usize) -> Time {
+        self.streams[i].start
+    }
+
+    /// Largest receiver out-of-order range count over streams.
+    pub fn max_receiver_ofo(&self) -> usize {
+        self.streams.iter().map(|s| s.receiver.ofo_ranges()).max().unwrap_or(0)
+    }
+}

@@ -1,0 +1,346 @@
+//! Scenario input: the JSON of `dataclasses.asdict(RunPlan)`
+//! (python/fatpipe/backends/base.py), validated into a [`SimConfig`], and
+//! the run entry point. Unknown fields (e.g. `swept`) are ignored; bad
+//! values are rejected with an error naming the field.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use crate::engine::{Sim, SimConfig, StreamSpec, HEADER_BYTES};
+use crate::trace::RunResult;
+use crate::units::{Bytes, Rate, Time};
+
+/// A configuration error: which field, and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn err<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError { field: field.into(), message: message.into() })
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+struct Obj<'a> {
+    map: &'a Map<String, Value>,
+    path: String,
+}
+
+impl<'a> Obj<'a> {
+    fn new(v: &'a Value, path: &str) -> Result<Obj<'a>, ConfigError> {
+        match v.as_object() {
+            Some(map) => Ok(Obj { map, path: path.to_string() }),
+            None => err(path, "expected an object"),
+        }
+    }
+    fn field(&self, key: &str) -> String {
+        join(&self.path, key)
+    }
+    fn opt(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+    fn req(&self, key: &str) -> Result<&'a Value, ConfigError> {
+        self.opt(key).ok_or_else(|| ConfigError { field: self.field(key), message: "missing".into() })
+    }
+    fn f64(&self, key: &str) -> Result<f64, ConfigError> {
+        let v = self.req(key)?;
+        match v.as_f64() {
+            Some(x) if x.is_finite() => Ok(x),
+            _ => err(self.field(key), format!("expected a finite number, got {v}")),
+        }
+    }
+    fn opt_f64(&self, key: &str) -> Result<Option<f64>, ConfigError> {
+        match self.opt(key) {
+            None => Ok(None),
+            Some(_) => self.f64(key).map(Some),
+        }
+    }
+    fn u64(&self, key: &str) -> Result<u64, ConfigError> {
+        let v = self.req(key)?;
+        if let Some(x) = v.as_u64() {
+            return Ok(x);
+        }
+        match v.as_f64() {
+            Some(x) if x >= 0.0 && x.fract() == 0.0 && x < 1.8e19 => Ok(x as u64),
+            _ => err(self.field(key), format!("expected a non-negative integer, got {v}")),
+        }
+    }
+    fn opt_u64(&self, key: &str) -> Result<Option<u64>, ConfigError> {
+        match self.opt(key) {
+            None => Ok(None),
+            Some(_) => self.u64(key).map(Some),
+        }
+    }
+    fn str(&self, key: &str) -> Result<&'a str, ConfigError> {
+        let v = self.req(key)?;
+        v.as_str().ok_or_else(|| ConfigError { field: self.field(key), message: format!("expected a string, got {v}") })
+    }
+    fn positive(&self, key: &str) -> Result<f64, ConfigError> {
+        let x = self.f64(key)?;
+        if x <= 0.0 {
+            return err(self.field(key), format!("must be > 0, got {x}"));
+        }
+        Ok(x)
+    }
+    fn probability(&self, key: &str) -> Result<f64, ConfigError> {
+        let x = self.f64(key)?;
+        if !(0.0..=1.0).contains(&x) {
+            return err(self.field(key), format!("must be a probability in [0, 1], got {x}"));
+        }
+        Ok(x)
+    }
+}
+
+/// End-host limits (HostLimits).
+#[derive(Clone, Debug)]
+pub struct HostLimits {
+    pub rmem_max_bytes: u64,
+    pub wmem_max_bytes: u64,
+    pub stream_rate_cap_bps: Option<f64>,
+    pub extra_rtt_s: f64,
+}
+
+fn host_limits(v: &Value, path: &str) -> Result<HostLimits, ConfigError> {
+    let o = Obj::new(v, path)?;
+    let rmem = o.u64("rmem_max_bytes")?;
+    let wmem = o.u64("wmem_max_bytes")?;
+    if rmem == 0 {
+        return err(o.field("rmem_max_bytes"), "must be > 0");
+    }
+    if wmem == 0 {
+        return err(o.field("wmem_max_bytes"), "must be > 0");
+    }
+    let cap = o.opt_f64("stream_rate_cap_bps")?;
+    if let Some(c) = cap {
+        if c <= 0.0 {
+            return err(o.field("stream_rate_cap_bps"), format!("must be > 0, got {c}"));
+        }
+    }
+    let extra = o.opt_f64("extra_rtt_s")?.unwrap_or(0.0);
+    if extra < 0.0 {
+        return err(o.field("extra_rtt_s"), format!("must be >= 0, got {extra}"));
+    }
+    Ok(HostLimits { rmem_max_bytes: rmem, wmem_max_bytes: wmem, stream_rate_cap_bps: cap, extra_rtt_s: extra })
+}
+
+/// One flow group (FlowPlan).
+#[derive(Clone, Debug)]
+pub struct FlowPlan {
+    pub group: u64,
+    pub kind: String,
+    pub cc: String,
+    pub streams: u64,
+    pub mss_bytes: u64,
+    pub sender: String,
+    pub start_s: f64,
+}
+
+/// A validated run plan (RunPlan).
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub run_id: String,
+    pub seed: u64,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub sample_interval_s: f64,
+    pub rate_bps: f64,
+    pub rtt_s: f64,
+    pub loss: f64,
+    pub corruption: f64,
+    pub buffer_bytes: u64,
+    pub mtu_bytes: u64,
+    pub senders: BTreeMap<String, HostLimits>,
+    pub receiver: HostLimits,
+    pub flows: Vec<FlowPlan>,
+}
+
+/// Largest number of streams accepted in one run (a guard against typos).
+pub const MAX_STREAMS: u64 = 100_000;
+
+impl Scenario {
+    /// Parses and validates the JSON of a RunPlan.
+    pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
+        let v: Value = serde_json::from_str(text).map_err(|e| ConfigError { field: String::new(), message: format!("invalid JSON: {e}") })?;
+        let o = Obj::new(&v, "")?;
+        let run_id = o.opt("run_id").and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let seed = match o.opt("seed") {
+            None => 0,
+            Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().unwrap_or(0),
+            Some(Value::Number(n)) if n.as_i64().is_some() => n.as_i64().unwrap_or(0) as u64,
+            Some(x) => return err("seed", format!("expected an integer, got {x}")),
+        };
+        let duration_s = o.positive("duration_s")?;
+        let warmup_s = o.opt_f64("warmup_s")?.unwrap_or(0.0);
+        if warmup_s < 0.0 {
+            return err("warmup_s", format!("must be >= 0, got {warmup_s}"));
+        }
+        let sample_interval_s = o.positive("sample_interval_s")?;
+        let rate_bps = o.positive("rate_bps")?;
+        let rtt_s = o.f64("rtt_s")?;
+        if rtt_s < 0.0 {
+            return err("rtt_s", format!("must be >= 0, got {rtt_s}"));
+        }
+        let loss = o.probability("loss")?;
+        let corruption = o.opt_f64("corruption")?.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&corruption) {
+            return err("corruption", format!("must be a probability in [0, 1], got {corruption}"));
+        }
+        let buffer_bytes = o.u64("buffer_bytes")?;
+        let mtu_bytes = o.u64("mtu_bytes")?;
+        if mtu_bytes <= HEADER_BYTES as u64 {
+            return err("mtu_bytes", format!("must exceed the {HEADER_BYTES}-byte TCP/IP header, got {mtu_bytes}"));
+        }
+        let mut senders = BTreeMap::new();
+        match o.req("senders")? {
+            Value::Object(m) => {
+                for (name, hv) in m {
+                    senders.insert(name.clone(), host_limits(hv, &format!("senders.{name}"))?);
+                }
+            }
+            x => return err("senders", format!("expected an object of host limits, got {x}")),
+        }
+        let receiver = host_limits(o.req("receiver")?, "receiver")?;
+        let flows_v = match o.req("flows")? {
+            Value::Array(a) => a,
+            x => return err("flows", format!("expected a list, got {x}")),
+        };
+        if flows_v.is_empty() {
+            return err("flows", "at least one flow is needed");
+        }
+        let mut flows = Vec::new();
+        let mut total = 0u64;
+        for (i, fv) in flows_v.iter().enumerate() {
+            let path = format!("flows[{i}]");
+            let f = Obj::new(fv, &path)?;
+            let kind = f.opt("kind").and_then(|v| v.as_str()).unwrap_or("bulk").to_string();
+            match kind.as_str() {
+                "bulk" => {}
+                "rpc" => return err(f.field("kind"), "rpc flows are not implemented by the sim backend yet"),
+                k => return err(f.field("kind"), format!("unknown flow kind '{k}'; expected bulk or rpc")),
+            }
+            let cc = f.str("cc")?.to_string();
+            if crate::cc::by_name(&cc).is_none() {
+                return err(
+                    f.field("cc"),
+                    format!("unknown congestion control '{cc}'; available: {}", crate::cc::AVAILABLE.join(", ")),
+                );
+            }
+            let streams = f.u64("streams")?;
+            if streams == 0 {
+                return err(f.field("streams"), "must be >= 1");
+            }
+            total = total.saturating_add(streams);
+            if total > MAX_STREAMS {
+                return err(f.field("streams"), format!("more than {MAX_STREAMS} streams in one run"));
+            }
+            let mss = f.u64("mss_bytes")?;
+            if mss == 0 || mss + HEADER_BYTES as u64 > mtu_bytes {
+                return err(
+                    f.field("mss_bytes"),
+                    format!("must be between 1 and mtu_bytes - {HEADER_BYTES} = {}, got {mss}", mtu_bytes - HEADER_BYTES as u64),
+                );
+            }
+            let sender = f.str("sender")?.to_string();
+            if !senders.contains_key(&sender) {
+                let known: Vec<&str> = senders.keys().map(|s| s.as_str()).collect();
+                return err(f.field("sender"), format!("unknown sender '{sender}'; senders: {}", known.join(", ")));
+            }
+            let start_s = f.opt_f64("start_s")?.unwrap_or(0.0);
+            if start_s < 0.0 {
+                return err(f.field("start_s"), format!("must be >= 0, got {start_s}"));
+            }
+            let group = f.opt_u64("group")?.unwrap_or(i as u64);
+            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s });
+        }
+        Ok(Scenario {
+            run_id,
+            seed,
+            duration_s,
+            warmup_s,
+            sample_interval_s,
+            rate_bps,
+            rtt_s,
+            loss,
+            corruption,
+            buffer_bytes,
+            mtu_bytes,
+            senders,
+            receiver,
+            flows,
+        })
+    }
+
+    /// RunPlan.packet_loss_probability(): random loss combined with per-bit
+    /// corruption of an (mss + 40)-byte packet.
+    pub fn packet_loss_probability(&self, mss_bytes: u64) -> f64 {
+        let bits = ((mss_bytes + HEADER_BYTES as u64) * 8) as f64;
+        let p_corrupt = 1.0 - (1.0 - self.corruption).powf(bits);
+        1.0 - (1.0 - self.loss) * (1.0 - p_corrupt)
+    }
+
+    /// The engine configuration. Streams of a flow start at `start_s`,
+    /// staggered by 3 µs per stream (in global stream order) so that they
+    /// never collide exactly.
+    pub fn sim_config(&self) -> SimConfig {
+        let mut streams = Vec::new();
+        let mut k = 0u64;
+        for (gi, f) in self.flows.iter().enumerate() {
+            let host = &self.senders[&f.sender];
+            for s in 0..f.streams {
+                streams.push(StreamSpec {
+                    group: gi as u32,
+                    index: s as u32,
+                    cc: f.cc.clone(),
+                    mss: f.mss_bytes as u32,
+                    start: Time::from_secs_f64(f.start_s) + Time::from_micros(3 * k),
+                    wmem_bytes: host.wmem_max_bytes,
+                    rmem_bytes: self.receiver.rmem_max_bytes,
+                    rate_cap: host.stream_rate_cap_bps.map(|c| Rate(c.round() as u64)),
+                    extra_rtt: Time::from_secs_f64(host.extra_rtt_s + self.receiver.extra_rtt_s),
+                });
+                k += 1;
+            }
+        }
+        SimConfig {
+            seed: self.seed,
+            duration: Time::from_secs_f64(self.duration_s),
+            sample_interval: Time::from_secs_f64(self.sample_interval_s),
+            rate: Rate(self.rate_bps.round() as u64),
+            rtt: Time::from_secs_f64(self.rtt_s),
+            buffer: Bytes(self.buffer_bytes),
+            group_loss: self.flows.iter().map(|f| self.packet_loss_probability(f.mss_bytes)).collect(),
+            streams,
+        }
+    }
+
+    pub fn run(&self) -> RunResult {
+        Sim::new(&self.sim_config()).run()
+    }
+}
+
+/// Parses, validates and runs a RunPlan given as JSON.
+pub fn run_json(text: &str) -> Result<RunResult, ConfigError> {
+    Ok(Scenario::from_json(text)?.run())
+}
