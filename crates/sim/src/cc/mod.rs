@@ -286,9 +286,16 @@ pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
+    by_name_seeded(name, bbr::DEFAULT_SEED)
+}
+
+/// Builds the algorithm named `name` with a per-connection `seed` for the
+/// algorithms that draw random numbers (BBR's probe_bw start phase, as
+/// Linux's prandom_u32_max), so parallel streams do not move in lockstep.
+pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl>> {
     match name {
         "reno" => Some(Box::new(reno::Reno::default())),
-        "bbr" => Some(Box::new(bbr::Bbr::with_seed(bbr::DEFAULT_SEED))),
+        "bbr" => Some(Box::new(bbr::Bbr::with_seed(seed))),
         "cubic" => Some(Box::new(cubic::Cubic::new())),
         "htcp" => Some(Box::new(htcp::Htcp::new())),
         _ => None,
