@@ -95,6 +95,28 @@ def cmd_clean(args: argparse.Namespace) -> int:  # noqa: ARG001
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+    try:
+        path = write_report(Path(args.dir), run_id=args.run)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"report: {path}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import compare
+    try:
+        path = compare(Path(args.dir_a), Path(args.dir_b), Path(args.out) if args.out else None)
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"comparison: {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fatpipe", description="TCP congestion control lab for long fat networks")
     ap.add_argument("--version", action="version", version=f"fatpipe {__version__}")
@@ -120,6 +142,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     clean = sub.add_parser("clean", help="remove namespaces and processes a crashed fatpipe left")
     clean.set_defaults(func=cmd_clean)
+
+    report = sub.add_parser("report", help="write DIR/report/report.html from a study's results")
+    report.add_argument("dir", help="study result directory")
+    report.add_argument("--run", help="run id whose time series to plot (default: the run with "
+                        "the longest goodput collapse, else the first run)")
+    report.set_defaults(func=cmd_report)
+
+    cmp = sub.add_parser("compare", help="compare the grid points of two studies (B / A)")
+    cmp.add_argument("dir_a", help="study result directory A (the reference)")
+    cmp.add_argument("dir_b", help="study result directory B")
+    cmp.add_argument("--out", help="output directory (default DIR_B/compare-vs-<A>)")
+    cmp.set_defaults(func=cmd_compare)
     return ap
 
 

@@ -8,6 +8,8 @@ Rules
   equal, 1/n when one flow takes everything. All-zero goodput gives NaN.
 * A flow's share is its goodput over the sum of all flows' goodput in the
   same run.
+* Jain's index is taken over the bulk flow groups when a run has at least
+  two (RPC flows are not meant to take an equal share); otherwise over all.
 * Only runs whose flow groups all finished ok with a goodput count.
 """
 
@@ -50,8 +52,10 @@ def run_fairness(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         total = float(g["goodput_bps"].sum())
         first = g.iloc[0]
         base = {c: first[c] for c in ident}
-        j_rows.append({**base, "flows": len(g), "total_bps": total,
-                       "jain": jain_index(g["goodput_bps"])})
+        bulk = g[g["kind"] != "rpc"] if "kind" in g.columns else g
+        pool = bulk if len(bulk) >= 2 else g
+        j_rows.append({**base, "flows": len(pool), "total_bps": total,
+                       "jain": jain_index(pool["goodput_bps"])})
         for _, r in g.iterrows():
             s_rows.append({**base, "flow_group": r["flow_group"], "cc": r["cc"],
                            "streams": r["streams"], "kind": r.get("kind"),

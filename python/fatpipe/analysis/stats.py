@@ -141,13 +141,16 @@ def point_columns(runs: pd.DataFrame, with_backend: bool = True) -> list[str]:
 
 
 def display_columns(runs: pd.DataFrame, keys: Sequence[str]) -> list[str]:
-    """`keys` without swept flow keys that merely repeat a group's own column
-    (``flows.0.cc`` when the study has one flow group), for tables people read."""
-    groups = runs["flow_group"].dropna().unique() if "flow_group" in runs.columns else []
+    """`keys` without what tables people read need not repeat: a swept key
+    that the flow group's own columns determine (``path.mtu`` given the MSS,
+    ``flows.0.cc`` when group 0 is the only group), and ``backend`` when the
+    study used one backend."""
+    own = [c for c in GROUP_COLUMNS if c in runs.columns]
     drop = set()
-    if len(groups) == 1:
-        g = int(groups[0])
-        drop = {f"flows.{g}.cc", f"flows.{g}.streams"}
+    for k in keys:
+        if "." in k and k in runs.columns and own and \
+                runs.groupby(own, dropna=False)[k].nunique(dropna=False).max() <= 1:
+            drop.add(k)
     if "backend" in runs.columns and runs["backend"].nunique() <= 1:
         drop.add("backend")
     return [k for k in keys if k not in drop]

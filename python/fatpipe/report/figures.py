@@ -136,9 +136,23 @@ def goodput_vs_loss(points: pd.DataFrame, axis: str, unit: tuple[float, str],
         ax.set_title(f"{cc}: goodput vs {short_key(axis)}")
         ax.set_xlabel(f"{short_key(axis)} probability" + (" per packet" if axis == "path.loss" else " per bit"))
         ax.set_ylabel(f"goodput ({uname})")
-        ax.legend(loc="lower left")
-    fig.tight_layout()
+    _shared_legend(fig, axes)
     return fig
+
+
+def _shared_legend(fig, axes, ncol: int = 4) -> None:
+    """One legend below all panels, each label once."""
+    seen: dict[str, object] = {}
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, h)
+    ncol = max(1, min(ncol, len(seen)))
+    rows = math.ceil(len(seen) / ncol)
+    height = fig.get_size_inches()[1]
+    bottom = min(0.4, (0.28 * rows + 0.3) / height)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
+    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=ncol, frameon=False,
+               fontsize=9, bbox_to_anchor=(0.5, 0))
 
 
 def goodput_vs_factor(points: pd.DataFrame, x: str, unit: tuple[float, str], panel: str | None):
@@ -149,8 +163,10 @@ def goodput_vs_factor(points: pd.DataFrame, x: str, unit: tuple[float, str], pan
         return None
     div, uname = unit
     other = "mss_bytes" if x == "streams" else "streams"
+    if x == "mss_bytes":  # one and the most streams keep the figure readable
+        pts = pts[pts["streams"].isin([pts["streams"].min(), pts["streams"].max()])]
     panels = sorted(pts[panel].unique()) if panel else [None]
-    fig, axes = _grid(len(panels), ncols=min(3, len(panels)), w=5.0, h=3.8)
+    fig, axes = _grid(len(panels), ncols=2 if len(panels) == 4 else 3, w=5.6, h=3.8)
     other_levels = sorted(pts[other].unique())
     ccs = list(dict.fromkeys(pts["cc"]))
     keys = line_keys(pts, (x, panel, "cc", other))
@@ -165,20 +181,24 @@ def goodput_vs_factor(points: pd.DataFrame, x: str, unit: tuple[float, str], pan
             _errorbar(ax, g[x], g["mean"] / div, g["ci_low"] / div, g["ci_high"] / div,
                       color=cc_color(first["cc"], ccs.index(first["cc"])), linestyle=ls,
                       label=label)
+        if x == "mss_bytes":
+            ax.set_xticks(sorted(pts[x].unique()))
         if x == "streams":
             ax.set_xscale("log", base=2)
             ax.set_xticks(sorted(pts[x].unique()))
             ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.set_xlabel("parallel streams" if x == "streams" else "MSS (bytes)")
         ax.set_ylabel(f"goodput ({uname})")
-        ax.set_ylim(bottom=0)
+        lo, hi = sub["mean"].min(), sub["mean"].max()
+        if lo > 0 and hi / lo > 30:  # orders of magnitude apart: log scale
+            ax.set_yscale("log")
+            ax.set_ylabel(f"goodput ({uname}, log scale)")
+        else:
+            ax.set_ylim(bottom=0)
         title = "goodput vs " + ("parallel streams" if x == "streams" else "MSS")
         ax.set_title(title if pv is None else f"{short_key(panel)} = {pv:g}" if isinstance(pv, float)
                      else f"{short_key(panel)} = {pv}")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)),
-               bbox_to_anchor=(0.5, -0.02), frameon=False)
-    fig.tight_layout(rect=(0, 0.07 + 0.02 * (len(labels) // 6), 1, 1))
+    _shared_legend(fig, axes)
     return fig
 
 

@@ -45,8 +45,8 @@ def best_point_line(points: pd.DataFrame, keys: list[str], unit) -> list[str]:
 
 
 def collapse_lines(cpoints: pd.DataFrame, axis: str) -> list[str]:
-    """Per CCA: the smallest collapse point with 1 stream and with the most
-    streams, and how much more loss the streams tolerate."""
+    """Per CCA: the smallest collapse point over configurations with 1 stream
+    and with the most streams, and how much more loss the streams tolerate."""
     if cpoints.empty:
         return []
     name = axis.split(".")[-1]
@@ -56,49 +56,51 @@ def collapse_lines(cpoints: pd.DataFrame, axis: str) -> list[str]:
         for n, gn in g.groupby("streams"):
             at = gn["collapse_at"].dropna()
             by_n[int(n)] = (float(at.min()) if not at.empty else math.nan,
-                            float(gn["last_measured"].max()), len(at), len(gn))
-        lo, hi = min(by_n), max(by_n)
-        a_lo, last_lo, k_lo, m_lo = by_n[lo]
-
-        def says(n, at, last, k, m):
-            s = "stream" if n == 1 else "streams"
-            if math.isnan(at):
-                return f"with {n} {s} goodput never collapses up to {name} {_g(last)}"
-            return (f"with {n} {s} goodput collapses (< 10 % of its lowest-{name} goodput) "
-                    f"from {name} {_g(at)} ({k} of {m} configurations)")
-
-        text = f"{cc}: " + says(lo, a_lo, last_lo, k_lo, m_lo)
-        if hi != lo:
-            a_hi, last_hi, k_hi, m_hi = by_n[hi]
-            text += "; " + says(hi, a_hi, last_hi, k_hi, m_hi)
+                            float(gn["last_measured"].max()))
+        ends = sorted({min(by_n), max(by_n)})
+        if all(math.isnan(by_n[n][0]) for n in ends):
+            counts = " or ".join(str(n) for n in ends)
+            out.append(f"{cc}: no goodput collapse up to {name} "
+                       f"{_g(max(by_n[n][1] for n in ends))} with {counts} "
+                       f"stream{'s' if ends[-1] != 1 else ''}.")
+            continue
+        parts = []
+        for n in ends:
+            at, last = by_n[n]
+            s = f"{n} stream{'s' if n != 1 else ''}"
+            parts.append(f"none up to {_g(last)} with {s}" if math.isnan(at)
+                         else f"from {name} {_g(at)} with {s}")
+        text = f"{cc}: goodput collapse (< 10 % of its lowest-{name} goodput) " + "; ".join(parts)
+        if len(ends) == 2:
+            (a_lo, _), (a_hi, last_hi) = by_n[ends[0]], by_n[ends[1]]
             if not math.isnan(a_lo) and not math.isnan(a_hi) and a_hi > a_lo:
-                text += f" — {a_hi / a_lo:.3g}× more {name} tolerated"
+                text += f": {a_hi / a_lo:.3g}× more {name} tolerated with parallel streams"
             elif not math.isnan(a_lo) and math.isnan(a_hi):
-                text += f" — at least {last_hi / a_lo:.3g}× more {name} tolerated"
+                text += f": ≥ {last_hi / a_lo:.3g}× more {name} tolerated with parallel streams"
         out.append(text + ".")
     return out
 
 
 def mss_lines(points: pd.DataFrame) -> list[str]:
-    """Per CCA: mean goodput ratio of the largest to the smallest MSS at
-    otherwise equal factors."""
+    """One sentence: per CCA, the mean goodput ratio of the largest to the
+    smallest MSS at otherwise equal factors."""
     if points["mss_bytes"].nunique() < 2:
         return []
     stat = {"n", "mean", "sd", "ci_low", "ci_high", "failed", "flags"}
     cond = [c for c in points.columns if c not in stat and c not in ("mss_bytes", "path.mtu")
             and not c.endswith(".mss")]
     small, large = points["mss_bytes"].min(), points["mss_bytes"].max()
-    out = []
     ratios: dict[str, list[float]] = {}
     for _, g in points.dropna(subset=["mean"]).groupby(cond, dropna=False):
         a, b = g[g["mss_bytes"] == small], g[g["mss_bytes"] == large]
         if len(a) and len(b) and a["mean"].iloc[0] > 0:
             ratios.setdefault(g["cc"].iloc[0], []).append(b["mean"].iloc[0] / a["mean"].iloc[0])
-    for cc, r in sorted(ratios.items()):
-        avg = sum(r) / len(r)
-        out.append(f"{cc}: MSS {large} B gives {avg:.2f}× the goodput of MSS {small} B on average "
-                   f"(range {min(r):.2f}–{max(r):.2f}×, {len(r)} conditions).")
-    return out
+    if not ratios:
+        return []
+    per = ", ".join(f"{cc} {sum(r) / len(r):.2f}× (range {min(r):.2f}–{max(r):.2f})"
+                    for cc, r in sorted(ratios.items(), key=lambda kv: -sum(kv[1]) / len(kv[1])))
+    return [f"MSS {large} B vs {small} B multiplies mean goodput by: {per}, "
+            f"at otherwise equal factors."]
 
 
 def model_lines(points: pd.DataFrame, axis: str, rate_bps: float | None,

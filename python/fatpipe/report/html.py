@@ -201,7 +201,8 @@ def series_collapse_section(study, collapses) -> tuple | None:
     hit = collapses[collapses["collapses"] > 0]
     if hit.empty:
         return None
-    cols = ["run_id", "flow_group", "cc", "streams", *swept_columns(study.runs)]
+    cols = ["run_id", "flow_group", "cc", "streams",
+            *display_columns(study.runs, swept_columns(study.runs))]
     info = study.runs[[c for c in cols if c in study.runs.columns]]
     view = hit.merge(info, on=["run_id", "flow_group"], how="left")
     view = view.sort_values("collapsed_s", ascending=False)
@@ -290,7 +291,8 @@ def series_section(study, collapses, run_id, unit) -> tuple | None:
     s = study.series(run_id=rid)
     rows = study.runs[study.runs["run_id"] == rid]
     desc = "; ".join(f"flow {r['flow_group']}: {r['cc']} × {r['streams']}" for _, r in rows.iterrows())
-    swept = ", ".join(f"{figs.short_key(k)} {rows.iloc[0][k]}" for k in swept_columns(study.runs))
+    swept = ", ".join(f"{figs.short_key(k)} {fmt_num(rows.iloc[0][k])}"
+                      for k in display_columns(study.runs, swept_columns(study.runs)))
     title = f"Run {rid}: {desc}" + (f" ({swept})" if swept else "")
     su = rate_unit(s["goodput_bps"].max()) if not s.empty else unit
     fig = figs.time_series(s, rows, title, su)
@@ -324,8 +326,7 @@ def build_sections(study: Study, run_id: str | None = None) -> tuple[list, list[
         sec, factors = improvement_section(study, bulk)
         factor_lines = fnd.improvement_lines(factors)
     lines += factor_lines
-    lines += fnd.best_point_line(bulk, display_columns(runs, [k for k in keys if bulk[k].nunique() > 1]),
-                                 unit)
+    lines += fnd.best_point_line(bulk, figs.line_keys(bulk, ()), unit)
     for axis in axes:
         sections.append(loss_section(study, bulk, axis, unit))
     if varies["streams"]:
