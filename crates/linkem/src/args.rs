@@ -42,6 +42,12 @@ pub struct Args {
     /// Release granularity: packets due within this window after the first
     /// due packet leave in the same batch verdict (fewer wake-ups).
     pub batch_ns: u64,
+    /// SCHED_FIFO priority (0 = leave the scheduler alone). A delay line
+    /// preempted by other work is late, so the kernel backend asks for one.
+    pub rt_priority: i32,
+    /// Longest sleep while packets are held and arrivals are timestamped
+    /// by the kernel (bounds how late new arrivals are read).
+    pub max_sleep_ns: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -55,7 +61,7 @@ impl fmt::Display for ArgError {
 
 pub const USAGE: &str = "usage: fatpipe-linkem --queue num=N,delay_s=SECONDS[,loss=P][,name=NAME] \
 [--queue ...] [--seed N] [--stats PATH] [--stats-interval-s S] [--maxlen N] \
-[--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--gso]\n\
+[--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--rt-priority N] [--gso]\n\
   queue keys: num, delay_s, loss, name, rate_bps (bottleneck after the delay), buffer_bytes";
 
 fn parse_num<T: std::str::FromStr>(what: &str, text: &str) -> Result<T, ArgError> {
@@ -114,6 +120,8 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
         copy_range: 128,
         gso: false,
         batch_ns: 50_000,
+        rt_priority: 0,
+        max_sleep_ns: 1_000_000,
     };
     let mut i = 0;
     while i < argv.len() {
@@ -137,6 +145,7 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
             "--maxlen" => args.maxlen = parse_num("--maxlen", value)?,
             "--rcvbuf-bytes" => args.rcvbuf_bytes = parse_num("--rcvbuf-bytes", value)?,
             "--batch-us" => args.batch_ns = parse_num::<u64>("--batch-us", value)? * 1000,
+            "--rt-priority" => args.rt_priority = parse_num("--rt-priority", value)?,
             "--copy-range" => args.copy_range = parse_num("--copy-range", value)?,
             _ => return Err(ArgError(format!("unknown flag {flag:?}\n{USAGE}"))),
         }

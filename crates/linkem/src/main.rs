@@ -280,6 +280,25 @@ fn run(a: Args) -> io::Result<()> {
         // 1 ns timer slack: wake-ups are the delay line's clock.
         libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0);
     }
+    if a.rt_priority > 0 {
+        let param = libc::sched_param { sched_priority: a.rt_priority };
+        // SAFETY: valid sched_param; pid 0 = this thread. RT throttling
+        // (sched_rt_runtime_us) still leaves other tasks CPU time.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+            eprintln!("fatpipe-linkem: SCHED_FIFO {} refused: {}", a.rt_priority, io::Error::last_os_error());
+        }
+    }
+    // Any socket asking for receive timestamps turns on kernel packet
+    // timestamping (netstamp_needed_key), so queued packets carry
+    // NFQA_TIMESTAMP = their arrival at the router. With it, the line can
+    // sleep until the next due packet instead of waking for each arrival.
+    // SAFETY: plain socket/setsockopt calls; the fd lives until exit.
+    let _tstamp_fd = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        let one: libc::c_int = 1;
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, (&one as *const libc::c_int).cast(), 4);
+        fd
+    };
     let mut queues = Vec::new();
     for spec in a.queues.clone() {
         queues.push(QueueSocket::open(spec, &a)?);
@@ -310,10 +329,16 @@ fn run(a: Args) -> io::Result<()> {
             .min()
             .unwrap_or(now + 100_000_000)
             .min(next_stats);
+        // With kernel arrival timestamps, arrivals need not wake us: sleep to
+        // the next due time (at most max_sleep), read what came meanwhile.
+        let timestamped = queues.iter().all(|q| q.stats.packets == 0 || q.stats.timestamps_seen * 2 > q.stats.packets);
+        let any_held = queues.iter().any(|q| !q.held.is_empty());
+        let wake = if timestamped && any_held { wake.min(now + a.max_sleep_ns) } else { wake };
         let wait = wake.saturating_sub(mono_ns());
         let ts = libc::timespec { tv_sec: (wait / 1_000_000_000) as i64, tv_nsec: (wait % 1_000_000_000) as i64 };
+        let nfds = if timestamped && any_held { 0 } else { pfds.len() as libc::nfds_t };
         // SAFETY: pfds is a valid array of pollfd; ts valid; no sigmask.
-        unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+        unsafe { libc::ppoll(pfds.as_mut_ptr(), nfds, &ts, std::ptr::null()) };
     }
     for q in queues.iter_mut() {
         q.release_all();

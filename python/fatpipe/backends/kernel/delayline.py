@@ -59,7 +59,11 @@ class QueueConfig:
     buffer_bytes: int = 0
 
 
-def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: Path) -> list[str]:
+RT_PRIORITY = 50  # SCHED_FIFO: wake-ups on time even when other work loads the CPUs
+
+
+def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: Path,
+                rt_priority: int = RT_PRIORITY) -> list[str]:
     """Argument list of one linkem process (pure, tested)."""
     args = [str(binary)]
     for q in queues:
@@ -67,7 +71,8 @@ def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: 
         if q.rate_bps > 0:
             spec += f",rate_bps={q.rate_bps:.0f},buffer_bytes={q.buffer_bytes}"
         args += ["--queue", spec]
-    args += ["--seed", str(seed), "--stats", str(stats_path), "--stats-interval-s", "0.5"]
+    args += ["--seed", str(seed), "--stats", str(stats_path), "--stats-interval-s", "0.5",
+             "--rt-priority", str(rt_priority)]
     return args
 
 
