@@ -140,17 +140,23 @@ def point_columns(runs: pd.DataFrame, with_backend: bool = True) -> list[str]:
     return cols
 
 
+def repeats_group_column(table: pd.DataFrame, key: str) -> bool:
+    """Whether swept `key` only restates a flow group's own column: it is a
+    flow setting (``flows.N.*``) or the MTU (which sets the MSS), and it takes
+    one value per combination of the group columns present."""
+    if not (key.startswith("flows.") or key == "path.mtu"):
+        return False
+    own = [c for c in GROUP_COLUMNS if c in table.columns]
+    return bool(own) and table.groupby(own, dropna=False)[key].nunique(dropna=False).max() <= 1
+
+
 def display_columns(runs: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     """`keys` without what tables people read need not repeat: a swept key
     that the flow group's own columns determine (``path.mtu`` given the MSS,
     ``flows.0.cc`` when group 0 is the only group), and ``backend`` when the
     study used one backend."""
     own = [c for c in GROUP_COLUMNS if c in runs.columns]
-    drop = set()
-    for k in keys:
-        if "." in k and k in runs.columns and own and \
-                runs.groupby(own, dropna=False)[k].nunique(dropna=False).max() <= 1:
-            drop.add(k)
+    drop = {k for k in keys if k in runs.columns and own and repeats_group_column(runs, k)}
     if "backend" in runs.columns and runs["backend"].nunique() <= 1:
         drop.add("backend")
     return [k for k in keys if k not in drop]

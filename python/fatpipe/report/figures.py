@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..analysis import models  # noqa: E402
+from ..analysis.stats import repeats_group_column  # noqa: E402
 
 STAT_COLUMNS = {"n", "mean", "sd", "ci_low", "ci_high", "failed", "flags"}
 CC_COLORS = {"bbr": "#1f77b4", "cubic": "#d62728", "reno": "#2ca02c", "htcp": "#9467bd",
@@ -64,15 +65,8 @@ def line_keys(points: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
     """Keys that vary among `points`, minus `exclude` and minus swept keys
     that the flow group's own columns already determine (``path.mtu`` given
     the MSS, ``flows.0.cc`` given the CCA of group 0)."""
-    own = [c for c in ("flow_group", "cc", "streams", "mss_bytes") if c in points.columns]
-    out = []
-    for k in _varying(points, _keys(points)):
-        if k in exclude:
-            continue
-        if "." in k and k not in own and points.groupby(own, dropna=False)[k].nunique().max() <= 1:
-            continue
-        out.append(k)
-    return out
+    return [k for k in _varying(points, _keys(points))
+            if k not in exclude and not repeats_group_column(points, k)]
 
 
 def _grid(n: int, ncols: int = 2, w: float = 6.2, h: float = 4.0):

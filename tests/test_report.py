@@ -1,0 +1,180 @@
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fatpipe import cli
+from fatpipe import spec as spec_mod
+from fatpipe import study as study_mod
+from fatpipe.report import write_report
+from fatpipe.results import StudyStore
+from fake_backend import FakeBackend
+from synthetic_study import sharing_study, streams_study
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def streams_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report") / "streams"
+    return streams_study(root, ccs=("bbr", "cubic"), streams=(1, 4), mtus=(1500, 9000),
+                         losses=(1e-5, 1e-4, 1e-3, 1e-2), reps=2, duration_s=12.0)
+
+
+@pytest.fixture(scope="module")
+def streams_report(streams_dir):
+    path = write_report(streams_dir)
+    return path, path.read_text()
+
+
+def _headers(html: str) -> list[str]:
+    return re.findall(r"<h2 id=\"[^\"]+\">([^<]+)</h2>", html)
+
+
+def test_report_is_one_self_contained_page_with_embedded_figures(streams_report):
+    path, html = streams_report
+    assert path == path.parent.parent / "report" / "report.html"
+    assert html.count('<img alt=') >= 4  # loss, streams, MSS, time series
+    assert 'src="data:image/png;base64,' in html
+    assert "http://" not in html and "https://" not in html  # nothing fetched from elsewhere
+    for name in ("goodput_vs_loss", "goodput_vs_streams", "goodput_vs_mss", "timeseries"):
+        assert (path.parent / f"{name}.png").stat().st_size > 1000
+        assert (path.parent / f"{name}.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_report_has_the_improvement_factor_table_when_streams_vary(streams_report):
+    path, html = streams_report
+    assert "Improvement factor from parallel streams" in _headers(html)
+    table = html[html.index("<caption>Improvement factor from parallel streams"):]
+    table = table[: table.index("</table>")]
+    for header in ("CCA", "average", "max", "min", "conditions"):
+        assert f">{header}</th>" in table
+    assert ">bbr</td>" in table and ">cubic</td>" in table
+    factors = pd.read_csv(path.parent / "improvement_factors.csv")
+    assert set(factors["cc"]) == {"bbr", "cubic"}
+    # bbr's single stream is bounded by the 6 MB window: 4 streams give ~4x.
+    assert factors.set_index("cc").loc["bbr", "avg"] == pytest.approx(4.0, rel=0.15)
+
+
+def test_report_states_findings_computed_from_the_data(streams_report):
+    path, html = streams_report
+    findings = json.loads((path.parent / "findings.json").read_text())
+    factors = pd.read_csv(path.parent / "improvement_factors.csv").set_index("cc")
+    expected = f"bbr: parallel streams raise goodput {factors.loc['bbr', 'avg']:.2f}× on average"
+    assert any(line.startswith(expected) for line in findings)
+    assert any("collapse" in line for line in findings)
+    assert "Main findings" in html and expected in html
+
+
+def test_report_has_collapse_points_and_every_grid_point(streams_report):
+    path, html = streams_report
+    heads = _headers(html)
+    assert "Collapse points along loss" in heads and "All grid points" in heads
+    grid = pd.read_csv(path.parent / "grid_points.csv")
+    assert len(grid) == 2 * 2 * 2 * 4  # cc x streams x mtu x loss
+    assert {"n", "goodput_mean_bps", "goodput_sd_bps", "goodput_ci95_low_bps",
+            "goodput_ci95_high_bps", "flags"} <= set(grid.columns)
+    assert (grid["n"] == 2).all()
+    cp = pd.read_csv(path.parent / "collapse_points_loss.csv")
+    cubic1 = cp[(cp["cc"] == "cubic") & (cp["streams"] == 1)]
+    assert cubic1["collapse_at"].notna().all()  # Mathis-like cubic collapses by loss 1e-2
+    assert cp[cp["cc"] == "bbr"]["collapse_at"].isna().all()
+
+
+def test_time_series_defaults_to_the_collapsing_run_and_can_be_chosen(streams_dir, streams_report):
+    _, html = streams_report
+    assert "the run with the longest goodput collapse" in html
+    assert "Collapses within runs" in _headers(html)
+    runs = pd.read_parquet(streams_dir / "runs.parquet")
+    chosen = runs["run_id"].iloc[-1]
+    html2 = write_report(streams_dir, run_id=chosen).read_text()
+    assert f"Per-stream samples of run {chosen}, chosen on the command line" in html2
+    with pytest.raises(ValueError, match="not in"):
+        write_report(streams_dir, run_id="no-such-run")
+
+
+def test_sections_follow_the_data_sharing_study(tmp_path):
+    root = sharing_study(tmp_path / "sharing")
+    path = write_report(root)
+    html = path.read_text()
+    heads = _headers(html)
+    assert "Sharing the bottleneck" in heads and "RPC latency" in heads
+    assert "Improvement factor from parallel streams" not in heads
+    assert not any(h.startswith("Collapse points") for h in heads)
+    assert (path.parent / "fairness.png").exists() and (path.parent / "rpc_cdf.png").exists()
+    fair = pd.read_csv(path.parent / "fairness.csv")
+    assert {"share", "jain", "share_ci_low"} <= set(fair.columns)
+    assert "Jain" in html and "p99.9 (ms)" in html
+
+
+def _run_fake_study(tmp_path, monkeypatch, spec_text):
+    p = tmp_path / "s.toml"
+    p.write_text(spec_text)
+    spec, raw = spec_mod.load(p)
+    plans = study_mod.plan_runs(spec, raw)
+    store = StudyStore(tmp_path / "out")
+    store.prepare(spec_text)
+    monkeypatch.setattr(study_mod, "get_backend", lambda name: FakeBackend())
+    study_mod.run_plans(plans, store, jobs=1, emit=lambda s: None)
+    store.consolidate()
+    return store.root
+
+
+FAKE_SPEC = """
+version = 1
+[study]
+name = "fake-cc"
+duration = "3s"
+warmup = "1s"
+repetitions = 2
+interval = "100ms"
+[path]
+rate = "100Mbit"
+rtt = "10ms"
+[[flows]]
+cc = "cubic"
+[sweep]
+"flows.0.cc" = ["cubic", "bbr", "broken"]
+"""
+
+
+def test_report_of_a_study_run_through_the_real_pipeline(tmp_path, monkeypatch, capsys):
+    root = _run_fake_study(tmp_path, monkeypatch, FAKE_SPEC)
+    assert cli.main(["report", str(root)]) == 0
+    assert "report:" in capsys.readouterr().out
+    html = (root / "report" / "report.html").read_text()
+    heads = _headers(html)
+    assert "All grid points" in heads and "Failed runs" in heads
+    assert "Goodput per grid point" in heads  # nothing swept but the CCA
+    assert "Improvement factor from parallel streams" not in heads
+    assert "backend exploded" in html
+    assert "fake-cc" in html  # the study's name from study.toml
+    assert cli.main(["report", str(tmp_path / "missing")]) == 2
+
+
+def test_cli_run_writes_the_report_after_a_study(tmp_path, monkeypatch):
+    p = tmp_path / "s.toml"
+    p.write_text(FAKE_SPEC.replace(', "broken"', ""))
+    monkeypatch.setattr(study_mod, "get_backend", lambda name: FakeBackend())
+    monkeypatch.setattr(cli, "get_backend", lambda name: FakeBackend())
+    assert cli.main(["run", str(p), "--out", str(tmp_path / "res"), "--jobs", "1"]) == 0
+    assert (tmp_path / "res" / "report" / "report.html").exists()
+
+
+CHROMIUM = shutil.which("chromium")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/install.sh)")
+def test_report_renders_in_headless_chromium(streams_dir, streams_report, tmp_path):
+    out = tmp_path / "shot.png"
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "screenshot_report.py"),
+                        str(streams_dir), "--out", str(out)], capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stderr
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000
