@@ -28,9 +28,15 @@ use rng::{LossGate, Rng};
 use stats::QueueStats;
 
 static STOP: AtomicBool = AtomicBool::new(false);
+static RESET_LATENESS: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
+}
+
+/// SIGUSR1: forget lateness seen so far (the warm-up ended).
+extern "C" fn on_usr1(_: libc::c_int) {
+    RESET_LATENESS.store(true, Ordering::SeqCst);
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
@@ -277,6 +283,7 @@ fn run(a: Args) -> io::Result<()> {
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGUSR1, on_usr1 as *const () as libc::sighandler_t);
         // 1 ns timer slack: wake-ups are the delay line's clock.
         libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0);
     }
@@ -312,6 +319,11 @@ fn run(a: Args) -> io::Result<()> {
     let _ = io::stdout().flush();
     let mut next_stats = mono_ns() + a.stats_interval_ns;
     while !STOP.load(Ordering::SeqCst) {
+        if RESET_LATENESS.swap(false, Ordering::SeqCst) {
+            for q in queues.iter_mut() {
+                q.stats.late = stats::LateHist::default();
+            }
+        }
         for q in queues.iter_mut() {
             q.drain(&mut buf, &mut rng)?;
         }

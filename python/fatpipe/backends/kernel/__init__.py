@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import platform
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +102,23 @@ class KernelBackend:
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = path_config(plan)
         with EmulatedPath(cfg, workdir) as path:
-            traffic = run_traffic(path.receiver, RECEIVER_ADDR, path.senders, flow_specs(plan), plan.duration_s,
-                                  plan.sample_interval_s, workdir, on_start=path.mark_start)
+            # Lateness counts after the warm-up (slow-start bursts excluded,
+            # as they are from the summary statistics).
+            warmup_timer: list[threading.Timer] = []
+
+            def on_start() -> None:
+                path.mark_start()
+                t = threading.Timer(max(0.0, plan.warmup_s), path.end_warmup)
+                t.daemon = True
+                t.start()
+                warmup_timer.append(t)
+
+            try:
+                traffic = run_traffic(path.receiver, RECEIVER_ADDR, path.senders, flow_specs(plan),
+                                      plan.duration_s, plan.sample_interval_s, workdir, on_start=on_start)
+            finally:
+                for t in warmup_timer:
+                    t.cancel()
             stats = path.finish()
         min_rtts = [r["min_rtt_s"] for r in traffic.rows if r["min_rtt_s"] > 0]
         busy_s = plan.duration_s

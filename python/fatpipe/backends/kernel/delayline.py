@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -88,6 +89,11 @@ class Linkem:
         if line.strip() != "ready":
             stop_process(self.proc)
             raise RuntimeError(f"fatpipe-linkem did not start: {line.strip()} {self.proc.stderr.read().strip()}")
+
+    def reset_lateness(self) -> None:
+        """SIGUSR1: linkem forgets lateness so far (called when warm-up ends)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR1)
 
     def read_stats(self) -> dict:
         return json.loads(self.stats_path.read_text())

@@ -235,6 +235,11 @@ class EmulatedPath:
                 return q
         raise RuntimeError(f"no tbf on {ROUTER_TO_RECEIVER_IF}: {out}")
 
+    def end_warmup(self) -> None:
+        """Lateness is reported for the measured part of the run only."""
+        if self.linkem is not None:
+            self.linkem.reset_lateness()
+
     def mark_start(self) -> None:
         if self.bottleneck == "tbf":
             self._tbf_start = self.tbf_stats()

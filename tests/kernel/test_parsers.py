@@ -1,0 +1,118 @@
+"""Pure parsers and argument builders, on captured output."""
+
+import base64
+import json
+from pathlib import Path
+
+from fatpipe.backends.kernel import parse, tcpinfo
+from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args, summarize
+from fatpipe.backends.kernel.iperf import goodput_from_series
+from fatpipe.backends.kernel.path import nfqueue_rules, tbf_args, tbf_burst_bytes
+
+#  on this machine (kernel 6.18) after a run.
+TC_S = """qdisc tbf 1: root refcnt 2 rate 1Gbit burst 125000b lat 0us 
+ Sent 1256640396 bytes 830102 pkt (dropped 3386, overlimits 412071 requeues 0) 
+ backlog 0b 0p requeues 0
+"""
+
+
+def test_tc_qdisc_stats_reads_sent_and_dropped():
+    (q,) = parse.tc_qdisc_stats(TC_S)
+    assert (q.kind, q.handle) == ("tbf", "1:")
+    assert q.sent_bytes == 1256640396 and q.sent_packets == 830102
+    assert q.dropped == 3386 and q.overlimits == 412071
+
+
+def test_ip_netns_list_and_pids():
+    assert parse.ip_netns_list("fp-12-0-r (id: 3)\nfp-12-0-rx\nother\n") == ["fp-12-0-r", "fp-12-0-rx", "other"]
+    assert parse.ip_netns_pids("123\n456\n") == [123, 456]
+
+
+def test_nfnetlink_queue_proc():
+    text = "    0  40977     2 2   128     5     7   830102  1\n    1  40978     0 2   128     0     0   99712  1\n"
+    q0, q1 = parse.nfnetlink_queue(text)
+    assert (q0.queue, q0.queue_total, q0.queue_dropped, q0.user_dropped) == (0, 2, 5, 7)
+    assert q1.queue == 1
+
+
+IPERF3 = {
+    "start": {},
+    "intervals": [{"sum": {"bits_per_second": 9.4e8}}, {"sum": {"bits_per_second": 9.5e8}}],
+    "end": {"streams": [{}, {}], "sum_sent": {"bits_per_second": 9.6e8, "retransmits": 12},
+            "sum_received": {"bits_per_second": 9.5e8}, "sender_tcp_congestion": "cubic"},
+}
+
+
+def test_iperf3_json():
+    r = parse.iperf3_json(json.dumps(IPERF3))
+    assert r.goodput_bps == 9.5e8 and r.retransmits == 12 and r.streams == 2 and r.congestion == "cubic"
+    assert parse.iperf3_intervals_bps(json.dumps(IPERF3)) == [9.4e8, 9.5e8]
+
+
+def test_iperf3_error_is_reported():
+    import pytest
+    with pytest.raises(ValueError, match="unable to connect"):
+        parse.iperf3_json(json.dumps({"error": "unable to connect to server"}))
+
+
+def test_ping_and_ccas():
+    got = parse.ping_rtt_s("rtt min/avg/max/mdev = 20.011/20.050/20.101/0.030 ms")
+    assert [round(x, 9) for x in got] == [0.020011, 0.02005, 0.020101]
+    assert parse.available_ccas("reno bbr cubic\n") == ["reno", "bbr", "cubic"]
+
+
+# struct tcp_info captured with getsockopt(TCP_INFO) on kernel 6.18 after
+# 100000 bytes over loopback (280 bytes: newer fields beyond snd_wnd too).
+CAPTURED_TCP_INFO = base64.b64decode("AQAAAAAHqgDgHAMAAAAAAAC6AAAYAgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA//8AANf/AAAXAAAACAAAAP///38NAAAAy/8AAAMAAAAAAAAA1/8AAAAAAABLGs8TCQAAAP//////////oYYBAAAAAAAAAAAAAAAAAAUAAAADAAAAAAAAAAsAAAAAAAAAAwAAAABA0BsBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABAAAAAAAAACghgEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAGwBAAAAAQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==")
+
+
+def test_tcpinfo_parses_captured_bytes():
+    d = tcpinfo.parse(CAPTURED_TCP_INFO)
+    assert d["state"] == 1  # TCP_ESTABLISHED
+    assert d["bytes_acked"] == 100001  # payload + SYN
+    assert d["snd_cwnd"] == 13
+    assert d["min_rtt_us"] == 11
+    assert d["data_segs_out"] == 3
+    row = tcpinfo.series_row(d)
+    assert row["delivered_bytes"] == 100001 and row["ca_state"] == "open"
+    assert row["min_rtt_s"] == 11e-6
+
+
+def test_inflight_is_unacked_minus_sacked_lost_plus_retrans():
+    assert tcpinfo.inflight_segments({"unacked": 100, "sacked": 10, "lost": 5, "retrans": 3}) == 88
+
+
+def test_tcpinfo_rejects_short_buffer():
+    import pytest
+    with pytest.raises(ValueError):
+        tcpinfo.parse(b"\0" * 100)
+
+
+def test_linkem_args_are_a_list_with_queue_specs():
+    args = linkem_args(Path("/bin/linkem"), [QueueConfig(0, "data", 0.01, 1e-3, 1e9, 2500000),
+                                               QueueConfig(1, "ack", 0.01, 0.0)], 7, Path("/tmp/s.json"))
+    assert args[0] == "/bin/linkem"
+    assert "num=0,delay_s=0.010000000,loss=0.001,name=data,rate_bps=1000000000,buffer_bytes=2500000" in args
+    assert "num=1,delay_s=0.010000000,loss=0,name=ack" in args
+    assert args[args.index("--seed") + 1] == "7"
+
+
+def test_linkem_summary_totals():
+    q = {"data_packets": 1000, "dropped": 1, "packets": 1200, "late_p50_s": 1e-6, "late_p99_s": 2e-4,
+         "late_max_s": 1e-3, "max_packet_bytes": 1488, "gso_packets": 0, "queue_drops": 3, "bottleneck_bytes": 10}
+    s = summarize({"queues": [q, dict(q, data_packets=0, dropped=0, late_p99_s=5e-4)]})
+    assert s["data_packets"] == 1000 and s["dropped"] == 1 and s["late_p99_s"] == 5e-4 and s["queue_drops"] == 6
+
+
+def test_tbf_and_nfqueue_commands():
+    assert tbf_burst_bytes(1e9, 1500) == 125000
+    assert tbf_burst_bytes(1e6, 1500) == 4 * 1514
+    assert tbf_args("rcv", 1e9, 125000, 2500000)[-6:] == ["rate", "1000000000bit", "burst", "125000",
+                                                         "limit", "2500000"]
+    rules = nfqueue_rules("iptables-legacy")
+    assert rules[0][-4:] == ["-j", "NFQUEUE", "--queue-num", "0"] and "--queue-bypass" not in rules[0]
+
+
+def test_goodput_from_series_skips_warmup():
+    rows = [{"flow_group": 0, "stream": 0, "t_s": t, "delivered_bytes": int(t * 1e6)} for t in (0, 1, 2, 3)]
+    assert abs(goodput_from_series(rows, 1.0) - 8e6) < 1
