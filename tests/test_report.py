@@ -178,3 +178,29 @@ def test_report_renders_in_headless_chromium(streams_dir, streams_report, tmp_pa
     assert r.returncode == 0, r.stderr
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000
+
+
+def test_a_study_whose_runs_all_failed_still_gets_a_report(tmp_path):
+    root = streams_study(tmp_path / "failed", ccs=("bbr",), streams=(1, 2), mtus=(1500,),
+                         losses=(1e-5,), reps=2, duration_s=4.0)
+    runs = pd.read_parquet(root / "runs.parquet")
+    runs["status"], runs["reason"], runs["goodput_bps"] = "failed", "RuntimeError: boom", None
+    runs.to_parquet(root / "runs.parquet")
+    (root / "series.parquet").unlink()
+    heads = _headers(write_report(root).read_text())
+    assert "All grid points" in heads and "Failed runs" in heads
+    assert "Time series of one run" not in heads
+
+
+def test_a_corruption_sweep_gets_its_own_loss_figure_and_collapse_table(tmp_path):
+    root = streams_study(tmp_path / "corr", ccs=("reno",), streams=(1, 4), mtus=(1500,),
+                         losses=(1e-5, 1e-4, 1e-3), reps=2, duration_s=4.0)
+    runs = pd.read_parquet(root / "runs.parquet").rename(columns={"path.loss": "path.corruption"})
+    runs["path.corruption"] *= 1e-4  # per bit
+    runs["corruption"], runs["loss"] = runs["path.corruption"], 0.0
+    runs.to_parquet(root / "runs.parquet")
+    path = write_report(root)
+    heads = _headers(path.read_text())
+    assert "Goodput vs corruption" in heads and "Collapse points along corruption" in heads
+    assert (path.parent / "goodput_vs_corruption.png").exists()
+    assert (path.parent / "collapse_points_corruption.csv").exists()

@@ -209,7 +209,7 @@ def time_series(series: pd.DataFrame, groups: pd.DataFrame, title: str, unit: tu
         s = s.sort_values("t_s")
         row = gi.get(int(group))
         cc = row["cc"] if row is not None else "?"
-        color = cc_color(cc, int(group)) if len(gi) > 1 else f"C{int(stream) % 10}"
+        color = f"C{int(group) % 10}" if len(gi) > 1 else f"C{int(stream) % 10}"
         label = None if many else f"flow {group} ({cc}) stream {stream}"
         kw = {"color": color, "linewidth": 0.7 if many else 1.1, "alpha": 0.6 if many else 0.9}
         axes[0].plot(s["t_s"], s["goodput_bps"] / div, label=label, **kw)
@@ -217,13 +217,16 @@ def time_series(series: pd.DataFrame, groups: pd.DataFrame, title: str, unit: tu
         axes[2].plot(s["t_s"], s["srtt_s"] * 1e3, **kw)
         axes[2].plot(s["t_s"], s["min_rtt_s"] * 1e3, linestyle="--", **{**kw, "linewidth": 0.8})
         axes[3].plot(s["t_s"], s["retrans_segments"].diff().clip(lower=0), **kw)
-    if many or len(gi) > 1:
+    several = series.groupby("flow_group")["stream"].nunique()
+    if len(gi) > 1 and (several > 1).any() or many:
         tot = series.assign(t=series["t_s"].round(3)).groupby(["flow_group", "t"])["goodput_bps"].sum()
         for group, t in tot.groupby(level=0):
+            if several.get(group, 1) < 2:
+                continue
             row = gi.get(int(group))
-            axes[0].plot(t.index.get_level_values(1), t.values / div, color=cc_color(
-                row["cc"] if row is not None else "", int(group)), linewidth=2,
-                label=f"flow {group} ({row['cc'] if row is not None else '?'}) total")
+            axes[0].plot(t.index.get_level_values(1), t.values / div,
+                         color=f"C{int(group) % 10}" if len(gi) > 1 else "k", linewidth=2,
+                         label=f"flow {group} ({row['cc'] if row is not None else '?'}) total")
     warm = groups["warmup_s"].iloc[0] if "warmup_s" in groups.columns and len(groups) else None
     for ax in axes:
         if warm:

@@ -68,7 +68,7 @@ def collapse_lines(cpoints: pd.DataFrame, axis: str) -> list[str]:
         for n in ends:
             at, last = by_n[n]
             s = f"{n} stream{'s' if n != 1 else ''}"
-            parts.append(f"none up to {_g(last)} with {s}" if math.isnan(at)
+            parts.append(f"none up to {name} {_g(last)} with {s}" if math.isnan(at)
                          else f"from {name} {_g(at)} with {s}")
         text = f"{cc}: goodput collapse (< 10 % of its lowest-{name} goodput) " + "; ".join(parts)
         if len(ends) == 2:

@@ -128,7 +128,11 @@ def loss_section(study, points, axis, unit) -> tuple:
            f"line style = MSS. Grey: Mathis C·MSS/(RTT·√p) for one stream (not valid for BBR); "
            f"orange: RFC 9438 CUBIC response for one stream; black: bottleneck rate. "
            f"Points at {figs.short_key(axis)} 0 cannot be drawn on a log axis.")
-    return section("loss", f"Goodput vs {figs.short_key(axis)}", _fig(study, fig, "goodput_vs_loss", cap))
+    if fig is None:
+        return None
+    name = "goodput_vs_" + axis.split(".")[-1]
+    return section(name.replace("_", "-"), f"Goodput vs {figs.short_key(axis)}",
+                   _fig(study, fig, name, cap))
 
 
 def factor_section(study, points, x, axis, unit) -> tuple | None:
@@ -290,7 +294,9 @@ def series_section(study, collapses, run_id, unit) -> tuple | None:
     rid, why = choose_run(study, collapses, run_id)
     s = study.series(run_id=rid)
     rows = study.runs[study.runs["run_id"] == rid]
-    desc = "; ".join(f"flow {r['flow_group']}: {r['cc']} × {r['streams']}" for _, r in rows.iterrows())
+    desc = "; ".join(f"flow {r['flow_group']}: {r['cc']}, {r['streams']} stream"
+                     f"{'s' if r['streams'] != 1 else ''}, MSS {r['mss_bytes']} B"
+                     for _, r in rows.iterrows())
     swept = ", ".join(f"{figs.short_key(k)} {fmt_num(rows.iloc[0][k])}"
                       for k in display_columns(study.runs, swept_columns(study.runs)))
     title = f"Run {rid}: {desc}" + (f" ({swept})" if swept else "")
@@ -328,7 +334,8 @@ def build_sections(study: Study, run_id: str | None = None) -> tuple[list, list[
     lines += factor_lines
     lines += fnd.best_point_line(bulk, figs.line_keys(bulk, ()), unit)
     for axis in axes:
-        sections.append(loss_section(study, bulk, axis, unit))
+        s = loss_section(study, bulk, axis, unit)
+        sections += [s] if s else []
     if varies["streams"]:
         s = factor_section(study, bulk, "streams", axes[0] if axes else None, unit)
         sections += [s] if s else []
