@@ -95,11 +95,16 @@ def run_receiver(cfg: dict) -> int:
     return 0
 
 
+TIMESTAMP_OPTION_BYTES = 12
+
+
 # -- sender -----------------------------------------------------------------
 def open_stream(cfg: dict) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cfg["cc"].encode())
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, int(cfg["mss_bytes"]))
+    # mss_bytes is the segment payload (Linux mss_cache); TCP_MAXSEG takes the
+    # MSS, which also covers the 12-byte timestamp option (tcp_mtu_to_mss).
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, int(cfg["mss_bytes"]) + TIMESTAMP_OPTION_BYTES)
     if cfg.get("stream_rate_cap_bps"):
         # A CPU-bound host modelled as a per-socket pacing cap (bytes/s).
         s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(cfg["stream_rate_cap_bps"] / 8))
