@@ -50,7 +50,7 @@ def match_keys(a: pd.DataFrame, b: pd.DataFrame) -> tuple[list[str], list[str]]:
 def ratio_ci(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int,
              confidence: float = 0.95) -> tuple[float, float, float]:
     """(b/a, low, high): the log-ratio delta-method interval (see the rules)."""
-    if not (mean_a > 0 and mean_b >= 0) or any(map(lambda v: v is None, (mean_a, mean_b))):
+    if mean_a is None or mean_b is None or not (mean_a > 0 and mean_b >= 0):
         return math.nan, math.nan, math.nan
     ratio = mean_b / mean_a
     if mean_b == 0 or n_a < 2 or n_b < 2 or not (math.isfinite(sd_a) and math.isfinite(sd_b)):
