@@ -46,7 +46,8 @@ struct Stream {
     index: u32,
     sender: Sender,
     receiver: Receiver,
-    acks: Pipe<Ack>,
+    /// Index of the shared ACK pipe with this stream's return delay.
+    ack_pipe: usize,
     ack_delay: Time,
     wire: u32,
     start: Time,
@@ -64,7 +65,13 @@ struct DataPkt {
 struct Net {
     events: EventQueue,
     bottleneck: Bottleneck,
+    /// Forward path after the bottleneck; polled by the event loop.
     fwd: Pipe<DataPkt>,
+    /// Reverse (ACK) paths, one per distinct delay, shared by the streams
+    /// with that delay (a constant-delay FIFO stays ordered); polled.
+    acks: Vec<Pipe<(u32, Ack)>>,
+    /// Deliveries from polled pipes (counted as events).
+    pipe_events: u64,
     loss: Vec<LossStage>,
     /// One-way propagation delay (RTT/2) of the data path.
     prop: Time,
@@ -90,15 +97,20 @@ impl SenderEnv for Tx<'_> {
             return;
         }
         let Some(dep) = net.bottleneck.enqueue(now, self.wire) else { return };
-        if let Some(at) = net.fwd.push(dep + net.prop, DataPkt { stream: self.stream, seq }) {
-            net.events.push(at, Event::DataArrive);
-        }
+        net.fwd.push_polled(dep + net.prop, DataPkt { stream: self.stream, seq });
     }
 
     #[inline]
     fn schedule(&mut self, at: Time, kind: TimerKind) {
         self.net.events.push(at, Event::Timer(self.stream, kind));
     }
+}
+
+#[derive(Clone, Copy)]
+enum Src {
+    Heap,
+    Data,
+    Ack(usize),
 }
 
 pub struct Sim {
@@ -128,6 +140,8 @@ impl Sim {
             events: EventQueue::new(),
             bottleneck: Bottleneck::new(cfg.rate, cfg.buffer),
             fwd: Pipe::default(),
+            acks: Vec::new(),
+            pipe_events: 0,
             loss,
             prop: cfg.rtt.div(2),
             packets: 0,
@@ -135,7 +149,17 @@ impl Sim {
         };
         let back = cfg.rtt.saturating_sub(cfg.rtt.div(2));
         let mut streams = Vec::with_capacity(cfg.streams.len());
+        let mut delays: Vec<Time> = Vec::new();
         for (i, s) in cfg.streams.iter().enumerate() {
+            let ack_delay = back + s.extra_rtt;
+            let ack_pipe = match delays.iter().position(|&d| d == ack_delay) {
+                Some(k) => k,
+                None => {
+                    delays.push(ack_delay);
+                    net.acks.push(Pipe::default());
+                    delays.len() - 1
+                }
+            };
             let receiver = Receiver::new(s.rmem_bytes, s.mss);
             let scfg = SenderConfig {
                 mss: s.mss,
@@ -150,8 +174,8 @@ impl Sim {
                 index: s.index,
                 sender,
                 receiver,
-                acks: Pipe::default(),
-                ack_delay: back + s.extra_rtt,
+                ack_pipe,
+                ack_delay,
                 wire: s.mss + HEADER_BYTES,
                 start: s.start,
                 started: false,
@@ -178,37 +202,29 @@ impl Sim {
         self.finish()
     }
 
+    /// The head of the forward pipe reaches its receiver.
     fn on_data(&mut self, now: Time) {
-        while let Some(pkt) = self.net.fwd.pop_due(now) {
-            let st = &mut self.streams[pkt.stream as usize];
-            match st.receiver.on_data(pkt.seq, now) {
-                RxAction::AckNow(ack) => {
-                    if let Some(at) = st.acks.push(now + st.ack_delay, ack) {
-                        self.net.events.push(at, Event::AckArrive(pkt.stream));
-                    }
-                }
-                RxAction::Delay(at) => {
-                    if let Some(at) = st.delack.arm(at) {
-                        self.net.events.push(at, Event::Timer(pkt.stream, TimerKind::DelAck));
-                    }
-                }
-                RxAction::None => {}
+        let Some(pkt) = self.net.fwd.pop_front() else { return };
+        let st = &mut self.streams[pkt.stream as usize];
+        match st.receiver.on_data(pkt.seq, now) {
+            RxAction::AckNow(ack) => {
+                self.net.acks[st.ack_pipe].push_polled(now + st.ack_delay, (pkt.stream, ack));
             }
-        }
-        if let Some(at) = self.net.fwd.reschedule() {
-            self.net.events.push(at, Event::DataArrive);
+            RxAction::Delay(at) => {
+                if let Some(at) = st.delack.arm(at) {
+                    self.net.events.push(at, Event::Timer(pkt.stream, TimerKind::DelAck));
+                }
+            }
+            RxAction::None => {}
         }
     }
 
-    fn on_acks(&mut self, i: usize, now: Time) {
-        let st = &mut self.streams[i];
-        let mut tx = Tx { net: &mut self.net, stream: i as u32, wire: st.wire, group: st.group as usize };
-        while let Some(ack) = st.acks.pop_due(now) {
-            st.sender.on_ack(now, &ack, &mut tx);
-        }
-        if let Some(at) = st.acks.reschedule() {
-            tx.net.events.push(at, Event::AckArrive(i as u32));
-        }
+    /// The head of ACK pipe `k` reaches its sender.
+    fn on_ack(&mut self, k: usize, now: Time) {
+        let Some((i, ack)) = self.net.acks[k].pop_front() else { return };
+        let st = &mut self.streams[i as usize];
+        let mut tx = Tx { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize };
+        st.sender.on_ack(now, &ack, &mut tx);
     }
 
     fn on_timer(&mut self, i: usize, kind: TimerKind, now: Time) {
@@ -222,9 +238,7 @@ impl Sim {
                 }
                 if fire {
                     if let Some(ack) = st.receiver.on_delack_timer() {
-                        if let Some(at) = st.acks.push(now + st.ack_delay, ack) {
-                            tx.net.events.push(at, Event::AckArrive(i as u32));
-                        }
+                        tx.net.acks[st.ack_pipe].push_polled(now + st.ack_delay, (i as u32, ack));
                     }
                 }
             }
@@ -293,8 +307,9 @@ impl Sim {
             bottleneck_bps: self.net.bottleneck.busy_rate(),
         };
         self.result.stats = Stats {
-            events: self.net.events.popped,
+            events: self.net.events.popped + self.net.pipe_events,
             packets_sent: self.streams.iter().map(|s| s.sender.stats.segs_out).sum(),
+            max_pending_events: self.net.events.max_len as u64,
         };
         self.result
     }
@@ -307,17 +322,48 @@ impl Sim {
     /// Runs until `t` (inclusive) without finishing; for tests that inspect
     /// state mid-run.
     pub fn run_until(&mut self, t: Time) {
-        while let Some(nt) = self.net.events.peek_time() {
-            if nt > t.min(self.end) {
+        let limit = t.min(self.end);
+        loop {
+            // The earliest of: the timer heap, the forward pipe's head, each
+            // ACK pipe's head. Ties go to the heap, then data, then ACKs, a
+            // fixed order that keeps runs deterministic.
+            let mut best = self.net.events.peek_time().unwrap_or(Time::MAX);
+            let mut src = Src::Heap;
+            if let Some(at) = self.net.fwd.peek_time() {
+                if at < best {
+                    best = at;
+                    src = Src::Data;
+                }
+            }
+            for (k, p) in self.net.acks.iter().enumerate() {
+                if let Some(at) = p.peek_time() {
+                    if at < best {
+                        best = at;
+                        src = Src::Ack(k);
+                    }
+                }
+            }
+            if best > limit || best == Time::MAX {
                 break;
             }
-            let (now, ev) = self.net.events.pop().expect("peeked");
-            self.now = now;
-            match ev {
-                Event::DataArrive => self.on_data(now),
-                Event::AckArrive(i) => self.on_acks(i as usize, now),
-                Event::Timer(i, kind) => self.on_timer(i as usize, kind, now),
-                Event::Sample => self.on_sample(now),
+            self.now = best;
+            match src {
+                Src::Data => {
+                    self.net.pipe_events += 1;
+                    self.on_data(best);
+                }
+                Src::Ack(k) => {
+                    self.net.pipe_events += 1;
+                    self.on_ack(k, best);
+                }
+                Src::Heap => {
+                    let (now, ev) = self.net.events.pop().expect("peeked");
+                    match ev {
+                        Event::Timer(i, kind) => self.on_timer(i as usize, kind, now),
+                        Event::Sample => self.on_sample(now),
+                        Event::DataArrive | Event::AckArrive(_) => {}
+                    }
+                }
             }
         }
     }

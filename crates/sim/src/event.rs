@@ -65,6 +65,8 @@ pub struct EventQueue {
     seq: u64,
     /// Events popped so far (for statistics).
     pub popped: u64,
+    /// Largest number of pending events seen.
+    pub max_len: usize,
 }
 
 impl EventQueue {
@@ -75,6 +77,7 @@ impl EventQueue {
     pub fn push(&mut self, at: Time, ev: Event) {
         self.seq += 1;
         self.heap.push(Entry { time: at.0, seq: self.seq, ev });
+        self.max_len = self.max_len.max(self.heap.len());
     }
 
     pub fn pop(&mut self) -> Option<(Time, Event)> {

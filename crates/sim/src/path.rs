@@ -174,6 +174,25 @@ impl<T: Copy> Pipe<T> {
         }
     }
 
+    /// Arrival time of the head, if any.
+    #[inline]
+    pub fn peek_time(&self) -> Option<Time> {
+        self.q.front().map(|x| x.0)
+    }
+
+    /// Appends without scheduling (for pipes the event loop polls directly).
+    #[inline]
+    pub fn push_polled(&mut self, at: Time, item: T) {
+        debug_assert!(self.q.back().is_none_or(|b| b.0 <= at));
+        self.q.push_back((at, item));
+    }
+
+    /// Pops the head unconditionally.
+    #[inline]
+    pub fn pop_front(&mut self) -> Option<T> {
+        self.q.pop_front().map(|x| x.1)
+    }
+
     pub fn len(&self) -> usize {
         self.q.len()
     }

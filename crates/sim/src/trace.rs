@@ -137,6 +137,8 @@ pub struct Stats {
     pub events: u64,
     /// Data segments transmitted (including retransmissions).
     pub packets_sent: u64,
+    /// Largest number of events pending at once.
+    pub max_pending_events: u64,
 }
 
 /// Everything a run produces.
@@ -172,7 +174,8 @@ impl RunResult {
                 "queue_drops": self.path.queue_drops,
                 "bottleneck_bps": self.path.bottleneck_bps,
             },
-            "stats": {"events": self.stats.events, "packets_sent": self.stats.packets_sent},
+            "stats": {"events": self.stats.events, "packets_sent": self.stats.packets_sent,
+                      "max_pending_events": self.stats.max_pending_events},
         })
     }
 }

@@ -6,6 +6,8 @@
 //! down to whole segments (no receive-buffer autotuning ramp: the buffer is
 //! assumed to have grown to rmem_max already).
 
+use std::collections::VecDeque;
+
 use crate::units::Time;
 
 /// Delayed-ACK timeout (TCP_DELACK_MIN, 40 ms).
@@ -49,7 +51,7 @@ pub struct Receiver {
     /// Next expected segment.
     pub rcv_nxt: u64,
     /// Out-of-order ranges [start, end), sorted, disjoint, above rcv_nxt.
-    ofo: Vec<(u64, u64)>,
+    ofo: VecDeque<(u64, u64)>,
     /// Segment most recently received out of order (first SACK block).
     last_ofo: u64,
     /// In-order segments received since the last ACK.
@@ -65,7 +67,7 @@ pub struct Receiver {
 impl Receiver {
     pub fn new(rmem_bytes: u64, mss: u32) -> Receiver {
         let wnd = ((rmem_bytes / 2) / mss.max(1) as u64).clamp(1, u32::MAX as u64) as u32;
-        Receiver { rcv_nxt: 0, ofo: Vec::new(), last_ofo: 0, unacked: 0, delack_armed: false, wnd, acks_sent: 0 }
+        Receiver { rcv_nxt: 0, ofo: VecDeque::new(), last_ofo: 0, unacked: 0, delack_armed: false, wnd, acks_sent: 0 }
     }
 
     /// Segment `seq` arrived at `now`.
@@ -80,7 +82,7 @@ impl Receiver {
             let had_ofo = !self.ofo.is_empty();
             if had_ofo && self.ofo[0].0 == self.rcv_nxt {
                 self.rcv_nxt = self.ofo[0].1;
-                self.ofo.remove(0);
+                self.ofo.pop_front();
             }
             // RFC 5681 §4.2: ACK at once when out-of-order data exists or a
             // gap was just filled; else every second full segment

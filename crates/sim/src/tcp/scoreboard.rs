@@ -53,7 +53,7 @@ pub struct Scoreboard {
     pub snd_nxt: u64,
     segs: VecDeque<Seg>,
     /// SACKed ranges [start, end) above snd_una: sorted, disjoint.
-    sacked: Vec<(u64, u64)>,
+    sacked: VecDeque<(u64, u64)>,
     /// Transmissions in send-time order (tp->tsorted_sent_queue), as
     /// (seq, tx_id); entries go stale lazily.
     tsorted: VecDeque<(u64, u32)>,
@@ -215,13 +215,22 @@ impl Scoreboard {
         if cursor < e {
             self.scratch.push((cursor, e));
         }
-        self.sacked.splice(first..last, std::iter::once((ns, ne)));
+        // Replace sacked[first..last] by the merged range; usually this only
+        // extends one range near the tail.
+        if last == first {
+            self.sacked.insert(first, (ns, ne));
+        } else {
+            self.sacked[first] = (ns, ne);
+            if last > first + 1 {
+                self.sacked.drain(first + 1..last);
+            }
+        }
         &self.scratch
     }
 
     /// Highest SACKed segment + 1 (for reordering detection), 0 if none.
     pub fn highest_sacked(&self) -> u64 {
-        self.sacked.last().map_or(0, |r| r.1)
+        self.sacked.back().map_or(0, |r| r.1)
     }
 
     /// Pops the head segment when the cumulative ACK passes it.
@@ -235,11 +244,10 @@ impl Scoreboard {
     /// Drops SACK ranges fully below snd_una (after cumulative ACK).
     pub fn trim_sacked(&mut self) {
         let una = self.snd_una;
-        let n = self.sacked.partition_point(|r| r.1 <= una);
-        if n > 0 {
-            self.sacked.drain(..n);
+        while self.sacked.front().is_some_and(|r| r.1 <= una) {
+            self.sacked.pop_front();
         }
-        if let Some(r) = self.sacked.first_mut() {
+        if let Some(r) = self.sacked.front_mut() {
             r.0 = r.0.max(una);
         }
     }

@@ -450,9 +450,17 @@ impl Sender {
 
     // -------------------------------------------------------------- timers
 
+    /// Arms a timer. RTO/TLP/REO run on Linux's jiffy timer wheel, so their
+    /// deadlines are rounded up to a 1 ms boundary; pacing uses an hrtimer.
     fn arm<E: SenderEnv>(&mut self, kind: TimerKind, at: Time, env: &mut E) {
         let t = match kind {
-            TimerKind::Rto => &mut self.rto_timer,
+            TimerKind::Rto => {
+                let at = jiffy_ceil(at);
+                if let Some(at) = self.rto_timer.arm(at) {
+                    env.schedule(at, kind);
+                }
+                return;
+            }
             TimerKind::Reo => &mut self.reo_timer,
             TimerKind::Pace => &mut self.pace_timer,
             _ => return,
@@ -668,7 +676,10 @@ impl Sender {
         }
         self.lost_scratch = lost;
         if wait > Time::ZERO {
-            self.arm_reo(now + wait + super::rack::TIMEOUT_MIN, env);
+            // usecs_to_jiffies() + TCP_TIMEOUT_MIN: the timer expires on a
+            // jiffy (1 ms at HZ=1000) boundary.
+            let at = jiffy_ceil(now + wait) + super::rack::TIMEOUT_MIN;
+            self.arm_reo(at, env);
         }
     }
 
@@ -676,4 +687,11 @@ impl Sender {
     pub fn footprint(&self) -> usize {
         self.sb.footprint()
     }
+}
+
+/// Rounds up to the next jiffy (1 ms, HZ=1000): Linux's timer wheel fires
+/// on tick boundaries.
+pub fn jiffy_ceil(t: Time) -> Time {
+    const J: u64 = 1_000_000;
+    Time(t.0.div_ceil(J).saturating_mul(J))
 }

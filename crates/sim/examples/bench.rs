@@ -1,0 +1,65 @@
+//! Throughput benchmark of the simulator (prints figures; not a test).
+//!
+//! `cargo run --release -p fatpipe-sim --example bench [-- seconds [cca ...]]`
+//! For 10 Gbit/s, 20 ms RTT, MTU 1500, loss 1e-5, 1 and 8 streams, and each
+//! CCA in cc::AVAILABLE: wall time, packets transmitted, packet
+//! transmissions per wall-clock second (PTS) and goodput.
+
+use std::time::Instant;
+
+use fatpipe_sim::cc::AVAILABLE;
+use fatpipe_sim::scenario::run_json;
+use serde_json::json;
+
+fn plan(cc: &str, streams: u64, duration: f64) -> String {
+    let host = json!({"rmem_max_bytes": 1u64 << 30, "wmem_max_bytes": 1u64 << 30,
+                      "stream_rate_cap_bps": null, "extra_rtt_s": 0.0});
+    json!({
+        "run_id": "bench", "backend": "sim", "rep": 0, "seed": 42,
+        "duration_s": duration, "warmup_s": 10.0, "sample_interval_s": 1.0,
+        "rate_bps": 10e9, "rtt_s": 0.02, "loss": 1e-5, "corruption": 0.0,
+        "buffer_bytes": 25_000_000u64, "mtu_bytes": 1500,
+        "senders": {"s1": host}, "receiver": host,
+        "flows": [{"group": 0, "kind": "bulk", "cc": cc, "streams": streams, "mss_bytes": 1448,
+                   "sender": "s1", "start_s": 0.0}],
+    })
+    .to_string()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let duration: f64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(70.0);
+    let ccas: Vec<String> = if args.len() > 1 { args[1..].to_vec() } else { AVAILABLE.iter().map(|s| s.to_string()).collect() };
+    println!("10 Gbit/s, 20 ms, MTU 1500, loss 1e-5, buffer 25 MB (1 BDP), {duration} s");
+    println!("{:<8} {:>7} {:>9} {:>13} {:>11} {:>12} {:>10}", "cca", "streams", "wall_s", "packets", "PTS_M/s", "goodput_Gb", "events");
+    for cc in &ccas {
+        for streams in [1u64, 8] {
+            let p = plan(cc, streams, duration);
+            let t0 = Instant::now();
+            let r = run_json(&p).expect("valid plan");
+            let wall = t0.elapsed().as_secs_f64();
+            let s = &r.series;
+            let warm = 10.0f64.min(duration / 2.0);
+            let (mut b0, mut b1) = (0i64, 0i64);
+            for i in 0..s.len() {
+                if (s.t_s[i] - warm).abs() < 1e-9 {
+                    b0 += s.delivered_bytes[i];
+                }
+                if (s.t_s[i] - duration).abs() < 1e-9 {
+                    b1 += s.delivered_bytes[i];
+                }
+            }
+            let goodput = (b1 - b0) as f64 * 8.0 / (duration - warm);
+            println!(
+                "{:<8} {:>7} {:>9.2} {:>13} {:>11.2} {:>12.3} {:>10} {:>6}",
+                cc,
+                streams,
+                wall,
+                r.stats.packets_sent,
+                r.stats.packets_sent as f64 / wall / 1e6,
+                goodput / 1e9,
+                r.stats.events, r.stats.max_pending_events
+            );
+        }
+    }
+}
