@@ -373,6 +373,11 @@ impl Sim {
         self.finish()
     }
 
+    /// Read access for tests: the receiver of stream `i`.
+    pub fn receiver(&self, i: usize) -> &Receiver {
+        &self.streams[i].receiver
+    }
+
     /// Start time of stream `i`.
     pub fn stream_start(&self, i: usize) -> Time {
         self.streams[i].start
