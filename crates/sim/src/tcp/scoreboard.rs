@@ -131,6 +131,12 @@ impl Scoreboard {
         None
     }
 
+    /// Empties the retransmission queue (it is rebuilt in sequence order
+    /// when entering Loss).
+    pub fn clear_lost(&mut self) {
+        self.lost_q.clear();
+    }
+
     pub fn pop_lost(&mut self) {
         self.lost_q.pop_front();
     }

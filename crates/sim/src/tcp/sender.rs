@@ -620,18 +620,22 @@ impl Sender {
         self.undo_marker = true;
         // Mark the head and every segment whose RACK timeout (with zero
         // reordering window) has expired as lost.
+        // The retransmission queue is rebuilt in sequence order: Linux
+        // retransmits from the head of the rtx queue after an RTO.
         let head = self.sb.snd_una;
         let rack_rtt = self.rack.rtt;
+        self.sb.clear_lost();
         for seq in self.sb.range() {
             let seg = *self.sb.get(seq);
             if seg.has(FLAG_SACKED) {
                 continue;
             }
+            if seg.has(FLAG_LOST) && !seg.has(FLAG_RETRANS) {
+                self.sb.queue_lost(seq); // already lost, not yet resent
+                continue;
+            }
             if seq != head && seg.xmit + rack_rtt > now {
                 continue; // recently sent: not lost yet
-            }
-            if seg.has(FLAG_LOST) && !seg.has(FLAG_RETRANS) {
-                continue; // already queued
             }
             self.mark_lost(seq);
         }

@@ -1,0 +1,158 @@
+//! Linux TCP rules checked on a sender driven by hand (no path): RTO floor
+//! and backoff, PRR during recovery, RACK's reordering window.
+
+use fatpipe_sim::cc::{self, CaState};
+use fatpipe_sim::event::TimerKind;
+use fatpipe_sim::tcp::{Ack, Sender, SenderConfig, SenderEnv};
+use fatpipe_sim::units::Time;
+
+#[derive(Default)]
+struct Env {
+    sent: Vec<(Time, u64, bool)>,
+    timers: Vec<(Time, TimerKind)>,
+}
+
+impl SenderEnv for Env {
+    fn transmit(&mut self, now: Time, seq: u64, retrans: bool) {
+        self.sent.push((now, seq, retrans));
+    }
+    fn schedule(&mut self, at: Time, kind: TimerKind) {
+        self.timers.push((at, kind));
+    }
+}
+
+impl Env {
+    /// Fires the earliest pending timer event (if any is due by `until`).
+    fn fire_next(&mut self, s: &mut Sender, until: Time) -> Option<Time> {
+        let i = (0..self.timers.len()).min_by_key(|&i| (self.timers[i].0, i))?;
+        let (at, kind) = self.timers[i];
+        if at > until {
+            return None;
+        }
+        self.timers.remove(i);
+        s.on_timer(kind, at, self);
+        Some(at)
+    }
+}
+
+fn sender() -> Sender {
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20 };
+    Sender::new(&cfg, cc::by_name("reno").unwrap())
+}
+
+fn ack(n: u64) -> Ack {
+    Ack { ack: n, wnd: 1 << 20, ..Ack::default() }
+}
+
+fn sack(n: u64, blocks: &[(u64, u64)]) -> Ack {
+    let mut a = ack(n);
+    for (i, b) in blocks.iter().take(3).enumerate() {
+        a.sacks[i] = *b;
+    }
+    a.nsacks = blocks.len().min(3) as u8;
+    a
+}
+
+#[test]
+fn rto_has_a_200ms_floor_and_doubles_on_each_expiry() {
+    let mut env = Env::default();
+    let mut s = sender();
+    s.start(Time::ZERO, &mut env);
+    assert_eq!(env.sent.len(), 10, "initial window of 10 segments");
+    // All acked after 1 ms: srtt = 1 ms, so RTO = srtt + max(4·mdev, 200 ms).
+    let t_ack = Time::from_millis(1);
+    s.on_ack(t_ack, &ack(10), &mut env);
+    let head = s.sb.snd_una;
+    // Nothing is acked any more: let the timers run.
+    let mut rto_times = Vec::new();
+    while rto_times.len() < 4 {
+        let n = env.sent.len();
+        env.fire_next(&mut s, Time::from_secs(60)).expect("a timer is pending");
+        for &(t, seq, retrans) in &env.sent[n..] {
+            if retrans && seq == head {
+                rto_times.push(t);
+            }
+        }
+    }
+    assert_eq!(s.tp.ca_state, CaState::Loss);
+    assert_eq!(s.tp.snd_cwnd, 1, "cwnd collapses to 1 after an RTO");
+    // The tail loss probe (2·srtt + 2 ms) fires first and restarts the RTO.
+    let first = rto_times[0] - t_ack;
+    assert!(first >= Time::from_millis(200), "first RTO after {first}");
+    assert!(first <= Time::from_millis(210), "first RTO after {first}");
+    for w in rto_times.windows(3) {
+        let (a, b) = ((w[1] - w[0]).as_nanos() as f64, (w[2] - w[1]).as_nanos() as f64);
+        assert!((b / a - 2.0).abs() < 0.02, "backoff {a} -> {b}");
+    }
+}
+
+/// Grows cwnd to 20 with 20 segments outstanding (seqs 10..30).
+fn sender_with_20_in_flight(env: &mut Env) -> Sender {
+    let mut s = sender();
+    s.start(Time::ZERO, env);
+    s.on_ack(Time::from_millis(20), &ack(10), env);
+    assert_eq!(s.tp.snd_cwnd, 20);
+    assert_eq!(s.tp.packets_out, 20);
+    s
+}
+
+#[test]
+fn prr_sends_ssthresh_over_prior_cwnd_segments_per_delivered_segment() {
+    let mut env = Env::default();
+    let mut s = sender_with_20_in_flight(&mut env);
+    // Segment 10 is lost; 11..30 arrive and are SACKed one per ACK.
+    let t = Time::from_millis(40);
+    let before = env.sent.len();
+    let mut entered = None;
+    for k in 11..30u64 {
+        s.on_ack(t + Time::from_micros(k), &sack(10, &[(11, k + 1)]), &mut env);
+        if entered.is_none() && s.tp.ca_state == CaState::Recovery {
+            entered = Some(k);
+        }
+    }
+    let k0 = entered.expect("entered recovery");
+    assert_eq!(k0, 13, "RACK marks the hole lost once 3 segments are SACKed");
+    assert_eq!(s.tp.snd_ssthresh, 10);
+    assert_eq!(s.tp.prior_cwnd, 20);
+    // RFC 6937: sent = ceil(prr_delivered · ssthresh / RecoverFS).
+    let delivered = 19u32;
+    let expect = (delivered * 10).div_ceil(20) as usize;
+    let sent = env.sent.len() - before;
+    assert!(sent.abs_diff(expect) <= 1, "PRR sent {sent}, RFC 6937 says {expect}");
+    assert!(env.sent[before..].iter().any(|&(_, seq, r)| r && seq == 10), "fast retransmit of the hole");
+}
+
+#[test]
+fn rack_marks_a_segment_lost_only_after_the_reordering_window() {
+    let mut env = Env::default();
+    let mut s = sender_with_20_in_flight(&mut env);
+    // One SACK above a hole: below DupThresh, so RACK waits min_rtt/4.
+    let t = Time::from_millis(40);
+    s.on_ack(t, &sack(10, &[(11, 12)]), &mut env);
+    assert_eq!(s.tp.lost_out, 0);
+    assert_eq!(s.tp.ca_state, CaState::Disorder);
+    let min_rtt = s.tp.min_rtt;
+    let xmit = Time::from_millis(20); // segment 10 was sent at the first ACK
+    let mut retrans_at = None;
+    while retrans_at.is_none() {
+        let n = env.sent.len();
+        env.fire_next(&mut s, Time::from_secs(1)).expect("reordering timer");
+        retrans_at = env.sent[n..].iter().find(|&&(_, seq, r)| r && seq == 10).map(|x| x.0);
+    }
+    let at = retrans_at.unwrap();
+    let rack_rtt = t - xmit;
+    assert!(at >= xmit + rack_rtt + min_rtt.div(4), "retransmitted at {at}, before RTT + reo_wnd");
+    assert!(at <= xmit + rack_rtt + min_rtt.div(4) + Time::from_millis(4), "retransmitted late at {at}");
+    assert_eq!(s.tp.ca_state, CaState::Recovery);
+}
+
+#[test]
+fn wmem_bounds_unacked_segments() {
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 15_000, rate_cap: None, initial_rwnd: 1 << 20 };
+    let mut s = Sender::new(&cfg, cc::by_name("reno").unwrap());
+    let mut env = Env::default();
+    s.start(Time::ZERO, &mut env);
+    s.on_ack(Time::from_millis(20), &ack(10), &mut env);
+    assert_eq!(s.tp.packets_out, 15, "cwnd 20 but only 15 KB of send buffer");
+    assert!(s.tp.app_limited > 0, "a send-buffer-limited sender is marked app-limited");
+}
