@@ -1,6 +1,7 @@
 //! Throughput benchmark of the simulator (prints figures; not a test).
 //!
 //! `cargo run --release -p fatpipe-sim --example bench [-- seconds [cca ...]]`
+//! (FATPIPE_BENCH_STREAMS=1,8 selects the stream counts)
 //! For 10 Gbit/s, 20 ms RTT, MTU 1500, loss 1e-5, 1 and 8 streams, and each
 //! CCA in cc::AVAILABLE: wall time, packets transmitted, packet
 //! transmissions per wall-clock second (PTS) and goodput.
@@ -32,8 +33,13 @@ fn main() {
     let ccas: Vec<String> = if args.len() > 1 { args[1..].to_vec() } else { AVAILABLE.iter().map(|s| s.to_string()).collect() };
     println!("10 Gbit/s, 20 ms, MTU 1500, loss 1e-5, buffer 25 MB (1 BDP), {duration} s");
     println!("{:<8} {:>7} {:>9} {:>13} {:>11} {:>12} {:>10}", "cca", "streams", "wall_s", "packets", "PTS_M/s", "goodput_Gb", "events");
+    // FATPIPE_BENCH_STREAMS="8" restricts the stream counts (for profiling).
+    let counts: Vec<u64> = std::env::var("FATPIPE_BENCH_STREAMS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 8]);
     for cc in &ccas {
-        for streams in [1u64, 8] {
+        for &streams in &counts {
             let p = plan(cc, streams, duration);
             let t0 = Instant::now();
             let r = run_json(&p).expect("valid plan");

@@ -252,10 +252,11 @@ impl Sim {
 
     fn on_sample(&mut self, now: Time) {
         let t_s = now.as_secs_f64();
-        for st in &self.streams {
+        for st in &mut self.streams {
             if !st.started {
                 continue;
             }
+            let pacing_rate = st.sender.reported_pacing_rate();
             let s = &st.sender;
             let tp = &s.tp;
             let mss = tp.mss_bytes as u64;
@@ -276,7 +277,7 @@ impl Sim {
                 min_rtt_s: if tp.min_rtt == Time::MAX { 0.0 } else { tp.min_rtt.as_secs_f64() },
                 retrans_segments: s.stats.retrans as i64,
                 segs_out: s.stats.segs_out as i64,
-                pacing_rate_bps: tp.pacing_rate.min(tp.max_pacing_rate).bps() as f64,
+                pacing_rate_bps: pacing_rate.bps() as f64,
                 delivery_rate_bps: delivery_rate,
                 inflight_segments: tp.in_flight() as i64,
                 ca_state: s.state_label(),

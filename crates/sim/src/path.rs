@@ -58,6 +58,8 @@ pub struct Bottleneck {
     pub bytes_departed: u64,
     /// Total time spent serializing (busy time).
     pub busy: Time,
+    /// Cached serialization time of the last packet size seen.
+    tx_cache: (u32, Time),
 }
 
 impl Bottleneck {
@@ -73,6 +75,7 @@ impl Bottleneck {
             drops: 0,
             bytes_departed: 0,
             busy: Time::ZERO,
+            tx_cache: (0, rate.transmit_time(Bytes(0))),
         }
     }
 
@@ -91,7 +94,10 @@ impl Bottleneck {
             self.drops += 1;
             return None;
         }
-        let tx = self.rate.transmit_time(Bytes(bytes as u64));
+        if self.tx_cache.0 != bytes {
+            self.tx_cache = (bytes, self.rate.transmit_time(Bytes(bytes as u64)));
+        }
+        let tx = self.tx_cache.1;
         let dep = self.last_departure.max(now) + tx;
         self.last_departure = dep;
         self.queue.push_back((dep, bytes));

@@ -5,7 +5,7 @@ use crate::cc::{AckSample, CaState};
 use crate::units::Time;
 
 use super::chrono::ChronoKind;
-use super::receiver::Ack;
+use super::receiver::{Ack, MAX_SACKS};
 use super::scoreboard::{FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED};
 use super::sender::{Sender, SenderEnv};
 
@@ -29,7 +29,22 @@ impl Sender {
         let mut last_sackt: Option<Time> = None;
         let mut newly_sacked = 0u32;
         let mut ranges = std::mem::take(&mut self.range_scratch);
-        for &(s, e) in ack.sack_blocks() {
+        let cache = self.sack_cache;
+        for &(s0, e0) in ack.sack_blocks() {
+            // tcp_sacktag_write_queue()'s recv_sack_cache: parts of a block
+            // already reported by the previous ACK are fully tagged; skip them.
+            let (mut s, mut e) = (s0, e0);
+            for &(cs, ce) in &cache {
+                if cs <= s && s < ce {
+                    s = ce;
+                }
+                if cs < e && e <= ce {
+                    e = cs;
+                }
+            }
+            if s >= e {
+                continue;
+            }
             let fack = self.sb.highest_sacked();
             ranges.clear();
             ranges.extend_from_slice(self.sb.sack_block(s, e));
@@ -61,6 +76,8 @@ impl Sender {
             }
         }
         self.range_scratch = ranges;
+        self.sack_cache = [(0, 0); MAX_SACKS];
+        self.sack_cache[..ack.sack_blocks().len()].copy_from_slice(ack.sack_blocks());
         self.tp.sacked_out += newly_sacked;
         self.tp.delivered += newly_sacked as u64;
 
@@ -123,6 +140,7 @@ impl Sender {
             }
             self.rtt.sample(m, self.sb.snd_una, self.sb.snd_nxt);
             self.backoff = 0; // RFC 6298: reset backoff on a valid sample
+            self.refresh_rto();
             self.tp.srtt = self.rtt.srtt;
             self.tp.min_rtt = self.rtt.min_rtt;
         }
@@ -178,7 +196,9 @@ impl Sender {
         } else if self.may_raise_cwnd(una_advanced, acked_sacked > 0) {
             self.cc.cong_avoid(&mut self.tp, acked_sacked);
         }
-        self.update_pacing_rate();
+        if self.pacing_used() {
+            self.update_pacing_rate();
+        }
     }
 
     /// tcp_may_raise_cwnd(): grow only on in-order delivery unless

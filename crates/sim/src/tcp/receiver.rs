@@ -112,11 +112,27 @@ impl Receiver {
     }
 
     fn ofo_contains(&self, seq: u64) -> bool {
+        match self.ofo.back() {
+            None => return false,
+            Some(b) if seq >= b.1 => return false, // new data above every range
+            Some(b) if seq >= b.0 => return true,
+            _ => {}
+        }
         let i = self.ofo.partition_point(|r| r.1 <= seq);
         i < self.ofo.len() && self.ofo[i].0 <= seq
     }
 
     fn insert_ofo(&mut self, seq: u64) {
+        if let Some(b) = self.ofo.back_mut() {
+            if b.1 == seq {
+                b.1 = seq + 1; // the common case: extends the highest range
+                return;
+            }
+            if seq > b.1 {
+                self.ofo.push_back((seq, seq + 1));
+                return;
+            }
+        }
         let i = self.ofo.partition_point(|r| r.1 < seq);
         // Extend a range that ends at seq, or one that starts at seq + 1.
         if i < self.ofo.len() && self.ofo[i].1 == seq {
@@ -142,7 +158,12 @@ impl Receiver {
             return ack;
         }
         let mut n = 0;
-        let first = self.ofo.partition_point(|r| r.1 <= self.last_ofo);
+        let last = self.ofo.len() - 1;
+        let first = if self.ofo[last].0 <= self.last_ofo && self.last_ofo < self.ofo[last].1 {
+            last
+        } else {
+            self.ofo.partition_point(|r| r.1 <= self.last_ofo)
+        };
         let first = if first < self.ofo.len() && self.ofo[first].0 <= self.last_ofo {
             ack.sacks[0] = self.ofo[first];
             n = 1;

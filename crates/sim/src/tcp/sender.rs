@@ -72,6 +72,8 @@ pub struct Sender {
     pace_timer: Timer,
     /// icsk_backoff.
     pub backoff: u32,
+    /// icsk_rto with backoff applied.
+    rto_cache: Time,
     /// icsk_retransmits: RTOs since the last forward progress.
     pub(super) rto_retransmits: u32,
     wmem_segs: u64,
@@ -87,6 +89,8 @@ pub struct Sender {
     cwnd_limited_flag: bool,
     pub(super) lost_scratch: Vec<u64>,
     pub(super) range_scratch: Vec<(u64, u64)>,
+    /// SACK blocks of the previous ACK (tp->recv_sack_cache).
+    pub(super) sack_cache: [(u64, u64); super::receiver::MAX_SACKS],
 }
 
 impl Sender {
@@ -118,6 +122,7 @@ impl Sender {
             reo_timer: Timer::default(),
             pace_timer: Timer::default(),
             backoff: 0,
+            rto_cache: TIMEOUT_INIT,
             rto_retransmits: 0,
             wmem_segs: (cfg.wmem_bytes / cfg.mss.max(1) as u64).max(1),
             snd_wnd_end: cfg.initial_rwnd as u64,
@@ -129,6 +134,7 @@ impl Sender {
             cwnd_limited_flag: false,
             lost_scratch: Vec::new(),
             range_scratch: Vec::new(),
+            sack_cache: [(0, 0); super::receiver::MAX_SACKS],
         };
         if !s.owns {
             s.update_pacing_rate();
@@ -156,10 +162,17 @@ impl Sender {
     }
 
     /// Current RTO including exponential backoff (inet_csk_rto_backoff).
+    #[inline]
     pub fn current_rto(&self) -> Time {
+        self.rto_cache
+    }
+
+    /// Recomputes the cached RTO after an RTT sample or a backoff change
+    /// (tcp_set_rto).
+    pub(super) fn refresh_rto(&mut self) {
         let base = self.rtt.rto();
         let shifted = if self.backoff >= 32 { RTO_MAX } else { base.mul(1u64 << self.backoff) };
-        shifted.min(RTO_MAX)
+        self.rto_cache = shifted.min(RTO_MAX);
     }
 
     /// Whether the pacing rate applies: the CCA asked for pacing
@@ -186,6 +199,21 @@ impl Sender {
         let bytes = (rate.bps() / 8) >> 10;
         let max = (65_536 / mss).max(1);
         (bytes / mss).clamp(2.min(max), max) as u32
+    }
+
+    /// Whether the stack paces this connection (the CCA asked for it or a
+    /// per-stream cap applies); otherwise the pacing rate is only reported.
+    #[inline]
+    pub(super) fn pacing_used(&self) -> bool {
+        self.tp.pacing_enabled || self.rate_cap.is_some()
+    }
+
+    /// sk_pacing_rate as tcp_info reports it.
+    pub fn reported_pacing_rate(&mut self) -> Rate {
+        if !self.owns {
+            self.update_pacing_rate();
+        }
+        self.tp.pacing_rate.min(self.tp.max_pacing_rate)
     }
 
     /// tcp_update_pacing_rate(): 200 % of cwnd/srtt in slow start, 120 %
@@ -598,6 +626,7 @@ impl Sender {
             self.retransmit(seq, now, env);
         }
         self.backoff = self.backoff.saturating_add(1);
+        self.refresh_rto();
         self.rto_retransmits = self.rto_retransmits.saturating_add(1);
         self.rto_is_tlp = false;
         let rto = self.current_rto();
