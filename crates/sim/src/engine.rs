@@ -123,9 +123,10 @@ pub struct Sim {
     result: RunResult,
 }
 
-/// Builds an algorithm; the scenario has already validated the names.
-fn build_cc(name: &str) -> Box<dyn CongestionControl> {
-    crate::cc::by_name(name).unwrap_or_else(|| panic!("unknown congestion control {name:?}"))
+/// Builds an algorithm with its own seed; the scenario has already
+/// validated the names.
+fn build_cc(name: &str, seed: u64) -> Box<dyn CongestionControl> {
+    crate::cc::by_name_seeded(name, seed).unwrap_or_else(|| panic!("unknown congestion control {name:?}"))
 }
 
 impl Sim {
@@ -167,7 +168,11 @@ impl Sim {
                 rate_cap: s.rate_cap,
                 initial_rwnd: receiver.wnd,
             };
-            let sender = Sender::new(&scfg, build_cc(&s.cc));
+            let cc_seed = Rng::new(cfg.seed, 0xCC00_0000 + i as u64).next_u64();
+            let mut sender = Sender::new(&scfg, build_cc(&s.cc, cc_seed));
+            // The handshake's SYN/SYN-ACK exchange gives Linux its first RTT
+            // sample (base RTT plus access delay); data starts at `start`.
+            sender.seed_handshake_rtt(cfg.rtt + s.extra_rtt);
             net.events.push(s.start, Event::Timer(i as u32, TimerKind::App));
             streams.push(Stream {
                 group: s.group,

@@ -231,8 +231,18 @@ impl Sender {
         tp.pacing_rate = Rate(rate).min(tp.max_pacing_rate);
     }
 
-    /// Starts the connection (data can flow at once; the handshake is not
-    /// modelled).
+    /// Records the RTT measured by the three-way handshake
+    /// (tcp_synack_rtt_meas / tcp_ack_update_rtt on the SYN-ACK), which
+    /// seeds srtt, min_rtt and the RTO before any data is sent.
+    pub fn seed_handshake_rtt(&mut self, rtt: Time) {
+        self.rtt.update_min(rtt);
+        self.rtt.sample(rtt, 0, 0);
+        self.tp.srtt = self.rtt.srtt;
+        self.tp.min_rtt = self.rtt.min_rtt;
+        self.refresh_rto();
+    }
+
+    /// Starts the connection: the handshake is complete, data flows at once.
     pub fn start<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
         self.tp.now = now;
         self.push(now, env);
