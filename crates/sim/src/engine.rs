@@ -1,6 +1,7 @@
 //! The discrete-event loop: streams (sender + receiver), the shared path,
 //! and periodic sampling. Built from a validated [`crate::scenario::Scenario`].
 
+use crate::app::{RpcApp, RpcMode, RpcSpec};
 use crate::cc::CongestionControl;
 use crate::event::{Event, EventQueue, Timer, TimerKind};
 use crate::path::{Bottleneck, LossStage, Pipe};
@@ -26,6 +27,8 @@ pub struct StreamSpec {
     /// Extra round-trip delay of the sender's access link (added to the
     /// ACK path, which has no queue).
     pub extra_rtt: Time,
+    /// RPC application, or `None` for a bulk transfer.
+    pub rpc: Option<RpcSpec>,
 }
 
 #[derive(Clone, Debug)]
@@ -53,6 +56,7 @@ struct Stream {
     start: Time,
     started: bool,
     delack: Timer,
+    rpc: Option<RpcApp>,
 }
 
 /// Data packet in flight on the forward path.
@@ -173,6 +177,10 @@ impl Sim {
             // The handshake's SYN/SYN-ACK exchange gives Linux its first RTT
             // sample (base RTT plus access delay); data starts at `start`.
             sender.seed_handshake_rtt(cfg.rtt + s.extra_rtt);
+            let rpc = s.rpc.clone().map(|spec| {
+                sender.write_seq = 0; // the server writes only on requests
+                RpcApp::new(spec, s.mss, Rng::new(cfg.seed, 0xA990_0000 + i as u64))
+            });
             net.events.push(s.start, Event::Timer(i as u32, TimerKind::App));
             streams.push(Stream {
                 group: s.group,
@@ -185,6 +193,7 @@ impl Sim {
                 start: s.start,
                 started: false,
                 delack: Timer::default(),
+                rpc,
             });
         }
         if cfg.sample_interval > Time::ZERO && cfg.sample_interval <= cfg.duration {
@@ -222,6 +231,41 @@ impl Sim {
             }
             RxAction::None => {}
         }
+        if st.rpc.is_some() {
+            self.rpc_completions(pkt.stream as usize, now);
+        }
+    }
+
+    /// Records RPCs whose responses are complete; a closed loop issues the
+    /// next request at once.
+    fn rpc_completions(&mut self, i: usize, now: Time) {
+        let st = &mut self.streams[i];
+        loop {
+            let rcv_nxt = st.receiver.rcv_nxt;
+            let Some(app) = st.rpc.as_mut() else { return };
+            let Some(t0) = app.pop_completed(rcv_nxt) else { return };
+            let closed = matches!(app.spec.mode, RpcMode::Closed { .. });
+            let rpcs = &mut self.result.rpcs;
+            rpcs.flow_group.push(st.group as i64);
+            rpcs.stream.push(st.index as i64);
+            rpcs.start_s.push(t0.as_secs_f64());
+            rpcs.duration_s.push((now - t0).as_secs_f64());
+            rpcs.response_bytes.push(app.spec.response_bytes as i64);
+            if closed {
+                Self::rpc_issue(st, &mut self.net, i as u32, now);
+            }
+        }
+    }
+
+    /// The client of stream `st` issues one request at `now`.
+    fn rpc_issue(st: &mut Stream, net: &mut Net, i: u32, now: Time) {
+        let Some(app) = st.rpc.as_mut() else { return };
+        let at = app.issue(now, st.ack_delay);
+        net.events.push(at, Event::Timer(i, TimerKind::RpcRequest));
+        // A pending delayed ACK rides on the request.
+        if let Some(ack) = st.receiver.piggyback_ack() {
+            net.acks[st.ack_pipe].push_polled(now + st.ack_delay, (i, ack));
+        }
     }
 
     /// The head of ACK pipe `k` reaches its sender.
@@ -250,6 +294,34 @@ impl Sim {
             TimerKind::App if !st.started => {
                 st.started = true;
                 st.sender.start(now, &mut tx);
+                let mode = st.rpc.as_ref().map(|a| a.spec.mode.clone());
+                match mode {
+                    Some(RpcMode::Closed { concurrency }) => {
+                        for _ in 0..concurrency {
+                            Self::rpc_issue(st, tx.net, i as u32, now);
+                        }
+                    }
+                    Some(RpcMode::Open { .. }) => {
+                        if let Some(gap) = st.rpc.as_mut().and_then(|a| a.next_gap()) {
+                            tx.net.events.push(now + gap, Event::Timer(i as u32, TimerKind::RpcIssue));
+                        }
+                    }
+                    None => {}
+                }
+            }
+            TimerKind::RpcIssue => {
+                Self::rpc_issue(st, tx.net, i as u32, now);
+                if let Some(gap) = st.rpc.as_mut().and_then(|a| a.next_gap()) {
+                    if now + gap <= self.end {
+                        tx.net.events.push(now + gap, Event::Timer(i as u32, TimerKind::RpcIssue));
+                    }
+                }
+            }
+            TimerKind::RpcRequest => {
+                if let Some(app) = st.rpc.as_mut() {
+                    let segs = app.on_request();
+                    st.sender.app_write(now, segs, &mut tx);
+                }
             }
             _ => st.sender.on_timer(kind, now, &mut tx),
         }

@@ -20,6 +20,10 @@ pub enum TimerKind {
     DelAck,
     /// The stream's application starts (or has new work).
     App,
+    /// An RPC request reaches the server (the sender's host).
+    RpcRequest,
+    /// The next open-loop RPC is issued by the client.
+    RpcIssue,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! fatpipe-sim: a deterministic packet-level simulator of Linux TCP on long
 //! fat networks. Pure Rust; no wall clock, no global RNG, no I/O.
 
+pub mod app;
 pub mod cc;
 pub mod engine;
 pub mod event;

@@ -8,6 +8,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::app::{RpcMode, RpcSpec};
 use crate::engine::{Sim, SimConfig, StreamSpec, HEADER_BYTES};
 use crate::trace::RunResult;
 use crate::units::{Bytes, Rate, Time};
@@ -145,6 +146,35 @@ fn host_limits(v: &Value, path: &str) -> Result<HostLimits, ConfigError> {
     Ok(HostLimits { rmem_max_bytes: rmem, wmem_max_bytes: wmem, stream_rate_cap_bps: cap, extra_rtt_s: extra })
 }
 
+/// The RPC fields of an "rpc" flow: response_bytes, and either
+/// concurrency (closed loop) or rate_per_s (open loop).
+fn rpc_spec(f: &Obj<'_>) -> Result<RpcSpec, ConfigError> {
+    let response_bytes = f.u64("response_bytes")?;
+    if response_bytes == 0 {
+        return err(f.field("response_bytes"), "must be >= 1");
+    }
+    let request_bytes = f.opt_u64("request_bytes")?.unwrap_or(100);
+    let concurrency = f.opt_u64("concurrency")?;
+    let rate = f.opt_f64("rate_per_s")?;
+    let mode = match (concurrency, rate) {
+        (Some(c), None) => {
+            if c == 0 || c > 1_000_000 {
+                return err(f.field("concurrency"), format!("must be between 1 and 1000000, got {c}"));
+            }
+            RpcMode::Closed { concurrency: c as u32 }
+        }
+        (None, Some(r)) => {
+            if r <= 0.0 {
+                return err(f.field("rate_per_s"), format!("must be > 0, got {r}"));
+            }
+            RpcMode::Open { rate_per_s: r }
+        }
+        (Some(_), Some(_)) => return err(f.field("concurrency"), "give either concurrency or rate_per_s, not both"),
+        (None, None) => return err(f.field("concurrency"), "an rpc flow needs concurrency (closed loop) or rate_per_s (open loop)"),
+    };
+    Ok(RpcSpec { request_bytes, response_bytes, mode })
+}
+
 /// One flow group (FlowPlan).
 #[derive(Clone, Debug)]
 pub struct FlowPlan {
@@ -155,6 +185,8 @@ pub struct FlowPlan {
     pub mss_bytes: u64,
     pub sender: String,
     pub start_s: f64,
+    /// The RPC application of an "rpc" flow.
+    pub rpc: Option<RpcSpec>,
 }
 
 /// A validated run plan (RunPlan).
@@ -235,11 +267,11 @@ impl Scenario {
             let path = format!("flows[{i}]");
             let f = Obj::new(fv, &path)?;
             let kind = f.opt("kind").and_then(|v| v.as_str()).unwrap_or("bulk").to_string();
-            match kind.as_str() {
-                "bulk" => {}
-                "rpc" => return err(f.field("kind"), "rpc flows are not implemented by the sim backend yet"),
+            let rpc = match kind.as_str() {
+                "bulk" => None,
+                "rpc" => Some(rpc_spec(&f)?),
                 k => return err(f.field("kind"), format!("unknown flow kind '{k}'; expected bulk or rpc")),
-            }
+            };
             let cc = f.str("cc")?.to_string();
             if crate::cc::by_name(&cc).is_none() {
                 return err(
@@ -272,7 +304,7 @@ impl Scenario {
                 return err(f.field("start_s"), format!("must be >= 0, got {start_s}"));
             }
             let group = f.opt_u64("group")?.unwrap_or(i as u64);
-            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s });
+            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc });
         }
         Ok(Scenario {
             run_id,
@@ -319,6 +351,7 @@ impl Scenario {
                     rmem_bytes: self.receiver.rmem_max_bytes,
                     rate_cap: host.stream_rate_cap_bps.map(|c| Rate(c.round() as u64)),
                     extra_rtt: Time::from_secs_f64(host.extra_rtt_s + self.receiver.extra_rtt_s),
+                    rpc: f.rpc.clone(),
                 });
                 k += 1;
             }

@@ -111,6 +111,16 @@ impl Receiver {
         Some(self.make_ack(None))
     }
 
+    /// The client sends a request on this connection: a pending delayed ACK
+    /// rides on it (piggybacking).
+    pub fn piggyback_ack(&mut self) -> Option<Ack> {
+        if self.unacked == 0 {
+            return None;
+        }
+        self.delack_armed = false;
+        Some(self.make_ack(None))
+    }
+
     fn ofo_contains(&self, seq: u64) -> bool {
         match self.ofo.back() {
             None => return false,

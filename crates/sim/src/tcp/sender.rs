@@ -72,6 +72,8 @@ pub struct Sender {
     pace_timer: Timer,
     /// icsk_backoff.
     pub backoff: u32,
+    /// Time of the last data transmission (tp->lsndtime).
+    last_send: Time,
     /// icsk_rto with backoff applied.
     rto_cache: Time,
     /// icsk_retransmits: RTOs since the last forward progress.
@@ -94,6 +96,8 @@ pub struct Sender {
 }
 
 impl Sender {
+    /// A sender whose application writes `write_seq` segments in total
+    /// (`u64::MAX`: a bulk sender that always has data).
     pub fn new(cfg: &SenderConfig, mut cc: Box<dyn CongestionControl>) -> Sender {
         let mut tp = ConnState::new(cfg.mss);
         if let Some(cap) = cfg.rate_cap {
@@ -122,6 +126,7 @@ impl Sender {
             reo_timer: Timer::default(),
             pace_timer: Timer::default(),
             backoff: 0,
+            last_send: Time::ZERO,
             rto_cache: TIMEOUT_INIT,
             rto_retransmits: 0,
             wmem_segs: (cfg.wmem_bytes / cfg.mss.max(1) as u64).max(1),
@@ -240,6 +245,38 @@ impl Sender {
         self.tp.srtt = self.rtt.srtt;
         self.tp.min_rtt = self.rtt.min_rtt;
         self.refresh_rto();
+    }
+
+    /// The application writes `segs` more segments (tcp_sendmsg), after
+    /// Linux's slow-start-after-idle check, and the stack tries to send.
+    pub fn app_write<E: SenderEnv>(&mut self, now: Time, segs: u64, env: &mut E) {
+        self.slow_start_after_idle_check(now);
+        self.write_seq = self.write_seq.saturating_add(segs);
+        self.push(now, env);
+    }
+
+    /// tcp_slow_start_after_idle_check() + tcp_cwnd_restart()
+    /// (net.ipv4.tcp_slow_start_after_idle = 1): after an idle period longer
+    /// than the RTO, cwnd halves per RTO idle, down to min(IW, cwnd).
+    fn slow_start_after_idle_check(&mut self, now: Time) {
+        if self.tp.packets_out > 0 || self.owns || self.stats.segs_out == 0 {
+            return;
+        }
+        let rto = self.current_rto();
+        let idle = now.saturating_sub(self.last_send);
+        if idle <= rto {
+            return;
+        }
+        self.cc.cwnd_event(&mut self.tp, CwndEvent::CwndRestart);
+        self.tp.snd_ssthresh = self.current_ssthresh();
+        let restart = 10u32.min(self.tp.snd_cwnd);
+        let mut cwnd = self.tp.snd_cwnd;
+        let mut delta = idle.saturating_sub(rto);
+        while delta > Time::ZERO && cwnd > restart {
+            cwnd >>= 1;
+            delta = delta.saturating_sub(rto);
+        }
+        self.tp.snd_cwnd = cwnd.max(restart);
     }
 
     /// Starts the connection: the handshake is complete, data flows at once.
@@ -378,6 +415,7 @@ impl Sender {
         self.rate.on_sent(&mut seg, now, self.tp.packets_out, self.tp.delivered, self.tp.app_limited);
         let seq = self.sb.push_new(seg);
         self.tp.packets_out = self.sb.packets_out();
+        self.last_send = now;
         self.stats.segs_out += 1;
         if self.in_cwnd_reduction() {
             self.prr.on_sent(1);
@@ -401,6 +439,7 @@ impl Sender {
             self.tp.retrans_out += 1;
         }
         self.sb.note_retransmit(seq);
+        self.last_send = now;
         self.stats.segs_out += 1;
         self.stats.retrans += 1;
         if self.in_cwnd_reduction() {
@@ -577,7 +616,7 @@ impl Sender {
                 self.push(now, env);
                 return;
             }
-            TimerKind::DelAck => return,
+            TimerKind::DelAck | TimerKind::RpcRequest | TimerKind::RpcIssue => return,
         };
         let (fire, again) = t.on_event(now);
         if let Some(at) = again {
