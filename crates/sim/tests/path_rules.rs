@@ -127,3 +127,45 @@ fn series_has_one_row_per_stream_per_interval_with_cumulative_counters() {
     assert!(r.path.min_rtt_s.unwrap() >= 0.02);
     assert!(r.path.bottleneck_bps.unwrap() <= 100e6 * 1.0001);
 }
+
+#[test]
+fn a_per_stream_rate_cap_paces_every_cca_down_to_the_cap() {
+    for cc in ["reno", "bbr"] {
+        let mut p = Plan::new(cc, 2, 1e9, 0.02, 6.0);
+        p.0["senders"]["s1"]["stream_rate_cap_bps"] = json!(50e6);
+        let r = p.run();
+        let g = goodput(&r, 2.0, 6.0);
+        assert!((g / 100e6 - 1.0).abs() < 0.03, "{cc}: two capped streams gave {g:.4e}");
+    }
+}
+
+#[test]
+fn access_delay_adds_to_the_round_trip_of_that_sender_only() {
+    let mut p = Plan::new("reno", 1, 100e6, 0.02, 2.0);
+    p.0["senders"]["s2"] = p.0["senders"]["s1"].clone();
+    p.0["senders"]["s2"]["extra_rtt_s"] = json!(0.03);
+    let mut f2 = p.0["flows"][0].clone();
+    f2["group"] = json!(1);
+    f2["sender"] = json!("s2");
+    p.0["flows"].as_array_mut().unwrap().push(f2);
+    let r = p.run();
+    let min_rtt = |g: i64| {
+        (0..r.series.len()).filter(|&i| r.series.flow_group[i] == g).map(|i| r.series.min_rtt_s[i]).fold(f64::MAX, f64::min)
+    };
+    assert!((min_rtt(0) - 0.02).abs() < 0.001, "{}", min_rtt(0));
+    assert!((min_rtt(1) - 0.05).abs() < 0.001, "{}", min_rtt(1));
+}
+
+#[test]
+fn random_loss_and_bit_corruption_combine_into_one_packet_loss_probability() {
+    let (loss, corruption) = (1e-3, 1e-7);
+    let r = Plan::new("reno", 1, 50e6, 0.02, 20.0)
+        .set("loss", json!(loss))
+        .set("corruption", json!(corruption))
+        .run();
+    let bits = (1460.0 + 40.0) * 8.0;
+    let p = 1.0 - (1.0 - loss) * f64::powf(1.0 - corruption, bits);
+    let seen = r.path.random_drops as f64 / r.path.packets as f64;
+    let sd = (p / r.path.packets as f64).sqrt();
+    assert!((seen - p).abs() < 4.0 * sd, "drop rate {seen:.5} vs {p:.5}");
+}
