@@ -248,11 +248,9 @@ impl Sender {
         let st = self.tp.ca_state;
         if st != CaState::Open && self.sb.snd_una >= self.high_seq {
             match st {
-                CaState::Cwr => {
-                    if self.sb.snd_una != self.high_seq {
-                        self.end_cwnd_reduction();
-                        self.set_state(CaState::Open);
-                    }
+                CaState::Cwr if self.sb.snd_una != self.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_state(CaState::Open);
                 }
                 CaState::Recovery => {
                     // tcp_try_undo_recovery() without undo, then end reduction.

@@ -11,6 +11,7 @@ pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
+pub mod timers;
 
 pub use receiver::{Ack, Receiver, RxAction};
 pub use sender::{Sender, SenderConfig, SenderEnv};

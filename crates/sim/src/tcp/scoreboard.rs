@@ -149,7 +149,7 @@ impl Scoreboard {
             return false;
         }
         let s = self.get(seq);
-        s.tx_id == id && !s.has(FLAG_SACKED) && !(s.has(FLAG_LOST) && !s.has(FLAG_RETRANS))
+        s.tx_id == id && !s.has(FLAG_SACKED) && (!s.has(FLAG_LOST) || s.has(FLAG_RETRANS))
     }
 
     /// Oldest live transmission, dropping stale entries on the way.

@@ -14,7 +14,7 @@ use super::chrono::{Chrono, ChronoKind};
 use super::prr::Prr;
 use super::rack::Rack;
 use super::rate::RateState;
-use super::rtt::{RttEstimator, RTO_MAX, RTO_MIN, TIMEOUT_INIT};
+use super::rtt::{RttEstimator, RTO_MAX, TIMEOUT_INIT};
 use super::scoreboard::{Scoreboard, Seg, FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED};
 
 /// What a sender needs from the world: put a segment on the wire, and ask
@@ -66,29 +66,29 @@ pub struct Sender {
     /// snd_nxt after the outstanding tail loss probe (tp->tlp_high_seq).
     pub(super) tlp_high_seq: Option<u64>,
     pub(super) tlp_retrans: bool,
-    rto_timer: Timer,
-    rto_is_tlp: bool,
-    reo_timer: Timer,
-    pace_timer: Timer,
+    pub(super) rto_timer: Timer,
+    pub(super) rto_is_tlp: bool,
+    pub(super) reo_timer: Timer,
+    pub(super) pace_timer: Timer,
     /// icsk_backoff.
     pub backoff: u32,
     /// Time of the last data transmission (tp->lsndtime).
-    last_send: Time,
+    pub(super) last_send: Time,
     /// icsk_rto with backoff applied.
-    rto_cache: Time,
+    pub(super) rto_cache: Time,
     /// icsk_retransmits: RTOs since the last forward progress.
     pub(super) rto_retransmits: u32,
-    wmem_segs: u64,
+    pub(super) wmem_segs: u64,
     /// snd_una + advertised window (tcp_wnd_end), in segments.
     pub(super) snd_wnd_end: u64,
     /// Segments the application has written so far.
     pub write_seq: u64,
     /// Earliest departure time of the next paced segment (tcp_wstamp_ns).
-    wstamp: Time,
-    rate_cap: Option<Rate>,
-    max_packets_out: u32,
-    cwnd_usage_seq: u64,
-    cwnd_limited_flag: bool,
+    pub(super) wstamp: Time,
+    pub(super) rate_cap: Option<Rate>,
+    pub(super) max_packets_out: u32,
+    pub(super) cwnd_usage_seq: u64,
+    pub(super) cwnd_limited_flag: bool,
     pub(super) lost_scratch: Vec<u64>,
     pub(super) range_scratch: Vec<(u64, u64)>,
     /// SACK blocks of the previous ACK (tp->recv_sack_cache).
@@ -407,7 +407,7 @@ impl Sender {
         }
     }
 
-    fn send_new<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+    pub(super) fn send_new<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
         }
@@ -525,255 +525,8 @@ impl Sender {
         self.sb.queue_lost(seq);
     }
 
-    // -------------------------------------------------------------- timers
-
-    /// Arms a timer. RTO/TLP/REO run on Linux's jiffy timer wheel, so their
-    /// deadlines are rounded up to a 1 ms boundary; pacing uses an hrtimer.
-    fn arm<E: SenderEnv>(&mut self, kind: TimerKind, at: Time, env: &mut E) {
-        let t = match kind {
-            TimerKind::Rto => {
-                let at = jiffy_ceil(at);
-                if let Some(at) = self.rto_timer.arm(at) {
-                    env.schedule(at, kind);
-                }
-                return;
-            }
-            TimerKind::Reo => &mut self.reo_timer,
-            TimerKind::Pace => &mut self.pace_timer,
-            _ => return,
-        };
-        if let Some(at) = t.arm(at) {
-            env.schedule(at, kind);
-        }
-    }
-
-    pub(super) fn arm_reo<E: SenderEnv>(&mut self, at: Time, env: &mut E) {
-        self.arm(TimerKind::Reo, at, env);
-    }
-
-    /// Deadline of the RTO for the oldest outstanding segment
-    /// (tcp_rto_delta_us): rto - (now - head's send time).
-    fn rto_delta(&self, now: Time) -> Time {
-        if self.sb.is_empty() {
-            return self.current_rto();
-        }
-        let head = self.sb.get(self.sb.snd_una).xmit;
-        (head + self.current_rto()).saturating_sub(now)
-    }
-
-    /// tcp_rearm_rto().
-    pub(super) fn rearm_rto<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
-        if self.tp.packets_out == 0 {
-            self.rto_timer.disarm();
-            self.rto_is_tlp = false;
-            return;
-        }
-        let mut rto = self.current_rto();
-        if self.rto_is_tlp {
-            // Restarting after a probe/REO timer: keep the head's deadline.
-            rto = self.rto_delta(now).max(Time(1));
-        }
-        self.rto_is_tlp = false;
-        self.arm(TimerKind::Rto, now + rto, env);
-    }
-
-    /// tcp_schedule_loss_probe(): TLP PTO = 2·srtt (+200 ms with a single
-    /// packet out, else +2 ms), never later than the RTO (RFC 8985 §7.2).
-    pub(super) fn schedule_loss_probe<E: SenderEnv>(&mut self, now: Time, advancing_rto: bool, env: &mut E) -> bool {
-        if self.tp.packets_out == 0 || !matches!(self.tp.ca_state, CaState::Open | CaState::Cwr) {
-            return false;
-        }
-        let mut timeout = if self.tp.srtt.0 != 0 {
-            let extra = if self.tp.packets_out == 1 { RTO_MIN } else { super::rack::TIMEOUT_MIN };
-            self.tp.srtt.mul(2) + extra
-        } else {
-            TIMEOUT_INIT
-        };
-        let delta = if advancing_rto { self.current_rto() } else { self.rto_delta(now) };
-        if delta > Time::ZERO {
-            timeout = timeout.min(delta);
-        }
-        self.rto_is_tlp = true;
-        self.arm(TimerKind::Rto, now + timeout, env);
-        true
-    }
-
-    /// tcp_set_xmit_timer().
-    pub(super) fn set_xmit_timer<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
-        if !self.schedule_loss_probe(now, true, env) {
-            self.rearm_rto(now, env);
-        }
-    }
-
-    /// A timer event popped; dispatches it if the timer really expired.
-    pub fn on_timer<E: SenderEnv>(&mut self, kind: TimerKind, now: Time, env: &mut E) {
-        self.tp.now = now;
-        let t = match kind {
-            TimerKind::Rto => &mut self.rto_timer,
-            TimerKind::Reo => &mut self.reo_timer,
-            TimerKind::Pace => &mut self.pace_timer,
-            TimerKind::App => {
-                self.push(now, env);
-                return;
-            }
-            TimerKind::DelAck | TimerKind::RpcRequest | TimerKind::RpcIssue => return,
-        };
-        let (fire, again) = t.on_event(now);
-        if let Some(at) = again {
-            env.schedule(at, kind);
-        }
-        if !fire {
-            return;
-        }
-        match kind {
-            TimerKind::Rto if self.rto_is_tlp => self.send_loss_probe(now, env),
-            TimerKind::Rto => self.retransmit_timer(now, env),
-            TimerKind::Reo => self.reo_timeout(now, env),
-            TimerKind::Pace => self.push(now, env),
-            _ => {}
-        }
-    }
-
-    /// tcp_send_loss_probe() (RFC 8985 §7.3): send one new segment if the
-    /// window allows, else retransmit the highest sent segment.
-    fn send_loss_probe<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
-        self.rto_is_tlp = false;
-        if self.tlp_high_seq.is_some() || self.tp.packets_out == 0 {
-            self.rearm_rto(now, env);
-            return;
-        }
-        self.tlp_retrans = false;
-        let can_send_new = self.sb.snd_nxt < self.write_seq
-            && self.sb.snd_nxt < self.snd_wnd_end
-            && self.sb.snd_nxt - self.sb.snd_una < self.wmem_segs;
-        if can_send_new {
-            self.send_new(now, env);
-        } else {
-            let last = self.sb.snd_nxt - 1;
-            if self.sb.get(last).has(FLAG_SACKED) {
-                self.rearm_rto(now, env);
-                return;
-            }
-            self.retransmit(last, now, env);
-            self.tlp_retrans = true;
-        }
-        self.stats.tlp_probes += 1;
-        self.tlp_high_seq = Some(self.sb.snd_nxt);
-        self.rearm_rto(now, env);
-    }
-
-    /// tcp_retransmit_timer() + tcp_enter_loss(): RTO expiry.
-    fn retransmit_timer<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
-        if self.tp.packets_out == 0 {
-            return;
-        }
-        self.stats.rto_fired += 1;
-        self.enter_loss(now);
-        // Retransmit the head at once, ignoring cwnd.
-        if let Some(seq) = self.sb.next_lost() {
-            self.sb.pop_lost();
-            self.retransmit(seq, now, env);
-        }
-        self.backoff = self.backoff.saturating_add(1);
-        self.refresh_rto();
-        self.rto_retransmits = self.rto_retransmits.saturating_add(1);
-        self.rto_is_tlp = false;
-        let rto = self.current_rto();
-        self.arm(TimerKind::Rto, now + rto, env);
-        self.chrono.set(now, ChronoKind::Busy);
-    }
-
-    /// tcp_enter_loss() with tcp_timeout_mark_lost().
-    pub(super) fn enter_loss(&mut self, now: Time) {
-        let st = self.tp.ca_state;
-        if st <= CaState::Disorder
-            || self.sb.snd_una >= self.high_seq
-            || (st == CaState::Loss && self.rto_retransmits == 0)
-        {
-            self.prior_ssthresh = self.current_ssthresh();
-            self.tp.prior_cwnd = self.tp.snd_cwnd;
-            self.tp.snd_ssthresh = self.cc.ssthresh(&self.tp);
-            self.cc.cwnd_event(&mut self.tp, CwndEvent::Loss);
-        }
-        self.undo_marker = true;
-        // Mark the head and every segment whose RACK timeout (with zero
-        // reordering window) has expired as lost.
-        // The retransmission queue is rebuilt in sequence order: Linux
-        // retransmits from the head of the rtx queue after an RTO.
-        let head = self.sb.snd_una;
-        let rack_rtt = self.rack.rtt;
-        self.sb.clear_lost();
-        for seq in self.sb.range() {
-            let seg = *self.sb.get(seq);
-            if seg.has(FLAG_SACKED) {
-                continue;
-            }
-            if seg.has(FLAG_LOST) && !seg.has(FLAG_RETRANS) {
-                self.sb.queue_lost(seq); // already lost, not yet resent
-                continue;
-            }
-            if seq != head && seg.xmit + rack_rtt > now {
-                continue; // recently sent: not lost yet
-            }
-            self.mark_lost(seq);
-        }
-        self.tp.snd_cwnd = self.tp.in_flight() + 1;
-        self.tp.snd_cwnd_cnt = 0;
-        self.set_state(CaState::Loss);
-        self.high_seq = self.sb.snd_nxt;
-        self.tlp_high_seq = None;
-    }
-
-    /// tcp_rack_reo_timeout().
-    fn reo_timeout<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
-        let prior_in_flight = self.tp.in_flight();
-        self.rack_detect(now, env);
-        if prior_in_flight != self.tp.in_flight() {
-            if self.tp.ca_state != CaState::Recovery {
-                self.enter_recovery();
-                if !self.owns {
-                    let in_flight = self.tp.in_flight();
-                    if let Some(c) =
-                        self.prr.cwnd(self.tp.snd_ssthresh, self.tp.prior_cwnd, in_flight, 1, false, false)
-                    {
-                        self.tp.snd_cwnd = c;
-                    }
-                }
-            }
-            self.push(now, env);
-        }
-        if self.rto_is_tlp || !self.rto_timer.is_armed() {
-            self.rearm_rto(now, env);
-        }
-    }
-
-    /// Runs RACK detection and marks lost segments; arms the reordering timer
-    /// for the ones not yet overdue (tcp_rack_detect_loss + timer).
-    pub(super) fn rack_detect<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
-        let reo = self.rack.reo_wnd(self.tp.ca_state, self.tp.sacked_out, self.rtt.min_rtt, self.rtt.srtt);
-        let mut lost = std::mem::take(&mut self.lost_scratch);
-        let wait = self.rack.detect_loss(&mut self.sb, now, reo, &mut lost);
-        for &seq in &lost {
-            self.mark_lost(seq);
-        }
-        self.lost_scratch = lost;
-        if wait > Time::ZERO {
-            // usecs_to_jiffies() + TCP_TIMEOUT_MIN: the timer expires on a
-            // jiffy (1 ms at HZ=1000) boundary.
-            let at = jiffy_ceil(now + wait) + super::rack::TIMEOUT_MIN;
-            self.arm_reo(at, env);
-        }
-    }
-
     /// Scoreboard entries held (memory-bound checks).
     pub fn footprint(&self) -> usize {
         self.sb.footprint()
     }
-}
-
-/// Rounds up to the next jiffy (1 ms, HZ=1000): Linux's timer wheel fires
-/// on tick boundaries.
-pub fn jiffy_ceil(t: Time) -> Time {
-    const J: u64 = 1_000_000;
-    Time(t.0.div_ceil(J).saturating_mul(J))
 }
