@@ -65,14 +65,16 @@ fn reno_under_random_loss_is_within_half_to_three_times_mathis() {
 
 #[test]
 fn same_seed_gives_identical_output_and_another_seed_differs() {
-    let plan = |seed: u64| {
-        Plan::new("reno", 2, 200e6, 0.02, 4.0).set("loss", json!(1e-4)).set("seed", json!(seed)).json()
-    };
-    let a = fatpipe_sim::scenario::run_json(&plan(7)).unwrap().to_json().to_string();
-    let b = fatpipe_sim::scenario::run_json(&plan(7)).unwrap().to_json().to_string();
-    let c = fatpipe_sim::scenario::run_json(&plan(8)).unwrap().to_json().to_string();
-    assert_eq!(a, b);
-    assert_ne!(a, c);
+    for cc in fatpipe_sim::cc::AVAILABLE {
+        let plan = |seed: u64| {
+            Plan::new(cc, 2, 200e6, 0.02, 3.0).set("loss", json!(1e-4)).set("seed", json!(seed)).json()
+        };
+        let a = fatpipe_sim::scenario::run_json(&plan(7)).unwrap().to_json().to_string();
+        let b = fatpipe_sim::scenario::run_json(&plan(7)).unwrap().to_json().to_string();
+        let c = fatpipe_sim::scenario::run_json(&plan(8)).unwrap().to_json().to_string();
+        assert_eq!(a, b, "{cc}: same seed, different output");
+        assert_ne!(a, c, "{cc}: different seeds, same output");
+    }
 }
 
 #[test]
