@@ -156,3 +156,30 @@ fn wmem_bounds_unacked_segments() {
     assert_eq!(s.tp.packets_out, 15, "cwnd 20 but only 15 KB of send buffer");
     assert!(s.tp.app_limited > 0, "a send-buffer-limited sender is marked app-limited");
 }
+
+#[test]
+fn a_spurious_rto_is_undone_when_a_dsack_reports_the_retransmission_as_duplicate() {
+    let mut env = Env::default();
+    let mut s = sender_with_20_in_flight(&mut env);
+    let prior_cwnd = s.tp.snd_cwnd;
+    // No ACK for a while: TLP, then the RTO retransmits the head (seq 10).
+    loop {
+        let n = env.sent.len();
+        env.fire_next(&mut s, Time::from_secs(5)).expect("timer");
+        if env.sent[n..].iter().any(|&(_, seq, r)| r && seq == 10) && s.tp.ca_state == CaState::Loss {
+            break;
+        }
+    }
+    assert_eq!(s.tp.snd_cwnd, 1);
+    let t = env.sent.last().unwrap().0;
+    // The originals were only delayed: everything is acked, then the
+    // retransmitted copy arrives as a duplicate and is D-SACKed.
+    let all = s.sb.snd_nxt;
+    s.on_ack(t + Time::from_millis(1), &ack(all), &mut env);
+    assert_eq!(s.tp.ca_state, CaState::Open);
+    let mut d = ack(s.sb.snd_una);
+    d.dsack = Some(10);
+    s.on_ack(t + Time::from_millis(2), &d, &mut env);
+    assert!(s.tp.snd_cwnd >= prior_cwnd, "cwnd {} not restored to {prior_cwnd}", s.tp.snd_cwnd);
+    assert_eq!(s.stats.undos, 1);
+}

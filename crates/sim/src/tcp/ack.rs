@@ -152,10 +152,13 @@ impl Sender {
             self.cc.pkts_acked(&mut self.tp, &sample);
         }
 
+        if let Some(seq) = ack.dsack {
+            self.undo_on_dsack(seq);
+        }
         self.process_tlp_ack(ack, una_advanced, newly_sacked > 0);
 
         // tcp_fastretrans_alert(): loss detection and CA state machine.
-        self.fastretrans_alert(now, env);
+        self.fastretrans_alert(now, una_advanced, env);
 
         if newly > 0 {
             self.set_xmit_timer(now, env); // FLAG_SET_XMIT_TIMER
@@ -243,7 +246,7 @@ impl Sender {
     }
 
     /// tcp_fastretrans_alert() for a SACK connection with RACK.
-    fn fastretrans_alert<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+    fn fastretrans_alert<E: SenderEnv>(&mut self, now: Time, una_advanced: bool, env: &mut E) {
         // D. Exit states once high_seq is acknowledged.
         let st = self.tp.ca_state;
         if st != CaState::Open && self.sb.snd_una >= self.high_seq {
@@ -253,8 +256,7 @@ impl Sender {
                     self.set_state(CaState::Open);
                 }
                 CaState::Recovery => {
-                    // tcp_try_undo_recovery() without undo, then end reduction.
-                    self.set_state(CaState::Open);
+                    self.try_undo_recovery();
                     self.end_cwnd_reduction();
                 }
                 _ => {}
@@ -263,17 +265,27 @@ impl Sender {
         // E. Process state.
         match self.tp.ca_state {
             CaState::Recovery => {
+                if self.try_undo_dsack() {
+                    self.try_keep_open();
+                }
                 if self.rack.advanced {
                     self.rack.advanced = false;
                     self.rack_detect(now, env);
                 }
+                // Undo reverted the state; evident loss starts a new recovery.
+                if self.tp.ca_state != CaState::Recovery && self.tp.lost_out > 0 {
+                    self.enter_recovery();
+                }
                 return;
             }
             CaState::Loss => {
-                // tcp_process_loss(): recovered once high_seq is acked.
-                if self.sb.snd_una >= self.high_seq {
-                    self.undo_marker = false;
+                // tcp_process_loss(): tcp_try_undo_loss() on forward
+                // progress, else recovered once high_seq is acked.
+                if una_advanced && self.may_undo() {
+                    self.undo_cwnd_reduction();
                     self.set_state(CaState::Open);
+                } else if self.sb.snd_una >= self.high_seq {
+                    self.try_undo_recovery();
                 }
                 if self.rack.advanced {
                     self.rack.advanced = false;
@@ -284,6 +296,9 @@ impl Sender {
                 }
             }
             _ => {}
+        }
+        if self.tp.ca_state <= CaState::Disorder && self.undo_marker && self.undo_retrans == 0 {
+            self.try_undo_dsack(); // a late D-SACK proves the episode spurious
         }
         if self.rack.advanced {
             self.rack.advanced = false;

@@ -12,6 +12,7 @@ pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
 pub mod timers;
+pub mod undo;
 
 pub use receiver::{Ack, Receiver, RxAction};
 pub use sender::{Sender, SenderConfig, SenderEnv};

@@ -46,6 +46,8 @@ pub struct SenderStats {
     pub tlp_probes: u64,
     pub rto_fired: u64,
     pub recoveries: u64,
+    /// Reductions undone after D-SACK showed them spurious.
+    pub undos: u64,
 }
 
 pub struct Sender {
@@ -62,6 +64,10 @@ pub struct Sender {
     /// snd_nxt when the current recovery/loss episode began (tp->high_seq).
     pub(super) high_seq: u64,
     pub(super) undo_marker: bool,
+    /// snd_una when the episode began (tp->undo_marker's value).
+    pub(super) undo_seq: u64,
+    /// Retransmissions not yet shown spurious by D-SACK (tp->undo_retrans).
+    pub(super) undo_retrans: i64,
     pub(super) prior_ssthresh: u32,
     /// snd_nxt after the outstanding tail loss probe (tp->tlp_high_seq).
     pub(super) tlp_high_seq: Option<u64>,
@@ -118,6 +124,8 @@ impl Sender {
             stats: SenderStats::default(),
             high_seq: 0,
             undo_marker: false,
+            undo_seq: 0,
+            undo_retrans: -1,
             prior_ssthresh: 0,
             tlp_high_seq: None,
             tlp_retrans: false,
@@ -439,6 +447,7 @@ impl Sender {
             self.tp.retrans_out += 1;
         }
         self.sb.note_retransmit(seq);
+        self.undo_count_retransmit();
         self.last_send = now;
         self.stats.segs_out += 1;
         self.stats.retrans += 1;
@@ -487,14 +496,14 @@ impl Sender {
         if self.tp.snd_ssthresh < TCP_INFINITE_SSTHRESH && (self.tp.ca_state == CaState::Cwr || self.undo_marker) {
             self.tp.snd_cwnd = self.tp.snd_ssthresh;
         }
-        self.undo_marker = false;
         self.cc.cwnd_event(&mut self.tp, CwndEvent::CompleteCwr);
     }
 
     /// tcp_enter_recovery().
     pub(super) fn enter_recovery(&mut self) {
         self.stats.recoveries += 1;
-        self.undo_marker = true;
+        self.prior_ssthresh = 0;
+        self.init_undo();
         if !self.in_cwnd_reduction() {
             self.prior_ssthresh = self.current_ssthresh();
             self.init_cwnd_reduction();

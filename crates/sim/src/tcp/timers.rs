@@ -179,8 +179,8 @@ impl Sender {
             self.tp.prior_cwnd = self.tp.snd_cwnd;
             self.tp.snd_ssthresh = self.cc.ssthresh(&self.tp);
             self.cc.cwnd_event(&mut self.tp, CwndEvent::Loss);
+            self.init_undo();
         }
-        self.undo_marker = true;
         // Mark the head and every segment whose RACK timeout (with zero
         // reordering window) has expired as lost.
         // The retransmission queue is rebuilt in sequence order: Linux
