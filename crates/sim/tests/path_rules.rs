@@ -171,3 +171,13 @@ fn random_loss_and_bit_corruption_combine_into_one_packet_loss_probability() {
     let sd = (p / r.path.packets as f64).sqrt();
     assert!((seen - p).abs() < 4.0 * sd, "drop rate {seen:.5} vs {p:.5}");
 }
+
+#[test]
+fn delivery_rate_samples_match_the_bottleneck_rate_when_it_is_saturated() {
+    let r = Plan::new("reno", 1, 100e6, 0.02, 6.0).set("buffer_bytes", json!(500_000)).run();
+    let expect = 100e6 * MSS / WIRE;
+    for i in 2..r.series.len() {
+        let d = r.series.delivery_rate_bps[i];
+        assert!((d / expect - 1.0).abs() < 0.03, "t={} delivery rate {d:.4e}", r.series.t_s[i]);
+    }
+}
