@@ -32,7 +32,10 @@ fn main() {
     let duration: f64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(70.0);
     let ccas: Vec<String> = if args.len() > 1 { args[1..].to_vec() } else { AVAILABLE.iter().map(|s| s.to_string()).collect() };
     println!("10 Gbit/s, 20 ms, MTU 1500, loss 1e-5, buffer 25 MB (1 BDP), {duration} s");
-    println!("{:<8} {:>7} {:>9} {:>13} {:>11} {:>12} {:>10}", "cca", "streams", "wall_s", "packets", "PTS_M/s", "goodput_Gb", "events");
+    println!(
+        "{:<8} {:>7} {:>9} {:>13} {:>11} {:>12} {:>11} {:>10} {:>6}",
+        "cca", "streams", "wall_s", "packets", "PTS_M/s", "goodput_Gb", "drops_%", "events", "maxev"
+    );
     // FATPIPE_BENCH_STREAMS="8" restricts the stream counts (for profiling).
     let counts: Vec<u64> = std::env::var("FATPIPE_BENCH_STREAMS")
         .ok()
@@ -57,13 +60,14 @@ fn main() {
             }
             let goodput = (b1 - b0) as f64 * 8.0 / (duration - warm);
             println!(
-                "{:<8} {:>7} {:>9.2} {:>13} {:>11.2} {:>12.3} {:>10} {:>6}",
+                "{:<8} {:>7} {:>9.2} {:>13} {:>11.2} {:>12.3} {:>11.4} {:>10} {:>6}",
                 cc,
                 streams,
                 wall,
                 r.stats.packets_sent,
                 r.stats.packets_sent as f64 / wall / 1e6,
                 goodput / 1e9,
+                100.0 * (r.path.queue_drops + r.path.random_drops) as f64 / r.path.packets.max(1) as f64,
                 r.stats.events, r.stats.max_pending_events
             );
         }
