@@ -302,12 +302,7 @@ impl Sender {
         }
         if self.rack.advanced {
             self.rack.advanced = false;
-            // Cheap exit: nothing sent before the RACK packet is outstanding.
-            if let Some(oldest) = self.sb.oldest_live() {
-                if self.sb.get(oldest).xmit <= self.rack.mstamp {
-                    self.rack_detect(now, env);
-                }
-            }
+            self.rack_detect(now, env);
         }
         if self.tp.lost_out == 0 {
             // tcp_try_to_open().

@@ -235,6 +235,17 @@ impl Sender {
     /// Runs RACK detection and marks lost segments; arms the reordering timer
     /// for the ones not yet overdue (tcp_rack_detect_loss + timer).
     pub(super) fn rack_detect<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        // Nothing was sent before the RACK packet and is still outstanding:
+        // the walk would stop at once.
+        match self.sb.oldest_live() {
+            None => return,
+            Some(seq) => {
+                let x = self.sb.get(seq).xmit;
+                if x > self.rack.mstamp || (x == self.rack.mstamp && seq >= self.rack.end_seq) {
+                    return;
+                }
+            }
+        }
         let reo = self.rack.reo_wnd(self.tp.ca_state, self.tp.sacked_out, self.rtt.min_rtt, self.rtt.srtt);
         let mut lost = std::mem::take(&mut self.lost_scratch);
         let wait = self.rack.detect_loss(&mut self.sb, now, reo, &mut lost);
