@@ -1,7 +1,8 @@
 //! Throughput benchmark of the simulator (prints figures; not a test).
 //!
 //! `cargo run --release -p fatpipe-sim --example bench [-- seconds [cca ...]]`
-//! (FATPIPE_BENCH_STREAMS=1,8 selects the stream counts)
+//! (FATPIPE_BENCH_STREAMS=1,8 selects the stream counts; FATPIPE_BENCH_RATE,
+//! _RTT and _LOSS override the path for profiling other regimes)
 //! For 10 Gbit/s, 20 ms RTT, MTU 1500, loss 1e-5, 1 and 8 streams, and each
 //! CCA in cc::AVAILABLE: wall time, packets transmitted, packet
 //! transmissions per wall-clock second (PTS) and goodput.
@@ -12,14 +13,20 @@ use fatpipe_sim::cc::AVAILABLE;
 use fatpipe_sim::scenario::run_json;
 use serde_json::json;
 
+/// A number from the environment, or `default`.
+fn env_f64(key: &str, default: f64) -> f64 {
+    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 fn plan(cc: &str, streams: u64, duration: f64) -> String {
+    let (rate, rtt, loss) = (env_f64("FATPIPE_BENCH_RATE", 10e9), env_f64("FATPIPE_BENCH_RTT", 0.02), env_f64("FATPIPE_BENCH_LOSS", 1e-5));
     let host = json!({"rmem_max_bytes": 1u64 << 30, "wmem_max_bytes": 1u64 << 30,
                       "stream_rate_cap_bps": null, "extra_rtt_s": 0.0});
     json!({
         "run_id": "bench", "backend": "sim", "rep": 0, "seed": 42,
         "duration_s": duration, "warmup_s": 10.0, "sample_interval_s": 1.0,
-        "rate_bps": 10e9, "rtt_s": 0.02, "loss": 1e-5, "corruption": 0.0,
-        "buffer_bytes": 25_000_000u64, "mtu_bytes": 1500,
+        "rate_bps": rate, "rtt_s": rtt, "loss": loss, "corruption": 0.0,
+        "buffer_bytes": (rate * rtt / 8.0) as u64, "mtu_bytes": 1500,
         "senders": {"s1": host}, "receiver": host,
         "flows": [{"group": 0, "kind": "bulk", "cc": cc, "streams": streams, "mss_bytes": 1448,
                    "sender": "s1", "start_s": 0.0}],
@@ -31,7 +38,12 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let duration: f64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(70.0);
     let ccas: Vec<String> = if args.len() > 1 { args[1..].to_vec() } else { AVAILABLE.iter().map(|s| s.to_string()).collect() };
-    println!("10 Gbit/s, 20 ms, MTU 1500, loss 1e-5, buffer 25 MB (1 BDP), {duration} s");
+    println!(
+        "{} Gbit/s, {} ms, MTU 1500, loss {:e}, buffer 1 BDP, {duration} s",
+        env_f64("FATPIPE_BENCH_RATE", 10e9) / 1e9,
+        env_f64("FATPIPE_BENCH_RTT", 0.02) * 1e3,
+        env_f64("FATPIPE_BENCH_LOSS", 1e-5)
+    );
     println!(
         "{:<8} {:>7} {:>9} {:>13} {:>11} {:>12} {:>11} {:>10} {:>6}",
         "cca", "streams", "wall_s", "packets", "PTS_M/s", "goodput_Gb", "drops_%", "events", "maxev"

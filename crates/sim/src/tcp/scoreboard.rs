@@ -202,6 +202,24 @@ impl Scoreboard {
         if s >= e {
             return &self.scratch;
         }
+        // Fast path: the block starts inside or above the highest range
+        // (new SACKs usually extend it), so no other range is involved.
+        if let Some(last) = self.sacked.back_mut() {
+            if s >= last.0 {
+                if s > last.1 {
+                    self.sacked.push_back((s, e));
+                    self.scratch.push((s, e));
+                } else if e > last.1 {
+                    self.scratch.push((last.1, e));
+                    last.1 = e;
+                }
+                return &self.scratch;
+            }
+        } else {
+            self.sacked.push_back((s, e));
+            self.scratch.push((s, e));
+            return &self.scratch;
+        }
         // Ranges overlapping or touching [s, e).
         let first = self.sacked.partition_point(|r| r.1 < s);
         let mut last = first;
