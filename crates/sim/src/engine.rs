@@ -165,7 +165,8 @@ impl Sim {
                     delays.len() - 1
                 }
             };
-            let receiver = Receiver::new(s.rmem_bytes, s.mss);
+            // The receiver's RTO from its handshake sample: srtt + 200 ms.
+            let receiver = Receiver::new(s.rmem_bytes, s.mss, cfg.rtt + s.extra_rtt + crate::tcp::rtt::RTO_MIN);
             let scfg = SenderConfig {
                 mss: s.mss,
                 wmem_bytes: s.wmem_bytes,
@@ -222,6 +223,7 @@ impl Sim {
         let st = &mut self.streams[pkt.stream as usize];
         match st.receiver.on_data(pkt.seq, now) {
             RxAction::AckNow(ack) => {
+                st.delack.disarm();
                 self.net.acks[st.ack_pipe].push_polled(now + st.ack_delay, (pkt.stream, ack));
             }
             RxAction::Delay(at) => {
@@ -264,6 +266,7 @@ impl Sim {
         net.events.push(at, Event::Timer(i, TimerKind::RpcRequest));
         // A pending delayed ACK rides on the request.
         if let Some(ack) = st.receiver.piggyback_ack() {
+            st.delack.disarm();
             net.acks[st.ack_pipe].push_polled(now + st.ack_delay, (i, ack));
         }
     }

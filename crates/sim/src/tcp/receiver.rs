@@ -14,6 +14,8 @@ use crate::units::Time;
 pub const DELACK: Time = Time::from_millis(40);
 /// SACK blocks per ACK (3 fit next to the timestamp option).
 pub const MAX_SACKS: usize = 3;
+/// TCP_MAX_QUICKACKS.
+pub const MAX_QUICKACKS: u32 = 16;
 
 /// An ACK as the sender sees it. Sequence numbers count segments.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,16 +64,51 @@ pub struct Receiver {
     pub wnd: u32,
     /// ACKs sent (statistics).
     pub acks_sent: u64,
+    /// Quick-ACK budget (icsk_ack.quick): ACK every segment while > 0.
+    quick: u32,
+    /// Time of the last data arrival (icsk_ack.lrcvtime).
+    last_rcv: Option<Time>,
+    /// Idle gap after which quick-ACK mode restarts (the receiver's RTO).
+    idle_gap: Time,
 }
 
 impl Receiver {
-    pub fn new(rmem_bytes: u64, mss: u32) -> Receiver {
+    /// `idle_gap`: the receiver's RTO (from its handshake RTT sample);
+    /// data after a longer silence re-enters quick-ACK mode.
+    pub fn new(rmem_bytes: u64, mss: u32, idle_gap: Time) -> Receiver {
         let wnd = ((rmem_bytes / 2) / mss.max(1) as u64).clamp(1, u32::MAX as u64) as u32;
-        Receiver { rcv_nxt: 0, ofo: VecDeque::new(), last_ofo: 0, unacked: 0, delack_armed: false, wnd, acks_sent: 0 }
+        Receiver {
+            rcv_nxt: 0,
+            ofo: VecDeque::new(),
+            last_ofo: 0,
+            unacked: 0,
+            delack_armed: false,
+            wnd,
+            acks_sent: 0,
+            quick: 0,
+            last_rcv: None,
+            idle_gap,
+        }
+    }
+
+    /// tcp_event_data_recv(): the first data, or data after an idle gap
+    /// longer than the RTO, starts quick-ACK mode (tcp_incr_quickack:
+    /// rcv_wnd / (2·MSS) ACKs, at least 2, at most 16).
+    fn note_arrival(&mut self, now: Time) {
+        let restart = match self.last_rcv {
+            None => true,
+            Some(t) => now.saturating_sub(t) > self.idle_gap,
+        };
+        if restart {
+            let q = (self.wnd / 2).clamp(2, MAX_QUICKACKS);
+            self.quick = self.quick.max(q);
+        }
+        self.last_rcv = Some(now);
     }
 
     /// Segment `seq` arrived at `now`.
     pub fn on_data(&mut self, seq: u64, now: Time) -> RxAction {
+        self.note_arrival(now);
         if seq < self.rcv_nxt || self.ofo_contains(seq) {
             // Duplicate: immediate ACK with D-SACK (tcp_send_dupack).
             return RxAction::AckNow(self.make_ack(Some(seq)));
@@ -87,7 +124,7 @@ impl Receiver {
             // RFC 5681 §4.2: ACK at once when out-of-order data exists or a
             // gap was just filled; else every second full segment
             // (rcv_nxt - rcv_wup > rcv_mss); else delay.
-            if had_ofo || self.unacked >= 2 {
+            if had_ofo || self.unacked >= 2 || self.quick > 0 {
                 return RxAction::AckNow(self.make_ack(None));
             }
             if self.delack_armed {
@@ -161,7 +198,10 @@ impl Receiver {
     /// Builds an ACK: first SACK block holds the latest out-of-order arrival
     /// (RFC 2018 §4), then the highest other blocks.
     fn make_ack(&mut self, dsack: Option<u64>) -> Ack {
+        // tcp_event_ack_sent(): sending an ACK clears the delayed-ACK timer.
         self.unacked = 0;
+        self.delack_armed = false;
+        self.quick = self.quick.saturating_sub(1); // tcp_dec_quickack_mode()
         self.acks_sent += 1;
         let mut ack = Ack { ack: self.rcv_nxt, dsack, wnd: self.wnd, ..Ack::default() };
         if self.ofo.is_empty() {
@@ -205,21 +245,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn delayed_ack_every_second_full_segment() {
-        let mut r = Receiver::new(1 << 20, 1448);
+    fn quick_acks_at_start_then_delayed_ack_every_second_full_segment() {
+        let mut r = Receiver::new(1 << 20, 1448, Time::from_millis(200));
         let t = Time::from_millis(1);
+        for seq in 0..MAX_QUICKACKS as u64 {
+            assert!(matches!(r.on_data(seq, t), RxAction::AckNow(_)), "quick ACK {seq}");
+        }
+        r.rcv_nxt = 0; // restart the sequence space for the rest of the test
+        let t = t + Time::from_millis(1);
         assert_eq!(r.on_data(0, t), RxAction::Delay(t + DELACK));
         match r.on_data(1, t) {
             RxAction::AckNow(a) => assert_eq!(a.ack, 2),
             x => panic!("expected an ACK, got {x:?}"),
         }
-        assert!(matches!(r.on_data(2, t), RxAction::None)); // timer still armed
-        assert_eq!(r.on_delack_timer().map(|a| a.ack), Some(3));
+        // The ACK cleared the timer: the next lone segment starts a fresh one.
+        let t2 = t + Time::from_millis(5);
+        assert_eq!(r.on_data(2, t2), RxAction::Delay(t2 + DELACK));
+        assert!(matches!(r.on_data(4, t2), RxAction::AckNow(_))); // out of order
+        assert_eq!(r.on_delack_timer(), None);
     }
 
     #[test]
     fn out_of_order_data_is_acked_at_once_with_the_newest_block_first() {
-        let mut r = Receiver::new(1 << 20, 1448);
+        let mut r = Receiver::new(1 << 20, 1448, Time::from_millis(200));
         let t = Time::ZERO;
         let _ = r.on_data(0, t);
         let _ = r.on_data(2, t);
@@ -243,7 +291,22 @@ mod tests {
 
     #[test]
     fn advertised_window_is_half_of_rmem() {
-        let r = Receiver::new(6_000_000, 1448);
+        let r = Receiver::new(6_000_000, 1448, Time::from_millis(200));
         assert_eq!(r.wnd, 3_000_000 / 1448);
+    }
+}
+
+#[cfg(test)]
+mod quickack_tests {
+    use super::*;
+
+    #[test]
+    fn data_after_an_idle_gap_longer_than_the_rto_is_acked_at_once() {
+        let mut r = Receiver::new(1 << 20, 1448, Time::from_millis(200));
+        for seq in 0..40 {
+            let _ = r.on_data(seq, Time::from_millis(1));
+        }
+        assert!(matches!(r.on_data(40, Time::from_millis(2)), RxAction::Delay(_)));
+        assert!(matches!(r.on_data(41, Time::from_millis(500)), RxAction::AckNow(_)));
     }
 }
