@@ -172,12 +172,12 @@ impl Sim {
                 wmem_bytes: s.wmem_bytes,
                 rate_cap: s.rate_cap,
                 initial_rwnd: receiver.wnd,
+                // The SYN/SYN-ACK exchange gives Linux its first RTT sample
+                // (base RTT plus access delay).
+                handshake_rtt: Some(cfg.rtt + s.extra_rtt),
             };
             let cc_seed = Rng::new(cfg.seed, 0xCC00_0000 + i as u64).next_u64();
             let mut sender = Sender::new(&scfg, build_cc(&s.cc, cc_seed));
-            // The handshake's SYN/SYN-ACK exchange gives Linux its first RTT
-            // sample (base RTT plus access delay); data starts at `start`.
-            sender.seed_handshake_rtt(cfg.rtt + s.extra_rtt);
             let rpc = s.rpc.clone().map(|spec| {
                 sender.write_seq = 0; // the server writes only on requests
                 RpcApp::new(spec, s.mss, Rng::new(cfg.seed, 0xA990_0000 + i as u64))

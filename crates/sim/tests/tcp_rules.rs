@@ -36,7 +36,7 @@ impl Env {
 }
 
 fn sender() -> Sender {
-    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20 };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20, handshake_rtt: None };
     Sender::new(&cfg, cc::by_name("reno").unwrap())
 }
 
@@ -148,7 +148,7 @@ fn rack_marks_a_segment_lost_only_after_the_reordering_window() {
 
 #[test]
 fn wmem_bounds_unacked_segments() {
-    let cfg = SenderConfig { mss: 1000, wmem_bytes: 15_000, rate_cap: None, initial_rwnd: 1 << 20 };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 15_000, rate_cap: None, initial_rwnd: 1 << 20, handshake_rtt: None };
     let mut s = Sender::new(&cfg, cc::by_name("reno").unwrap());
     let mut env = Env::default();
     s.start(Time::ZERO, &mut env);

@@ -34,6 +34,8 @@ pub struct SenderConfig {
     pub rate_cap: Option<Rate>,
     /// The peer's advertised window in segments before the first ACK.
     pub initial_rwnd: u32,
+    /// RTT measured by the three-way handshake, if modelled.
+    pub handshake_rtt: Option<Time>,
 }
 
 /// Counters reported in traces (tcp_info).
@@ -99,17 +101,17 @@ pub struct Sender {
     pub(super) range_scratch: Vec<(u64, u64)>,
     /// SACK blocks of the previous ACK (tp->recv_sack_cache).
     pub(super) sack_cache: [(u64, u64); super::receiver::MAX_SACKS],
+    pub(super) handshake_rtt: Option<Time>,
 }
 
 impl Sender {
     /// A sender whose application writes `write_seq` segments in total
     /// (`u64::MAX`: a bulk sender that always has data).
-    pub fn new(cfg: &SenderConfig, mut cc: Box<dyn CongestionControl>) -> Sender {
+    pub fn new(cfg: &SenderConfig, cc: Box<dyn CongestionControl>) -> Sender {
         let mut tp = ConnState::new(cfg.mss);
         if let Some(cap) = cfg.rate_cap {
             tp.max_pacing_rate = cap;
         }
-        cc.init(&mut tp);
         let owns = cc.owns_cwnd_and_pacing();
         let mut s = Sender {
             tp,
@@ -148,10 +150,9 @@ impl Sender {
             lost_scratch: Vec::new(),
             range_scratch: Vec::new(),
             sack_cache: [(0, 0); super::receiver::MAX_SACKS],
+            handshake_rtt: None,
         };
-        if !s.owns {
-            s.update_pacing_rate();
-        }
+        s.handshake_rtt = cfg.handshake_rtt;
         s
     }
 
@@ -287,9 +288,18 @@ impl Sender {
         self.tp.snd_cwnd = cwnd.max(restart);
     }
 
-    /// Starts the connection: the handshake is complete, data flows at once.
+    /// Starts the connection at `now`: the handshake is complete (its RTT
+    /// sample is recorded), the CCA is initialised as in tcp_init_transfer(),
+    /// and data flows at once.
     pub fn start<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
         self.tp.now = now;
+        if let Some(rtt) = self.handshake_rtt.take() {
+            self.seed_handshake_rtt(rtt);
+        }
+        self.cc.init(&mut self.tp);
+        if !self.owns {
+            self.update_pacing_rate();
+        }
         self.push(now, env);
     }
 
