@@ -1,6 +1,52 @@
 //! fatpipe-sim: a deterministic packet-level simulator of Linux TCP on long
 //! fat networks. Pure Rust; no wall clock, no global RNG, no I/O.
-
+//!
+//! # Layout
+//!
+//! * [`scenario`] — RunPlan JSON in (validated, errors name the field),
+//!   [`trace::RunResult`] out; `scenario::run_json` is the entry point.
+//! * [`engine`] — the event loop: streams, shared path, sampling.
+//! * [`path`] — loss stage, bottleneck FIFO, constant-delay pipes.
+//! * [`event`] — (time, seq) heap for timers; one-event-per-timer [`event::Timer`].
+//! * [`tcp`] — sender (send path, timers, ACK processing, undo), receiver,
+//!   SACK scoreboard, RACK, PRR, RTT/RTO, delivery-rate sampling, chrono.
+//! * [`app`] — RPC request/response applications.
+//! * [`cc`] — congestion control algorithms behind one trait.
+//!
+//! # Model and the choices it makes
+//!
+//! * **Path.** Senders → random-loss stage (loss and per-bit corruption of an
+//!   (MSS+40)-byte packet combined, drawn as geometric gaps per flow group) →
+//!   bottleneck (rate, drop-tail byte buffer; a packet is always accepted
+//!   into an empty queue) → RTT/2 propagation → receiver. ACKs return in
+//!   RTT/2 plus the sender's and receiver's `extra_rtt_s` (access delay is
+//!   all put on the unqueued reverse path), never lost or queued. Sender
+//!   NICs are infinitely fast, so bursts meet only at the bottleneck.
+//!   Departure = max(arrival, previous departure) + size/rate is computed at
+//!   enqueue; the forward pipe and ACK pipes are FIFOs polled by the event
+//!   loop, so no heap event is needed per packet.
+//! * **Sequence space in segments.** All segments of a stream carry one
+//!   MSS; RPC responses are rounded up to whole segments.
+//! * **Connection start.** The handshake is not simulated: at `start_s`
+//!   (+3 µs per stream) the sender has an RTT sample equal to the base RTT
+//!   plus access delay (Linux's SYN-ACK sample), then the CCA is
+//!   initialised (tcp_init_transfer) and IW 10 is sent.
+//! * **Receive window** = rmem_max / 2 (tcp_adv_win_scale = 1), constant:
+//!   receive-buffer autotuning is assumed to have reached rmem_max.
+//! * **Send buffer**: unacked + unsent bytes ≤ wmem_max (payload bytes, no
+//!   skb truesize overhead); a send-buffer-limited sender is marked
+//!   app-limited like Linux's tcp_rate_check_app_limited.
+//! * **Receiver**: ACK every second full segment, delayed ACK 40 ms,
+//!   immediate ACK with SACK (3 blocks, newest first) for out-of-order data
+//!   or a filled hole, D-SACK for duplicates, quick-ACK mode for the first
+//!   min(wnd/2, 16) segments and after idle > RTO. No GRO coalescing.
+//! * **Loss recovery**: SACK + RACK-TLP (RFC 8985) with Linux's reo_wnd
+//!   rules, PRR (RFC 6937), RTO = srtt + max(4·mdev, 200 ms) with
+//!   exponential backoff, timers on a 1 ms jiffy grid, D-SACK undo. No
+//!   F-RTO, no timestamps (Eifel), no ECN.
+//! * **Pacing** (tcp_wstamp_ns) when the CCA sets `pacing_enabled` or the
+//!   host has `stream_rate_cap_bps` (sk_max_pacing_rate), in TSO bursts of
+//!   ~1 ms of data (tcp_tso_autosize, 2..64 KB).
 pub mod app;
 pub mod cc;
 pub mod engine;
