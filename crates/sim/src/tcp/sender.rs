@@ -28,7 +28,7 @@ pub trait SenderEnv {
 pub struct SenderConfig {
     /// Payload bytes per segment.
     pub mss: u32,
-    /// Send buffer (tcp_wmem[2], sk_sndbuf): unacked + unsent bytes.
+    /// Send buffer (`tcp_wmem[2]`, sk_sndbuf): unacked + unsent bytes.
     pub wmem_bytes: u64,
     /// Per-stream cap on the sending rate (sk_max_pacing_rate).
     pub rate_cap: Option<Rate>,
