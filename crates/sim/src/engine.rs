@@ -10,8 +10,17 @@ use crate::tcp::{Ack, Receiver, RxAction, Sender, SenderConfig, SenderEnv};
 use crate::trace::{PathFacts, Row, RunResult, Stats};
 use crate::units::{Bytes, Rate, Time};
 
-/// TCP/IP header bytes on the wire per segment (MSS + 40 = packet size).
+/// TCP/IP header bytes without options (the loss model's MSS + 40).
 pub const HEADER_BYTES: u32 = 40;
+/// TCP/IP header bytes with the timestamp option Linux uses by default.
+pub const HEADER_TS_BYTES: u32 = 52;
+
+/// Bytes a segment occupies on the wire: MSS plus headers with the
+/// timestamp option when that fits the MTU (Linux's MSS = MTU - 52 with
+/// timestamps), else MSS + 40.
+pub fn wire_bytes(mss: u32, mtu: u32) -> u32 {
+    (mss + HEADER_TS_BYTES).min(mtu).max(mss + HEADER_BYTES)
+}
 
 /// One stream to simulate.
 #[derive(Clone, Debug)]
@@ -39,6 +48,8 @@ pub struct SimConfig {
     pub rate: Rate,
     pub rtt: Time,
     pub buffer: Bytes,
+    /// Path MTU (bytes): sets the on-wire size of segments.
+    pub mtu: u32,
     /// Per-packet loss probability of each flow group (loss + corruption).
     pub group_loss: Vec<f64>,
     pub streams: Vec<StreamSpec>,
@@ -190,7 +201,7 @@ impl Sim {
                 receiver,
                 ack_pipe,
                 ack_delay,
-                wire: s.mss + HEADER_BYTES,
+                wire: wire_bytes(s.mss, cfg.mtu),
                 start: s.start,
                 started: false,
                 delack: Timer::default(),

@@ -25,6 +25,9 @@
 //!   Departure = max(arrival, previous departure) + size/rate is computed at
 //!   enqueue; the forward pipe and ACK pipes are FIFOs polled by the event
 //!   loop, so no heap event is needed per packet.
+//! * **Wire size** of a segment = MSS + 52 (IP + TCP with the timestamp
+//!   option Linux uses) when that fits the MTU, else MSS + 40; random
+//!   corruption is applied to (MSS + 40)·8 bits as RunPlan specifies.
 //! * **Sequence space in segments.** All segments of a stream carry one
 //!   MSS; RPC responses are rounded up to whole segments.
 //! * **Connection start.** The handshake is not simulated: at `start_s`

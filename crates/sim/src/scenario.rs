@@ -363,6 +363,7 @@ impl Scenario {
             rate: Rate(self.rate_bps.round() as u64),
             rtt: Time::from_secs_f64(self.rtt_s),
             buffer: Bytes(self.buffer_bytes),
+            mtu: self.mtu_bytes.min(u32::MAX as u64) as u32,
             group_loss: self.flows.iter().map(|f| self.packet_loss_probability(f.mss_bytes)).collect(),
             streams,
         }
