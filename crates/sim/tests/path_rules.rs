@@ -194,3 +194,16 @@ fn segments_carry_timestamp_headers_when_they_fit_the_mtu() {
     let expect = 100e6 * 1448.0 / 1500.0;
     assert!((g / expect - 1.0).abs() < 0.01, "goodput {g:.4e} vs {expect:.4e}");
 }
+
+#[test]
+fn a_fifo_path_never_looks_reordered_to_rack() {
+    for cc in fatpipe_sim::cc::AVAILABLE {
+        let sc = Scenario::from_json(&Plan::new(cc, 4, 500e6, 0.02, 5.0).set("loss", json!(1e-3)).json()).unwrap();
+        let mut sim = Sim::new(&sc.sim_config());
+        sim.run_until(Time::from_secs(5));
+        for i in 0..4 {
+            assert!(!sim.sender(i).rack.reord_seen, "{cc} stream {i} saw reordering");
+            assert!(sim.sender(i).stats.retrans > 0);
+        }
+    }
+}
