@@ -207,3 +207,22 @@ fn a_fifo_path_never_looks_reordered_to_rack() {
         }
     }
 }
+
+#[test]
+fn retransmissions_match_drops_with_few_spurious_ones() {
+    for cc in fatpipe_sim::cc::AVAILABLE {
+        for (loss, streams) in [(0.0, 4u64), (1e-3, 2)] {
+            let r = Plan::new(cc, streams, 500e6, 0.02, 8.0)
+                .set("loss", json!(loss))
+                .set("buffer_bytes", json!(300_000))
+                .run();
+            let n = r.series.len();
+            let retrans: i64 = (n - streams as usize..n).map(|i| r.series.retrans_segments[i]).sum();
+            let drops = (r.path.queue_drops + r.path.random_drops) as i64;
+            println!("{cc} loss={loss}: drops {drops} retrans {retrans}");
+            // Drops in the last RTT may not be detected yet when the run ends.
+            assert!(retrans as f64 >= drops as f64 * 0.98 - 50.0, "{cc}: {retrans} retransmissions for {drops} drops");
+            assert!(retrans as f64 <= drops as f64 * 1.10 + 20.0, "{cc}: {retrans} retransmissions for {drops} drops");
+        }
+    }
+}
