@@ -112,7 +112,7 @@ impl SenderEnv for Tx<'_> {
             return;
         }
         let Some(dep) = net.bottleneck.enqueue(now, self.wire) else { return };
-        net.fwd.push_polled(dep + net.prop, DataPkt { stream: self.stream, seq });
+        net.fwd.push(dep + net.prop, DataPkt { stream: self.stream, seq });
     }
 
     #[inline]
@@ -235,7 +235,7 @@ impl Sim {
         match st.receiver.on_data(pkt.seq, now) {
             RxAction::AckNow(ack) => {
                 st.delack.disarm();
-                self.net.acks[st.ack_pipe].push_polled(now + st.ack_delay, (pkt.stream, ack));
+                self.net.acks[st.ack_pipe].push(now + st.ack_delay, (pkt.stream, ack));
             }
             RxAction::Delay(at) => {
                 if let Some(at) = st.delack.arm(at) {
@@ -278,7 +278,7 @@ impl Sim {
         // A pending delayed ACK rides on the request.
         if let Some(ack) = st.receiver.piggyback_ack() {
             st.delack.disarm();
-            net.acks[st.ack_pipe].push_polled(now + st.ack_delay, (i, ack));
+            net.acks[st.ack_pipe].push(now + st.ack_delay, (i, ack));
         }
     }
 
@@ -301,7 +301,7 @@ impl Sim {
                 }
                 if fire {
                     if let Some(ack) = st.receiver.on_delack_timer() {
-                        tx.net.acks[st.ack_pipe].push_polled(now + st.ack_delay, (i as u32, ack));
+                        tx.net.acks[st.ack_pipe].push(now + st.ack_delay, (i as u32, ack));
                     }
                 }
             }
@@ -453,7 +453,6 @@ impl Sim {
                     match ev {
                         Event::Timer(i, kind) => self.on_timer(i as usize, kind, now),
                         Event::Sample => self.on_sample(now),
-                        Event::DataArrive | Event::AckArrive(_) => {}
                     }
                 }
             }

@@ -26,12 +26,10 @@ pub enum TimerKind {
     RpcIssue,
 }
 
+/// What the heap schedules. Packets in flight are not events: the delay
+/// pipes are polled by the event loop (engine.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// The head of the forward (data) delay pipe arrives at the receiver.
-    DataArrive,
-    /// The head of stream `n`'s ACK pipe arrives at its sender.
-    AckArrive(u32),
     /// A timer of stream `n`.
     Timer(u32, TimerKind),
     /// Periodic sampling of every stream.
@@ -170,12 +168,12 @@ mod tests {
     #[test]
     fn equal_times_pop_in_push_order() {
         let mut q = EventQueue::new();
-        q.push(Time(5), Event::AckArrive(1));
-        q.push(Time(5), Event::AckArrive(2));
+        q.push(Time(5), Event::Timer(1, TimerKind::Rto));
+        q.push(Time(5), Event::Timer(2, TimerKind::Rto));
         q.push(Time(3), Event::Sample);
         assert_eq!(q.pop().unwrap().1, Event::Sample);
-        assert_eq!(q.pop().unwrap().1, Event::AckArrive(1));
-        assert_eq!(q.pop().unwrap().1, Event::AckArrive(2));
+        assert_eq!(q.pop().unwrap().1, Event::Timer(1, TimerKind::Rto));
+        assert_eq!(q.pop().unwrap().1, Event::Timer(2, TimerKind::Rto));
     }
 
     #[test]

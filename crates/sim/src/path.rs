@@ -123,61 +123,26 @@ impl Bottleneck {
     }
 }
 
-/// A constant-delay FIFO pipe. Items carry their arrival time; the owner
-/// keeps one event pending for the head.
+/// A constant-delay FIFO pipe. Items carry their arrival time, which never
+/// decreases along the pipe; the event loop polls the head instead of
+/// keeping an event per item.
 #[derive(Clone, Debug)]
 pub struct Pipe<T> {
     q: VecDeque<(Time, T)>,
-    /// An event for the head is pending in the event queue.
-    pub scheduled: bool,
 }
 
 impl<T> Default for Pipe<T> {
     fn default() -> Self {
-        Pipe { q: VecDeque::new(), scheduled: false }
+        Pipe { q: VecDeque::new() }
     }
 }
 
 impl<T: Copy> Pipe<T> {
     /// Appends an item arriving at `at` (arrival times must not decrease).
-    /// Returns the time of an event to schedule, if none is pending.
     #[inline]
-    #[must_use]
-    pub fn push(&mut self, at: Time, item: T) -> Option<Time> {
+    pub fn push(&mut self, at: Time, item: T) {
         debug_assert!(self.q.back().is_none_or(|b| b.0 <= at));
         self.q.push_back((at, item));
-        if self.scheduled {
-            None
-        } else {
-            self.scheduled = true;
-            Some(self.q.front().map_or(at, |f| f.0))
-        }
-    }
-
-    /// Pops the head if it has arrived by `now`.
-    #[inline]
-    pub fn pop_due(&mut self, now: Time) -> Option<T> {
-        match self.q.front() {
-            Some(&(t, _)) if t <= now => self.q.pop_front().map(|x| x.1),
-            _ => None,
-        }
-    }
-
-    /// After draining due items: the next event time, if the pipe is not
-    /// empty (marks it scheduled).
-    #[inline]
-    #[must_use]
-    pub fn reschedule(&mut self) -> Option<Time> {
-        match self.q.front() {
-            Some(&(t, _)) => {
-                self.scheduled = true;
-                Some(t)
-            }
-            None => {
-                self.scheduled = false;
-                None
-            }
-        }
     }
 
     /// Arrival time of the head, if any.
@@ -186,14 +151,7 @@ impl<T: Copy> Pipe<T> {
         self.q.front().map(|x| x.0)
     }
 
-    /// Appends without scheduling (for pipes the event loop polls directly).
-    #[inline]
-    pub fn push_polled(&mut self, at: Time, item: T) {
-        debug_assert!(self.q.back().is_none_or(|b| b.0 <= at));
-        self.q.push_back((at, item));
-    }
-
-    /// Pops the head unconditionally.
+    /// Pops the head.
     #[inline]
     pub fn pop_front(&mut self) -> Option<T> {
         self.q.pop_front().map(|x| x.1)
@@ -231,12 +189,12 @@ mod tests {
     }
 
     #[test]
-    fn pipe_needs_one_event_for_many_packets() {
+    fn pipe_delivers_in_arrival_order() {
         let mut p: Pipe<u32> = Pipe::default();
-        assert_eq!(p.push(Time(10), 1), Some(Time(10)));
-        assert_eq!(p.push(Time(11), 2), None);
-        assert_eq!(p.pop_due(Time(10)), Some(1));
-        assert_eq!(p.pop_due(Time(10)), None);
-        assert_eq!(p.reschedule(), Some(Time(11)));
+        p.push(Time(10), 1);
+        p.push(Time(11), 2);
+        assert_eq!(p.peek_time(), Some(Time(10)));
+        assert_eq!(p.pop_front(), Some(1));
+        assert_eq!(p.peek_time(), Some(Time(11)));
     }
 }
