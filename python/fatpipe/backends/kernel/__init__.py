@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..base import BackendUnavailable, PathReport, RunOutcome, RunPlan, SERIES_COLUMNS
+from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, PathReport, RunOutcome, RunPlan
 from . import cleanup
 from .cleanup import clean
 from .doctor import available_ccas, doctor
@@ -29,6 +29,8 @@ __all__ = ["KernelBackend", "doctor", "clean"]
 # Above this delay-line lateness (99th percentile) the emulated RTT is no
 # longer the configured one; the run is flagged (facts["emulator_late"]).
 LATE_P99_LIMIT_S = 1e-3
+# Sender i is 198.18.(i+1).1/24 and its own reverse NFQUEUE is 2 + i.
+MAX_SENDERS = 200
 
 
 def path_config(plan: RunPlan) -> PathConfig:
@@ -40,8 +42,9 @@ def path_config(plan: RunPlan) -> PathConfig:
         loss=plan.packet_loss_probability(mss),
         buffer_bytes=plan.buffer_bytes,
         mtu_bytes=plan.mtu_bytes,
-        senders={name: HostConfig(h.rmem_max_bytes, h.wmem_max_bytes) for name, h in plan.senders.items()},
-        receiver=HostConfig(plan.receiver.rmem_max_bytes, plan.receiver.wmem_max_bytes),
+        senders={name: HostConfig(h.rmem_max_bytes, h.wmem_max_bytes, h.extra_rtt_s)
+                 for name, h in plan.senders.items()},
+        receiver=HostConfig(plan.receiver.rmem_max_bytes, plan.receiver.wmem_max_bytes, plan.receiver.extra_rtt_s),
         seed=plan.seed,
     )
 
@@ -50,8 +53,19 @@ def flow_specs(plan: RunPlan) -> list[FlowSpec]:
     return [FlowSpec(group=f.group, kind=f.kind, cc=f.cc, streams=f.streams, mss_bytes=f.mss_bytes,
                      sender=f.sender, start_s=f.start_s,
                      stream_rate_cap_bps=plan.senders[f.sender].stream_rate_cap_bps if f.sender in plan.senders
-                     else None)
+                     else None,
+                     request_bytes=f.request_bytes, response_bytes=f.response_bytes,
+                     concurrency=f.concurrency, rate_per_s=f.rate_per_s)
             for f in plan.flows]
+
+
+def rows_to_rpcs(rows: list[dict]) -> dict[str, list]:
+    """RPC rows → RunOutcome.rpcs columns, in (group, stream, start) order."""
+    rpcs: dict[str, list] = {k: [] for k in RPC_COLUMNS}
+    for r in sorted(rows, key=lambda r: (r["flow_group"], r["stream"], r["start_s"])):
+        for k in RPC_COLUMNS:
+            rpcs[k].append(r[k])
+    return rpcs
 
 
 def rows_to_series(rows: list[dict]) -> dict[str, list]:
@@ -72,16 +86,15 @@ class KernelBackend:
         ccas = set(available_ccas())
         for plan in plans:
             for f in plan.flows:
-                if f.kind != "bulk":
-                    raise BackendUnavailable(f"run {plan.run_id}: flow group {f.group} kind={f.kind!r}: RPC flows "
-                                             "are not supported by the kernel backend yet")
+                if f.kind not in ("bulk", "rpc"):
+                    raise BackendUnavailable(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not "
+                                             "supported by the kernel backend (bulk, rpc)")
                 if f.cc not in ccas:
                     raise BackendUnavailable(f"run {plan.run_id}: CCA {f.cc!r} is not available in this kernel "
                                              f"(have: {' '.join(sorted(ccas))}); BPF struct_ops CCAs come later")
-            for name, h in plan.senders.items():
-                if h.extra_rtt_s:
-                    raise BackendUnavailable(f"run {plan.run_id}: hosts.{name}.extra_rtt is not supported by the "
-                                             "kernel backend yet")
+            if len(plan.senders) > MAX_SENDERS:
+                raise BackendUnavailable(f"run {plan.run_id}: {len(plan.senders)} senders; the kernel backend "
+                                         f"builds at most {MAX_SENDERS} sender namespaces")
         report = doctor()
         if not report.usable:
             raise BackendUnavailable(report.verdict)
@@ -115,7 +128,8 @@ class KernelBackend:
 
             try:
                 traffic = run_traffic(path.receiver, RECEIVER_ADDR, path.senders, flow_specs(plan),
-                                      plan.duration_s, plan.sample_interval_s, workdir, on_start=on_start)
+                                      plan.duration_s, plan.sample_interval_s, workdir, on_start=on_start,
+                                      sender_addrs=path.sender_addrs, seed=plan.seed)
             finally:
                 for t in warmup_timer:
                     t.cancel()
@@ -137,4 +151,5 @@ class KernelBackend:
                  "emulator_late": bool(stats.late_p99_s and stats.late_p99_s > LATE_P99_LIMIT_S),
                  "late_p50_s": stats.late_p50_s, "engine_errors": traffic.errors,
                  "linkem": stats.details.get("linkem_summary")}
-        return RunOutcome(series=rows_to_series(traffic.rows), path=report, facts=facts)
+        return RunOutcome(series=rows_to_series(traffic.rows), rpcs=rows_to_rpcs(traffic.rpcs), path=report,
+                          facts=facts)

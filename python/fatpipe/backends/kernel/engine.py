@@ -12,8 +12,13 @@ namespace. The host side is traffic.py.
   TCP_INFO of every socket every `sample_interval_s` into a JSON-lines file
   (raw bytes, base64; parsed on the host by tcpinfo.py).
 
-Flow kinds plug in through SENDERS / RECEIVERS (kind -> function); "rpc"
-is not implemented yet.
+Flow kinds plug in through SENDERS / RECEIVERS (kind -> function). RPC
+flows run as two more roles from rpc_engine.py (same directory):
+
+* ``server`` (sender namespace): answers requests with responses; its
+  sockets carry the flow's CCA and MSS and are the ones sampled.
+* ``client`` (receiver namespace): issues RPCs on persistent connections
+  and records one row per completed RPC.
 """
 
 from __future__ import annotations
@@ -165,16 +170,23 @@ def run_sender(cfg: dict) -> int:
     return 0
 
 
+def _roles() -> dict:
+    import rpc_engine  # beside this file: the script's directory is on sys.path
+    return {"sender": run_sender, "receiver": run_receiver,
+            "server": rpc_engine.run_server, "client": rpc_engine.run_client}
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[1] not in ("sender", "receiver"):
-        print("usage: engine.py sender|receiver CONFIG_JSON", file=sys.stderr)
+    roles = _roles()
+    if len(argv) != 3 or argv[1] not in roles:
+        print(f"usage: engine.py {'|'.join(roles)} CONFIG_JSON", file=sys.stderr)
         return 2
     cfg = json.loads(argv[2])
     try:
         os.nice(-10)  # end hosts keep up with the path when other work shares the CPUs
     except OSError:
         pass
-    return run_sender(cfg) if argv[1] == "sender" else run_receiver(cfg)
+    return roles[argv[1]](cfg)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,14 @@
   each sender's egress (RTT/2 + loss) and on the receiver's egress (RTT/2);
   TSO/GSO are switched off on the senders so netem drops MSS segments.
   (Not exercisable on kernels without netem.)
+* **Extra RTT per sender** (``HostConfig.extra_rtt_s``, RTT fairness): added
+  on the receiver → sender direction, as the simulator does (its ACK pipe
+  of a stream is RTT/2 + sender extra + receiver extra). With linkem, each
+  sender with its own reverse delay gets its own NFQUEUE (number
+  ``QUEUE_SENDER_BASE + i``, matched by destination address ahead of the
+  shared ACK rule); every queue keeps one constant delay, so each stays
+  FIFO, and the bottleneck (queue 0) stays shared by all senders. With
+  netem the extra delay is added to that sender's egress netem.
 * Addresses come from 198.18.0.0/15 (RFC 2544 benchmarking range), used
   only inside the namespaces: sender i 198.18.i.1/24, receiver 198.19.0.1/24.
 """
@@ -46,6 +54,7 @@ from .netns import Namespace, add_veth, new_prefix, set_offloads
 RECEIVER_ADDR = "198.19.0.1"
 QUEUE_DATA = 0  # NFQUEUE of the sender → receiver direction
 QUEUE_ACK = 1  # NFQUEUE of the receiver → sender direction
+QUEUE_SENDER_BASE = 2  # + sender index: reverse direction of a sender with extra RTT
 ROUTER_TO_RECEIVER_IF = "rcv"
 
 
@@ -57,6 +66,7 @@ def sender_addr(index: int) -> str:
 class HostConfig:
     rmem_max_bytes: int
     wmem_max_bytes: int
+    extra_rtt_s: float = 0.0  # added round-trip delay of this host's access link
 
 
 @dataclass(frozen=True)
@@ -86,14 +96,30 @@ def tbf_args(ifname: str, rate_bps: float, burst_bytes: int, limit_bytes: int) -
             "rate", f"{int(rate_bps)}bit", "burst", str(burst_bytes), "limit", str(limit_bytes)]
 
 
-def nfqueue_rules(iptables: str) -> list[list[str]]:
+def nfqueue_rules(iptables: str, sender_queues: dict[str, int] | None = None) -> list[list[str]]:
     """iptables commands (run in the router namespace) that send each
     direction through its NFQUEUE. No --queue-bypass: without linkem
-    listening packets are dropped, never passed undelayed (fail-closed)."""
-    return [
-        [iptables, "-w", "-A", "FORWARD", "-o", ROUTER_TO_RECEIVER_IF, "-j", "NFQUEUE", "--queue-num", str(QUEUE_DATA)],
-        [iptables, "-w", "-A", "FORWARD", "-i", ROUTER_TO_RECEIVER_IF, "-j", "NFQUEUE", "--queue-num", str(QUEUE_ACK)],
-    ]
+    listening packets are dropped, never passed undelayed (fail-closed).
+    `sender_queues` (sender address -> queue) gives senders their own
+    reverse queue; those rules come first (the first NFQUEUE match wins:
+    an accepted packet leaves the chain)."""
+    rules = [[iptables, "-w", "-A", "FORWARD", "-o", ROUTER_TO_RECEIVER_IF, "-j", "NFQUEUE",
+              "--queue-num", str(QUEUE_DATA)]]
+    for addr, num in (sender_queues or {}).items():
+        rules.append([iptables, "-w", "-A", "FORWARD", "-i", ROUTER_TO_RECEIVER_IF, "-d", f"{addr}/32",
+                      "-j", "NFQUEUE", "--queue-num", str(num)])
+    rules.append([iptables, "-w", "-A", "FORWARD", "-i", ROUTER_TO_RECEIVER_IF, "-j", "NFQUEUE",
+                  "--queue-num", str(QUEUE_ACK)])
+    return rules
+
+
+def reverse_delays(cfg: "PathConfig") -> tuple[float, dict[str, float]]:
+    """One-way delay of the shared receiver → sender queue and of each
+    sender that needs its own (pure). As the simulator: RTT/2 + the
+    receiver's extra RTT + the sender's extra RTT, all on this direction."""
+    shared = cfg.rtt_s / 2 + cfg.receiver.extra_rtt_s
+    own = {name: shared + h.extra_rtt_s for name, h in cfg.senders.items() if h.extra_rtt_s > 0}
+    return shared, own
 
 
 def netem_available(ns: Namespace, ifname: str) -> bool:
@@ -207,10 +233,12 @@ class EmulatedPath:
     def _add_netem(self) -> None:
         c = self.cfg
         half_ms = f"{c.rtt_s / 2 * 1e3:.6f}ms"
-        for ns in self.senders.values():
+        for name, ns in self.senders.items():
             set_offloads(ns, "eth0", False, ("tso", "gso"))  # netem must see MSS segments
+            # Extra RTT of this sender (and of the receiver) on its own egress.
+            extra_s = c.senders[name].extra_rtt_s + c.receiver.extra_rtt_s
             ns.run("tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "limit", "1000000",
-                   "delay", half_ms, "loss", f"{c.loss * 100:.9f}%")
+                   "delay", f"{(c.rtt_s / 2 + extra_s) * 1e3:.6f}ms", "loss", f"{c.loss * 100:.9f}%")
         self.receiver.run("tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "limit", "1000000",
                           "delay", half_ms)
 
@@ -221,10 +249,17 @@ class EmulatedPath:
         data = QueueConfig(QUEUE_DATA, "data", half, c.loss)
         if self.bottleneck == "linkem":
             data = QueueConfig(QUEUE_DATA, "data", half, c.loss, c.rate_bps, max(c.buffer_bytes, c.mtu_bytes + 14))
-        queues = [data, QueueConfig(QUEUE_ACK, "ack", half, c.loss)]
+        shared, own = reverse_delays(c)
+        queues = [data, QueueConfig(QUEUE_ACK, "ack", shared, c.loss)]
+        sender_queues = {}
+        for i, name in enumerate(c.senders):
+            if name in own:
+                num = QUEUE_SENDER_BASE + i
+                queues.append(QueueConfig(num, f"ack-{name}", own[name], c.loss))
+                sender_queues[self.sender_addrs[name]] = num
         self.linkem = Linkem(self.router, binary, queues, c.seed, self.workdir / "linkem-stats.json")
         ipt = iptables_binary(self.router)
-        for rule in nfqueue_rules(ipt):
+        for rule in nfqueue_rules(ipt, sender_queues):
             self.router.run(*rule)
 
     # -- measurements ---------------------------------------------------
@@ -260,7 +295,7 @@ class EmulatedPath:
             if self.bottleneck == "linkem":
                 stats.queue_drops, stats.bottleneck_bytes = s["queue_drops"], s["bottleneck_bytes"]
             stats.late_p50_s, stats.late_p99_s, stats.late_max_s = s["late_p50_s"], s["late_p99_s"], s["late_max_s"]
-            stats.details = {"linkem": raw, "linkem_summary": s}
+            stats.details.update({"linkem": raw, "linkem_summary": s})  # keeps "bottleneck"
         return stats
 
     def teardown(self) -> None:
