@@ -62,13 +62,3 @@ def test_doctor_reports_a_verdict():
     report = doctor()
     assert isinstance(report, list) and report.usable
     assert "usable" in report.verdict
-
-
-@needs_root
-def test_rpc_flows_are_refused_clearly(tmp_path):
-    from dataclasses import replace
-    plan = short_plan(1)
-    plan = replace(plan, flows=(replace(plan.flows[0], kind="rpc", request_bytes=100, response_bytes=10000,
-                                        concurrency=1),))
-    with pytest.raises(NotImplementedError, match="RPC"):
-        KernelBackend().run(plan, tmp_path)
