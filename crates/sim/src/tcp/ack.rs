@@ -146,6 +146,14 @@ impl Sender {
         }
         self.rate.rs.rtt = ca_rtt;
 
+        // Round-trip counting (ConnState.round_count): a round ends when
+        // snd_una passes the snd_nxt of the round's start, as HyStart's
+        // after(tp->snd_una, ca->end_seq) test in hystart_update().
+        if self.sb.snd_una > self.round_end_seq {
+            self.tp.round_count += 1;
+            self.round_end_seq = self.sb.snd_nxt;
+        }
+
         let newly = (self.tp.delivered - prior_delivered) as u32;
         if newly > 0 {
             let sample = AckSample { pkts_acked: newly, rtt: ca_rtt, in_flight: prior_in_flight };

@@ -65,6 +65,9 @@ pub struct Sender {
     pub stats: SenderStats,
     /// snd_nxt when the current recovery/loss episode began (tp->high_seq).
     pub(super) high_seq: u64,
+    /// snd_nxt when the current round trip began: the round ends once
+    /// snd_una passes it (HyStart's ca->end_seq in tcp_cubic.c).
+    pub(super) round_end_seq: u64,
     pub(super) undo_marker: bool,
     /// snd_una when the episode began (tp->undo_marker's value).
     pub(super) undo_seq: u64,
@@ -125,6 +128,7 @@ impl Sender {
             chrono: Chrono::default(),
             stats: SenderStats::default(),
             high_seq: 0,
+            round_end_seq: 0,
             undo_marker: false,
             undo_seq: 0,
             undo_retrans: -1,
