@@ -57,8 +57,8 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     idle = idle_latency(Path(argv[1]))
-    print("idle path, 10 KB RPC alone: n={n}  p50 {p50:.1f} ms  p90 {p90:.1f}  p99 {p99:.1f}  p99.9 {p99.9:.1f}"
-          .format(**{k: (v * 1e3 if k != "n" else v) for k, v in idle.items()}))
+    print(f"idle path, 10 KB RPC alone: n={idle['n']}  "
+          + "  ".join(f"{name} {idle[name] * 1e3:.1f} ms" for _, name in QUANTILES))
     rows = []
     for d in argv[2:]:
         rows += study_rows(Path(d))
