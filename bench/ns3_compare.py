@@ -37,6 +37,7 @@ NS3_SCENARIO = HERE / "ns3_scenario.py"
 DEFAULT_NS3_PYTHON = os.environ.get("FATPIPE_NS3_PYTHON", "/work/ns3-venv/bin/python")
 
 SPEEDUP_GOAL = 1000.0
+PROGRESS_S = 0.5  # ns3_scenario.py's default --progress-s
 GOODPUT_GOAL_PCT = 10.0
 
 
@@ -296,6 +297,8 @@ def report(sc: Scenario, cc: str, ns3: dict[str, Any], fp: dict[str, Any]) -> di
                 f"; reached {ns3['progress_sim_s']:g} s of {sc.duration_s:g} s simulated "
                 f"({ns3['progress_run_wall_s']:.0f} s in Simulator::Run)"
             )
+        elif ns3.get("timed_out"):
+            msg += f"; did not reach its first progress mark ({PROGRESS_S:g} s simulated)"
         print(f"ns-3: {msg}")
     if not fp_ok:
         print(f"fatpipe: {fp['error']}")

@@ -97,8 +97,22 @@ def _counters(ns):
     return cppyy.gbl.fatpipe_bench
 
 
+def _die_with_parent() -> None:
+    """Linux: get SIGKILL when the parent (ns3_compare.py) dies, so no orphan
+    ns-3 run keeps a core busy after the comparison was interrupted."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # not Linux: nothing to do
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    _die_with_parent()
 
     from importlib.metadata import version
 
