@@ -36,11 +36,17 @@ def sweep_points(spec: spec_mod.Spec) -> list[dict[str, Any]]:
 
 def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
     h = spec.host(name)
+    # Access-link delay is per host: `hosts.default.extra_rtt` delays every
+    # sender's link but not the receiver's (which would add it twice to every
+    # path); only `hosts.receiver.extra_rtt` delays the receiver's link.
+    extra_rtt = h.extra_rtt
+    if name == "receiver":
+        extra_rtt = spec.hosts["receiver"].extra_rtt if "receiver" in spec.hosts else 0.0
     return HostLimits(
         rmem_max_bytes=h.rmem_max or spec_mod.LINUX_RMEM_MAX_BYTES,
         wmem_max_bytes=h.wmem_max or spec_mod.LINUX_WMEM_MAX_BYTES,
         stream_rate_cap_bps=h.stream_rate_cap,
-        extra_rtt_s=h.extra_rtt,
+        extra_rtt_s=extra_rtt,
     )
 
 

@@ -396,7 +396,7 @@ impl Sim {
             packets: self.net.packets,
             random_drops: self.net.random_drops,
             queue_drops: self.net.bottleneck.drops,
-            bottleneck_bps: self.net.bottleneck.busy_rate(),
+            bottleneck_bps: self.net.bottleneck.mean_rate(self.end),
         };
         self.result.stats = Stats {
             events: self.net.events.popped + self.net.pipe_events,

@@ -113,12 +113,13 @@ impl Bottleneck {
         self.queued
     }
 
-    /// Achieved rate while busy.
-    pub fn busy_rate(&self) -> Option<f64> {
-        if self.busy == Time::ZERO {
+    /// Mean throughput through the bottleneck over `run`: bytes departed
+    /// over the run's duration (the same measure the kernel backend reports).
+    pub fn mean_rate(&self, run: Time) -> Option<f64> {
+        if run == Time::ZERO {
             None
         } else {
-            Some(self.bytes_departed as f64 * 8.0 / self.busy.as_secs_f64())
+            Some(self.bytes_departed as f64 * 8.0 / run.as_secs_f64())
         }
     }
 }
