@@ -310,7 +310,7 @@ fn run(a: Args) -> io::Result<()> {
     for spec in a.queues.clone() {
         queues.push(QueueSocket::open(spec, &a)?);
     }
-    let mut rng = Rng::new(a.seed);
+    let mut rng = Rng::new(a.seed, rng::LOSS_STREAM);
     let mut buf = vec![0u8; 65536];
     let mut pfds: Vec<libc::pollfd> =
         queues.iter().map(|q| libc::pollfd { fd: q.fd, events: libc::POLLIN, revents: 0 }).collect();
