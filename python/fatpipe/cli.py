@@ -168,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     except (BackendUnavailable, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # Output piped into `head` and the like: stop quietly, as Unix tools do.
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("\ninterrupted: finished runs are kept; run the same command again to resume",
               file=sys.stderr)

@@ -332,11 +332,15 @@ impl Scenario {
         1.0 - (1.0 - self.loss) * (1.0 - p_corrupt)
     }
 
-    /// The engine configuration. Streams of a flow start at `start_s`,
-    /// staggered by 3 µs per stream (in global stream order) so that they
-    /// never collide exactly.
+    /// The engine configuration. Streams of a flow start at `start_s` plus
+    /// a seeded random offset below `START_JITTER` (and 3 µs per stream in
+    /// global order, so no two collide exactly): real hosts never open
+    /// their connections at the same instant, and without the offset
+    /// loss-free repetitions would be identical and the first flow would
+    /// always win a race that is really a coin toss.
     pub fn sim_config(&self) -> SimConfig {
         let mut streams = Vec::new();
+        let mut jitter = crate::rng::Rng::new(self.seed, START_JITTER_STREAM);
         let mut k = 0u64;
         for (gi, f) in self.flows.iter().enumerate() {
             let host = &self.senders[&f.sender];
@@ -346,7 +350,9 @@ impl Scenario {
                     index: s as u32,
                     cc: f.cc.clone(),
                     mss: f.mss_bytes as u32,
-                    start: Time::from_secs_f64(f.start_s) + Time::from_micros(3 * k),
+                    start: Time::from_secs_f64(f.start_s)
+                        + Time::from_micros(3 * k)
+                        + Time::from_nanos((jitter.next_f64() * START_JITTER.as_nanos() as f64) as u64),
                     wmem_bytes: host.wmem_max_bytes,
                     rmem_bytes: self.receiver.rmem_max_bytes,
                     rate_cap: host.stream_rate_cap_bps.map(|c| Rate(c.round() as u64)),
@@ -378,3 +384,8 @@ impl Scenario {
 pub fn run_json(text: &str) -> Result<RunResult, ConfigError> {
     Ok(Scenario::from_json(text)?.run())
 }
+
+/// Largest random offset added to each stream's start time.
+pub const START_JITTER: Time = Time::from_millis(1);
+/// RNG stream label of the start offsets.
+const START_JITTER_STREAM: u64 = 0x5747_4a17;
