@@ -204,3 +204,15 @@ def test_a_corruption_sweep_gets_its_own_loss_figure_and_collapse_table(tmp_path
     assert "Goodput vs corruption" in heads and "Collapse points along corruption" in heads
     assert (path.parent / "goodput_vs_corruption.png").exists()
     assert (path.parent / "collapse_points_corruption.csv").exists()
+
+
+def test_rpc_section_compares_with_the_idle_path_and_splits_goodput_by_flow_kind(tmp_path):
+    root = sharing_study(tmp_path / "sharing")
+    path = write_report(root)
+    html = path.read_text()
+    assert "idle path (ms)" in html and "Streaming (bulk) vs RPC flows" in html
+    latency = pd.read_csv(path.parent / "rpc_latency.csv")
+    assert (latency["ideal"] > 0).all() and (latency["p50"] >= latency["ideal"]).all()
+    kinds = pd.read_csv(path.parent / "goodput_by_flow_kind.csv")
+    assert set(kinds["kind"]) == {"bulk", "rpc"}
+    assert {"goodput_bps", "retrans_rate"} <= set(kinds.columns)

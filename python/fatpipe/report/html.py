@@ -264,13 +264,36 @@ def rpc_section(study, keys: list[str]) -> tuple | None:
     t = tables[0]
     for other in tables[1:]:
         t = t.merge(other.drop(columns="n"), on=rk)
+    ideal = an.grid_summary(rpc_runs, "rpc_ideal_s", rk)[[*rk, "mean"]].rename(columns={"mean": "ideal"})
+    t = t.merge(ideal, on=rk)
     _csv(study, t, "rpc_latency")
     view = t.rename(columns={k: figs.short_key(k) for k in rk}).copy()
-    for q, name in (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9")):
+    for q, name in (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("ideal", "idle path")):
         view[f"{name} (ms)"] = view.pop(q) * 1e3
     body = _fig(study, fig, "rpc_cdf", "RPC completion time CDF per sweep point and RPC flow group.")
-    body += table_html(view, "RPC completion time percentiles (mean over repetitions)")
+    body += table_html(view, "RPC completion time percentiles (mean over repetitions); idle path = "
+                             "one RTT plus the response's serialization at the bottleneck rate")
+    by_kind = kind_summary(runs[runs["status"] == "ok"], label_keys)
+    _csv(study, by_kind, "goodput_by_flow_kind")
+    view = by_kind.rename(columns={k: figs.short_key(k) for k in label_keys}).copy()
+    view["goodput (Mbit/s)"] = view.pop("goodput_bps") / 1e6
+    view["retransmissions (%)"] = view.pop("retrans_rate") * 100
+    body += table_html(view, "Streaming (bulk) vs RPC flows: goodput summed over the flow groups of each "
+                             "kind, retransmission rate of their segments (means over repetitions)")
     return section("rpc", "RPC latency", body)
+
+
+def kind_summary(runs, label_keys: list[str]):
+    """Goodput and retransmission rate per flow kind (bulk vs rpc) per grid
+    point: goodput of an RPC group is its completed responses' bytes."""
+    df = runs.copy()
+    for col in ("goodput_bps", "rpc_goodput_bps", "retrans_rate"):
+        if col not in df.columns:
+            df[col] = float("nan")
+    df["kind_goodput_bps"] = df["rpc_goodput_bps"].where(df["kind"] == "rpc", df["goodput_bps"])
+    per_run = df.groupby(["run_id", *label_keys, "kind"], dropna=False).agg(
+        goodput_bps=("kind_goodput_bps", "sum"), retrans_rate=("retrans_rate", "mean")).reset_index()
+    return per_run.groupby([*label_keys, "kind"], dropna=False)[["goodput_bps", "retrans_rate"]].mean().reset_index()
 
 
 def choose_run(study: Study, collapses: pd.DataFrame, requested: str | None) -> tuple[str, str]:
