@@ -129,12 +129,8 @@ def run_server(cfg: dict) -> int:
             for key, events in sel.select(timeout=max(0.0, min(due, end) - now)):
                 c = key.data
                 if events & selectors.EVENT_READ:
-                    try:
-                        n = c.sock.recv_into(buf)
-                    except (BlockingIOError, InterruptedError):
-                        n = -1
+                    n = _read_or_unregister(sel, c, buf)
                     if n == 0:
-                        sel.unregister(c.sock)
                         continue
                     if n > 0:
                         c.received += n
@@ -144,12 +140,29 @@ def run_server(cfg: dict) -> int:
                         c.to_send += new * resp
                 if events & selectors.EVENT_WRITE or c.to_send:
                     _server_send(c)
-                want = selectors.EVENT_READ | (selectors.EVENT_WRITE if c.to_send else 0)
-                if sel.get_map().get(c.sock) is not None and sel.get_key(c.sock).events != want:
-                    sel.modify(c.sock, want, c)
+                _watch_writable_while_sending(sel, c)
     for c in conns:
         c.sock.close()
     return 0
+
+
+def _read_or_unregister(sel: selectors.BaseSelector, c, buf: bytearray) -> int:
+    """Bytes read from `c.sock` into `buf`; -1 when nothing was ready; 0 at
+    end of stream, after which the socket is no longer watched."""
+    try:
+        n = c.sock.recv_into(buf)
+    except (BlockingIOError, InterruptedError):
+        return -1
+    if n == 0:
+        sel.unregister(c.sock)
+    return n
+
+
+def _watch_writable_while_sending(sel: selectors.BaseSelector, c) -> None:
+    """Watch `c.sock` for writability exactly while it has bytes to send."""
+    want = selectors.EVENT_READ | (selectors.EVENT_WRITE if c.to_send else 0)
+    if sel.get_map().get(c.sock) is not None and sel.get_key(c.sock).events != want:
+        sel.modify(c.sock, want, c)
 
 
 def _server_send(c: _ServerConn) -> None:
@@ -220,12 +233,8 @@ def run_client(cfg: dict) -> int:
         for key, events in sel.select(timeout=max(0.0, wake - now)):
             c = key.data
             if events & selectors.EVENT_READ:
-                try:
-                    n = c.sock.recv_into(buf)
-                except (BlockingIOError, InterruptedError):
-                    n = -1
+                n = _read_or_unregister(sel, c, buf)
                 if n == 0:
-                    sel.unregister(c.sock)
                     continue
                 if n > 0:
                     t = time.time()
@@ -240,9 +249,7 @@ def run_client(cfg: dict) -> int:
                             issue(c, t)  # closed loop: the next one at once
             if events & selectors.EVENT_WRITE:
                 _client_send(c)
-            want = selectors.EVENT_READ | (selectors.EVENT_WRITE if c.to_send else 0)
-            if sel.get_map().get(c.sock) is not None and sel.get_key(c.sock).events != want:
-                sel.modify(c.sock, want, c)
+            _watch_writable_while_sending(sel, c)
         for c in conns:  # a request written partly registers for writability
             if c.to_send and sel.get_map().get(c.sock) is not None:
                 if not sel.get_key(c.sock).events & selectors.EVENT_WRITE:
