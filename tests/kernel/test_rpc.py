@@ -127,8 +127,10 @@ def test_closed_loop_rpcs_complete_beside_a_bulk_flow(tmp_path):
     for a, b in zip(rpcs, rpcs[1:]):
         assert b["start_s"] >= a["start_s"] + a["duration_s"] - 1e-3
     # The server side of the RPC flow is sampled like a bulk flow.
+    # delivered_bytes counts bytes the server saw acknowledged; the ACK of the
+    # last response may still be in flight (half an RTT) at the final sample.
     series = group_rows(out.series, 1)
-    assert series and max(r["delivered_bytes"] for r in series) >= 10_000 * len(rpcs)
+    assert series and max(r["delivered_bytes"] for r in series) >= 10_000 * (len(rpcs) - 1)
     assert group_rows(out.series, 0)
 
 
