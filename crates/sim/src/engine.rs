@@ -15,6 +15,12 @@ pub const HEADER_BYTES: u32 = 40;
 /// TCP/IP header bytes with the timestamp option Linux uses by default.
 pub const HEADER_TS_BYTES: u32 = 52;
 
+/// Layer-2 header the bottleneck charges per packet: the 14-byte Ethernet
+/// header, as tbf and netem count skb->len on a veth and as the kernel
+/// backend's delay line does (crates/linkem link.rs), so that a path rate
+/// means the same on both backends (payload ceiling 1448/1514 of the rate).
+pub const ETH_HEADER_BYTES: u32 = 14;
+
 /// Bytes a segment occupies on the wire: MSS plus headers with the
 /// timestamp option when that fits the MTU (Linux's MSS = MTU - 52 with
 /// timestamps), else MSS + 40.
@@ -111,7 +117,7 @@ impl SenderEnv for Tx<'_> {
             net.random_drops += 1;
             return;
         }
-        let Some(dep) = net.bottleneck.enqueue(now, self.wire) else { return };
+        let Some(dep) = net.bottleneck.enqueue(now, self.wire + ETH_HEADER_BYTES) else { return };
         net.fwd.push(dep + net.prop, DataPkt { stream: self.stream, seq });
     }
 
