@@ -60,6 +60,14 @@ pub struct QueueStats {
     pub held_max: usize,
     pub timestamps_seen: u64,
     pub late: LateHist,
+    /// How long packets waited in the NFQUEUE socket before linkem read them
+    /// (read time − kernel arrival timestamp).
+    pub read_wait: LateHist,
+    /// Wall time of each batch verdict call: re-injected packets run through
+    /// the rest of the stack (veth, the receiving TCP) inside that call.
+    pub verdict_call: LateHist,
+    /// Batch verdicts sent (each releases every packet due by then).
+    pub verdict_batches: u64,
 }
 
 impl QueueStats {
@@ -69,7 +77,8 @@ impl QueueStats {
                 "{{\"name\":\"{}\",\"num\":{},\"delay_s\":{},\"loss\":{},",
                 "\"packets\":{},\"bytes\":{},\"data_packets\":{},\"dropped\":{},\"queue_drops\":{},\"bottleneck_bytes\":{},",
                 "\"gso_packets\":{},\"max_packet_bytes\":{},\"held_max\":{},",
-                "\"timestamps_seen\":{},\"late_p50_s\":{:e},\"late_p99_s\":{:e},\"late_max_s\":{:e}}}"
+                "\"timestamps_seen\":{},\"late_p50_s\":{:e},\"late_p99_s\":{:e},\"late_max_s\":{:e},",
+                "\"verdict_batches\":{},\"read_wait_p99_s\":{:e},\"read_wait_max_s\":{:e},\"verdict_call_p99_s\":{:e},\"verdict_call_max_s\":{:e}}}"
             ),
             name,
             num,
@@ -88,6 +97,11 @@ impl QueueStats {
             self.late.quantile_s(0.5),
             self.late.quantile_s(0.99),
             self.late.max_s(),
+            self.verdict_batches,
+            self.read_wait.quantile_s(0.99),
+            self.read_wait.max_s(),
+            self.verdict_call.quantile_s(0.99),
+            self.verdict_call.max_s(),
         )
     }
 }
