@@ -73,7 +73,18 @@ struct Stream {
     start: Time,
     started: bool,
     delack: Timer,
+    sack_compress: Timer,
     rpc: Option<RpcApp>,
+}
+
+impl Stream {
+    /// The receiver sends `ack` at `now`: tcp_event_ack_sent() clears the
+    /// delayed-ACK and SACK-compression timers.
+    fn send_ack(&mut self, net: &mut Net, i: u32, now: Time, ack: Ack) {
+        self.delack.disarm();
+        self.sack_compress.disarm();
+        net.acks[self.ack_pipe].push(now + self.ack_delay, (i, ack));
+    }
 }
 
 /// Data packet in flight on the forward path.
@@ -183,7 +194,8 @@ impl Sim {
                 }
             };
             // The receiver's RTO from its handshake sample: srtt + 200 ms.
-            let receiver = Receiver::new(s.rmem_bytes, s.mss, cfg.rtt + s.extra_rtt + crate::tcp::rtt::RTO_MIN);
+            let receiver = Receiver::new(s.rmem_bytes, s.mss, cfg.rtt + s.extra_rtt + crate::tcp::rtt::RTO_MIN)
+                .with_rtt(cfg.rtt + s.extra_rtt);
             let scfg = SenderConfig {
                 mss: s.mss,
                 wmem_bytes: s.wmem_bytes,
@@ -211,6 +223,7 @@ impl Sim {
                 start: s.start,
                 started: false,
                 delack: Timer::default(),
+                sack_compress: Timer::default(),
                 rpc,
             });
         }
@@ -239,13 +252,15 @@ impl Sim {
         let Some(pkt) = self.net.fwd.pop_front() else { return };
         let st = &mut self.streams[pkt.stream as usize];
         match st.receiver.on_data(pkt.seq, now) {
-            RxAction::AckNow(ack) => {
-                st.delack.disarm();
-                self.net.acks[st.ack_pipe].push(now + st.ack_delay, (pkt.stream, ack));
-            }
+            RxAction::AckNow(ack) => st.send_ack(&mut self.net, pkt.stream, now, ack),
             RxAction::Delay(at) => {
                 if let Some(at) = st.delack.arm(at) {
                     self.net.events.push(at, Event::Timer(pkt.stream, TimerKind::DelAck));
+                }
+            }
+            RxAction::Compress(at) => {
+                if let Some(at) = st.sack_compress.arm(at) {
+                    self.net.events.push(at, Event::Timer(pkt.stream, TimerKind::SackCompress));
                 }
             }
             RxAction::None => {}
@@ -283,8 +298,7 @@ impl Sim {
         net.events.push(at, Event::Timer(i, TimerKind::RpcRequest));
         // A pending delayed ACK rides on the request.
         if let Some(ack) = st.receiver.piggyback_ack() {
-            st.delack.disarm();
-            net.acks[st.ack_pipe].push(now + st.ack_delay, (i, ack));
+            st.send_ack(net, i, now, ack);
         }
     }
 
@@ -307,7 +321,18 @@ impl Sim {
                 }
                 if fire {
                     if let Some(ack) = st.receiver.on_delack_timer() {
-                        tx.net.acks[st.ack_pipe].push(now + st.ack_delay, (i as u32, ack));
+                        st.send_ack(tx.net, i as u32, now, ack);
+                    }
+                }
+            }
+            TimerKind::SackCompress => {
+                let (fire, again) = st.sack_compress.on_event(now);
+                if let Some(at) = again {
+                    tx.net.events.push(at, Event::Timer(i as u32, TimerKind::SackCompress));
+                }
+                if fire {
+                    if let Some(ack) = st.receiver.on_sack_compress_timer() {
+                        st.send_ack(tx.net, i as u32, now, ack);
                     }
                 }
             }

@@ -18,6 +18,8 @@ pub enum TimerKind {
     Pace,
     /// Receiver's delayed-ACK timer.
     DelAck,
+    /// Receiver's SACK-compression timer (tp->compressed_ack_timer).
+    SackCompress,
     /// The stream's application starts (or has new work).
     App,
     /// An RPC request reaches the server (the sender's host).

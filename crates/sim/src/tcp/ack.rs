@@ -30,7 +30,14 @@ impl Sender {
         let mut newly_sacked = 0u32;
         let mut ranges = std::mem::take(&mut self.range_scratch);
         let cache = self.sack_cache;
-        for &(s0, e0) in ack.sack_blocks() {
+        // tcp_sacktag_write_queue(): "order SACK blocks to allow in order
+        // walk of the retrans queue", so a block below the highest one is
+        // tagged before that one raises the highest SACK.
+        let mut blocks = [(0u64, 0u64); MAX_SACKS];
+        let nblocks = ack.sack_blocks().len();
+        blocks[..nblocks].copy_from_slice(ack.sack_blocks());
+        blocks[..nblocks].sort_unstable_by_key(|b| b.0);
+        for &(s0, e0) in &blocks[..nblocks] {
             // tcp_sacktag_write_queue()'s recv_sack_cache: parts of a block
             // already reported by the previous ACK are fully tagged; skip them.
             let (mut s, mut e) = (s0, e0);

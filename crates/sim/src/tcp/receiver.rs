@@ -1,5 +1,6 @@
 //! The receiving TCP: cumulative ACK, SACK blocks (RFC 2018), D-SACK
-//! (RFC 2883) and Linux's delayed-ACK rules (__tcp_ack_snd_check).
+//! (RFC 2883) and Linux's ACK rules (__tcp_ack_snd_check): delayed ACKs,
+//! quick-ACK mode, and SACK compression while out-of-order data is queued.
 //!
 //! Receive window: Linux with tcp_adv_win_scale = 1 advertises about half
 //! of the receive buffer; we advertise a constant rmem_max / 2, rounded
@@ -14,8 +15,19 @@ use crate::units::Time;
 pub const DELACK: Time = Time::from_millis(40);
 /// SACK blocks per ACK (3 fit next to the timestamp option).
 pub const MAX_SACKS: usize = 3;
+/// TCP_NUM_SACKS: blocks the receiver remembers (tp->selective_acks).
+const NUM_SACKS: usize = 4;
 /// TCP_MAX_QUICKACKS.
 pub const MAX_QUICKACKS: u32 = 16;
+/// net.ipv4.tcp_comp_sack_nr default: at most this many ACKs are folded into
+/// one while out-of-order data is queued.
+pub const COMP_SACK_NR: u32 = 44;
+/// net.ipv4.tcp_comp_sack_delay_ns default (1 ms): the longest a compressed
+/// SACK waits (also at most 5 % of the RTT).
+pub const COMP_SACK_DELAY: Time = Time::from_millis(1);
+/// TCP_FASTRETRANS_THRESH: duplicate ACKs sent at once for each new rcv_nxt
+/// before compression starts, so the sender's fast retransmit is not delayed.
+const FASTRETRANS_THRESH: u32 = 3;
 
 /// An ACK as the sender sees it. Sequence numbers count segments.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -44,6 +56,8 @@ pub enum RxAction {
     AckNow(Ack),
     /// Arm the delayed-ACK timer for this time (if not armed).
     Delay(Time),
+    /// Arm the SACK-compression timer for this time (it was not armed).
+    Compress(Time),
     /// Nothing: the delayed-ACK timer is already armed.
     None,
 }
@@ -54,10 +68,24 @@ pub struct Receiver {
     pub rcv_nxt: u64,
     /// Out-of-order ranges [start, end), sorted, disjoint, above rcv_nxt.
     ofo: VecDeque<(u64, u64)>,
-    /// Segment most recently received out of order (first SACK block).
-    last_ofo: u64,
+    /// SACK blocks to report, most recently changed first, at most
+    /// NUM_SACKS (tp->selective_acks, kept by tcp_sack_new_ofo_skb()).
+    /// Ranges of `ofo` that fell off this list are not reported again.
+    sacks: VecDeque<(u64, u64)>,
     /// In-order segments received since the last ACK.
     unacked: u32,
+    /// rcv_nxt when the last ACK was sent (tp->rcv_wup).
+    rcv_wup: u64,
+    /// ACKs withheld by SACK compression since the last ACK (tp->compressed_ack).
+    compressed_ack: u32,
+    /// rcv_nxt the duplicate-ACK counter refers to (compressed_ack_rcv_nxt).
+    compressed_ack_rcv_nxt: u64,
+    /// Immediate duplicate ACKs sent for that rcv_nxt (tp->dup_ack_counter).
+    dup_ack_counter: u32,
+    /// SACK-compression timer armed (hrtimer_is_queued).
+    comp_armed: bool,
+    /// SACK-compression delay: min(tcp_comp_sack_delay_ns, 5 % of the RTT).
+    comp_delay: Time,
     /// Delayed-ACK timer armed.
     pub delack_armed: bool,
     /// Advertised window in segments.
@@ -74,14 +102,21 @@ pub struct Receiver {
 
 impl Receiver {
     /// `idle_gap`: the receiver's RTO (from its handshake RTT sample);
-    /// data after a longer silence re-enters quick-ACK mode.
+    /// data after a longer silence re-enters quick-ACK mode. SACK
+    /// compression uses the default delay (`with_rtt` sets it from the RTT).
     pub fn new(rmem_bytes: u64, mss: u32, idle_gap: Time) -> Receiver {
         let wnd = ((rmem_bytes / 2) / mss.max(1) as u64).clamp(1, u32::MAX as u64) as u32;
         Receiver {
             rcv_nxt: 0,
             ofo: VecDeque::new(),
-            last_ofo: 0,
+            sacks: VecDeque::with_capacity(NUM_SACKS + 1),
             unacked: 0,
+            rcv_wup: 0,
+            compressed_ack: 0,
+            compressed_ack_rcv_nxt: 0,
+            dup_ack_counter: 0,
+            comp_armed: false,
+            comp_delay: COMP_SACK_DELAY,
             delack_armed: false,
             wnd,
             acks_sent: 0,
@@ -89,6 +124,14 @@ impl Receiver {
             last_rcv: None,
             idle_gap,
         }
+    }
+
+    /// The receiver's RTT (its handshake sample, about the path's base
+    /// RTT): __tcp_ack_snd_check() holds a compressed SACK for at most
+    /// min(tcp_comp_sack_delay_ns, rtt / 20).
+    pub fn with_rtt(mut self, rtt: Time) -> Receiver {
+        self.comp_delay = COMP_SACK_DELAY.min(Time(rtt.0 / 20));
+        self
     }
 
     /// tcp_event_data_recv(): the first data, or data after an idle gap
@@ -113,36 +156,86 @@ impl Receiver {
             // Duplicate: immediate ACK with D-SACK (tcp_send_dupack).
             return RxAction::AckNow(self.make_ack(Some(seq)));
         }
+        let mut ack_now = false;
         if seq == self.rcv_nxt {
             self.rcv_nxt += 1;
             self.unacked += 1;
-            let had_ofo = !self.ofo.is_empty();
-            if had_ofo && self.ofo[0].0 == self.rcv_nxt {
-                self.rcv_nxt = self.ofo[0].1;
-                self.ofo.pop_front();
+            if !self.ofo.is_empty() {
+                if self.ofo[0].0 == self.rcv_nxt {
+                    self.rcv_nxt = self.ofo[0].1;
+                    self.ofo.pop_front();
+                }
+                // tcp_data_queue(): "RFC5681. 4.2. SHOULD send immediate
+                // ACK, when gap in queue is filled" (ICSK_ACK_NOW).
+                ack_now = self.ofo.is_empty();
             }
-            // RFC 5681 §4.2: ACK at once when out-of-order data exists or a
-            // gap was just filled; else every second full segment
-            // (rcv_nxt - rcv_wup > rcv_mss); else delay.
-            if had_ofo || self.unacked >= 2 || self.quick > 0 {
-                return RxAction::AckNow(self.make_ack(None));
+        } else {
+            // Out of order: queue it (tcp_data_queue_ofo).
+            self.insert_ofo(seq);
+            if self.sack_new_ofo(seq) {
+                // The SACK list was full while ACKs were being withheld:
+                // Linux sends one before forgetting the oldest block. (Linux
+                // sends it just before adding the new block and then
+                // compresses again; here the ACK already carries the new
+                // block, which saves a timer and reports it sooner.)
+                let ack = self.make_ack(None);
+                self.sacks.truncate(NUM_SACKS);
+                return RxAction::AckNow(ack);
             }
+        }
+        self.sack_remove();
+        self.ack_snd_check(now, ack_now)
+    }
+
+    /// __tcp_ack_snd_check(): ACK now, delay the ACK, or compress it.
+    fn ack_snd_check(&mut self, now: Time, ack_now: bool) -> RxAction {
+        // "More than one full frame received" since the last ACK (rcv_nxt -
+        // rcv_wup > rcv_mss), quick-ACK mode, or ICSK_ACK_NOW: send now.
+        if self.rcv_nxt - self.rcv_wup >= 2 || self.quick > 0 || ack_now {
+            return RxAction::AckNow(self.make_ack(None));
+        }
+        if self.ofo.is_empty() {
+            // tcp_send_delayed_ack().
             if self.delack_armed {
                 return RxAction::None;
             }
             self.delack_armed = true;
             return RxAction::Delay(now + DELACK);
         }
-        // Out of order: queue and ACK immediately with SACK blocks.
-        self.insert_ofo(seq);
-        self.last_ofo = seq;
-        RxAction::AckNow(self.make_ack(None))
+        // Out-of-order data queued: SACK compression.
+        if self.compressed_ack >= COMP_SACK_NR {
+            return RxAction::AckNow(self.make_ack(None));
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < FASTRETRANS_THRESH {
+            self.dup_ack_counter += 1;
+            return RxAction::AckNow(self.make_ack(None));
+        }
+        self.compressed_ack += 1;
+        if self.comp_armed {
+            return RxAction::None;
+        }
+        self.comp_armed = true;
+        RxAction::Compress(now + self.comp_delay)
     }
 
-    /// The delayed-ACK timer fired.
+    /// The delayed-ACK timer fired (tcp_delack_timer_handler: ACK if one is
+    /// scheduled).
     pub fn on_delack_timer(&mut self) -> Option<Ack> {
         self.delack_armed = false;
-        if self.unacked == 0 {
+        if self.unacked == 0 && self.compressed_ack == 0 {
+            return None;
+        }
+        Some(self.make_ack(None))
+    }
+
+    /// The SACK-compression timer fired (tcp_compressed_ack_kick).
+    pub fn on_sack_compress_timer(&mut self) -> Option<Ack> {
+        self.comp_armed = false;
+        if self.compressed_ack == 0 {
             return None;
         }
         Some(self.make_ack(None))
@@ -195,43 +288,69 @@ impl Receiver {
         }
     }
 
-    /// Builds an ACK: first SACK block holds the latest out-of-order arrival
-    /// (RFC 2018 §4), then the highest other blocks.
+    /// Builds an ACK with the first MAX_SACKS remembered blocks, most
+    /// recently changed first (RFC 2018 §4, tcp_options_write).
     fn make_ack(&mut self, dsack: Option<u64>) -> Ack {
-        // tcp_event_ack_sent(): sending an ACK clears the delayed-ACK timer.
+        // tcp_event_ack_sent(): sending an ACK clears the delayed-ACK and
+        // SACK-compression timers; tcp_select_window() sets rcv_wup.
         self.unacked = 0;
+        self.rcv_wup = self.rcv_nxt;
+        self.compressed_ack = 0;
+        self.comp_armed = false;
         self.delack_armed = false;
         self.quick = self.quick.saturating_sub(1); // tcp_dec_quickack_mode()
         self.acks_sent += 1;
         let mut ack = Ack { ack: self.rcv_nxt, dsack, wnd: self.wnd, ..Ack::default() };
-        if self.ofo.is_empty() {
-            return ack;
-        }
-        let mut n = 0;
-        let last = self.ofo.len() - 1;
-        let first = if self.ofo[last].0 <= self.last_ofo && self.last_ofo < self.ofo[last].1 {
-            last
-        } else {
-            self.ofo.partition_point(|r| r.1 <= self.last_ofo)
-        };
-        let first = if first < self.ofo.len() && self.ofo[first].0 <= self.last_ofo {
-            ack.sacks[0] = self.ofo[first];
-            n = 1;
-            Some(first)
-        } else {
-            None
-        };
-        for (i, r) in self.ofo.iter().enumerate().rev() {
-            if n == MAX_SACKS {
-                break;
-            }
-            if Some(i) != first {
-                ack.sacks[n] = *r;
-                n += 1;
-            }
+        let n = self.sacks.len().min(MAX_SACKS);
+        for (slot, r) in ack.sacks.iter_mut().zip(self.sacks.iter()) {
+            *slot = *r;
         }
         ack.nsacks = n as u8;
         ack
+    }
+
+    /// tcp_sack_new_ofo_skb(): segment `seq` arrived out of order. A block
+    /// it touches grows and moves to the front (merging with blocks it now
+    /// overlaps, tcp_sack_maybe_coalesce); otherwise a new block goes in
+    /// front. Returns true when the list overflows (a fifth block) while more
+    /// than TCP_FASTRETRANS_THRESH ACKs are withheld: the caller sends an
+    /// ACK and then drops the oldest block. Otherwise the oldest is dropped
+    /// here.
+    fn sack_new_ofo(&mut self, seq: u64) -> bool {
+        let (s, e) = (seq, seq + 1);
+        // tcp_sack_extend(): adjacent or overlapping.
+        if let Some(i) = self.sacks.iter().position(|&(bs, be)| s <= be && bs <= e) {
+            let mut b = self.sacks.remove(i).expect("index from position");
+            b = (b.0.min(s), b.1.max(e));
+            // tcp_sack_maybe_coalesce(): fold blocks the grown one overlaps.
+            self.sacks.retain(|&(os, oe)| {
+                let overlaps = os <= b.1 && b.0 <= oe;
+                if overlaps {
+                    b = (b.0.min(os), b.1.max(oe));
+                }
+                !overlaps
+            });
+            self.sacks.push_front(b);
+            return false;
+        }
+        self.sacks.push_front((s, e));
+        if self.sacks.len() > NUM_SACKS {
+            if self.compressed_ack > FASTRETRANS_THRESH {
+                return true;
+            }
+            self.sacks.truncate(NUM_SACKS);
+        }
+        false
+    }
+
+    /// tcp_sack_remove(): blocks that rcv_nxt now covers are gone.
+    fn sack_remove(&mut self) {
+        if self.ofo.is_empty() {
+            self.sacks.clear();
+            return;
+        }
+        let rcv_nxt = self.rcv_nxt;
+        self.sacks.retain(|&(bs, _)| bs > rcv_nxt);
     }
 
     /// Out-of-order ranges held (for memory-bound checks).
@@ -251,18 +370,78 @@ mod tests {
         for seq in 0..MAX_QUICKACKS as u64 {
             assert!(matches!(r.on_data(seq, t), RxAction::AckNow(_)), "quick ACK {seq}");
         }
-        r.rcv_nxt = 0; // restart the sequence space for the rest of the test
+        let q = MAX_QUICKACKS as u64;
         let t = t + Time::from_millis(1);
-        assert_eq!(r.on_data(0, t), RxAction::Delay(t + DELACK));
-        match r.on_data(1, t) {
-            RxAction::AckNow(a) => assert_eq!(a.ack, 2),
+        assert_eq!(r.on_data(q, t), RxAction::Delay(t + DELACK));
+        match r.on_data(q + 1, t) {
+            RxAction::AckNow(a) => assert_eq!(a.ack, q + 2),
             x => panic!("expected an ACK, got {x:?}"),
         }
         // The ACK cleared the timer: the next lone segment starts a fresh one.
         let t2 = t + Time::from_millis(5);
-        assert_eq!(r.on_data(2, t2), RxAction::Delay(t2 + DELACK));
-        assert!(matches!(r.on_data(4, t2), RxAction::AckNow(_))); // out of order
+        assert_eq!(r.on_data(q + 2, t2), RxAction::Delay(t2 + DELACK));
+        assert!(matches!(r.on_data(q + 4, t2), RxAction::AckNow(_))); // out of order
         assert_eq!(r.on_delack_timer(), None);
+    }
+
+    /// A receiver past quick-ACK mode that lost segment 0 of a new flight.
+    fn receiver_after_a_hole(rtt: Time) -> Receiver {
+        let mut r = Receiver::new(1 << 20, 1448, Time::from_millis(200)).with_rtt(rtt);
+        r.quick = 0;
+        r.last_rcv = Some(Time::ZERO);
+        r
+    }
+
+    #[test]
+    fn sack_compression_sends_three_dupacks_then_folds_up_to_comp_sack_nr() {
+        // __tcp_ack_snd_check(): TCP_FASTRETRANS_THRESH immediate ACKs per
+        // rcv_nxt, then tcp_comp_sack_nr (44) arrivals folded into one ACK.
+        let mut r = receiver_after_a_hole(Time::from_millis(20));
+        let t = Time::from_millis(1);
+        for seq in 1..=3 {
+            assert!(matches!(r.on_data(seq, t), RxAction::AckNow(_)), "dupack {seq}");
+        }
+        assert_eq!(r.on_data(4, t), RxAction::Compress(t + COMP_SACK_DELAY));
+        for seq in 5..=(3 + COMP_SACK_NR as u64) {
+            assert_eq!(r.on_data(seq, t), RxAction::None, "compressed {seq}");
+        }
+        match r.on_data(4 + COMP_SACK_NR as u64, t) {
+            RxAction::AckNow(a) => {
+                assert_eq!(a.ack, 0);
+                assert_eq!(a.sack_blocks()[0], (1, 5 + COMP_SACK_NR as u64));
+            }
+            x => panic!("expected the folded ACK, got {x:?}"),
+        }
+        // Same rcv_nxt: the next arrival is compressed at once.
+        assert!(matches!(r.on_data(5 + COMP_SACK_NR as u64, t), RxAction::Compress(_)));
+    }
+
+    #[test]
+    fn sack_compression_timer_sends_the_latest_blocks_and_waits_5_percent_of_the_rtt() {
+        let mut r = receiver_after_a_hole(Time::from_millis(2));
+        let t = Time::from_millis(1);
+        for seq in 1..=3 {
+            let _ = r.on_data(seq, t);
+        }
+        // min(tcp_comp_sack_delay_ns = 1 ms, RTT / 20 = 100 µs).
+        assert_eq!(r.on_data(4, t), RxAction::Compress(t + Time::from_micros(100)));
+        assert_eq!(r.on_data(5, t), RxAction::None);
+        let a = r.on_sack_compress_timer().expect("withheld ACKs are sent");
+        assert_eq!((a.ack, a.sack_blocks()[0]), (0, (1, 6)));
+        assert_eq!(r.on_sack_compress_timer(), None); // nothing withheld any more
+    }
+
+    #[test]
+    fn a_partly_filled_hole_is_acked_at_once_and_a_filled_one_too() {
+        let mut r = receiver_after_a_hole(Time::from_millis(20));
+        let t = Time::from_millis(1);
+        for seq in [1, 2, 3, 5, 6, 7, 8] {
+            let _ = r.on_data(seq, t);
+        }
+        // rcv_nxt moves (0 arrives, 1..3 join it): a new duplicate-ACK count.
+        assert!(matches!(r.on_data(0, t), RxAction::AckNow(a) if a.ack == 4));
+        // The last hole fills: "SHOULD send immediate ACK" (RFC 5681 §4.2).
+        assert!(matches!(r.on_data(4, t), RxAction::AckNow(a) if a.ack == 9 && a.nsacks == 0));
     }
 
     #[test]

@@ -101,7 +101,7 @@ impl Sender {
                 self.push(now, env);
                 return;
             }
-            TimerKind::DelAck | TimerKind::RpcRequest | TimerKind::RpcIssue => return,
+            TimerKind::DelAck | TimerKind::SackCompress | TimerKind::RpcRequest | TimerKind::RpcIssue => return,
         };
         let (fire, again) = t.on_event(now);
         if let Some(at) = again {
