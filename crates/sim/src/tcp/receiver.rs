@@ -318,6 +318,14 @@ impl Receiver {
     /// here.
     fn sack_new_ofo(&mut self, seq: u64) -> bool {
         let (s, e) = (seq, seq + 1);
+        // Fast path (in-order arrivals above a hole): the segment extends the
+        // front block and touches no other, so the list keeps its order.
+        if let Some(front) = self.sacks.front() {
+            if front.1 == s && self.sacks.iter().skip(1).all(|&(bs, be)| bs > e || be < s) {
+                self.sacks[0].1 = e;
+                return false;
+            }
+        }
         // tcp_sack_extend(): adjacent or overlapping.
         if let Some(i) = self.sacks.iter().position(|&(bs, be)| s <= be && bs <= e) {
             let mut b = self.sacks.remove(i).expect("index from position");
