@@ -105,22 +105,3 @@ def set_offloads(ns: Namespace, ifname: str, on: bool, features: Sequence[str] =
         args += [f, "on" if on else "off"]
     ns.run(*args)
 
-
-def receive_in_napi_thread(rx_ns: Namespace, rx_if: str, tx_ns: Namespace, tx_if: str, mtu_bytes: int) -> None:
-    """Make packets that `tx_if` sends to its veth peer `rx_if` be received by
-    a NAPI kernel thread instead of inside the sender's call.
-
-    Without this, a packet accepted by the delay line runs through the whole
-    receiving stack (veth, IP, TCP, the ACK it triggers) inside linkem's
-    verdict call, so linkem carries both hosts' TCP work and falls behind.
-    veth uses its NAPI ring only when the receiving end has GRO on and the
-    sending end has TSO off (veth_skb_is_eligible_for_gro()); `threaded`
-    (Documentation/ABI/testing/sysfs-class-net) moves that NAPI poll into
-    its own kthread that the scheduler can run on another CPU. GRO itself
-    stays inert: gro_max_size of one MTU stops skb_gro_receive() from merging
-    segments, so the receiver still sees (and ACKs) every segment alone,
-    as it did without NAPI and as the simulator's receiver does."""
-    tx_ns.run("ethtool", "-K", tx_if, "tso", "off")
-    rx_ns.run("ethtool", "-K", rx_if, "gro", "on")
-    rx_ns.ip("link", "set", "dev", rx_if, "gro_max_size", str(mtu_bytes))
-    rx_ns.run("sh", "-c", f"echo 1 > /sys/class/net/{rx_if}/threaded")

@@ -49,7 +49,7 @@ from pathlib import Path
 
 from . import cmd, parse
 from .delayline import Linkem, QueueConfig, build_linkem, find_linkem, summarize
-from .netns import Namespace, add_veth, new_prefix, receive_in_napi_thread, set_offloads
+from .netns import Namespace, add_veth, new_prefix, set_offloads
 
 RECEIVER_ADDR = "198.19.0.1"
 QUEUE_DATA = 0  # NFQUEUE of the sender → receiver direction
@@ -245,9 +245,6 @@ class EmulatedPath:
     def _add_linkem(self) -> None:
         c = self.cfg
         binary = find_linkem() or build_linkem()
-        receive_in_napi_thread(self.receiver, "eth0", self.router, ROUTER_TO_RECEIVER_IF, c.mtu_bytes)
-        for i, ns in enumerate(self.senders.values()):
-            receive_in_napi_thread(ns, "eth0", self.router, f"s{i}", c.mtu_bytes)
         half = c.rtt_s / 2
         data = QueueConfig(QUEUE_DATA, "data", half, c.loss)
         if self.bottleneck == "linkem":
