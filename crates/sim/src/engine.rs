@@ -314,24 +314,20 @@ impl Sim {
         let st = &mut self.streams[i];
         let mut tx = Tx { net: &mut self.net, stream: i as u32, wire: st.wire, group: st.group as usize };
         match kind {
-            TimerKind::DelAck => {
-                let (fire, again) = st.delack.on_event(now);
+            TimerKind::DelAck | TimerKind::SackCompress => {
+                let delack = kind == TimerKind::DelAck;
+                let timer = if delack { &mut st.delack } else { &mut st.sack_compress };
+                let (fire, again) = timer.on_event(now);
                 if let Some(at) = again {
-                    tx.net.events.push(at, Event::Timer(i as u32, TimerKind::DelAck));
+                    tx.net.events.push(at, Event::Timer(i as u32, kind));
                 }
                 if fire {
-                    if let Some(ack) = st.receiver.on_delack_timer() {
-                        st.send_ack(tx.net, i as u32, now, ack);
-                    }
-                }
-            }
-            TimerKind::SackCompress => {
-                let (fire, again) = st.sack_compress.on_event(now);
-                if let Some(at) = again {
-                    tx.net.events.push(at, Event::Timer(i as u32, TimerKind::SackCompress));
-                }
-                if fire {
-                    if let Some(ack) = st.receiver.on_sack_compress_timer() {
+                    let ack = if delack {
+                        st.receiver.on_delack_timer()
+                    } else {
+                        st.receiver.on_sack_compress_timer()
+                    };
+                    if let Some(ack) = ack {
                         st.send_ack(tx.net, i as u32, now, ack);
                     }
                 }
