@@ -263,6 +263,12 @@ impl Sim {
                     self.net.events.push(at, Event::Timer(pkt.stream, TimerKind::SackCompress));
                 }
             }
+            RxAction::AckThenCompress(ack, at) => {
+                st.send_ack(&mut self.net, pkt.stream, now, ack);
+                if let Some(at) = st.sack_compress.arm(at) {
+                    self.net.events.push(at, Event::Timer(pkt.stream, TimerKind::SackCompress));
+                }
+            }
             RxAction::None => {}
         }
         if st.rpc.is_some() {

@@ -58,6 +58,9 @@ pub enum RxAction {
     Delay(Time),
     /// Arm the SACK-compression timer for this time (it was not armed).
     Compress(Time),
+    /// Send this ACK now, then arm the SACK-compression timer: the SACK
+    /// list overflowed while ACKs were withheld.
+    AckThenCompress(Ack, Time),
     /// Nothing: the delayed-ACK timer is already armed.
     None,
 }
@@ -172,15 +175,14 @@ impl Receiver {
         } else {
             // Out of order: queue it (tcp_data_queue_ofo).
             self.insert_ofo(seq);
-            if self.sack_new_ofo(seq) {
-                // The SACK list was full while ACKs were being withheld:
-                // Linux sends one before forgetting the oldest block. (Linux
-                // sends it just before adding the new block and then
-                // compresses again; here the ACK already carries the new
-                // block, which saves a timer and reports it sooner.)
-                let ack = self.make_ack(None);
-                self.sacks.truncate(NUM_SACKS);
-                return RxAction::AckNow(ack);
+            if let Some(flushed) = self.sack_new_ofo(seq) {
+                return match self.ack_snd_check(now, false) {
+                    RxAction::Compress(at) => RxAction::AckThenCompress(flushed, at),
+                    // Not expected (ACKs were being withheld, so no quick-ACK
+                    // mode); the later ACK carries everything the flushed one did.
+                    later @ (RxAction::AckNow(_) | RxAction::AckThenCompress(..)) => later,
+                    _ => RxAction::AckNow(flushed),
+                };
             }
         }
         self.sack_remove();
@@ -312,18 +314,18 @@ impl Receiver {
     /// tcp_sack_new_ofo_skb(): segment `seq` arrived out of order. A block
     /// it touches grows and moves to the front (merging with blocks it now
     /// overlaps, tcp_sack_maybe_coalesce); otherwise a new block goes in
-    /// front. Returns true when the list overflows (a fifth block) while more
-    /// than TCP_FASTRETRANS_THRESH ACKs are withheld: the caller sends an
-    /// ACK and then drops the oldest block. Otherwise the oldest is dropped
-    /// here.
-    fn sack_new_ofo(&mut self, seq: u64) -> bool {
+    /// front and, past NUM_SACKS blocks, the oldest is forgotten. When that
+    /// happens while more than TCP_FASTRETRANS_THRESH ACKs are withheld,
+    /// Linux first sends an ACK with the blocks as they were (so the three
+    /// newest reach the sender); that ACK is returned.
+    fn sack_new_ofo(&mut self, seq: u64) -> Option<Ack> {
         let (s, e) = (seq, seq + 1);
         // Fast path (in-order arrivals above a hole): the segment extends the
         // front block and touches no other, so the list keeps its order.
         if let Some(front) = self.sacks.front() {
             if front.1 == s && self.sacks.iter().skip(1).all(|&(bs, be)| bs > e || be < s) {
                 self.sacks[0].1 = e;
-                return false;
+                return None;
             }
         }
         // tcp_sack_extend(): adjacent or overlapping.
@@ -339,16 +341,13 @@ impl Receiver {
                 !overlaps
             });
             self.sacks.push_front(b);
-            return false;
+            return None;
         }
+        let flushed = (self.sacks.len() >= NUM_SACKS && self.compressed_ack > FASTRETRANS_THRESH)
+            .then(|| self.make_ack(None));
         self.sacks.push_front((s, e));
-        if self.sacks.len() > NUM_SACKS {
-            if self.compressed_ack > FASTRETRANS_THRESH {
-                return true;
-            }
-            self.sacks.truncate(NUM_SACKS);
-        }
-        false
+        self.sacks.truncate(NUM_SACKS);
+        flushed
     }
 
     /// tcp_sack_remove(): blocks that rcv_nxt now covers are gone.
@@ -437,6 +436,33 @@ mod tests {
         let a = r.on_sack_compress_timer().expect("withheld ACKs are sent");
         assert_eq!((a.ack, a.sack_blocks()[0]), (0, (1, 6)));
         assert_eq!(r.on_sack_compress_timer(), None); // nothing withheld any more
+    }
+
+    #[test]
+    fn a_full_sack_list_is_flushed_before_its_oldest_block_is_forgotten() {
+        // tcp_sack_new_ofo_skb(): with 4 blocks remembered and more than 3
+        // ACKs withheld, a new block first sends an ACK with the old list.
+        let mut r = receiver_after_a_hole(Time::from_millis(20));
+        let t = Time::from_millis(1);
+        // Segments 1, 3, 5, 7: four blocks with holes between; the first
+        // three are immediate duplicate ACKs, the fourth is withheld.
+        for seq in [1, 3, 5, 7] {
+            let _ = r.on_data(seq, t);
+        }
+        assert_eq!(r.on_data(8, t), RxAction::None); // extends (7, 8)
+        assert_eq!(r.on_data(10, t), RxAction::None); // a new block, list holds 4
+        assert_eq!(r.compressed_ack, 3);
+        assert_eq!(r.on_data(11, t), RxAction::None); // extends (10, 11); 4 withheld
+        match r.on_data(13, t) {
+            RxAction::AckThenCompress(a, at) => {
+                // The flushed ACK reports the three newest blocks before (13, 14).
+                assert_eq!(a.sack_blocks(), &[(10, 12), (7, 9), (5, 6)]);
+                assert_eq!(at, t + COMP_SACK_DELAY);
+            }
+            x => panic!("expected a flushed ACK, got {x:?}"),
+        }
+        assert_eq!(r.sacks.len(), NUM_SACKS);
+        assert_eq!(r.sacks[0], (13, 14));
     }
 
     #[test]
