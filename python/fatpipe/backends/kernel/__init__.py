@@ -150,6 +150,7 @@ class KernelBackend:
                  "configured_loss": cfg.loss,
                  "emulator_late": bool(stats.late_p99_s and stats.late_p99_s > LATE_P99_LIMIT_S),
                  "late_p50_s": stats.late_p50_s, "engine_errors": traffic.errors,
-                 "linkem": stats.details.get("linkem_summary")}
+                 "linkem": stats.details.get("linkem_summary"),
+                 "ack_napi": stats.details.get("ack_napi"), "ack_ring_drops": stats.details.get("ack_ring_drops")}
         return RunOutcome(series=rows_to_series(traffic.rows), rpcs=rows_to_rpcs(traffic.rpcs), path=report,
                           facts=facts)

@@ -9,6 +9,7 @@ interfaces, routes and sysctls are never changed.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 from collections.abc import Sequence
@@ -105,3 +106,45 @@ def set_offloads(ns: Namespace, ifname: str, on: bool, features: Sequence[str] =
         args += [f, "on" if on else "off"]
     ns.run(*args)
 
+
+
+def napi_thread_pids() -> set[str]:
+    """PIDs of the kernel's threaded-NAPI pollers (`napi/<dev>-<id>`)."""
+    out = subprocess.run(["pgrep", "^napi/"], capture_output=True, text=True, check=False).stdout
+    return set(out.split())
+
+
+def receive_in_rt_napi_thread(rx_ns: Namespace, rx_if: str, tx_ns: Namespace, tx_if: str,
+                              mtu_bytes: int, rt_priority: int) -> bool:
+    """Make packets that `tx_if` sends to its veth peer `rx_if` be received
+    by a NAPI kernel thread at SCHED_FIFO `rt_priority` instead of inside the
+    sender's call. Returns False (and leaves the link as it was) when the
+    thread cannot be identified.
+
+    The delay line re-injects ACKs with a batch verdict; without this, the
+    sender's whole ACK processing and the data it then transmits (through
+    iptables into NFQUEUE again) run inside linkem's verdict call, which
+    made linkem tens of ms late with several BBR streams. veth uses its NAPI
+    ring only when the receiving end has GRO on and the sending end has TSO
+    off (veth_skb_is_eligible_for_gro()); `threaded` moves the poll into a
+    kthread. gro_max_size of one MTU keeps GRO from merging ACKs. The thread
+    must be real-time: at normal priority it starved behind linkem and
+    veth's 256-packet ring overflowed."""
+    tx_ns.run("ethtool", "-K", tx_if, "tso", "off")
+    rx_ns.run("ethtool", "-K", rx_if, "gro", "on")
+    rx_ns.ip("link", "set", "dev", rx_if, "gro_max_size", str(mtu_bytes))
+    before = napi_thread_pids()
+    rx_ns.run("sh", "-c", f"echo 1 > /sys/class/net/{rx_if}/threaded")
+    new = napi_thread_pids() - before
+    if len(new) == 1 and cmd.ok(["chrt", "-f", "-p", str(rt_priority), new.pop()]):
+        return True
+    rx_ns.run("sh", "-c", f"echo 0 > /sys/class/net/{rx_if}/threaded")
+    rx_ns.run("ethtool", "-K", rx_if, "gro", "off")
+    return False
+
+
+def veth_tx_drops(ns: Namespace, ifnames: Sequence[str]) -> int:
+    """Packets veth dropped on transmit from these interfaces (a full peer
+    ring), which no other counter of the path sees."""
+    links = json.loads(ns.run("ip", "-s", "-j", "link"))
+    return sum(link["stats64"]["tx"]["dropped"] for link in links if link["ifname"] in ifnames)

@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cmd, parse
-from .delayline import Linkem, QueueConfig, build_linkem, find_linkem, summarize
-from .netns import Namespace, add_veth, new_prefix, set_offloads
+from .delayline import RT_PRIORITY, Linkem, QueueConfig, build_linkem, find_linkem, summarize
+from .netns import Namespace, add_veth, new_prefix, receive_in_rt_napi_thread, set_offloads, veth_tx_drops
 
 RECEIVER_ADDR = "198.19.0.1"
 QUEUE_DATA = 0  # NFQUEUE of the sender → receiver direction
@@ -163,6 +163,7 @@ class EmulatedPath:
         self.senders: dict[str, Namespace] = {}
         self.sender_addrs: dict[str, str] = {}
         self.linkem: Linkem | None = None
+        self.ack_napi: dict[str, bool] = {}
         self.emulator = ""
         self.bottleneck = ""
         self._tbf_start: parse.QdiscStats | None = None
@@ -245,6 +246,10 @@ class EmulatedPath:
     def _add_linkem(self) -> None:
         c = self.cfg
         binary = find_linkem() or build_linkem()
+        # ACKs reach each sender through an RT NAPI thread, so the sender's
+        # TCP work does not run inside linkem's verdict calls (docs/kernel-path.md).
+        self.ack_napi = {name: receive_in_rt_napi_thread(ns, "eth0", self.router, f"s{i}", c.mtu_bytes, RT_PRIORITY)
+                         for i, (name, ns) in enumerate(self.senders.items())}
         half = c.rtt_s / 2
         data = QueueConfig(QUEUE_DATA, "data", half, c.loss)
         if self.bottleneck == "linkem":
@@ -296,6 +301,9 @@ class EmulatedPath:
                 stats.queue_drops, stats.bottleneck_bytes = s["queue_drops"], s["bottleneck_bytes"]
             stats.late_p50_s, stats.late_p99_s, stats.late_max_s = s["late_p50_s"], s["late_p99_s"], s["late_max_s"]
             stats.details.update({"linkem": raw, "linkem_summary": s})  # keeps "bottleneck"
+            sender_ifs = [f"s{i}" for i in range(len(self.senders))]
+            stats.details["ack_napi"] = dict(self.ack_napi)
+            stats.details["ack_ring_drops"] = veth_tx_drops(self.router, sender_ifs)
         return stats
 
     def teardown(self) -> None:
