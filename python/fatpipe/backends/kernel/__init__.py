@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -152,5 +153,10 @@ class KernelBackend:
                  "late_p50_s": stats.late_p50_s, "engine_errors": traffic.errors,
                  "linkem": stats.details.get("linkem_summary"),
                  "ack_napi": stats.details.get("ack_napi"), "ack_ring_drops": stats.details.get("ack_ring_drops")}
+        if stats.details.get("ack_ring_drops"):
+            # veth's NAPI ring toward a sender overflowed: ACKs were lost that
+            # no path counter shows (docs/kernel-path.md). Say so.
+            print(f"fatpipe: {plan.run_id}: {stats.details['ack_ring_drops']} ACKs dropped by a full veth "
+                  "NAPI ring (the machine is overloaded)", file=sys.stderr)
         return RunOutcome(series=rows_to_series(traffic.rows), rpcs=rows_to_rpcs(traffic.rpcs), path=report,
                           facts=facts)
