@@ -4,33 +4,12 @@
 use std::sync::{Arc, Mutex};
 
 use fatpipe_sim::cc::{self, AckSample, CaState, CongestionControl, ConnState, CwndEvent, RateSample};
-use fatpipe_sim::event::TimerKind;
-use fatpipe_sim::tcp::{Ack, Sender, SenderConfig, SenderEnv};
+use fatpipe_sim::tcp::{Ack, Sender, SenderConfig};
 use fatpipe_sim::units::{Rate, Time};
 
-#[derive(Default)]
-struct Env {
-    sent: Vec<(Time, u64, bool)>,
-    timers: Vec<(Time, TimerKind)>,
-}
-
-impl SenderEnv for Env {
-    fn transmit(&mut self, now: Time, seq: u64, retrans: bool) {
-        self.sent.push((now, seq, retrans));
-    }
-    fn schedule(&mut self, at: Time, kind: TimerKind) {
-        self.timers.push((at, kind));
-    }
-}
-
-impl Env {
-    fn fire_next(&mut self, s: &mut Sender) -> Option<Time> {
-        let i = (0..self.timers.len()).min_by_key(|&i| (self.timers[i].0, i))?;
-        let (at, kind) = self.timers.remove(i);
-        s.on_timer(kind, at, self);
-        Some(at)
-    }
-}
+#[path = "common/hand_env.rs"]
+mod hand_env;
+use hand_env::Env;
 
 /// Reno that logs every hook call.
 struct Recording {
@@ -141,7 +120,7 @@ fn internal_pacing_spaces_bursts_by_their_length_over_the_pacing_rate() {
     let mut env = Env::default();
     s.start(Time::ZERO, &mut env);
     while env.sent.len() < 2000 {
-        env.fire_next(&mut s).expect("pacing timer");
+        env.fire_next(&mut s, Time::MAX).expect("pacing timer");
     }
     let (t0, t1) = (env.sent[0].0, env.sent[1999].0);
     let rate = 1999.0 * 1448.0 * 8.0 / (t1 - t0).as_secs_f64();

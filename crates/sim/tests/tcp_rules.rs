@@ -2,38 +2,12 @@
 //! and backoff, PRR during recovery, RACK's reordering window.
 
 use fatpipe_sim::cc::{self, CaState};
-use fatpipe_sim::event::TimerKind;
-use fatpipe_sim::tcp::{Ack, Sender, SenderConfig, SenderEnv};
+use fatpipe_sim::tcp::{Ack, Sender, SenderConfig};
 use fatpipe_sim::units::Time;
 
-#[derive(Default)]
-struct Env {
-    sent: Vec<(Time, u64, bool)>,
-    timers: Vec<(Time, TimerKind)>,
-}
-
-impl SenderEnv for Env {
-    fn transmit(&mut self, now: Time, seq: u64, retrans: bool) {
-        self.sent.push((now, seq, retrans));
-    }
-    fn schedule(&mut self, at: Time, kind: TimerKind) {
-        self.timers.push((at, kind));
-    }
-}
-
-impl Env {
-    /// Fires the earliest pending timer event (if any is due by `until`).
-    fn fire_next(&mut self, s: &mut Sender, until: Time) -> Option<Time> {
-        let i = (0..self.timers.len()).min_by_key(|&i| (self.timers[i].0, i))?;
-        let (at, kind) = self.timers[i];
-        if at > until {
-            return None;
-        }
-        self.timers.remove(i);
-        s.on_timer(kind, at, self);
-        Some(at)
-    }
-}
+#[path = "common/hand_env.rs"]
+mod hand_env;
+use hand_env::Env;
 
 fn sender() -> Sender {
     let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20, handshake_rtt: None };

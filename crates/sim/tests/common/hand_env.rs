@@ -1,0 +1,39 @@
+//! A sender environment driven by hand (no path): records transmissions and
+//! timer requests, and fires timers on demand.
+#![allow(dead_code)]
+
+use fatpipe_sim::event::TimerKind;
+use fatpipe_sim::tcp::{Sender, SenderEnv};
+use fatpipe_sim::units::Time;
+
+#[derive(Default)]
+pub struct Env {
+    /// (time, segment, retransmission?) of every transmission.
+    pub sent: Vec<(Time, u64, bool)>,
+    /// Pending timer requests.
+    pub timers: Vec<(Time, TimerKind)>,
+}
+
+impl SenderEnv for Env {
+    fn transmit(&mut self, now: Time, seq: u64, retrans: bool) {
+        self.sent.push((now, seq, retrans));
+    }
+    fn schedule(&mut self, at: Time, kind: TimerKind) {
+        self.timers.push((at, kind));
+    }
+}
+
+impl Env {
+    /// Fires the earliest pending timer event if it is due by `until`;
+    /// returns its time.
+    pub fn fire_next(&mut self, s: &mut Sender, until: Time) -> Option<Time> {
+        let i = (0..self.timers.len()).min_by_key(|&i| (self.timers[i].0, i))?;
+        let (at, kind) = self.timers[i];
+        if at > until {
+            return None;
+        }
+        self.timers.remove(i);
+        s.on_timer(kind, at, self);
+        Some(at)
+    }
+}
