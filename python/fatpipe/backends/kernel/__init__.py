@@ -157,6 +157,6 @@ class KernelBackend:
             # veth's NAPI ring toward a sender overflowed: ACKs were lost that
             # no path counter shows (docs/kernel-path.md). Say so.
             print(f"fatpipe: {plan.run_id}: {stats.details['ack_ring_drops']} ACKs dropped by a full veth "
-                  "NAPI ring (the machine is overloaded)", file=sys.stderr)
+                  "NAPI ring (a delay-line batch larger than its 256 packets)", file=sys.stderr)
         return RunOutcome(series=rows_to_series(traffic.rows), rpcs=rows_to_rpcs(traffic.rpcs), path=report,
                           facts=facts)
