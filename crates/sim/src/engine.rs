@@ -85,6 +85,13 @@ impl Stream {
         self.sack_compress.disarm();
         net.acks[self.ack_pipe].push(now + self.ack_delay, (i, ack));
     }
+
+    /// Arms the receiver's SACK-compression timer for `at`.
+    fn arm_sack_compress(&mut self, net: &mut Net, i: u32, at: Time) {
+        if let Some(at) = self.sack_compress.arm(at) {
+            net.events.push(at, Event::Timer(i, TimerKind::SackCompress));
+        }
+    }
 }
 
 /// Data packet in flight on the forward path.
@@ -258,16 +265,10 @@ impl Sim {
                     self.net.events.push(at, Event::Timer(pkt.stream, TimerKind::DelAck));
                 }
             }
-            RxAction::Compress(at) => {
-                if let Some(at) = st.sack_compress.arm(at) {
-                    self.net.events.push(at, Event::Timer(pkt.stream, TimerKind::SackCompress));
-                }
-            }
+            RxAction::Compress(at) => st.arm_sack_compress(&mut self.net, pkt.stream, at),
             RxAction::AckThenCompress(ack, at) => {
                 st.send_ack(&mut self.net, pkt.stream, now, ack);
-                if let Some(at) = st.sack_compress.arm(at) {
-                    self.net.events.push(at, Event::Timer(pkt.stream, TimerKind::SackCompress));
-                }
+                st.arm_sack_compress(&mut self.net, pkt.stream, at);
             }
             RxAction::None => {}
         }

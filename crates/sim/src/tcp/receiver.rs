@@ -75,9 +75,8 @@ pub struct Receiver {
     /// NUM_SACKS (tp->selective_acks, kept by tcp_sack_new_ofo_skb()).
     /// Ranges of `ofo` that fell off this list are not reported again.
     sacks: VecDeque<(u64, u64)>,
-    /// In-order segments received since the last ACK.
-    unacked: u32,
-    /// rcv_nxt when the last ACK was sent (tp->rcv_wup).
+    /// rcv_nxt when the last ACK was sent (tp->rcv_wup); data above it is
+    /// not yet acknowledged.
     rcv_wup: u64,
     /// ACKs withheld by SACK compression since the last ACK (tp->compressed_ack).
     compressed_ack: u32,
@@ -113,7 +112,6 @@ impl Receiver {
             rcv_nxt: 0,
             ofo: VecDeque::new(),
             sacks: VecDeque::with_capacity(NUM_SACKS + 1),
-            unacked: 0,
             rcv_wup: 0,
             compressed_ack: 0,
             compressed_ack_rcv_nxt: 0,
@@ -162,7 +160,6 @@ impl Receiver {
         let mut ack_now = false;
         if seq == self.rcv_nxt {
             self.rcv_nxt += 1;
-            self.unacked += 1;
             if !self.ofo.is_empty() {
                 if self.ofo[0].0 == self.rcv_nxt {
                     self.rcv_nxt = self.ofo[0].1;
@@ -228,7 +225,7 @@ impl Receiver {
     /// scheduled).
     pub fn on_delack_timer(&mut self) -> Option<Ack> {
         self.delack_armed = false;
-        if self.unacked == 0 && self.compressed_ack == 0 {
+        if self.rcv_nxt == self.rcv_wup && self.compressed_ack == 0 {
             return None;
         }
         Some(self.make_ack(None))
@@ -246,7 +243,7 @@ impl Receiver {
     /// The client sends a request on this connection: a pending delayed ACK
     /// rides on it (piggybacking).
     pub fn piggyback_ack(&mut self) -> Option<Ack> {
-        if self.unacked == 0 {
+        if self.rcv_nxt == self.rcv_wup {
             return None;
         }
         self.delack_armed = false;
@@ -295,7 +292,6 @@ impl Receiver {
     fn make_ack(&mut self, dsack: Option<u64>) -> Ack {
         // tcp_event_ack_sent(): sending an ACK clears the delayed-ACK and
         // SACK-compression timers; tcp_select_window() sets rcv_wup.
-        self.unacked = 0;
         self.rcv_wup = self.rcv_nxt;
         self.compressed_ack = 0;
         self.comp_armed = false;

@@ -139,7 +139,7 @@ def run_server(cfg: dict) -> int:
                         c.answered += new
                         c.to_send += new * resp
                 if events & selectors.EVENT_WRITE or c.to_send:
-                    _server_send(c)
+                    _send_pending(c)
                 _watch_writable_while_sending(sel, c)
     for c in conns:
         c.sock.close()
@@ -165,7 +165,8 @@ def _watch_writable_while_sending(sel: selectors.BaseSelector, c) -> None:
         sel.modify(c.sock, want, c)
 
 
-def _server_send(c: _ServerConn) -> None:
+def _send_pending(c: "_ServerConn | _ClientConn") -> None:
+    """Send as much of `c.to_send` (zero bytes) as the socket takes now."""
     while c.to_send > 0:
         try:
             n = c.sock.send(ZEROS[: min(c.to_send, SEND_CHUNK_BYTES)])
@@ -213,7 +214,7 @@ def run_client(cfg: dict) -> int:
     def issue(c: _ClientConn, at: float) -> None:
         c.issued.append(at)
         c.to_send += req
-        _client_send(c)
+        _send_pending(c)
 
     _sleep_until(start)
     now = time.time()
@@ -248,7 +249,7 @@ def run_client(cfg: dict) -> int:
                         if concurrency:
                             issue(c, t)  # closed loop: the next one at once
             if events & selectors.EVENT_WRITE:
-                _client_send(c)
+                _send_pending(c)
             _watch_writable_while_sending(sel, c)
         for c in conns:  # a request written partly registers for writability
             if c.to_send and sel.get_map().get(c.sock) is not None:
@@ -261,11 +262,3 @@ def run_client(cfg: dict) -> int:
             out.write(json.dumps({"stream": stream, "start_s": start_s, "duration_s": duration_s}) + "\n")
     return 0
 
-
-def _client_send(c: _ClientConn) -> None:
-    while c.to_send > 0:
-        try:
-            n = c.sock.send(ZEROS[: min(c.to_send, SEND_CHUNK_BYTES)])
-        except (BlockingIOError, InterruptedError):
-            return
-        c.to_send -= n
