@@ -31,7 +31,9 @@
 //! * **Sequence space in segments.** All segments of a stream carry one
 //!   MSS; RPC responses are rounded up to whole segments.
 //! * **Connection start.** The handshake is not simulated: at `start_s`
-//!   (+3 µs per stream) the sender has an RTT sample equal to the base RTT
+//!   plus 3 µs per stream plus a seeded random offset below 1 ms (so
+//!   loss-free repetitions differ and no stream wins by its index; see
+//!   `scenario::START_JITTER`) the sender has an RTT sample equal to the base RTT
 //!   plus access delay (Linux's SYN-ACK sample), then the CCA is
 //!   initialised (tcp_init_transfer) and IW 10 is sent.
 //! * **Receive window** = rmem_max / 2 (tcp_adv_win_scale = 1), constant:
@@ -40,9 +42,15 @@
 //!   skb truesize overhead); a send-buffer-limited sender is marked
 //!   app-limited like Linux's tcp_rate_check_app_limited.
 //! * **Receiver**: ACK every second full segment, delayed ACK 40 ms,
-//!   immediate ACK with SACK (3 blocks, newest first) for out-of-order data
-//!   or a filled hole, D-SACK for duplicates, quick-ACK mode for the first
-//!   min(wnd/2, 16) segments and after idle > RTO. No GRO coalescing.
+//!   SACK (a most-recently-changed list of 4 blocks, 3 on the wire beside
+//!   timestamps; tcp_sack_new_ofo_skb) for out-of-order data or a filled
+//!   hole, D-SACK for duplicates, quick-ACK mode for the first
+//!   min(wnd/2, 16) segments and after idle > RTO. Out-of-order data is
+//!   ACKed as Linux's SACK compression does (__tcp_ack_snd_check): 3
+//!   immediate duplicate ACKs, then up to tcp_comp_sack_nr = 44 folded
+//!   into one, held at most min(1 ms, RTT/20); a withheld ACK is flushed
+//!   with the old SACK list before a new block pushes one out. No GRO
+//!   coalescing.
 //! * **Loss recovery**: SACK + RACK-TLP (RFC 8985) with Linux's reo_wnd
 //!   rules, PRR (RFC 6937), RTO = srtt + max(4·mdev, 200 ms) with
 //!   exponential backoff, timers on a 1 ms jiffy grid, D-SACK undo. No
