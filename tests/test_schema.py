@@ -152,3 +152,28 @@ def test_a_version_1_study_cannot_be_resumed_by_this_version(tmp_path):
     root = _write_study(tmp_path / "v1", 1, V1_SERIES)
     with pytest.raises(FileExistsError, match="schema version 1; this fatpipe writes version 2"):
         StudyStore(root).prepare((root / "study.toml").read_text())
+
+
+def test_python_wire_sizes_equal_the_simulators():
+    from fatpipe import wire
+    for name, value in _native.wire_constants():
+        assert getattr(wire, name) == value, name
+    assert wire.frame_bytes(1500) == 1514 and wire.mss_with_timestamps(1500) == 1448
+
+
+def test_sim_loss_matches_the_python_loss_from_corruption_formula():
+    # A corruption-only path: the sim's random drops follow wire.packet_loss_probability.
+    from fatpipe import wire
+    corruption = 1e-6
+    plan = {"run_id": "r", "backend": "sim", "rep": 0, "seed": 3, "duration_s": 5.0, "warmup_s": 0.0,
+            "sample_interval_s": 1.0, "rate_bps": 50e6, "rtt_s": 0.01, "loss": 0.0, "corruption": corruption,
+            "buffer_bytes": 1_000_000, "mtu_bytes": 1500,
+            "senders": {"s1": {"rmem_max_bytes": 6_000_000, "wmem_max_bytes": 4_000_000}},
+            "receiver": {"rmem_max_bytes": 6_000_000, "wmem_max_bytes": 4_000_000},
+            "flows": [{"group": 0, "kind": "bulk", "cc": "bbr", "streams": 1, "mss_bytes": 1448,
+                       "sender": "s1"}]}
+    path = _native.simulate(json.dumps(plan))["path"]
+    p = wire.packet_loss_probability(0.0, corruption, 1448)
+    n = path["packets"]
+    expected, sd = n * p, (n * p * (1 - p)) ** 0.5
+    assert abs(path["random_drops"] - expected) < 4 * sd, (path["random_drops"], expected)

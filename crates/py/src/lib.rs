@@ -90,6 +90,19 @@ fn path_facts() -> Vec<(&'static str, &'static str, &'static str, &'static str)>
     schema(PATH_SCHEMA)
 }
 
+/// The header sizes of fatpipe_sim::wire, by the names python/fatpipe/wire.py
+/// gives them (tests/test_schema.py checks that they agree).
+#[pyfunction]
+fn wire_constants() -> Vec<(&'static str, u32)> {
+    use fatpipe_sim::wire;
+    vec![
+        ("TCP_IP_HEADER_BYTES", wire::TCP_IP_HEADER_BYTES),
+        ("TIMESTAMP_OPTION_BYTES", wire::TIMESTAMP_OPTION_BYTES),
+        ("TCP_IP_TS_HEADER_BYTES", wire::TCP_IP_TS_HEADER_BYTES),
+        ("ETH_HEADER_BYTES", wire::ETH_HEADER_BYTES),
+    ]
+}
+
 /// Names of the congestion control algorithms the simulator implements.
 #[pyfunction]
 fn available_ccas() -> Vec<&'static str> {
@@ -104,5 +117,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(series_columns, m)?)?;
     m.add_function(wrap_pyfunction!(rpc_columns, m)?)?;
     m.add_function(wrap_pyfunction!(path_facts, m)?)?;
+    m.add_function(wrap_pyfunction!(wire_constants, m)?)?;
     Ok(())
 }
