@@ -3,6 +3,7 @@ delivers at a constant rate that depends on the plan, so every summary value
 is known exactly."""
 
 from fatpipe.backends.base import PathReport, RunOutcome, RunPlan
+from fatpipe.schema import SERIES_COLUMNS
 
 
 class FakeBackend:
@@ -32,21 +33,16 @@ class FakeBackend:
             for stream in range(f.streams):
                 for i in range(steps + 1):
                     t = i * plan.sample_interval_s
-                    s = out.series
-                    s["flow_group"].append(f.group)
-                    s["stream"].append(stream)
-                    s["t_s"].append(t)
-                    s["delivered_bytes"].append(int(rate_bytes_per_s * t))
-                    s["cwnd_segments"].append(10)
-                    s["srtt_s"].append(plan.rtt_s + 0.001 * (i % 10))
-                    s["min_rtt_s"].append(plan.rtt_s)
-                    s["retrans_segments"].append(i)
-                    s["segs_out"].append(100 * i)
-                    s["pacing_rate_bps"].append(0.0)
-                    s["delivery_rate_bps"].append(rate_bytes_per_s * 8)
-                    s["inflight_segments"].append(10)
-                    s["ca_state"].append("open")
-                    s["rwnd_limited_s"].append(0.5 * t if f.group == 1 else 0.0)
-                    s["sndbuf_limited_s"].append(0.0)
-                    s["busy_s"].append(t)
+                    row = {
+                        "flow_group": f.group, "stream": stream, "t_s": t,
+                        "delivered_bytes": int(rate_bytes_per_s * t), "cwnd_segments": 10,
+                        "srtt_s": plan.rtt_s + 0.001 * (i % 10), "min_rtt_s": plan.rtt_s,
+                        "retrans_segments": i, "segs_out": 100 * i, "pacing_rate_bps": 0.0,
+                        "delivery_rate_bps": rate_bytes_per_s * 8, "inflight_segments": 10,
+                        "ca_state": "open", "cc_mode": "",
+                        "rwnd_limited_s": 0.5 * t if f.group == 1 else 0.0,
+                        "sndbuf_limited_s": 0.0, "busy_s": t,
+                    }
+                    for k in SERIES_COLUMNS:
+                        out.series[k].append(row[k])
         return out

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SCHEMA_VERSION = 1
+from .schema import PATH_COLUMNS, SCHEMA_VERSION, parquet_version, study_version, upgrade_series
 
 # Columns every runs row has, in order; swept keys (dotted names) follow the
 # identity columns. Units are in the names.
@@ -41,9 +41,7 @@ RUN_COLUMNS = [
     "rpc_count", "rpc_goodput_bps", "rpc_ideal_s",
     "rpc_p50_s", "rpc_p90_s", "rpc_p99_s", "rpc_p999_s",
     "rpc_slowdown_p50", "rpc_slowdown_p99",
-    "path_emulator", "path_min_rtt_s", "path_loss_rate", "path_packets",
-    "path_random_drops", "path_queue_drops", "path_bottleneck_bps",
-    "path_late_p99_s", "path_late_max_s",
+    *PATH_COLUMNS,
     "flags", "wall_s",
 ]
 
@@ -98,6 +96,13 @@ class StudyStore:
         self.root.mkdir(parents=True, exist_ok=True)
         as_run = self.root / "study.toml"
         if as_run.exists():
+            manifest = self.root / "manifest.json"
+            written = study_version(self.root) if manifest.exists() else SCHEMA_VERSION
+            if written != SCHEMA_VERSION:
+                raise FileExistsError(
+                    f"{self.root} holds results of schema version {written}; this fatpipe writes "
+                    f"version {SCHEMA_VERSION} and cannot resume it: choose another --out directory"
+                )
             if as_run.read_text() != spec_text:
                 raise FileExistsError(
                     f"{self.root} holds results of a different spec (study.toml differs); "
@@ -171,7 +176,23 @@ class StudyStore:
     def runs_table(self):
         """The consolidated runs table as a pandas DataFrame."""
         import pandas as pd
+        study_version(self.root)
         return pd.read_parquet(self.root / "runs.parquet")
+
+    def series_table(self, columns: list[str] | None = None, run_id: str | None = None):
+        """The consolidated series as a pandas DataFrame in the current schema
+        (older versions upgraded on read, newer ones refused)."""
+        import pandas as pd
+        path = self.root / "series.parquet"
+        if not path.exists():
+            return pd.DataFrame()
+        version = parquet_version(path, default=study_version(self.root))
+        read = columns
+        if columns is not None and version < SCHEMA_VERSION:
+            read = [c for c in dict.fromkeys([*columns, "ca_state", "backend"]) if c != "cc_mode"]
+        filters = [("run_id", "==", run_id)] if run_id else None
+        df = upgrade_series(pd.read_parquet(path, columns=read, filters=filters), version)
+        return df if columns is None else df[columns]
 
 
 def _ordered_columns(rows: Iterable[dict[str, Any]]) -> list[str]:

@@ -23,13 +23,10 @@ from pydantic import (
 )
 
 from .units import UnitError, parse_per_second, parse_rate_bps, parse_size_bytes, parse_time_s
+from .wire import TCP_IP_HEADER_BYTES, TIMESTAMP_OPTION_BYTES
 
 SPEC_VERSION = 1
 BACKENDS = ("sim", "kernel")
-# Linux's TCP/IPv4 header bytes (20 + 20) and the timestamp option (12)
-# that Linux sends on every segment by default (net.ipv4.tcp_timestamps=1).
-TCP_IP_HEADER_BYTES = 40
-TCP_TIMESTAMP_OPTION_BYTES = 12
 TCP_MIN_MSS = 88  # include/net/tcp.h
 # Linux defaults of net.ipv4.tcp_rmem[2] / tcp_wmem[2].
 LINUX_RMEM_MAX_BYTES = 6291456
@@ -209,7 +206,7 @@ class Spec(_Strict):
         """Payload per segment as Linux computes it (tcp_mtu_to_mss): the MSS
         (TCP_MAXSEG, default mtu - 40) less the 12-byte timestamp option."""
         mss = flow.mss if flow.mss is not None else self.path.mtu - TCP_IP_HEADER_BYTES
-        return mss - TCP_TIMESTAMP_OPTION_BYTES
+        return mss - TIMESTAMP_OPTION_BYTES
 
     def buffer_bytes(self) -> int:
         return self.path.buffer.to_bytes(self.path.rate, self.path.rtt, self.path.mtu)

@@ -20,6 +20,7 @@ from . import spec as spec_mod
 from .backends import get_backend
 from .backends.base import FlowPlan, HostLimits, RunPlan
 from .results import StudyStore
+from .schema import path_columns
 from .summary import series_with_goodput, summarize
 
 
@@ -159,14 +160,7 @@ def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
         return "failed", reason.splitlines()[0][:200]
     wall_s = time.monotonic() - t0
     base = identity_columns(plan)
-    path = outcome.path
-    path_cols = {
-        "path_emulator": path.emulator, "path_min_rtt_s": path.min_rtt_s,
-        "path_loss_rate": path.loss_rate, "path_packets": path.packets,
-        "path_random_drops": path.random_drops, "path_queue_drops": path.queue_drops,
-        "path_bottleneck_bps": path.bottleneck_bps, "path_late_p99_s": path.late_p99_s,
-        "path_late_max_s": path.late_max_s, "wall_s": wall_s,
-    }
+    path_cols = {**path_columns(outcome.path), "wall_s": wall_s}
     full_rows = [{**base, "status": "ok", "reason": "", **row, **path_cols} for row in rows]
     series = series_with_goodput(outcome)
     n = len(series["t_s"])

@@ -2,12 +2,16 @@
 
 import base64
 import json
+import struct
 from pathlib import Path
 
-from fatpipe.backends.kernel import parse, tcpinfo
+import pytest
+
+from fatpipe.backends.kernel import parse, tcpinfo, traffic
 from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args, summarize
 from fatpipe.backends.kernel.iperf import goodput_from_series
 from fatpipe.backends.kernel.path import nfqueue_rules, tbf_args, tbf_burst_bytes
+from fatpipe.schema import SERIES_COLUMNS
 
 #  on this machine (kernel 6.18) after a run.
 TC_S = """qdisc tbf 1: root refcnt 2 rate 1Gbit burst 125000b lat 0us 
@@ -116,3 +120,31 @@ def test_tbf_and_nfqueue_commands():
 def test_goodput_from_series_skips_warmup():
     rows = [{"flow_group": 0, "stream": 0, "t_s": t, "delivered_bytes": int(t * 1e6)} for t in (0, 1, 2, 3)]
     assert abs(goodput_from_series(rows, 1.0) - 8e6) < 1
+
+
+def _bbr_info(pacing_gain: int, cwnd_gain: int) -> bytes:
+    # struct tcp_bbr_info: bw_lo, bw_hi, min_rtt (us), pacing_gain, cwnd_gain (units of 1/256)
+    return struct.pack("<5I", 125_000, 0, 20_000, pacing_gain, cwnd_gain)
+
+
+@pytest.mark.parametrize("pacing, cwnd, mode", [
+    (739, 739, "startup"), (88, 739, "drain"), (320, 512, "probe_bw"), (192, 512, "probe_bw"),
+    (256, 512, "probe_bw"), (256, 256, "probe_rtt"),
+    (709, 512, ""),  # not a BBR v1 pair (BBRv3's startup): no guess
+])
+def test_bbr_mode_follows_the_gains_bbr_update_gains_sets(pacing, cwnd, mode):
+    assert tcpinfo.cc_mode("bbr", _bbr_info(pacing, cwnd)) == mode
+
+
+def test_cc_mode_is_empty_without_a_mode_bearing_cc_info():
+    assert tcpinfo.cc_mode("cubic", b"") == ""
+    assert tcpinfo.cc_mode("bbr", b"") == ""  # info unavailable
+    assert tcpinfo.cc_mode("dctcp", _bbr_info(739, 739)) == ""  # another CCA's record
+
+
+def test_parse_samples_reads_ca_state_from_tcp_info_and_cc_mode_from_cc_info():
+    line = json.dumps({"t_s": 0.5, "stream": 1, "tcp_info": base64.b64encode(CAPTURED_TCP_INFO).decode(),
+                       "cc_info": base64.b64encode(_bbr_info(88, 739)).decode()})
+    (row,) = traffic.parse_samples(line + "\n", group=2, cc="bbr")
+    assert set(row) == set(SERIES_COLUMNS)
+    assert (row["flow_group"], row["stream"], row["ca_state"], row["cc_mode"]) == (2, 1, "open", "drain")

@@ -20,7 +20,8 @@ pub struct QueueSpec {
     pub loss: f64,
     /// Bottleneck rate after the delay (0 = no bottleneck in this direction).
     pub rate_bps: f64,
-    /// Bottleneck buffer (tail drop when the backlog would exceed it).
+    /// Bottleneck buffer of frames (tail drop when queued + arriving bytes
+    /// would exceed it; an empty queue always accepts a packet).
     pub buffer_bytes: u64,
 }
 

@@ -22,7 +22,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use args::{Args, QueueSpec};
-use link::Bottleneck;
+use fatpipe_sim::path::Bottleneck;
 use netlink::{Message, Packet};
 use rng::{LossGate, Rng};
 use stats::QueueStats;
@@ -183,7 +183,7 @@ impl QueueSocket {
         wait_ack(fd, seq + 1).map_err(|e| io::Error::new(e.kind(), format!("configure queue {}: {e}", spec.num)))?;
         // Non-blocking from now on: the main loop drains with MSG_DONTWAIT.
         let gate = LossGate::new(spec.loss);
-        let bottleneck = (spec.rate_bps > 0.0).then(|| Bottleneck::new(spec.rate_bps, spec.buffer_bytes));
+        let bottleneck = (spec.rate_bps > 0.0).then(|| link::bottleneck(spec.rate_bps, spec.buffer_bytes));
         Ok(QueueSocket { fd, spec, gate, bottleneck, held: VecDeque::new(), stats: QueueStats::default(), enobufs: 0 })
     }
 
@@ -250,10 +250,10 @@ impl QueueSocket {
         if let Some(b) = self.bottleneck.as_mut() {
             // The bottleneck queue follows the delay line (propagation
             // upstream of the router's egress queue).
-            match b.admit(due, link::wire_bytes(p.len)) {
-                Some(depart) => {
+            match link::admit(b, due, p.len) {
+                Some((depart, frame_bytes)) => {
                     due = depart;
-                    s.bottleneck_bytes += link::wire_bytes(p.len);
+                    s.bottleneck_bytes += frame_bytes;
                 }
                 None => {
                     s.queue_drops += 1;

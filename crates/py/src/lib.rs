@@ -2,7 +2,10 @@
 //!
 //! `simulate(plan_json: str) -> dict` runs one RunPlan (the JSON of
 //! `dataclasses.asdict(plan)`) with the GIL released and returns
-//! {"series": {col: list}, "rpcs": {col: list}, "path": {...}, "stats": {...}}.
+//! {"series": {col: list}, "rpcs": {col: list}, "path": {...}, "stats": {...}},
+//! walking the tables' typed column iterators (fatpipe_sim::trace), so no
+//! column is named here. `series_columns()`, `rpc_columns()` and
+//! `path_facts()` expose the schema for python/fatpipe/schema.py's test.
 //! Configuration errors become ValueError.
 
 use pyo3::exceptions::PyValueError;
@@ -10,46 +13,42 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use fatpipe_sim::scenario::Scenario;
-use fatpipe_sim::trace::RunResult;
+use fatpipe_sim::trace::{Column, Fact, FieldDef, RunResult, PATH_SCHEMA, RPC_SCHEMA, SERIES_SCHEMA};
+
+fn column_to_py<'py>(py: Python<'py>, c: Column<'_>) -> PyResult<Bound<'py, PyList>> {
+    match c {
+        Column::Int(v) => PyList::new(py, v),
+        Column::Float(v) => PyList::new(py, v),
+        Column::Str(v) => PyList::new(py, v),
+    }
+}
+
+fn fact_to_py<'py>(py: Python<'py>, f: Fact) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match f {
+        Fact::Int(v) => v.into_pyobject(py)?.into_any(),
+        Fact::Float(v) => v.into_pyobject(py)?.into_any(),
+        Fact::Str(v) => v.into_pyobject(py)?.into_any(),
+    })
+}
 
 fn to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     let series = PyDict::new(py);
-    let s = &r.series;
-    series.set_item("flow_group", PyList::new(py, &s.flow_group)?)?;
-    series.set_item("stream", PyList::new(py, &s.stream)?)?;
-    series.set_item("t_s", PyList::new(py, &s.t_s)?)?;
-    series.set_item("delivered_bytes", PyList::new(py, &s.delivered_bytes)?)?;
-    series.set_item("cwnd_segments", PyList::new(py, &s.cwnd_segments)?)?;
-    series.set_item("srtt_s", PyList::new(py, &s.srtt_s)?)?;
-    series.set_item("min_rtt_s", PyList::new(py, &s.min_rtt_s)?)?;
-    series.set_item("retrans_segments", PyList::new(py, &s.retrans_segments)?)?;
-    series.set_item("segs_out", PyList::new(py, &s.segs_out)?)?;
-    series.set_item("pacing_rate_bps", PyList::new(py, &s.pacing_rate_bps)?)?;
-    series.set_item("delivery_rate_bps", PyList::new(py, &s.delivery_rate_bps)?)?;
-    series.set_item("inflight_segments", PyList::new(py, &s.inflight_segments)?)?;
-    series.set_item("ca_state", PyList::new(py, &s.ca_state)?)?;
-    series.set_item("rwnd_limited_s", PyList::new(py, &s.rwnd_limited_s)?)?;
-    series.set_item("sndbuf_limited_s", PyList::new(py, &s.sndbuf_limited_s)?)?;
-    series.set_item("busy_s", PyList::new(py, &s.busy_s)?)?;
+    for (name, col) in r.series.columns() {
+        series.set_item(name, column_to_py(py, col)?)?;
+    }
     out.set_item("series", series)?;
 
     let rpcs = PyDict::new(py);
-    let p = &r.rpcs;
-    rpcs.set_item("flow_group", PyList::new(py, &p.flow_group)?)?;
-    rpcs.set_item("stream", PyList::new(py, &p.stream)?)?;
-    rpcs.set_item("start_s", PyList::new(py, &p.start_s)?)?;
-    rpcs.set_item("duration_s", PyList::new(py, &p.duration_s)?)?;
-    rpcs.set_item("response_bytes", PyList::new(py, &p.response_bytes)?)?;
+    for (name, col) in r.rpcs.columns() {
+        rpcs.set_item(name, column_to_py(py, col)?)?;
+    }
     out.set_item("rpcs", rpcs)?;
 
     let path = PyDict::new(py);
-    path.set_item("emulator", "sim")?;
-    path.set_item("min_rtt_s", r.path.min_rtt_s)?;
-    path.set_item("packets", r.path.packets)?;
-    path.set_item("random_drops", r.path.random_drops)?;
-    path.set_item("queue_drops", r.path.queue_drops)?;
-    path.set_item("bottleneck_bps", r.path.bottleneck_bps)?;
+    for (name, fact) in r.path.facts() {
+        path.set_item(name, fact_to_py(py, fact)?)?;
+    }
     out.set_item("path", path)?;
 
     let stats = PyDict::new(py);
@@ -68,6 +67,42 @@ fn simulate<'py>(py: Python<'py>, plan_json: &str) -> PyResult<Bound<'py, PyDict
     to_py(py, &result)
 }
 
+fn schema(defs: &[FieldDef]) -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    defs.iter().map(|d| (d.name, d.kind, d.unit, d.doc)).collect()
+}
+
+/// The series columns in order: (name, kind, unit, meaning) with kind
+/// "int", "float" or "str" as python/fatpipe/schema.py names them.
+#[pyfunction]
+fn series_columns() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    schema(SERIES_SCHEMA)
+}
+
+/// The RPC columns in order, as `series_columns()`.
+#[pyfunction]
+fn rpc_columns() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    schema(RPC_SCHEMA)
+}
+
+/// The path facts in order, as `series_columns()` (kind may be "float | None").
+#[pyfunction]
+fn path_facts() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    schema(PATH_SCHEMA)
+}
+
+/// The header sizes of fatpipe_sim::wire, by the names python/fatpipe/wire.py
+/// gives them (tests/test_schema.py checks that they agree).
+#[pyfunction]
+fn wire_constants() -> Vec<(&'static str, u32)> {
+    use fatpipe_sim::wire;
+    vec![
+        ("TCP_IP_HEADER_BYTES", wire::TCP_IP_HEADER_BYTES),
+        ("TIMESTAMP_OPTION_BYTES", wire::TIMESTAMP_OPTION_BYTES),
+        ("TCP_IP_TS_HEADER_BYTES", wire::TCP_IP_TS_HEADER_BYTES),
+        ("ETH_HEADER_BYTES", wire::ETH_HEADER_BYTES),
+    ]
+}
+
 /// Names of the congestion control algorithms the simulator implements.
 #[pyfunction]
 fn available_ccas() -> Vec<&'static str> {
@@ -79,5 +114,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(available_ccas, m)?)?;
+    m.add_function(wrap_pyfunction!(series_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(rpc_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(path_facts, m)?)?;
+    m.add_function(wrap_pyfunction!(wire_constants, m)?)?;
     Ok(())
 }

@@ -9,24 +9,7 @@ use crate::rng::Rng;
 use crate::tcp::{Ack, Receiver, RxAction, Sender, SenderConfig, SenderEnv};
 use crate::trace::{PathFacts, Row, RunResult, Stats};
 use crate::units::{Bytes, Rate, Time};
-
-/// TCP/IP header bytes without options (the loss model's MSS + 40).
-pub const HEADER_BYTES: u32 = 40;
-/// TCP/IP header bytes with the timestamp option Linux uses by default.
-pub const HEADER_TS_BYTES: u32 = 52;
-
-/// Layer-2 header the bottleneck charges per packet: the 14-byte Ethernet
-/// header, as tbf and netem count skb->len on a veth and as the kernel
-/// backend's delay line does (crates/linkem link.rs), so that a path rate
-/// means the same on both backends (payload ceiling 1448/1514 of the rate).
-pub const ETH_HEADER_BYTES: u32 = 14;
-
-/// Bytes a segment occupies on the wire: MSS plus headers with the
-/// timestamp option when that fits the MTU (Linux's MSS = MTU - 52 with
-/// timestamps), else MSS + 40.
-pub fn wire_bytes(mss: u32, mtu: u32) -> u32 {
-    (mss + HEADER_TS_BYTES).min(mtu).max(mss + HEADER_BYTES)
-}
+use crate::wire;
 
 /// One stream to simulate.
 #[derive(Clone, Debug)]
@@ -135,7 +118,7 @@ impl SenderEnv for Tx<'_> {
             net.random_drops += 1;
             return;
         }
-        let Some(dep) = net.bottleneck.enqueue(now, self.wire + ETH_HEADER_BYTES) else { return };
+        let Some(dep) = net.bottleneck.enqueue(now, wire::frame_bytes(self.wire)) else { return };
         net.fwd.push(dep + net.prop, DataPkt { stream: self.stream, seq });
     }
 
@@ -226,7 +209,7 @@ impl Sim {
                 receiver,
                 ack_pipe,
                 ack_delay,
-                wire: wire_bytes(s.mss, cfg.mtu),
+                wire: wire::ip_packet_bytes(s.mss, cfg.mtu),
                 start: s.start,
                 started: false,
                 delack: Timer::default(),
@@ -375,40 +358,33 @@ impl Sim {
         }
     }
 
+    /// Records one row per started stream from its sender's tcp_info, as
+    /// the kernel backend samples TCP_INFO.
     fn on_sample(&mut self, now: Time) {
         let t_s = now.as_secs_f64();
         for st in &mut self.streams {
             if !st.started {
                 continue;
             }
-            let pacing_rate = st.sender.reported_pacing_rate();
-            let s = &st.sender;
-            let tp = &s.tp;
-            let mss = tp.mss_bytes as u64;
-            let rate = &s.rate;
-            let delivery_rate = if rate.rate_interval > Time::ZERO {
-                (rate.rate_delivered * mss * 8) as f64 / rate.rate_interval.as_secs_f64()
-            } else {
-                0.0
-            };
-            use crate::tcp::chrono::ChronoKind;
+            let info = st.sender.tcp_info(now);
             self.result.series.push(Row {
                 flow_group: st.group as i64,
                 stream: st.index as i64,
                 t_s,
-                delivered_bytes: (s.sb.snd_una * mss) as i64,
-                cwnd_segments: tp.snd_cwnd as i64,
-                srtt_s: tp.srtt.as_secs_f64(),
-                min_rtt_s: if tp.min_rtt == Time::MAX { 0.0 } else { tp.min_rtt.as_secs_f64() },
-                retrans_segments: s.stats.retrans as i64,
-                segs_out: s.stats.segs_out as i64,
-                pacing_rate_bps: pacing_rate.bps() as f64,
-                delivery_rate_bps: delivery_rate,
-                inflight_segments: tp.in_flight() as i64,
-                ca_state: s.state_label(),
-                rwnd_limited_s: s.chrono.total(ChronoKind::RwndLimited, now).as_secs_f64(),
-                sndbuf_limited_s: s.chrono.total(ChronoKind::SndbufLimited, now).as_secs_f64(),
-                busy_s: s.chrono.busy(now).as_secs_f64(),
+                delivered_bytes: info.bytes_acked.get() as i64,
+                cwnd_segments: info.snd_cwnd as i64,
+                srtt_s: info.rtt.as_secs_f64(),
+                min_rtt_s: info.min_rtt.map_or(0.0, Time::as_secs_f64),
+                retrans_segments: info.total_retrans as i64,
+                segs_out: info.data_segs_out as i64,
+                pacing_rate_bps: info.pacing_rate.bps() as f64,
+                delivery_rate_bps: info.delivery_rate_bps,
+                inflight_segments: info.packets_in_flight() as i64,
+                ca_state: info.ca_state_name(),
+                cc_mode: info.cc_mode,
+                rwnd_limited_s: info.rwnd_limited.as_secs_f64(),
+                sndbuf_limited_s: info.sndbuf_limited.as_secs_f64(),
+                busy_s: info.busy_time.as_secs_f64(),
             });
         }
         self.next_sample += 1;
@@ -426,11 +402,14 @@ impl Sim {
             .filter(|&t| t != Time::MAX)
             .min();
         self.result.path = PathFacts {
+            emulator: "sim",
             min_rtt_s: min_rtt.map(|t| t.as_secs_f64()),
             packets: self.net.packets,
             random_drops: self.net.random_drops,
             queue_drops: self.net.bottleneck.drops,
             bottleneck_bps: self.net.bottleneck.mean_rate(self.end),
+            late_p99_s: None,
+            late_max_s: None,
         };
         self.result.stats = Stats {
             events: self.net.events.popped + self.net.pipe_events,

@@ -26,8 +26,9 @@
 //!   enqueue; the forward pipe and ACK pipes are FIFOs polled by the event
 //!   loop, so no heap event is needed per packet.
 //! * **Wire size** of a segment = MSS + 52 (IP + TCP with the timestamp
-//!   option Linux uses) when that fits the MTU, else MSS + 40; random
-//!   corruption is applied to (MSS + 40)·8 bits as RunPlan specifies.
+//!   option Linux uses) when that fits the MTU, else MSS + 40, plus the
+//!   14-byte Ethernet header at the bottleneck; random corruption is applied
+//!   to (MSS + 40)·8 bits as RunPlan specifies ([`wire`]).
 //! * **Sequence space in segments.** All segments of a stream carry one
 //!   MSS; RPC responses are rounded up to whole segments.
 //! * **Connection start.** The handshake is not simulated: at `start_s`
@@ -68,3 +69,4 @@ pub mod scenario;
 pub mod tcp;
 pub mod trace;
 pub mod units;
+pub mod wire;

@@ -9,7 +9,8 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::app::{RpcMode, RpcSpec};
-use crate::engine::{Sim, SimConfig, StreamSpec, HEADER_BYTES};
+use crate::engine::{Sim, SimConfig, StreamSpec};
+use crate::wire::TCP_IP_HEADER_BYTES;
 use crate::trace::RunResult;
 use crate::units::{Bytes, Rate, Time};
 
@@ -241,8 +242,8 @@ impl Scenario {
         }
         let buffer_bytes = o.u64("buffer_bytes")?;
         let mtu_bytes = o.u64("mtu_bytes")?;
-        if mtu_bytes <= HEADER_BYTES as u64 {
-            return err("mtu_bytes", format!("must exceed the {HEADER_BYTES}-byte TCP/IP header, got {mtu_bytes}"));
+        if mtu_bytes <= TCP_IP_HEADER_BYTES as u64 {
+            return err("mtu_bytes", format!("must exceed the {TCP_IP_HEADER_BYTES}-byte TCP/IP header, got {mtu_bytes}"));
         }
         let mut senders = BTreeMap::new();
         match o.req("senders")? {
@@ -288,10 +289,10 @@ impl Scenario {
                 return err(f.field("streams"), format!("more than {MAX_STREAMS} streams in one run"));
             }
             let mss = f.u64("mss_bytes")?;
-            if mss == 0 || mss + HEADER_BYTES as u64 > mtu_bytes {
+            if mss == 0 || mss + TCP_IP_HEADER_BYTES as u64 > mtu_bytes {
                 return err(
                     f.field("mss_bytes"),
-                    format!("must be between 1 and mtu_bytes - {HEADER_BYTES} = {}, got {mss}", mtu_bytes - HEADER_BYTES as u64),
+                    format!("must be between 1 and mtu_bytes - {TCP_IP_HEADER_BYTES} = {}, got {mss}", mtu_bytes - TCP_IP_HEADER_BYTES as u64),
                 );
             }
             let sender = f.str("sender")?.to_string();
@@ -327,9 +328,7 @@ impl Scenario {
     /// RunPlan.packet_loss_probability(): random loss combined with per-bit
     /// corruption of an (mss + 40)-byte packet.
     pub fn packet_loss_probability(&self, mss_bytes: u64) -> f64 {
-        let bits = ((mss_bytes + HEADER_BYTES as u64) * 8) as f64;
-        let p_corrupt = 1.0 - (1.0 - self.corruption).powf(bits);
-        1.0 - (1.0 - self.loss) * (1.0 - p_corrupt)
+        crate::wire::packet_loss_probability(self.loss, self.corruption, mss_bytes)
     }
 
     /// The engine configuration. Streams of a flow start at `start_s` plus

@@ -1,70 +1,228 @@
-//! Output tables: per-stream samples (SERIES_COLUMNS of
-//! python/fatpipe/backends/base.py), per-RPC rows (RPC_COLUMNS), path facts
-//! (PathReport) and run statistics. Column-oriented so the binding can hand
-//! each column to Python as one list.
+//! Output tables: per-stream samples (the series), per-RPC rows, path facts
+//! and run statistics. Column-oriented so the binding can hand each column
+//! to Python as one list.
+//!
+//! Each table's columns are listed once, in a `series_table!` or
+//! `facts_struct!` invocation below, with their Rust type, unit and meaning;
+//! the macros generate the structs, the row push, the column-name list and
+//! a typed column iterator that `to_json` and the PyO3 binding walk. The
+//! Python side of the same schema is python/fatpipe/schema.py; a test
+//! (tests/test_schema.py) fails if the two differ.
 
-/// One column vector per SERIES_COLUMNS entry.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Series {
-    pub flow_group: Vec<i64>,
-    pub stream: Vec<i64>,
-    pub t_s: Vec<f64>,
-    pub delivered_bytes: Vec<i64>,
-    pub cwnd_segments: Vec<i64>,
-    pub srtt_s: Vec<f64>,
-    pub min_rtt_s: Vec<f64>,
-    pub retrans_segments: Vec<i64>,
-    pub segs_out: Vec<i64>,
-    pub pacing_rate_bps: Vec<f64>,
-    pub delivery_rate_bps: Vec<f64>,
-    pub inflight_segments: Vec<i64>,
-    pub ca_state: Vec<&'static str>,
-    pub rwnd_limited_s: Vec<f64>,
-    pub sndbuf_limited_s: Vec<f64>,
-    pub busy_s: Vec<f64>,
+/// A column's values, typed, in the table's column order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Column<'a> {
+    Int(&'a [i64]),
+    Float(&'a [f64]),
+    Str(&'a [&'static str]),
 }
 
-/// One sample of one stream.
-#[derive(Clone, Debug, Default)]
-pub struct Row {
-    pub flow_group: i64,
-    pub stream: i64,
-    pub t_s: f64,
-    pub delivered_bytes: i64,
-    pub cwnd_segments: i64,
-    pub srtt_s: f64,
-    pub min_rtt_s: f64,
-    pub retrans_segments: i64,
-    pub segs_out: i64,
-    pub pacing_rate_bps: f64,
-    pub delivery_rate_bps: f64,
-    pub inflight_segments: i64,
-    pub ca_state: &'static str,
-    pub rwnd_limited_s: f64,
-    pub sndbuf_limited_s: f64,
-    pub busy_s: f64,
+impl Column<'_> {
+    pub fn to_json(self) -> serde_json::Value {
+        match self {
+            Column::Int(v) => serde_json::json!(v),
+            Column::Float(v) => serde_json::json!(v),
+            Column::Str(v) => serde_json::json!(v),
+        }
+    }
+}
+
+/// One path fact's value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fact {
+    Int(u64),
+    Float(Option<f64>),
+    Str(&'static str),
+}
+
+impl Fact {
+    pub fn to_json(self) -> serde_json::Value {
+        match self {
+            Fact::Int(v) => serde_json::json!(v),
+            Fact::Float(v) => serde_json::json!(v),
+            Fact::Str(v) => serde_json::json!(v),
+        }
+    }
+}
+
+/// A Rust type a table column or fact may have, with the kind Python's
+/// schema names it by ("int", "float", "float | None", "str").
+pub trait SchemaType: Sized {
+    const KIND: &'static str;
+}
+
+/// A type a series column may hold.
+pub trait ColumnType: SchemaType {
+    fn column(v: &[Self]) -> Column<'_>;
+}
+
+/// A type a path fact may have.
+pub trait FactType: SchemaType + Copy {
+    fn fact(self) -> Fact;
+}
+
+impl SchemaType for i64 {
+    const KIND: &'static str = "int";
+}
+impl SchemaType for f64 {
+    const KIND: &'static str = "float";
+}
+impl SchemaType for &'static str {
+    const KIND: &'static str = "str";
+}
+impl SchemaType for u64 {
+    const KIND: &'static str = "int";
+}
+impl SchemaType for Option<f64> {
+    const KIND: &'static str = "float | None";
+}
+impl ColumnType for i64 {
+    fn column(v: &[i64]) -> Column<'_> {
+        Column::Int(v)
+    }
+}
+impl ColumnType for f64 {
+    fn column(v: &[f64]) -> Column<'_> {
+        Column::Float(v)
+    }
+}
+impl ColumnType for &'static str {
+    fn column(v: &[Self]) -> Column<'_> {
+        Column::Str(v)
+    }
+}
+impl FactType for u64 {
+    fn fact(self) -> Fact {
+        Fact::Int(self)
+    }
+}
+impl FactType for Option<f64> {
+    fn fact(self) -> Fact {
+        Fact::Float(self)
+    }
+}
+impl FactType for &'static str {
+    fn fact(self) -> Fact {
+        Fact::Str(self)
+    }
+}
+
+/// The definition of one column or fact: name, Python kind, unit, meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldDef {
+    pub name: &'static str,
+    pub kind: &'static str,
+    /// "s", "bytes", "bit/s", "segments", or "" for identifiers and labels.
+    pub unit: &'static str,
+    pub doc: &'static str,
+}
+
+/// Defines a column-oriented table from one list of
+/// `name: Type, "unit", "meaning";` lines: the table struct (one `Vec` per
+/// column), the row struct, `push`, `columns()` (typed, in order),
+/// the `FieldDef` list and the list of column names.
+macro_rules! series_table {
+    (
+        $(#[$tmeta:meta])* table $table:ident;
+        $(#[$rmeta:meta])* row $row:ident;
+        $(#[$dmeta:meta])* defs $defs:ident;
+        $(#[$nmeta:meta])* names $names:ident;
+        $( $name:ident : $ty:ty, $unit:literal, $doc:literal; )+
+    ) => {
+        $(#[$nmeta])*
+        pub const $names: &[&str] = &[ $( stringify!($name), )+ ];
+
+        $(#[$tmeta])*
+        #[derive(Clone, Debug, Default, PartialEq)]
+        pub struct $table {
+            $( #[doc = $doc] pub $name: Vec<$ty>, )+
+        }
+
+        $(#[$rmeta])*
+        #[derive(Clone, Debug, Default)]
+        pub struct $row {
+            $( #[doc = $doc] pub $name: $ty, )+
+        }
+
+        $(#[$dmeta])*
+        pub const $defs: &[FieldDef] = &[
+            $( FieldDef { name: stringify!($name), kind: <$ty as SchemaType>::KIND, unit: $unit, doc: $doc }, )+
+        ];
+
+        impl $table {
+            /// Appends one row.
+            #[inline]
+            pub fn push(&mut self, r: $row) {
+                $( self.$name.push(r.$name); )+
+            }
+
+            /// The columns in definition order, typed.
+            pub fn columns(&self) -> impl Iterator<Item = (&'static str, Column<'_>)> + '_ {
+                [ $( (stringify!($name), <$ty as ColumnType>::column(&self.$name)), )+ ].into_iter()
+            }
+        }
+    };
+}
+
+/// Defines a struct of scalar facts from one list of
+/// `name: Type, "unit", "meaning";` lines: the struct, `facts()` (typed, in
+/// order) and the `FieldDef` list.
+macro_rules! facts_struct {
+    (
+        $(#[$smeta:meta])* struct $name_s:ident;
+        $(#[$dmeta:meta])* defs $defs:ident;
+        $( $name:ident : $ty:ty, $unit:literal, $doc:literal; )+
+    ) => {
+        $(#[$smeta])*
+        #[derive(Clone, Debug, Default, PartialEq)]
+        pub struct $name_s {
+            $( #[doc = $doc] pub $name: $ty, )+
+        }
+
+        $(#[$dmeta])*
+        pub const $defs: &[FieldDef] = &[
+            $( FieldDef { name: stringify!($name), kind: <$ty as SchemaType>::KIND, unit: $unit, doc: $doc }, )+
+        ];
+
+        impl $name_s {
+            /// The facts in definition order, typed.
+            pub fn facts(&self) -> impl Iterator<Item = (&'static str, Fact)> + '_ {
+                [ $( (stringify!($name), <$ty as FactType>::fact(self.$name)), )+ ].into_iter()
+            }
+        }
+    };
+}
+
+series_table! {
+    /// One column vector per series column: one row per stream per sampling
+    /// interval. Counters marked cumulative count from the stream's start.
+    table Series;
+    /// One sample of one stream.
+    row Row;
+    /// The series columns (SERIES_COLUMNS of python/fatpipe/schema.py).
+    defs SERIES_SCHEMA;
+    /// Names of the series columns, in order.
+    names SERIES_COLUMNS;
+    flow_group: i64, "", "index into the plan's flow groups";
+    stream: i64, "", "0 .. streams-1 within the group";
+    t_s: f64, "s", "sample time since the run started";
+    delivered_bytes: i64, "bytes", "cumulative payload bytes acked (tcpi_bytes_acked)";
+    cwnd_segments: i64, "segments", "congestion window (tcpi_snd_cwnd)";
+    srtt_s: f64, "s", "smoothed RTT (tcpi_rtt)";
+    min_rtt_s: f64, "s", "smallest RTT seen (tcpi_min_rtt), 0 before the first sample";
+    retrans_segments: i64, "segments", "cumulative retransmitted segments (tcpi_total_retrans)";
+    segs_out: i64, "segments", "cumulative data segments sent incl. retransmissions (tcpi_data_segs_out)";
+    pacing_rate_bps: f64, "bit/s", "pacing rate (tcpi_pacing_rate)";
+    delivery_rate_bps: f64, "bit/s", "latest delivery-rate sample (tcpi_delivery_rate)";
+    inflight_segments: i64, "segments", "segments in flight (tcp_packets_in_flight)";
+    ca_state: &'static str, "", "Linux's tcpi_ca_state: open, disorder, cwr, recovery or loss";
+    cc_mode: &'static str, "", "the CCA's own mode (e.g. BBR's startup/drain/probe_bw/probe_rtt, slow_start/cong_avoid), or empty";
+    rwnd_limited_s: f64, "s", "cumulative time limited by the receive window (tcpi_rwnd_limited)";
+    sndbuf_limited_s: f64, "s", "cumulative time limited by the send buffer (tcpi_sndbuf_limited)";
+    busy_s: f64, "s", "cumulative time with data in flight (tcpi_busy_time)";
 }
 
 impl Series {
-    pub fn push(&mut self, r: Row) {
-        self.flow_group.push(r.flow_group);
-        self.stream.push(r.stream);
-        self.t_s.push(r.t_s);
-        self.delivered_bytes.push(r.delivered_bytes);
-        self.cwnd_segments.push(r.cwnd_segments);
-        self.srtt_s.push(r.srtt_s);
-        self.min_rtt_s.push(r.min_rtt_s);
-        self.retrans_segments.push(r.retrans_segments);
-        self.segs_out.push(r.segs_out);
-        self.pacing_rate_bps.push(r.pacing_rate_bps);
-        self.delivery_rate_bps.push(r.delivery_rate_bps);
-        self.inflight_segments.push(r.inflight_segments);
-        self.ca_state.push(r.ca_state);
-        self.rwnd_limited_s.push(r.rwnd_limited_s);
-        self.sndbuf_limited_s.push(r.sndbuf_limited_s);
-        self.busy_s.push(r.busy_s);
-    }
-
     pub fn len(&self) -> usize {
         self.t_s.len()
     }
@@ -72,63 +230,38 @@ impl Series {
     pub fn is_empty(&self) -> bool {
         self.t_s.is_empty()
     }
-
-    /// Columns in SERIES_COLUMNS order, as JSON values (used by tests,
-    /// `to_json` and the binding).
-    pub fn columns(&self) -> Vec<(&'static str, serde_json::Value)> {
-        use serde_json::json;
-        vec![
-            ("flow_group", json!(self.flow_group)),
-            ("stream", json!(self.stream)),
-            ("t_s", json!(self.t_s)),
-            ("delivered_bytes", json!(self.delivered_bytes)),
-            ("cwnd_segments", json!(self.cwnd_segments)),
-            ("srtt_s", json!(self.srtt_s)),
-            ("min_rtt_s", json!(self.min_rtt_s)),
-            ("retrans_segments", json!(self.retrans_segments)),
-            ("segs_out", json!(self.segs_out)),
-            ("pacing_rate_bps", json!(self.pacing_rate_bps)),
-            ("delivery_rate_bps", json!(self.delivery_rate_bps)),
-            ("inflight_segments", json!(self.inflight_segments)),
-            ("ca_state", json!(self.ca_state)),
-            ("rwnd_limited_s", json!(self.rwnd_limited_s)),
-            ("sndbuf_limited_s", json!(self.sndbuf_limited_s)),
-            ("busy_s", json!(self.busy_s)),
-        ]
-    }
 }
 
-/// RPC_COLUMNS: one row per completed RPC.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Rpcs {
-    pub flow_group: Vec<i64>,
-    pub stream: Vec<i64>,
-    pub start_s: Vec<f64>,
-    pub duration_s: Vec<f64>,
-    pub response_bytes: Vec<i64>,
+series_table! {
+    /// RPC_COLUMNS: one row per completed RPC.
+    table Rpcs;
+    /// One completed RPC.
+    row RpcRow;
+    /// The RPC columns (RPC_COLUMNS of python/fatpipe/schema.py).
+    defs RPC_SCHEMA;
+    /// Names of the RPC columns, in order.
+    names RPC_COLUMNS;
+    flow_group: i64, "", "index into the plan's flow groups";
+    stream: i64, "", "0 .. streams-1 within the group";
+    start_s: f64, "s", "when the request was issued";
+    duration_s: f64, "s", "until the last response byte arrived";
+    response_bytes: i64, "bytes", "response size";
 }
 
-impl Rpcs {
-    pub fn columns(&self) -> Vec<(&'static str, serde_json::Value)> {
-        use serde_json::json;
-        vec![
-            ("flow_group", json!(self.flow_group)),
-            ("stream", json!(self.stream)),
-            ("start_s", json!(self.start_s)),
-            ("duration_s", json!(self.duration_s)),
-            ("response_bytes", json!(self.response_bytes)),
-        ]
-    }
-}
-
-/// PathReport of base.py.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PathFacts {
-    pub min_rtt_s: Option<f64>,
-    pub packets: u64,
-    pub random_drops: u64,
-    pub queue_drops: u64,
-    pub bottleneck_bps: Option<f64>,
+facts_struct! {
+    /// What the path really did during the run (PathReport of
+    /// python/fatpipe/schema.py).
+    struct PathFacts;
+    /// The path facts (PATH_FACTS of python/fatpipe/schema.py).
+    defs PATH_SCHEMA;
+    emulator: &'static str, "", "what emulated the path: sim, netem, linkem-nfqueue, ...";
+    min_rtt_s: Option<f64>, "s", "smallest RTT any stream observed";
+    packets: u64, "packets", "data packets offered to the loss stage";
+    random_drops: u64, "packets", "packets dropped by the configured loss/corruption";
+    queue_drops: u64, "packets", "packets dropped by the bottleneck buffer";
+    bottleneck_bps: Option<f64>, "bit/s", "bytes through the bottleneck over the whole run (mean throughput, all flows)";
+    late_p99_s: Option<f64>, "s", "delay-line lateness, 99th percentile (None without a delay line)";
+    late_max_s: Option<f64>, "s", "delay-line lateness, largest (None without a delay line)";
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -155,25 +288,13 @@ impl RunResult {
     /// "stats": {..}}.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::{json, Map, Value};
-        let mut series = Map::new();
-        for (k, v) in self.series.columns() {
-            series.insert(k.to_string(), v);
-        }
-        let mut rpcs = Map::new();
-        for (k, v) in self.rpcs.columns() {
-            rpcs.insert(k.to_string(), v);
-        }
+        let series: Map<String, Value> = self.series.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
+        let rpcs: Map<String, Value> = self.rpcs.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
+        let path: Map<String, Value> = self.path.facts().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         json!({
             "series": Value::Object(series),
             "rpcs": Value::Object(rpcs),
-            "path": {
-                "emulator": "sim",
-                "min_rtt_s": self.path.min_rtt_s,
-                "packets": self.path.packets,
-                "random_drops": self.path.random_drops,
-                "queue_drops": self.path.queue_drops,
-                "bottleneck_bps": self.path.bottleneck_bps,
-            },
+            "path": Value::Object(path),
             "stats": {"events": self.stats.events, "packets_sent": self.stats.packets_sent,
                       "max_pending_events": self.stats.max_pending_events},
         })

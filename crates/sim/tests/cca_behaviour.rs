@@ -92,7 +92,7 @@ fn hystart_leaves_slow_start_before_the_first_loss_on_a_deep_buffer_path() {
         .set("sample_interval_s", json!(0.01))
         .run();
     let s = &r.series;
-    let exit = (0..s.len()).find(|&i| s.ca_state[i] == "cong_avoid");
+    let exit = (0..s.len()).find(|&i| s.cc_mode[i] == "cong_avoid");
     let exit = exit.expect("cubic never left slow start");
     assert_eq!(r.path.queue_drops, 0, "a loss happened before or despite HyStart's exit");
     assert_eq!(r.path.random_drops, 0);

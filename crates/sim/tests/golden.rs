@@ -2,7 +2,7 @@
 //!
 //! The simulator is deterministic, so a fixed-seed run of each algorithm on
 //! a lossless and a lossy path must reproduce its summary exactly: goodput,
-//! retransmissions, drops, and cwnd / delivered / srtt / state at a few
+//! retransmissions, drops, and cwnd / delivered / srtt / ca_state / cc_mode at a few
 //! instants. A refactor must leave every snapshot unchanged; a deliberate
 //! behaviour change rewrites them in the same commit, saying why:
 //!
@@ -49,6 +49,7 @@ fn snapshot(r: &RunResult) -> Value {
                 "inflight_segments": s.inflight_segments[i],
                 "pacing_rate_bps": s.pacing_rate_bps[i],
                 "ca_state": s.ca_state[i],
+                "cc_mode": s.cc_mode[i],
             }));
         }
     }

@@ -184,14 +184,14 @@ fn delivery_rate_samples_match_the_bottleneck_rate_when_it_is_saturated() {
 
 #[test]
 fn segments_carry_timestamp_headers_when_they_fit_the_mtu() {
-    use fatpipe_sim::engine::wire_bytes;
+    use fatpipe_sim::wire::ip_packet_bytes as wire_bytes;
     assert_eq!(wire_bytes(1448, 1500), 1500); // Linux's MSS with timestamps
     assert_eq!(wire_bytes(1460, 1500), 1500); // no room for the option
     assert_eq!(wire_bytes(8948, 9000), 9000);
     assert_eq!(wire_bytes(1000, 1500), 1052);
     let r = Plan::new("reno", 1, 100e6, 0.02, 8.0).flow("mss_bytes", json!(1448)).set("buffer_bytes", json!(500_000)).run();
     let g = goodput(&r, 3.0, 8.0);
-    // The bottleneck charges the Ethernet header too (ETH_HEADER_BYTES).
+    // The bottleneck charges the Ethernet header too (wire::ETH_HEADER_BYTES).
     let expect = 100e6 * 1448.0 / 1514.0;
     assert!((g / expect - 1.0).abs() < 0.01, "goodput {g:.4e} vs {expect:.4e}");
 }

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..wire import packet_loss_probability  # noqa: F401 (re-exported: one formula, fatpipe.wire)
+
 MATHIS_C = 1.22
 CUBIC_C = 0.4  # RFC 9438 §4.2, segments / s^3
 CUBIC_BETA = 0.7  # RFC 9438 §4.6
-IP_TCP_HEADER_BYTES = 40
 
 
 def _as_float(x):
@@ -85,9 +86,3 @@ def cubic_only_bps(mss_bytes, rtt_s, p, c: float = CUBIC_C, beta: float = CUBIC_
     return _to_bps(cubic_avg_window_segments(rtt_s, p, c, beta), mss_bytes, rtt_s, cap_bps)
 
 
-def packet_loss_probability(loss, corruption, mss_bytes):
-    """Per-packet loss from random loss and per-bit corruption: a packet of
-    MSS + 40 header bytes is lost if any bit is hit (as the backends apply it)."""
-    bits = (_as_float(mss_bytes) + IP_TCP_HEADER_BYTES) * 8
-    p_corrupt = 1.0 - np.power(1.0 - _as_float(corruption), bits)
-    return _unwrap(1.0 - (1.0 - _as_float(loss)) * (1.0 - p_corrupt))

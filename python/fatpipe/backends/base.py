@@ -3,7 +3,7 @@
 A backend receives a fully resolved :class:`RunPlan` (one point of the sweep,
 one repetition, every unit already converted to SI numbers) and returns a
 :class:`RunOutcome`: raw per-stream samples, per-RPC completions and what the
-emulated path really did. It never computes summary statistics: that is done
+emulated path really did, in the schema of :mod:`fatpipe.schema`. It never computes summary statistics: that is done
 once, for every backend alike, by :mod:`fatpipe.summary`.
 """
 
@@ -12,6 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from .. import wire
+from ..schema import RPC_COLUMNS, SERIES_COLUMNS, PathReport
+
+__all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Backend", "BackendUnavailable", "FlowPlan", "HostLimits",
+           "PathReport", "RunOutcome", "RunPlan"]
 
 
 @dataclass(frozen=True)
@@ -66,63 +72,9 @@ class RunPlan:
     swept: dict[str, Any] = field(default_factory=dict)  # dotted key -> value
 
     def packet_loss_probability(self, mss_bytes: int) -> float:
-        """Loss per data packet from random loss and per-bit corruption.
-
-        A packet of `mss_bytes` payload plus 40 header bytes is lost if any of
-        its bits is corrupted: 1 - (1 - p_bit)^bits, combined with `loss`.
-        """
-        bits = (mss_bytes + 40) * 8
-        p_corrupt = 1.0 - (1.0 - self.corruption) ** bits
-        return 1.0 - (1.0 - self.loss) * (1.0 - p_corrupt)
-
-
-# Columns of RunOutcome.series, one row per stream per sampling interval.
-# Counters marked "cumulative" count from the stream's start.
-SERIES_COLUMNS: dict[str, str] = {
-    "flow_group": "int",  # index into RunPlan.flows
-    "stream": "int",  # 0 .. streams-1 within the group
-    "t_s": "float",  # sample time since the run started
-    "delivered_bytes": "int",  # cumulative payload bytes acked (tcpi_bytes_acked)
-    "cwnd_segments": "int",
-    "srtt_s": "float",
-    "min_rtt_s": "float",
-    "retrans_segments": "int",  # cumulative retransmitted segments (tcpi_total_retrans)
-    "segs_out": "int",  # cumulative data segments sent incl. retransmissions
-    "pacing_rate_bps": "float",
-    "delivery_rate_bps": "float",
-    "inflight_segments": "int",
-    "ca_state": "str",  # e.g. open/disorder/cwr/recovery/loss, or the CCA's mode
-    "rwnd_limited_s": "float",  # cumulative time limited by the receive window
-    "sndbuf_limited_s": "float",  # cumulative time limited by the send buffer
-    "busy_s": "float",  # cumulative time with data in flight
-}
-
-# Columns of RunOutcome.rpcs, one row per completed RPC.
-RPC_COLUMNS: dict[str, str] = {
-    "flow_group": "int",
-    "stream": "int",
-    "start_s": "float",  # when the request was issued
-    "duration_s": "float",  # until the last response byte arrived
-    "response_bytes": "int",
-}
-
-
-@dataclass
-class PathReport:
-    """What the emulated (or simulated) path really did during the run."""
-
-    emulator: str  # "netem", "linkem-nfqueue", "sim", ...
-    min_rtt_s: float | None = None  # smallest RTT any stream observed
-    packets: int = 0  # data packets offered to the loss stage
-    random_drops: int = 0  # packets dropped by the configured loss/corruption
-    queue_drops: int = 0  # packets dropped by the bottleneck buffer
-    bottleneck_bps: float | None = None  # achieved bottleneck throughput when busy
-    late_p99_s: float | None = None  # delay-line lateness, 99th percentile
-    late_max_s: float | None = None
-
-    @property
-    def loss_rate(self) -> float | None:
-        return self.random_drops / self.packets if self.packets else None
+        """Loss per data packet from random loss and per-bit corruption
+        (:func:`fatpipe.wire.packet_loss_probability`)."""
+        return wire.packet_loss_probability(self.loss, self.corruption, mss_bytes)
 
 
 @dataclass

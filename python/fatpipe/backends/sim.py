@@ -51,17 +51,9 @@ class SimBackend:
 
     def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:
         result = _native().simulate(json.dumps(asdict(plan)))
-        path = result["path"]
         return RunOutcome(
             series=result["series"],
             rpcs=result["rpcs"],
-            path=PathReport(
-                emulator="sim",
-                min_rtt_s=path.get("min_rtt_s"),
-                packets=int(path.get("packets", 0)),
-                random_drops=int(path.get("random_drops", 0)),
-                queue_drops=int(path.get("queue_drops", 0)),
-                bottleneck_bps=path.get("bottleneck_bps"),
-            ),
+            path=PathReport.from_facts(result["path"]),
             facts={"stats": result.get("stats", {})},
         )

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import analysis as an
+from ..results import StudyStore
 from ..analysis.collapse import loss_axes
 from ..analysis.stats import display_columns, point_columns, swept_columns
 from . import figures as figs
@@ -44,11 +45,7 @@ class Study:
         return self.root / "report"
 
     def series(self, columns=None, run_id: str | None = None) -> pd.DataFrame:
-        path = self.root / "series.parquet"
-        if not path.exists():
-            return pd.DataFrame()
-        filters = [("run_id", "==", run_id)] if run_id else None
-        return pd.read_parquet(path, columns=columns, filters=filters)
+        return StudyStore(self.root).series_table(columns, run_id)
 
 
 def load_study(study_dir: str | Path) -> Study:
@@ -56,7 +53,7 @@ def load_study(study_dir: str | Path) -> Study:
     runs_path = root / "runs.parquet"
     if not runs_path.exists():
         raise FileNotFoundError(f"{root}: no runs.parquet (run the study first)")
-    runs = pd.read_parquet(runs_path)
+    runs = StudyStore(root).runs_table()  # refuses a newer schema
     rpcs_path = root / "rpcs.parquet"
     rpcs = pd.read_parquet(rpcs_path) if rpcs_path.exists() else pd.DataFrame()
     name, desc = root.name, ""

@@ -4,6 +4,7 @@
 
 pub mod ack;
 pub mod chrono;
+pub mod info;
 pub mod prr;
 pub mod rack;
 pub mod rate;
@@ -14,5 +15,6 @@ pub mod sender;
 pub mod timers;
 pub mod undo;
 
+pub use info::TcpInfo;
 pub use receiver::{Ack, Receiver, RxAction};
 pub use sender::{Sender, SenderConfig, SenderEnv};

@@ -164,23 +164,6 @@ impl Sender {
         self.cc.name()
     }
 
-    /// CA state for traces: Linux's state name while reducing (CWR,
-    /// Recovery, Loss), otherwise the algorithm's own label (e.g. BBR's mode,
-    /// CUBIC's slow_start/cong_avoid) if it has one.
-    pub fn state_label(&self) -> &'static str {
-        let l = self.cc.state_label();
-        if !l.is_empty() && self.tp.ca_state <= CaState::Disorder {
-            return l;
-        }
-        match self.tp.ca_state {
-            CaState::Open => "open",
-            CaState::Disorder => "disorder",
-            CaState::Cwr => "cwr",
-            CaState::Recovery => "recovery",
-            CaState::Loss => "loss",
-        }
-    }
-
     /// Current RTO including exponential backoff (inet_csk_rto_backoff).
     #[inline]
     pub fn current_rto(&self) -> Time {

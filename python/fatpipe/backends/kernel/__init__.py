@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, PathReport, RunOutcome, RunPlan
+from ...wire import TCP_IP_HEADER_BYTES
 from . import cleanup
 from .cleanup import clean
 from .doctor import available_ccas, doctor
@@ -36,7 +37,7 @@ MAX_SENDERS = 200
 
 def path_config(plan: RunPlan) -> PathConfig:
     """RunPlan → PathConfig (pure)."""
-    mss = max((f.mss_bytes for f in plan.flows), default=plan.mtu_bytes - 40)
+    mss = max((f.mss_bytes for f in plan.flows), default=plan.mtu_bytes - TCP_IP_HEADER_BYTES)
     return PathConfig(
         rate_bps=plan.rate_bps,
         rtt_s=plan.rtt_s,

@@ -9,8 +9,9 @@ namespace. The host side is traffic.py.
 * ``sender``: opens `streams` TCP connections of one flow group with
   TCP_CONGESTION = cc and TCP_MAXSEG = mss, prints ``connected``, waits for
   the common start time, sends bulk data until the end time and samples
-  TCP_INFO of every socket every `sample_interval_s` into a JSON-lines file
-  (raw bytes, base64; parsed on the host by tcpinfo.py).
+  TCP_INFO (and TCP_CC_INFO) of every socket every `sample_interval_s` into
+  a JSON-lines file (sampling.py; raw bytes, base64; parsed on the host by
+  tcpinfo.py).
 
 Flow kinds plug in through SENDERS / RECEIVERS (kind -> function). RPC
 flows run as two more roles from rpc_engine.py (same directory):
@@ -23,7 +24,6 @@ flows run as two more roles from rpc_engine.py (same directory):
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import socket
@@ -31,7 +31,8 @@ import sys
 import threading
 import time
 
-TCP_INFO_BYTES = 512  # larger than struct tcp_info; the kernel returns its size
+from sampling import sample_line  # beside this file: the script's directory is on sys.path
+
 SO_MAX_PACING_RATE = 47
 CHUNK_BYTES = 1 << 20
 
@@ -100,16 +101,13 @@ def run_receiver(cfg: dict) -> int:
     return 0
 
 
-TIMESTAMP_OPTION_BYTES = 12
-
-
 # -- sender -----------------------------------------------------------------
 def open_stream(cfg: dict) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cfg["cc"].encode())
-    # mss_bytes is the segment payload (Linux mss_cache); TCP_MAXSEG takes the
-    # MSS, which also covers the 12-byte timestamp option (tcp_mtu_to_mss).
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, int(cfg["mss_bytes"]) + TIMESTAMP_OPTION_BYTES)
+    # maxseg_bytes is the MSS for segments of mss_bytes payload (Linux
+    # mss_cache): the host adds the timestamp option (fatpipe.wire.tcp_maxseg).
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, int(cfg["maxseg_bytes"]))
     if cfg.get("stream_rate_cap_bps"):
         # A CPU-bound host modelled as a per-socket pacing cap (bytes/s).
         s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(cfg["stream_rate_cap_bps"] / 8))
@@ -155,9 +153,7 @@ def run_sender(cfg: dict) -> int:
             _sleep_until(due)
             now = time.time()
             for i, s in enumerate(socks):
-                raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_BYTES)
-                out.write(json.dumps({"t_s": now - t0, "stream": i, "tcp_info": base64.b64encode(raw).decode()}))
-                out.write("\n")
+                out.write(sample_line(s, now - t0, i))
             k += 1
             if now >= end:
                 break

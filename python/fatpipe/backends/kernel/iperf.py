@@ -7,6 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from ...wire import TCP_IP_HEADER_BYTES
 from . import parse
 from .cleanup import REGISTRY, stop_process
 from .path import RECEIVER_ADDR, EmulatedPath
@@ -57,7 +58,7 @@ def compare(workdir: Path, cfg, cc: str = "cubic", streams: int = 1, duration_s:
     """Engine vs iperf3 on two fresh paths built from the same PathConfig."""
     from .traffic import FlowSpec, run_traffic
 
-    mss = mss_bytes or cfg.mtu_bytes - 40
+    mss = mss_bytes or cfg.mtu_bytes - TCP_IP_HEADER_BYTES
     sender = next(iter(cfg.senders))
     with EmulatedPath(cfg, workdir) as p:
         res = run_traffic(p.receiver, RECEIVER_ADDR, p.senders, [FlowSpec(0, "bulk", cc, streams, mss, sender)],

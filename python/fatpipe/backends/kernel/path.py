@@ -47,6 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...wire import frame_bytes
 from . import cmd, parse
 from .delayline import RT_PRIORITY, Linkem, QueueConfig, build_linkem, find_linkem, summarize
 from .netns import Namespace, add_veth, new_prefix, receive_in_rt_napi_thread, set_offloads, veth_tx_drops
@@ -87,7 +88,7 @@ class PathConfig:
 def tbf_burst_bytes(rate_bps: float, mtu_bytes: int) -> int:
     """tbf bucket: 1 ms at the rate, at least 4 frames (tbf needs burst ≥
     the largest packet, and at high rates a timer tick's worth)."""
-    return int(max(rate_bps / 8 * 1e-3, 4 * (mtu_bytes + 14)))
+    return int(max(rate_bps / 8 * 1e-3, 4 * frame_bytes(mtu_bytes)))
 
 
 def tbf_args(ifname: str, rate_bps: float, burst_bytes: int, limit_bytes: int) -> list[str]:
@@ -223,7 +224,7 @@ class EmulatedPath:
         self.bottleneck = bottleneck
         if bottleneck == "tbf":
             burst = c.burst_bytes or tbf_burst_bytes(c.rate_bps, c.mtu_bytes)
-            limit = max(c.buffer_bytes, c.mtu_bytes + 14)
+            limit = max(c.buffer_bytes, frame_bytes(c.mtu_bytes))
             self.router.run(*tbf_args(ROUTER_TO_RECEIVER_IF, c.rate_bps, burst, limit))
         if emulator == "netem":
             self._add_netem()
@@ -253,7 +254,7 @@ class EmulatedPath:
         half = c.rtt_s / 2
         data = QueueConfig(QUEUE_DATA, "data", half, c.loss)
         if self.bottleneck == "linkem":
-            data = QueueConfig(QUEUE_DATA, "data", half, c.loss, c.rate_bps, max(c.buffer_bytes, c.mtu_bytes + 14))
+            data = QueueConfig(QUEUE_DATA, "data", half, c.loss, c.rate_bps, max(c.buffer_bytes, frame_bytes(c.mtu_bytes)))
         shared, own = reverse_delays(c)
         queues = [data, QueueConfig(QUEUE_ACK, "ack", shared, c.loss)]
         sender_queues = {}

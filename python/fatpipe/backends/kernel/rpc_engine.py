@@ -24,7 +24,6 @@ Semantics follow the simulator (crates/sim/src/app.rs, engine.rs):
 
 from __future__ import annotations
 
-import base64
 import json
 import random
 import selectors
@@ -32,9 +31,7 @@ import socket
 import time
 from collections import deque
 
-TCP_INFO_BYTES = 512
 SO_MAX_PACING_RATE = 47
-TIMESTAMP_OPTION_BYTES = 12
 RECV_CHUNK_BYTES = 1 << 20
 SEND_CHUNK_BYTES = 1 << 18
 ZEROS = memoryview(bytes(SEND_CHUNK_BYTES))
@@ -57,10 +54,10 @@ def stream_rng(seed: int, group: int, stream: int) -> random.Random:
     return random.Random(f"fatpipe-rpc-{seed}-{group}-{stream}")
 
 
-def _mss_opt(s: socket.socket, mss_bytes: int) -> None:
-    # mss_bytes is the segment payload; TCP_MAXSEG takes the MSS, which also
-    # covers the 12-byte timestamp option (tcp_mtu_to_mss).
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, int(mss_bytes) + TIMESTAMP_OPTION_BYTES)
+def _mss_opt(s: socket.socket, maxseg_bytes: int) -> None:
+    # The host computed TCP_MAXSEG for the flow's payload per segment
+    # (fatpipe.wire.tcp_maxseg: the MSS covers the timestamp option).
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, int(maxseg_bytes))
 
 
 def _sleep_until(t_wall: float) -> None:
@@ -86,12 +83,14 @@ def run_server(cfg: dict) -> int:
     """Listen, accept `streams` connections (accept order = the client's
     connect order = stream index), answer requests until the end time and
     sample TCP_INFO of every server socket like a bulk sender."""
+    from sampling import sample_line  # beside this file (run by path in a namespace)
+
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Set on the listener so accepted sockets inherit them: the MSS clamp
     # must be in place before the handshake (tcp_conn_request uses user_mss).
     _server_socket_opts(ls, cfg)
-    _mss_opt(ls, cfg["mss_bytes"])
+    _mss_opt(ls, cfg["maxseg_bytes"])
     ls.bind((cfg["addr"], cfg["port"]))
     ls.listen(cfg["streams"] + 16)
     print("ready", flush=True)
@@ -119,9 +118,7 @@ def run_server(cfg: dict) -> int:
             now = time.time()
             if now >= due:
                 for i, c in enumerate(conns):
-                    raw = c.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_BYTES)
-                    out.write(json.dumps({"t_s": now - t0, "stream": i,
-                                          "tcp_info": base64.b64encode(raw).decode()}) + "\n")
+                    out.write(sample_line(c.sock, now - t0, i))
                 k += 1
                 if now >= end:
                     break
@@ -196,7 +193,7 @@ def run_client(cfg: dict) -> int:
     for i in range(cfg["streams"]):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cfg["cc"].encode())
-        _mss_opt(s, cfg["mss_bytes"])
+        _mss_opt(s, cfg["maxseg_bytes"])
         s.connect((cfg["dst"], cfg["port"]))
         s.setblocking(False)
         conns.append(_ClientConn(i, s, stream_rng(cfg["seed"], cfg["group"], i)))

@@ -1,4 +1,5 @@
-"""Pure parser of Linux ``struct tcp_info`` (include/uapi/linux/tcp.h)."""
+"""Pure parsers of Linux ``struct tcp_info`` and the CCA's ``tcp_cc_info``
+(include/uapi/linux/tcp.h, inet_diag.h), mapped onto the series columns."""
 
 from __future__ import annotations
 
@@ -32,6 +33,39 @@ MIN_BYTES = struct.calcsize("<" + "".join(c for n, c in _FIELDS[: _FIELDS.index(
 
 CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}  # enum tcp_ca_state
 
+# BBR v1's gains in units of BBR_UNIT = 256 (net/ipv4/tcp_bbr.c), as
+# bbr_get_info() reports them in struct tcp_bbr_info (bbr_pacing_gain,
+# bbr_cwnd_gain; `ss -i` prints them divided by 256):
+BBR_HIGH_GAIN = 256 * 2885 // 1000 + 1  # 739: STARTUP pacing and cwnd, DRAIN cwnd
+BBR_DRAIN_GAIN = 256 * 1000 // 2885  # 88: DRAIN pacing
+BBR_CWND_GAIN = 256 * 2  # 512: PROBE_BW cwnd
+BBR_PROBE_BW_PACING_GAINS = (256 * 5 // 4, 256 * 3 // 4, 256)  # bbr_pacing_gain[] cycle (and lt_bw's 1.0)
+BBR_UNIT = 256  # PROBE_RTT: pacing and cwnd gain 1.0 (bbr_update_gains)
+_BBR_INFO = struct.Struct("<5I")  # bbr_bw_lo, bbr_bw_hi, bbr_min_rtt, bbr_pacing_gain, bbr_cwnd_gain
+
+
+def bbr_mode(pacing_gain: int, cwnd_gain: int) -> str:
+    """BBR v1's mode from the gains bbr_update_gains() set for it, or "" when
+    the pair is not one of v1's (another BBR version)."""
+    if pacing_gain == BBR_HIGH_GAIN and cwnd_gain == BBR_HIGH_GAIN:
+        return "startup"
+    if pacing_gain == BBR_DRAIN_GAIN and cwnd_gain == BBR_HIGH_GAIN:
+        return "drain"
+    if pacing_gain == BBR_UNIT and cwnd_gain == BBR_UNIT:
+        return "probe_rtt"
+    if cwnd_gain == BBR_CWND_GAIN and pacing_gain in BBR_PROBE_BW_PACING_GAINS:
+        return "probe_bw"
+    return ""
+
+
+def cc_mode(cc: str, cc_info: bytes) -> str:
+    """The series' cc_mode from getsockopt(TCP_CC_INFO) of a `cc` socket: BBR's
+    mode where its gains tell it; "" for CCAs whose info carries no mode."""
+    if cc == "bbr" and len(cc_info) >= _BBR_INFO.size:
+        *_, pacing_gain, cwnd_gain = _BBR_INFO.unpack_from(cc_info)
+        return bbr_mode(pacing_gain, cwnd_gain)
+    return ""
+
 
 def parse(raw: bytes) -> dict[str, int]:
     """Decode as many fields as `raw` holds (at least MIN_BYTES)."""
@@ -54,7 +88,8 @@ def inflight_segments(info: dict[str, int]) -> int:
 
 
 def series_row(info: dict[str, int]) -> dict[str, object]:
-    """Map parsed tcp_info onto base.SERIES_COLUMNS (without group/stream/t_s)."""
+    """Map parsed tcp_info onto SERIES_COLUMNS (without group/stream/t_s and
+    cc_mode, which comes from TCP_CC_INFO: :func:`cc_mode`)."""
     return {
         "delivered_bytes": info["bytes_acked"],
         "cwnd_segments": info["snd_cwnd"],

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...wire import tcp_maxseg
 from . import tcpinfo
 from .cleanup import REGISTRY, stop_process
 from .netns import Namespace
@@ -60,7 +61,7 @@ def server_config(f: FlowSpec, addr: str, t0_wall_s: float, duration_s: float, s
                   samples_path: Path) -> dict:
     """Config of an RPC group's server (sender namespace, listens on `addr`)."""
     return {"group": f.group, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes,
-            "stream_rate_cap_bps": f.stream_rate_cap_bps, "addr": addr, "port": group_port(f.group),
+            "maxseg_bytes": tcp_maxseg(f.mss_bytes), "stream_rate_cap_bps": f.stream_rate_cap_bps, "addr": addr, "port": group_port(f.group),
             "request_bytes": f.request_bytes, "response_bytes": f.response_bytes,
             "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s,
             "sample_interval_s": sample_interval_s, "samples_path": str(samples_path)}
@@ -68,7 +69,8 @@ def server_config(f: FlowSpec, addr: str, t0_wall_s: float, duration_s: float, s
 
 def client_config(f: FlowSpec, dst: str, seed: int, t0_wall_s: float, duration_s: float, rpcs_path: Path) -> dict:
     """Config of an RPC group's client (receiver namespace, connects to `dst`)."""
-    return {"group": f.group, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes, "dst": dst,
+    return {"group": f.group, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes,
+            "maxseg_bytes": tcp_maxseg(f.mss_bytes), "dst": dst,
             "port": group_port(f.group), "seed": seed, "request_bytes": f.request_bytes,
             "response_bytes": f.response_bytes, "concurrency": f.concurrency, "rate_per_s": f.rate_per_s,
             "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s, "rpcs_path": str(rpcs_path)}
@@ -88,7 +90,7 @@ def parse_rpcs(text: str, group: int, response_bytes: int) -> list[dict]:
 def sender_config(f: FlowSpec, dst: str, t0_wall_s: float, duration_s: float, sample_interval_s: float,
                   samples_path: Path) -> dict:
     return {"kind": f.kind, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes,
-            "stream_rate_cap_bps": f.stream_rate_cap_bps, "dst": dst, "port": group_port(f.group),
+            "maxseg_bytes": tcp_maxseg(f.mss_bytes), "stream_rate_cap_bps": f.stream_rate_cap_bps, "dst": dst, "port": group_port(f.group),
             "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s,
             "sample_interval_s": sample_interval_s, "samples_path": str(samples_path)}
 
@@ -105,8 +107,9 @@ def _expect_line(proc: subprocess.Popen, word: str, what: str, timeout_s: float 
         raise RuntimeError(f"{what} failed to start: {line.strip()} {err.strip()[-800:]}")
 
 
-def parse_samples(text: str, group: int) -> list[dict]:
-    """JSON lines of the engine → rows of base.SERIES_COLUMNS (pure)."""
+def parse_samples(text: str, group: int, cc: str = "") -> list[dict]:
+    """JSON lines of the engine (sampling.py) → rows of SERIES_COLUMNS (pure);
+    `cc` names the flow's CCA, which decodes its TCP_CC_INFO record."""
     rows = []
     for line in text.splitlines():
         if not line.strip():
@@ -115,6 +118,7 @@ def parse_samples(text: str, group: int) -> list[dict]:
         info = tcpinfo.parse(base64.b64decode(rec["tcp_info"]))
         row = {"flow_group": group, "stream": rec["stream"], "t_s": rec["t_s"]}
         row.update(tcpinfo.series_row(info))
+        row["cc_mode"] = tcpinfo.cc_mode(cc, base64.b64decode(rec.get("cc_info", "")))
         rows.append(row)
     return rows
 
@@ -148,12 +152,12 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
             rx = start(receiver_ns, "receiver", receiver_config(receiver_addr, flows, deadline))
             _expect_line(rx, "ready", "engine receiver")
         t0 = time.time() + setup_s
-        samples: list[tuple[int, Path]] = []
+        samples: list[tuple[FlowSpec, Path]] = []
         rpc_files: list[tuple[FlowSpec, Path]] = []
         waited: list[tuple[str, subprocess.Popen]] = []  # processes that must finish cleanly
         for f in flows:
             path = Path(workdir) / f"samples-g{f.group}.jsonl"
-            samples.append((f.group, path))
+            samples.append((f, path))
             if f.kind == "bulk":
                 p = start(sender_ns[f.sender], "sender",
                           sender_config(f, receiver_addr, t0, duration_s, sample_interval_s, path))
@@ -186,8 +190,8 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
             if err.strip():
                 errors.append(err.strip())
         rows = []
-        for group, path in samples:
-            rows += parse_samples(path.read_text(), group)
+        for f, path in samples:
+            rows += parse_samples(path.read_text(), f.group, f.cc)
         rpcs = []
         for f, path in rpc_files:
             rpcs += parse_rpcs(path.read_text(), f.group, int(f.response_bytes or 0))

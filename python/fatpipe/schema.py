@@ -1,0 +1,170 @@
+"""The result schema, defined once for Python: the series and RPC columns
+every backend returns, the path facts, the schema version, and the upgrade of
+older results on read.
+
+The Rust side of the same schema is one macro invocation per table in
+crates/sim/src/trace.rs; tests/test_schema.py fails if the two (or
+docs/results.md) disagree.
+
+Schema versions (stored in manifest.json and each table's Parquet metadata
+``fatpipe.schema_version``):
+
+* 1 — ``ca_state`` held Linux's state on the kernel backend but the CCA's own
+  mode (``probe_bw``, ``cong_avoid``, …) on the sim backend while the
+  connection was in Open or Disorder.
+* 2 — ``ca_state`` is Linux's ``tcpi_ca_state`` name on every backend; the
+  new ``cc_mode`` column holds the CCA's own mode ("" when none is known).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+SCHEMA_VERSION = 2
+
+# Columns of RunOutcome.series, one row per stream per sampling interval,
+# name -> kind. Meanings and units: docs/results.md (and trace.rs).
+SERIES_COLUMNS: dict[str, str] = {
+    "flow_group": "int",
+    "stream": "int",
+    "t_s": "float",
+    "delivered_bytes": "int",
+    "cwnd_segments": "int",
+    "srtt_s": "float",
+    "min_rtt_s": "float",
+    "retrans_segments": "int",
+    "segs_out": "int",
+    "pacing_rate_bps": "float",
+    "delivery_rate_bps": "float",
+    "inflight_segments": "int",
+    "ca_state": "str",
+    "cc_mode": "str",
+    "rwnd_limited_s": "float",
+    "sndbuf_limited_s": "float",
+    "busy_s": "float",
+}
+
+# Columns of RunOutcome.rpcs, one row per completed RPC.
+RPC_COLUMNS: dict[str, str] = {
+    "flow_group": "int",
+    "stream": "int",
+    "start_s": "float",  # when the request was issued
+    "duration_s": "float",  # until the last response byte arrived
+    "response_bytes": "int",
+}
+
+# enum tcp_ca_state (include/uapi/linux/tcp.h), the values of `ca_state`.
+LINUX_CA_STATES = ("open", "disorder", "cwr", "recovery", "loss")
+
+
+@dataclass
+class PathReport:
+    """What the emulated (or simulated) path really did during the run."""
+
+    emulator: str  # "netem", "linkem-nfqueue", "sim", ...
+    min_rtt_s: float | None = None  # smallest RTT any stream observed
+    packets: int = 0  # data packets offered to the loss stage
+    random_drops: int = 0  # packets dropped by the configured loss/corruption
+    queue_drops: int = 0  # packets dropped by the bottleneck buffer
+    bottleneck_bps: float | None = None  # bytes through the bottleneck over the run (mean, all flows)
+    late_p99_s: float | None = None  # delay-line lateness, 99th percentile
+    late_max_s: float | None = None
+
+    @property
+    def loss_rate(self) -> float | None:
+        return self.random_drops / self.packets if self.packets else None
+
+    @classmethod
+    def from_facts(cls, facts: Mapping[str, Any]) -> PathReport:
+        """A report from a backend's fact dict; unknown keys are errors."""
+        unknown = sorted(set(facts) - set(PATH_FACTS))
+        if unknown:
+            raise ValueError(f"unknown path facts {unknown}; known: {list(PATH_FACTS)}")
+        return cls(**facts)
+
+
+# The path facts, name -> kind (as PathReport declares them).
+PATH_FACTS: dict[str, str] = {f.name: str(f.type) for f in fields(PathReport)}
+
+
+def _path_column_names() -> tuple[str, ...]:
+    names = [f"path_{n}" for n in PATH_FACTS]
+    # loss_rate (random_drops / packets) is derived; it follows min_rtt_s.
+    names.insert(names.index("path_min_rtt_s") + 1, "path_loss_rate")
+    return tuple(names)
+
+
+# The runs table's path columns, in order: path_<fact> plus path_loss_rate.
+PATH_COLUMNS: tuple[str, ...] = _path_column_names()
+
+
+def path_columns(path: PathReport) -> dict[str, Any]:
+    """The runs-table path columns of one run."""
+    return {c: getattr(path, c.removeprefix("path_")) for c in PATH_COLUMNS}
+
+
+# ---- versions and upgrade on read ------------------------------------------
+
+
+class SchemaVersionError(ValueError):
+    """Results written by a newer schema than this fatpipe knows."""
+
+
+def check_version(version: int, source: str | Path) -> None:
+    """Raise SchemaVersionError naming `source` if `version` is newer than
+    SCHEMA_VERSION."""
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{source}: written with result schema version {version}, but this fatpipe reads "
+            f"versions up to {SCHEMA_VERSION}; upgrade fatpipe to read it"
+        )
+
+
+def study_version(root: str | Path) -> int:
+    """The schema version of a study directory (its manifest.json), checked
+    against SCHEMA_VERSION. A study without a version in its manifest is
+    version 1 (the first one)."""
+    manifest = Path(root) / "manifest.json"
+    version = 1
+    if manifest.exists():
+        version = int(json.loads(manifest.read_text()).get("schema_version", 1))
+    check_version(version, manifest)
+    return version
+
+
+def parquet_version(path: str | Path, default: int) -> int:
+    """The schema version in a Parquet file's metadata (else `default`),
+    checked against SCHEMA_VERSION."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    raw = meta.get(b"fatpipe.schema_version")
+    version = int(raw) if raw else default
+    check_version(version, path)
+    return version
+
+
+def upgrade_series(df, version: int):
+    """A series DataFrame of schema `version` as SCHEMA_VERSION has it.
+
+    1 → 2: add ``cc_mode``. Sim rows whose ``ca_state`` is not a Linux state
+    name held the CCA's mode (written only in Open or Disorder, which version
+    1 did not tell apart): the mode moves to ``cc_mode`` and ``ca_state``
+    becomes "open". Every other row gets cc_mode "" (the mode is unknown).
+    """
+    if version >= 2 or "ca_state" not in df.columns or "cc_mode" in df.columns:
+        return df
+    df = df.copy()
+    ca = df["ca_state"].astype(str)
+    moved = ~ca.isin(LINUX_CA_STATES)
+    if "backend" in df.columns:
+        moved &= df["backend"] == "sim"
+    else:
+        moved &= False
+    cc_mode = ca.where(moved, "")
+    df.loc[moved, "ca_state"] = "open"
+    df.insert(df.columns.get_loc("ca_state") + 1, "cc_mode", cc_mode)
+    return df
