@@ -100,12 +100,14 @@ def run_fatpipe(sc: Scenario, cc: str) -> dict[str, Any]:
         return {"error": f"fatpipe simulate() failed: {type(e).__name__}: {e}"}
     t2 = time.perf_counter()
 
+    from fatpipe.goodput import total_goodput_bps
+
     path = result.get("path", {})
     return {
         "seed": sc.seed,
         "run_wall_s": t2 - t1,
         "total_wall_s": t_import + (t2 - t0),
-        "goodput_bps": goodput_from_series(result["series"], sc.warmup_s),
+        "goodput_bps": total_goodput_bps(result["series"], sc.warmup_s),
         "bottleneck_drops": path.get("queue_drops"),
         "random_drops": path.get("random_drops"),
         "stats": result.get("stats", {}),
@@ -137,26 +139,6 @@ def fatpipe_plan(sc: Scenario, cc: str):
             FlowPlan(group=0, kind="bulk", cc=cc, streams=1, mss_bytes=sc.mss_bytes, sender="s1"),
         ),
     )
-
-
-def goodput_from_series(series: dict[str, list], warmup_s: float) -> float | None:
-    """(delivered at the last sample - at t = warm-up) * 8 / (t_last - warm-up), all streams."""
-    rows: dict[tuple[int, int], list[tuple[float, int]]] = {}
-    for g, s, t, d in zip(
-        series["flow_group"], series["stream"], series["t_s"], series["delivered_bytes"]
-    ):
-        rows.setdefault((g, s), []).append((float(t), int(d)))
-    total_bits = 0.0
-    span = None
-    for samples in rows.values():
-        samples.sort()
-        t_warm, d_warm = min(samples, key=lambda x: abs(x[0] - warmup_s))
-        t_last, d_last = samples[-1]
-        if t_last <= t_warm:
-            return None
-        total_bits += (d_last - d_warm) * 8
-        span = t_last - t_warm
-    return total_bits / span if span else None
 
 
 # ------------------------------------------------------------------ ns-3 -----

@@ -5,6 +5,11 @@ is known exactly."""
 from fatpipe.backends.base import PathReport, RunOutcome, RunPlan
 
 
+class FakeReport:
+    def render(self):
+        return "  [ok] fake backend: always usable"
+
+
 class FakeBackend:
     name = "sim"
 
@@ -17,6 +22,15 @@ class FakeBackend:
 
     def facts(self):
         return {"fake": True}
+
+    def max_parallel_runs(self, jobs):
+        return jobs
+
+    def doctor(self):
+        return FakeReport()
+
+    def clean(self):
+        return []
 
     def run(self, plan: RunPlan, workdir) -> RunOutcome:
         if self.interrupt_after is not None and len(self.calls) >= self.interrupt_after:

@@ -21,10 +21,13 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from .loaded import LoadedStudy
 
 SCHEMA_VERSION = 1
 
@@ -172,6 +175,39 @@ class StudyStore:
         """The consolidated runs table as a pandas DataFrame."""
         import pandas as pd
         return pd.read_parquet(self.root / "runs.parquet")
+
+    def rpcs_table(self):
+        """The consolidated RPC completions (an empty DataFrame if there are none)."""
+        import pandas as pd
+        path = self.root / "rpcs.parquet"
+        return pd.read_parquet(path) if path.exists() else pd.DataFrame()
+
+    def series_table(self, columns: list[str] | None = None, run_id: str | None = None):
+        """The consolidated series, or some of its columns, or one run's rows
+        (an empty DataFrame if no series were kept)."""
+        import pandas as pd
+        path = self.root / "series.parquet"
+        if not path.exists():
+            return pd.DataFrame()
+        filters = [("run_id", "==", run_id)] if run_id else None
+        return pd.read_parquet(path, columns=columns, filters=filters)
+
+    # ---- reading a study back -------------------------------------------
+
+    def load(self) -> LoadedStudy:
+        """The one way to read a study: its runs, rpcs and (on first use)
+        series tables, its spec and its manifest (fatpipe.loaded)."""
+        from .loaded import LoadedStudy
+        if not (self.root / "runs.parquet").exists():
+            raise FileNotFoundError(f"{self.root}: no runs.parquet (run the study first)")
+        spec_path, manifest_path = self.root / "study.toml", self.root / "manifest.json"
+        return LoadedStudy(
+            store=self,
+            runs=self.runs_table(),
+            rpcs=self.rpcs_table(),
+            spec_text=spec_path.read_text() if spec_path.exists() else "",
+            manifest=self.manifest() if manifest_path.exists() else {},
+        )
 
 
 def _ordered_columns(rows: Iterable[dict[str, Any]]) -> list[str]:

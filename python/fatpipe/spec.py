@@ -19,13 +19,14 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
+from .backends import DEFAULT_BACKEND, backend_names
 from .units import UnitError, parse_per_second, parse_rate_bps, parse_size_bytes, parse_time_s
 
 SPEC_VERSION = 1
-BACKENDS = ("sim", "kernel")
 # Linux's TCP/IPv4 header bytes (20 + 20) and the timestamp option (12)
 # that Linux sends on every segment by default (net.ipv4.tcp_timestamps=1).
 TCP_IP_HEADER_BYTES = 40
@@ -68,12 +69,21 @@ class _Strict(BaseModel):
 class StudySection(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
     description: str = ""
-    backends: list[Literal["sim", "kernel"]] = Field(default=["sim"], min_length=1)
+    backends: list[str] = Field(default_factory=lambda: [DEFAULT_BACKEND], min_length=1)
     duration: Annotated[TimeS, Field(gt=0)]
     warmup: TimeS = 0.0
     repetitions: Annotated[int, Field(ge=1, le=10000)] = 1
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
     interval: Annotated[TimeS, Field(gt=0)] = 0.1  # sampling interval of the series
+
+    @field_validator("backends")
+    @classmethod
+    def _registered_backends(cls, names: list[str]) -> list[str]:
+        known = backend_names()
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"got {', '.join(map(repr, unknown))}; the backends are {', '.join(known)}")
+        return names
 
     @model_validator(mode="after")
     def _warmup_shorter_than_duration(self) -> "StudySection":

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fatpipe.backends.kernel import parse, tcpinfo
 from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args, summarize
-from fatpipe.backends.kernel.iperf import goodput_from_series
+from fatpipe.goodput import rows_as_columns, total_goodput_bps
 from fatpipe.backends.kernel.path import nfqueue_rules, tbf_args, tbf_burst_bytes
 
 #  on this machine (kernel 6.18) after a run.
@@ -113,6 +113,6 @@ def test_tbf_and_nfqueue_commands():
     assert rules[0][-4:] == ["-j", "NFQUEUE", "--queue-num", "0"] and "--queue-bypass" not in rules[0]
 
 
-def test_goodput_from_series_skips_warmup():
+def test_goodput_of_kernel_rows_skips_warmup():
     rows = [{"flow_group": 0, "stream": 0, "t_s": t, "delivered_bytes": int(t * 1e6)} for t in (0, 1, 2, 3)]
-    assert abs(goodput_from_series(rows, 1.0) - 8e6) < 1
+    assert abs(total_goodput_bps(rows_as_columns(rows), 1.0) - 8e6) < 1

@@ -6,51 +6,17 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-import matplotlib
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from ..analysis import models
+from ..analysis.stats import repeats_group_column
+from .page import cc_color, point_label, pyplot, short_key
 
-from ..analysis import models  # noqa: E402
-from ..analysis.stats import repeats_group_column  # noqa: E402
-
+plt = pyplot()
 STAT_COLUMNS = {"n", "mean", "sd", "ci_low", "ci_high", "failed", "flags"}
-CC_COLORS = {"bbr": "#1f77b4", "cubic": "#d62728", "reno": "#2ca02c", "htcp": "#9467bd",
-             "dctcp": "#8c564b", "bic": "#e377c2", "yeah": "#7f7f7f", "nv": "#bcbd22"}
 LINESTYLES = ["-", "--", ":", "-."]
-plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3,
-                     "axes.titlesize": 11, "legend.fontsize": 8})
-
-
-def short_key(key: str) -> str:
-    """Readable name of a column: path.loss → loss, flows.1.cc → flow 1 cc."""
-    if key.startswith("path."):
-        return key[5:]
-    if key.startswith("flows."):
-        _, g, rest = key.split(".", 2)
-        return f"flow {g} {rest}"
-    return {"mss_bytes": "MSS B", "flow_group": "flow", "streams": "streams"}.get(key, key)
-
-
-def point_label(row, keys: Sequence[str]) -> str:
-    parts = []
-    for k in keys:
-        v = row[k]
-        if k == "streams":
-            parts.append(f"{v} stream{'s' if v != 1 else ''}")
-        elif k == "mss_bytes":
-            parts.append(f"MSS {v} B")
-        elif k == "cc":
-            parts.append(str(v))
-        else:
-            parts.append(f"{short_key(k)} {v:g}" if isinstance(v, float) else f"{short_key(k)} {v}")
-    return ", ".join(parts)
-
-
-def cc_color(cc: str, i: int = 0) -> str:
-    return CC_COLORS.get(str(cc).lower(), f"C{i % 10}")
 
 
 def _keys(points: pd.DataFrame) -> list[str]:

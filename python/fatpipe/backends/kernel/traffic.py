@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import tcpinfo
+from .cmd import expect_line
 from .cleanup import REGISTRY, stop_process
 from .netns import Namespace
 
@@ -97,12 +98,9 @@ def _engine_args(role: str, cfg: dict) -> list[str]:
     return [sys.executable, str(ENGINE), role, json.dumps(cfg)]
 
 
-def _expect_line(proc: subprocess.Popen, word: str, what: str, timeout_s: float = 20.0) -> None:
-    line = proc.stdout.readline()  # the engine prints one line when ready
-    if line.strip() != word:
-        stop_process(proc)
-        err = proc.stderr.read() if proc.stderr else ""
-        raise RuntimeError(f"{what} failed to start: {line.strip()} {err.strip()[-800:]}")
+def _expect_line(proc: subprocess.Popen, word: str, what: str) -> None:
+    """The engine prints one line when ready; a hung one is stopped (cmd.expect_line)."""
+    expect_line(proc, word, what, stop=stop_process)
 
 
 def parse_samples(text: str, group: int) -> list[dict]:
