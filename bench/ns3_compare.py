@@ -96,7 +96,7 @@ def run_fatpipe(sc: Scenario, cc: str) -> dict[str, Any]:
     t1 = time.perf_counter()
     try:
         result = native.simulate(plan_json)
-    except Exception as e:  # a configuration error or a simulator bug
+    except Exception as e:  # noqa: BLE001 - a configuration error or a simulator bug: reported
         return {"error": f"fatpipe simulate() failed: {type(e).__name__}: {e}"}
     t2 = time.perf_counter()
 
@@ -309,7 +309,7 @@ def print_summary(ns3_label: str, ns3_runs: list[dict], fp_runs: list[dict]) -> 
     ]
     w = 28
     print(f"{'':{w}} {ns3_label:>16} {'fatpipe sim':>16}")
-    for name, a, b in zip(names, summary_column(ns3_runs, 3), summary_column(fp_runs, 4)):
+    for name, a, b in zip(names, summary_column(ns3_runs, 3), summary_column(fp_runs, 4), strict=True):
         print(f"{name:{w}} {a:>16} {b:>16}")
 
 

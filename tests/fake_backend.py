@@ -32,7 +32,7 @@ class FakeBackend:
     def clean(self):
         return []
 
-    def run(self, plan: RunPlan, workdir) -> RunOutcome:
+    def run(self, plan: RunPlan, workdir) -> RunOutcome:  # noqa: ARG002 - the Backend protocol's signature
         if self.interrupt_after is not None and len(self.calls) >= self.interrupt_after:
             raise KeyboardInterrupt
         self.calls.append(plan.run_id)

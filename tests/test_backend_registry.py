@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 import fatpipe
+from fake_backend import FakeBackend, FakeReport
 from fatpipe import backends, cli
 from fatpipe import spec as spec_mod
-from fake_backend import FakeBackend, FakeReport
 
 ROOT = Path(__file__).resolve().parents[1]
 

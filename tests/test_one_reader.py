@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fake_backend import FakeBackend
 from fatpipe import goodput, results, summary
 from fatpipe import spec as spec_mod
 from fatpipe import study as study_mod
@@ -19,7 +20,6 @@ from fatpipe.compare import compare
 from fatpipe.report import write_report
 from fatpipe.results import StudyStore
 from fatpipe.tables import summary_table
-from fake_backend import FakeBackend
 from synthetic_study import streams_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,8 +53,8 @@ def _fake_study(tmp_path, monkeypatch):
     spec, raw = spec_mod.load(p)
     store = StudyStore(tmp_path / "out")
     store.prepare(SPEC)
-    monkeypatch.setattr(study_mod, "get_backend", lambda name: FakeBackend())
-    study_mod.run_plans(study_mod.plan_runs(spec, raw), store, jobs=1, emit=lambda s: None)
+    monkeypatch.setattr(study_mod, "get_backend", lambda _name: FakeBackend())
+    study_mod.run_plans(study_mod.plan_runs(spec, raw), store, jobs=1, emit=lambda _line: None)
     store.consolidate()
     return store
 

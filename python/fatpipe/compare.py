@@ -26,8 +26,20 @@ import numpy as np
 import pandas as pd
 
 from .analysis.stats import GROUP_COLUMNS, display_columns, grid_summary, swept_columns, t_quantile
-from .report.page import (cc_color, findings_html, fmt_num, fmt_rate, page, point_label, pyplot, rate_unit,
-                          save_figure, section, short_key, table_html)
+from .report.page import (
+    cc_color,
+    findings_html,
+    fmt_num,
+    fmt_rate,
+    page,
+    point_label,
+    pyplot,
+    rate_unit,
+    save_figure,
+    section,
+    short_key,
+    table_html,
+)
 from .results import StudyStore
 
 DISAGREE_FRACTION = 0.15
@@ -77,7 +89,7 @@ def compare_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
     r = [ratio_ci(row.a_mean, row.a_sd, int(row.a_n or 0), row.b_mean, row.b_sd, int(row.b_n or 0))
          if row.matched else (math.nan,) * 3
          for row in m.itertuples()]
-    m["ratio"], m["ratio_ci_low"], m["ratio_ci_high"] = zip(*r) if r else ((), (), ())
+    m["ratio"], m["ratio_ci_low"], m["ratio_ci_high"] = zip(*r, strict=True) if r else ((), (), ())
     m["disagree"] = (m["ratio"] - 1).abs() > DISAGREE_FRACTION
     m["_size"] = np.abs(np.log(m["ratio"].where(m["ratio"] > 0)))
     m = m.sort_values(["matched", "disagree", "_size"], ascending=[False, False, False],
@@ -228,11 +240,11 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
     for side, name in (("a", name_a), ("b", name_b)):
         view[f"{name} ({uname})"] = t[f"{side}_mean"] / div
         view[f"{name} 95 % CI"] = [f"{lo / div:.3g} – {hi / div:.3g}" if pd.notna(lo) else "–"
-                                   for lo, hi in zip(t[f"{side}_ci_low"], t[f"{side}_ci_high"])]
+                                   for lo, hi in zip(t[f"{side}_ci_low"], t[f"{side}_ci_high"], strict=True)]
         view[f"n {side.upper()}"] = t[f"{side}_n"]
     view["ratio B/A"] = t["ratio"]
     view["ratio 95 % CI"] = [f"{lo:.3g} – {hi:.3g}" if pd.notna(lo) else "–"
-                             for lo, hi in zip(t["ratio_ci_low"], t["ratio_ci_high"])]
+                             for lo, hi in zip(t["ratio_ci_low"], t["ratio_ci_high"], strict=True)]
     view["disagree"] = ["yes" if d else "" for d in t["disagree"]]
     sections.append(section(
         "table", "Grid points", table_html(view, highlight=t["disagree"], scroll=len(view) > 30),

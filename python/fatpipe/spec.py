@@ -86,7 +86,7 @@ class StudySection(_Strict):
         return names
 
     @model_validator(mode="after")
-    def _warmup_shorter_than_duration(self) -> "StudySection":
+    def _warmup_shorter_than_duration(self) -> StudySection:
         if self.warmup >= self.duration:
             raise ValueError(
                 f"warmup ({self.warmup:g} s) must be shorter than duration ({self.duration:g} s)"
@@ -137,7 +137,7 @@ class PathSection(_Strict):
     mtu: Annotated[int, Field(ge=576, le=65535)] = 1500
 
     @model_validator(mode="after")
-    def _buffer_positive(self) -> "PathSection":
+    def _buffer_positive(self) -> PathSection:
         if self.buffer.amount <= 0:
             raise ValueError("buffer must be positive")
         return self
@@ -163,7 +163,7 @@ class FlowSection(_Strict):
     rate: PerSecond | None = None
 
     @model_validator(mode="after")
-    def _kind_fields(self) -> "FlowSection":
+    def _kind_fields(self) -> FlowSection:
         rpc_keys = ("request", "response", "concurrency", "rate")
         if self.kind == "bulk":
             given = [k for k in rpc_keys if getattr(self, k) is not None]
@@ -189,7 +189,7 @@ class Spec(_Strict):
     sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> "Spec":
+    def _cross_checks(self) -> Spec:
         senders = {f.sender for f in self.flows}
         for name in self.hosts:
             if name not in senders and name not in ("default", "receiver"):

@@ -36,7 +36,7 @@ def derive_seed(study_seed: int, point: int, rep: int) -> int:
 def sweep_points(spec: spec_mod.Spec) -> list[dict[str, Any]]:
     """Cartesian product of the sweep axes, in the order written."""
     keys = list(spec.sweep)
-    return [dict(zip(keys, combo)) for combo in itertools.product(*(spec.sweep[k] for k in keys))]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(spec.sweep[k] for k in keys))]
 
 
 def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
@@ -158,7 +158,7 @@ def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
         rows = summarize(plan, outcome)
     except (KeyboardInterrupt, SystemExit):
         raise
-    except Exception as e:  # recorded as failed with its reason
+    except Exception as e:  # noqa: BLE001 - any failure is recorded with its reason
         reason = f"{type(e).__name__}: {e}"
         store.write_run(plan.run_id, "failed", failed_rows(plan, reason), reason=reason)
         return "failed", reason.splitlines()[0][:200]

@@ -1,18 +1,15 @@
 """Real short kernel runs (root): goodput and RTT on a 100 Mbit/s, 20 ms path."""
 
-import shutil
-import sys
-from pathlib import Path
+
+import os as _os
 
 import pytest
+import pytest as _pytest
 
 from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
 from fatpipe.backends.kernel import KernelBackend, doctor
 from fatpipe.backends.kernel.cleanup import fatpipe_namespaces
-from fatpipe.goodput import rows_as_columns, total_goodput_bps
-
-import os as _os
-import pytest as _pytest
+from fatpipe.goodput import total_goodput_bps
 
 needs_root = _pytest.mark.skipif(_os.geteuid() != 0, reason="needs root (network namespaces)")
 

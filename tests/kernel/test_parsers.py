@@ -6,14 +6,13 @@ from pathlib import Path
 
 from fatpipe.backends.kernel import parse, tcpinfo
 from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args, summarize
-from fatpipe.goodput import rows_as_columns, total_goodput_bps
 from fatpipe.backends.kernel.path import nfqueue_rules, tbf_args, tbf_burst_bytes
+from fatpipe.goodput import rows_as_columns, total_goodput_bps
 
 #  on this machine (kernel 6.18) after a run.
-TC_S = """qdisc tbf 1: root refcnt 2 rate 1Gbit burst 125000b lat 0us 
- Sent 1256640396 bytes 830102 pkt (dropped 3386, overlimits 412071 requeues 0) 
- backlog 0b 0p requeues 0
-"""
+TC_S = ("qdisc tbf 1: root refcnt 2 rate 1Gbit burst 125000b lat 0us \n"  # tc ends lines with a space
+        " Sent 1256640396 bytes 830102 pkt (dropped 3386, overlimits 412071 requeues 0) \n"
+        " backlog 0b 0p requeues 0\n")
 
 
 def test_tc_qdisc_stats_reads_sent_and_dropped():
@@ -63,7 +62,12 @@ def test_ping_and_ccas():
 
 # struct tcp_info captured with getsockopt(TCP_INFO) on kernel 6.18 after
 # 100000 bytes over loopback (280 bytes: newer fields beyond snd_wnd too).
-CAPTURED_TCP_INFO = base64.b64decode("AQAAAAAHqgDgHAMAAAAAAAC6AAAYAgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA//8AANf/AAAXAAAACAAAAP///38NAAAAy/8AAAMAAAAAAAAA1/8AAAAAAABLGs8TCQAAAP//////////oYYBAAAAAAAAAAAAAAAAAAUAAAADAAAAAAAAAAsAAAAAAAAAAwAAAABA0BsBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABAAAAAAAAACghgEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAGwBAAAAAQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==")
+CAPTURED_TCP_INFO = base64.b64decode(
+    "AQAAAAAHqgDgHAMAAAAAAAC6AAAYAgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA//8AANf/AAAXAAAA"
+    "CAAAAP///38NAAAAy/8AAAMAAAAAAAAA1/8AAAAAAABLGs8TCQAAAP//////////oYYBAAAAAAAAAAAAAAAAAAUAAAADAAAA"
+    "AAAAAAsAAAAAAAAAAwAAAABA0BsBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABAAAAAAAAACghgEAAAAAAAAAAAAAAAAA"
+    "AAAAAAAAAAAAAAAAAGwBAAAAAQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="
+)
 
 
 def test_tcpinfo_parses_captured_bytes():

@@ -75,7 +75,7 @@ class SimBackend:
             "python": platform.python_version(),
         }
 
-    def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:
+    def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:  # noqa: ARG002 - a simulation writes no files
         result = _native().simulate(json.dumps(asdict(plan)))
         path = result["path"]
         return RunOutcome(

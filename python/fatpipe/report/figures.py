@@ -4,7 +4,7 @@ returns a Figure, or None when the data cannot support the figure."""
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import matplotlib.ticker
 import numpy as np
@@ -67,10 +67,10 @@ def goodput_vs_loss(points: pd.DataFrame, axis: str, unit: tuple[float, str],
     cmap = plt.get_cmap("viridis")
     mss_levels = sorted(pts["mss_bytes"].unique())
     xs = np.logspace(math.log10(pts[axis].min()), math.log10(pts[axis].max()), 80)
-    for ax, cc in zip(axes, ccs):
+    for ax, cc in zip(axes, ccs, strict=True):
         sub = pts[pts["cc"] == cc]
         groups = sub.groupby(keys, sort=True) if keys else [((), sub)]
-        for key, g in groups:
+        for _key, g in groups:
             g = g.sort_values(axis)
             first = g.iloc[0]
             si = streams_levels.index(first["streams"])
@@ -104,7 +104,7 @@ def _shared_legend(fig, axes, ncol: int = 4) -> None:
     """One legend below all panels, each label once."""
     seen: dict[str, object] = {}
     for ax in axes:
-        for h, label in zip(*ax.get_legend_handles_labels()):
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(label, h)
     ncol = max(1, min(ncol, len(seen)))
     rows = math.ceil(len(seen) / ncol)
@@ -130,9 +130,9 @@ def goodput_vs_factor(points: pd.DataFrame, x: str, unit: tuple[float, str], pan
     other_levels = sorted(pts[other].unique())
     ccs = list(dict.fromkeys(pts["cc"]))
     keys = line_keys(pts, (x, panel, "cc", other))
-    for ax, pv in zip(axes, panels):
+    for ax, pv in zip(axes, panels, strict=True):
         sub = pts if pv is None else pts[pts[panel] == pv]
-        for key, g in sub.groupby(["cc", other, *keys], sort=False):
+        for _key, g in sub.groupby(["cc", other, *keys], sort=False):
             g = g.sort_values(x)
             first = g.iloc[0]
             ls = LINESTYLES[other_levels.index(first[other]) % len(LINESTYLES)]
@@ -216,7 +216,7 @@ def fairness_figure(fair: pd.DataFrame, point_keys: Sequence[str]):
     points = list(fair.groupby(list(point_keys), sort=False, dropna=False)) if point_keys \
         else [((), fair)]
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(points) + 3), 4.6))
-    for x, (key, g) in enumerate(points):
+    for x, (_key, g) in enumerate(points):
         bottom = 0.0
         for _, r in g.sort_values("flow_group").iterrows():
             color = f"C{int(r['flow_group']) % 10}"
@@ -244,7 +244,7 @@ def rpc_cdf(rpcs: pd.DataFrame, labels: dict, warmup_s: float = 0.0):
     if rpcs.empty:
         return None
     df = rpcs[rpcs["start_s"] >= warmup_s].copy()
-    df["label"] = [labels.get((r, int(g))) for r, g in zip(df["run_id"], df["flow_group"])]
+    df["label"] = [labels.get((r, int(g))) for r, g in zip(df["run_id"], df["flow_group"], strict=True)]
     df = df.dropna(subset=["label"])
     if df.empty:
         return None

@@ -93,7 +93,7 @@ def grid_section(study: ReportStudy, points: pd.DataFrame, keys: list[str], unit
     view[f"goodput ({uname})"] = t["mean"] / div
     view["sd"] = t["sd"] / div
     view["95 % CI"] = [f"{lo / div:.3g} – {hi / div:.3g}" if pd.notna(lo) else "–"
-                       for lo, hi in zip(t["ci_low"], t["ci_high"])]
+                       for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)]
     view["retrans (%)"] = t["retrans"] * 100
     view["failed"] = t["failed"]
     view["flags"] = t["flags"]
@@ -171,7 +171,7 @@ def collapse_section(study, points, axis) -> tuple[tuple | None, list[str]]:
     unit = rate_unit(cp["reference_bps"].max())
     view[f"goodput at {name} {cp['reference_at'].iloc[0]:g}"] = [fmt_rate(v, unit) for v in cp["reference_bps"]]
     view[f"collapse {name}"] = [f"{v:g}" if pd.notna(v) else f"none ≤ {m:g}"
-                                for v, m in zip(cp["collapse_at"], cp["last_measured"])]
+                                for v, m in zip(cp["collapse_at"], cp["last_measured"], strict=True)]
     view["goodput there"] = [fmt_rate(v, unit) for v in cp["goodput_at_collapse_bps"]]
     intro = (f"Collapse point: the smallest {name} rate at which mean goodput falls below 10 % of the "
              f"same configuration's goodput at the lowest {name} measured.")
@@ -214,7 +214,7 @@ def fairness_section(study) -> tuple[tuple | None, list[str]]:
     view[f"goodput ({unit[1]})"] = fair["goodput_bps"] / unit[0]
     view["share (%)"] = fair["share"] * 100
     view["share 95 % CI (%)"] = [f"{lo * 100:.1f} – {hi * 100:.1f}" if pd.notna(lo) else "–"
-                                 for lo, hi in zip(fair["share_ci_low"], fair["share_ci_high"])]
+                                 for lo, hi in zip(fair["share_ci_low"], fair["share_ci_high"], strict=True)]
     view["Jain"] = fair["jain"]
     body = _fig(study, fig, "fairness", "Mean share of each flow group per sweep point.")
     body += table_html(view, scroll=len(view) > 25)
@@ -367,7 +367,7 @@ def build_sections(study: ReportStudy, run_id: str | None = None) -> tuple[list,
     collapses = pd.DataFrame(columns=["run_id", "flow_group", "collapses", "collapsed_s"])
     if (study.root / "series.parquet").exists():
         s = study.read_series(columns=["run_id", "flow_group", "stream", "t_s", "goodput_bps"])
-        warm = dict(zip(runs["run_id"], runs["warmup_s"])) if "warmup_s" in runs.columns else 0.0
+        warm = dict(zip(runs["run_id"], runs["warmup_s"], strict=True)) if "warmup_s" in runs.columns else 0.0
         collapses = an.run_collapses(s, warm)
         lines += fnd.series_collapse_lines(collapses, runs)
         sc = series_collapse_section(study, collapses)

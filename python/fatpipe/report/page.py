@@ -9,8 +9,8 @@ import base64
 import html
 import io
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -122,7 +122,7 @@ def table_html(df: pd.DataFrame, caption: str | None = None,
     text_cols = {c for c in df.columns if df[c].dtype == object and c not in formats}
     head = "".join(f'<th class="{"t" if c in text_cols else ""}">{esc(c)}</th>' for c in df.columns)
     body = []
-    for flag, (_, row) in zip(hl, df.iterrows()):
+    for flag, (_, row) in zip(hl, df.iterrows(), strict=True):
         cells = []
         for c in df.columns:
             v = row[c]

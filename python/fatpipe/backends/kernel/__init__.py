@@ -118,7 +118,7 @@ class KernelBackend:
         if not any(c.name == "netem" and c.ok for c in report) and find_linkem() is None:
             try:
                 build_linkem()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 raise BackendUnavailable(f"no netem and fatpipe-linkem cannot be built: {e}") from e
 
     def facts(self) -> dict[str, Any]:

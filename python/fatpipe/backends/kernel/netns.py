@@ -56,7 +56,7 @@ class Namespace:
         self.name = name
 
     @classmethod
-    def create(cls, name: str) -> "Namespace":
+    def create(cls, name: str) -> Namespace:
         cmd.run(["ip", "netns", "add", name])
         REGISTRY.add(f"netns {name}", lambda: remove_namespace(name))
         ns = cls(name)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import tcpinfo
-from .cmd import expect_line
 from .cleanup import REGISTRY, stop_process
+from .cmd import expect_line
 from .netns import Namespace
 
 ENGINE = Path(__file__).with_name("engine.py")
