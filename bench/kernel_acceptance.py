@@ -10,9 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kernel_common import goodput_bps, mathis_bps, plan
-
 from fatpipe.backends.kernel import KernelBackend
+from kernel_common import goodput_bps, mathis_bps, plan
 
 RATE, RTT = 1e9, 0.020
 

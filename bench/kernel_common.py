@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
-from fatpipe.backends.kernel.iperf import goodput_from_series
+from fatpipe.goodput import total_goodput_bps
 
 
 def plan(rate_bps: float, rtt_s: float, loss: float, cc: str, streams: int, mtu: int = 1500,
@@ -20,8 +20,7 @@ def plan(rate_bps: float, rtt_s: float, loss: float, cc: str, streams: int, mtu:
 
 
 def goodput_bps(outcome, warmup_s: float) -> float:
-    rows = [dict(zip(outcome.series, vals)) for vals in zip(*outcome.series.values())]
-    return goodput_from_series(rows, warmup_s)
+    return total_goodput_bps(outcome.series, warmup_s) or 0.0
 
 
 def mathis_bps(mss_bytes: int, rtt_s: float, p: float) -> float:

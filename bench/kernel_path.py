@@ -15,9 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kernel_common import goodput_bps, plan
-
 from fatpipe.backends.kernel import KernelBackend
+from kernel_common import goodput_bps, plan
 
 RTT = 0.020
 
@@ -48,6 +47,7 @@ def main() -> int:
               f"error={(r.loss_rate / loss - 1) * 100:+.1f} % (1 sigma = {sigma / loss * 100:.1f} %)", flush=True)
     print("== idle RTT error (1 stream capped at 1 Mbit/s)")
     from dataclasses import replace
+
     from fatpipe.backends.base import HostLimits
     for rtt in (0.002, 0.020, 0.100):
         p = plan(1e9, rtt, 0.0, "cubic", 1, duration_s=3.0, warmup_s=0.0)
@@ -55,7 +55,8 @@ def main() -> int:
         p = replace(p, senders={"s1": capped})
         out = be.run(p, work / f"idle-{rtt:g}")
         err = out.path.min_rtt_s - rtt
-        print(f"rtt={rtt * 1e3:6.1f} ms min_rtt={out.path.min_rtt_s * 1e3:.3f} ms error={err * 1e6:+.0f} us", flush=True)
+        print(f"rtt={rtt * 1e3:6.1f} ms min_rtt={out.path.min_rtt_s * 1e3:.3f} ms error={err * 1e6:+.0f} us",
+              flush=True)
     return 0
 
 

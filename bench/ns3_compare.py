@@ -96,16 +96,18 @@ def run_fatpipe(sc: Scenario, cc: str) -> dict[str, Any]:
     t1 = time.perf_counter()
     try:
         result = native.simulate(plan_json)
-    except Exception as e:  # a configuration error or a simulator bug
+    except Exception as e:  # noqa: BLE001 - a configuration error or a simulator bug: reported
         return {"error": f"fatpipe simulate() failed: {type(e).__name__}: {e}"}
     t2 = time.perf_counter()
+
+    from fatpipe.goodput import total_goodput_bps
 
     path = result.get("path", {})
     return {
         "seed": sc.seed,
         "run_wall_s": t2 - t1,
         "total_wall_s": t_import + (t2 - t0),
-        "goodput_bps": goodput_from_series(result["series"], sc.warmup_s),
+        "goodput_bps": total_goodput_bps(result["series"], sc.warmup_s),
         "bottleneck_drops": path.get("queue_drops"),
         "random_drops": path.get("random_drops"),
         "stats": result.get("stats", {}),
@@ -137,26 +139,6 @@ def fatpipe_plan(sc: Scenario, cc: str):
             FlowPlan(group=0, kind="bulk", cc=cc, streams=1, mss_bytes=sc.mss_bytes, sender="s1"),
         ),
     )
-
-
-def goodput_from_series(series: dict[str, list], warmup_s: float) -> float | None:
-    """(delivered at the last sample - at t = warm-up) * 8 / (t_last - warm-up), all streams."""
-    rows: dict[tuple[int, int], list[tuple[float, int]]] = {}
-    for g, s, t, d in zip(
-        series["flow_group"], series["stream"], series["t_s"], series["delivered_bytes"]
-    ):
-        rows.setdefault((g, s), []).append((float(t), int(d)))
-    total_bits = 0.0
-    span = None
-    for samples in rows.values():
-        samples.sort()
-        t_warm, d_warm = min(samples, key=lambda x: abs(x[0] - warmup_s))
-        t_last, d_last = samples[-1]
-        if t_last <= t_warm:
-            return None
-        total_bits += (d_last - d_warm) * 8
-        span = t_last - t_warm
-    return total_bits / span if span else None
 
 
 # ------------------------------------------------------------------ ns-3 -----
@@ -327,7 +309,7 @@ def print_summary(ns3_label: str, ns3_runs: list[dict], fp_runs: list[dict]) -> 
     ]
     w = 28
     print(f"{'':{w}} {ns3_label:>16} {'fatpipe sim':>16}")
-    for name, a, b in zip(names, summary_column(ns3_runs, 3), summary_column(fp_runs, 4)):
+    for name, a, b in zip(names, summary_column(ns3_runs, 3), summary_column(fp_runs, 4), strict=True):
         print(f"{name:{w}} {a:>16} {b:>16}")
 
 

@@ -154,7 +154,7 @@ def _start_cwnd_trace(dt_s: float, mss_bytes: int) -> None:
     cppyy.gbl.fatpipe_trace.Start(dt_s, mss_bytes)
 
 
-def _counters(ns):
+def _counters():
     """Drop counters in C++ (cppyy JIT): trace callbacks, no Python per packet."""
     import cppyy
 
@@ -171,7 +171,7 @@ def _die_with_parent() -> None:
 
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except Exception:  # not Linux: nothing to do
+    except Exception:  # noqa: BLE001 - not Linux: nothing to do
         pass
 
 
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     bottleneck.SetChannelAttribute("Delay", ns.TimeValue(ns.Seconds(args.rtt_s / 2)))
     bottleneck.SetQueue("ns3::DropTailQueue", "MaxSize", ns.StringValue(f"{args.buffer_bytes}B"))
 
-    def pair(i: int, j: int) -> "ns.NodeContainer":
+    def pair(i: int, j: int) -> ns.NodeContainer:
         c = ns.NodeContainer()
         c.Add(nodes.Get(i))
         c.Add(nodes.Get(j))
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     r2_dev = ns.DynamicCast[ns.PointToPointNetDevice](d_mid.Get(1))
     r2_dev.SetAttribute("ReceiveErrorModel", ns.PointerValue(em))
     r1_dev = ns.DynamicCast[ns.PointToPointNetDevice](d_mid.Get(0))
-    counters = _counters(ns)
+    counters = _counters()
     counters.Hook(nodes.Get(1), r1_dev, r2_dev)
 
     # ---- applications -------------------------------------------------------
@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     events = None
     try:
         events = int(ns.Simulator.GetEventCount())
-    except Exception:  # not in every ns-3 version
+    except Exception:  # noqa: BLE001 - not in every ns-3 version
         pass
     bottleneck_drops = int(counters.BottleneckDrops())
     random_drops = int(counters.random_drops)

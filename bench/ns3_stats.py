@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 SPEEDUP_GOAL = 1000.0
 GOODPUT_GOAL_PCT = 10.0
@@ -106,7 +107,7 @@ def difference(fatpipe: Sample, ns3: Sample) -> Difference | None:
 def welch_df(sems: tuple[float, float], ns: tuple[int, int]) -> float:
     """Welch-Satterthwaite degrees of freedom of a difference of two means."""
     num = (sems[0] ** 2 + sems[1] ** 2) ** 2
-    den = sum(se**4 / (n - 1) for se, n in zip(sems, ns))
+    den = sum(se**4 / (n - 1) for se, n in zip(sems, ns, strict=True))
     return num / den if den > 0 else float(sum(ns) - 2)
 
 

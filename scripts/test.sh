@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test -q --release --workspace --exclude fatpipe-py
 PY=${PYTHON:-python3}
+# Python lints (rules in pyproject.toml; ruff comes with the `test` extra).
+"$PY" -m ruff check python tests bench scripts
 "$PY" -m pytest -q tests

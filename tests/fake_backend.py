@@ -6,6 +6,11 @@ from fatpipe.backends.base import PathReport, RunOutcome, RunPlan
 from fatpipe.schema import SERIES_COLUMNS
 
 
+class FakeReport:
+    def render(self):
+        return "  [ok] fake backend: always usable"
+
+
 class FakeBackend:
     name = "sim"
 
@@ -19,7 +24,16 @@ class FakeBackend:
     def facts(self):
         return {"fake": True}
 
-    def run(self, plan: RunPlan, workdir) -> RunOutcome:
+    def max_parallel_runs(self, jobs):
+        return jobs
+
+    def doctor(self):
+        return FakeReport()
+
+    def clean(self):
+        return []
+
+    def run(self, plan: RunPlan, workdir) -> RunOutcome:  # noqa: ARG002 - the Backend protocol's signature
         if self.interrupt_after is not None and len(self.calls) >= self.interrupt_after:
             raise KeyboardInterrupt
         self.calls.append(plan.run_id)

@@ -4,13 +4,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fatpipe.analysis import (collapse_intervals, collapse_points, fairness_summary, grid_summary,
-                              improvement_by_streams, improvement_factors, jain_index, mean_ci,
-                              run_collapses, run_fairness, t_quantile)
-from fatpipe.analysis import models
+from fatpipe.analysis import (
+    collapse_intervals,
+    collapse_points,
+    fairness_summary,
+    grid_summary,
+    improvement_by_streams,
+    improvement_factors,
+    jain_index,
+    mean_ci,
+    models,
+    run_collapses,
+    run_fairness,
+    t_quantile,
+)
 from fatpipe.analysis.collapse import collapse_summary, loss_axes
 from fatpipe.analysis.stats import display_columns, point_columns
-
 
 # ---- stats ---------------------------------------------------------------------
 
@@ -150,7 +159,7 @@ def test_run_collapses_sums_streams_and_skips_the_warmup():
     t, g = _series_with_dip(5.0, 8.0)
     rows = []
     for stream in (0, 1):
-        for ti, gi in zip(t, g):
+        for ti, gi in zip(t, g, strict=True):
             rows.append({"run_id": "r1", "flow_group": 0, "stream": stream, "t_s": ti,
                          "goodput_bps": gi if stream == 0 else 1.0})
     df = pd.DataFrame(rows)
@@ -163,7 +172,7 @@ def test_run_collapses_sums_streams_and_skips_the_warmup():
 def test_collapse_point_is_the_smallest_loss_below_ten_percent_of_the_lowest_loss_goodput():
     rows = []
     for n, curve in ((1, (100, 50, 9, 1)), (8, (100, 90, 60, 12))):
-        for loss, g in zip((0.0, 1e-4, 1e-3, 1e-2), curve):
+        for loss, g in zip((0.0, 1e-4, 1e-3, 1e-2), curve, strict=True):
             rows.append({"path.loss": loss, "cc": "bbr", "streams": n, "mean": float(g)})
     cp = collapse_points(_points(rows), "path.loss").set_index("streams")
     assert cp.loc[1, "collapse_at"] == 1e-3

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fake_backend import FakeBackend
 from fatpipe import cli
 from fatpipe import spec as spec_mod
 from fatpipe import study as study_mod
 from fatpipe.report import write_report
 from fatpipe.results import StudyStore
-from fake_backend import FakeBackend
 from synthetic_study import sharing_study, streams_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,8 +119,8 @@ def _run_fake_study(tmp_path, monkeypatch, spec_text):
     plans = study_mod.plan_runs(spec, raw)
     store = StudyStore(tmp_path / "out")
     store.prepare(spec_text)
-    monkeypatch.setattr(study_mod, "get_backend", lambda name: FakeBackend())
-    study_mod.run_plans(plans, store, jobs=1, emit=lambda s: None)
+    monkeypatch.setattr(study_mod, "get_backend", lambda _name: FakeBackend())
+    study_mod.run_plans(plans, store, jobs=1, emit=lambda _line: None)
     store.consolidate()
     return store.root
 
@@ -160,8 +160,8 @@ def test_report_of_a_study_run_through_the_real_pipeline(tmp_path, monkeypatch, 
 def test_cli_run_writes_the_report_after_a_study(tmp_path, monkeypatch):
     p = tmp_path / "s.toml"
     p.write_text(FAKE_SPEC.replace(', "broken"', ""))
-    monkeypatch.setattr(study_mod, "get_backend", lambda name: FakeBackend())
-    monkeypatch.setattr(cli, "get_backend", lambda name: FakeBackend())
+    monkeypatch.setattr(study_mod, "get_backend", lambda _name: FakeBackend())
+    monkeypatch.setattr(cli, "get_backend", lambda _name: FakeBackend())
     assert cli.main(["run", str(p), "--out", str(tmp_path / "res"), "--jobs", "1"]) == 0
     assert (tmp_path / "res" / "report" / "report.html").exists()
 
@@ -170,7 +170,8 @@ CHROMIUM = shutil.which("chromium")
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/install.sh)")
-def test_report_renders_in_headless_chromium(streams_dir, streams_report, tmp_path):
+@pytest.mark.usefixtures("streams_report")
+def test_report_renders_in_headless_chromium(streams_dir, tmp_path):
     out = tmp_path / "shot.png"
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "screenshot_report.py"),
                         str(streams_dir), "--out", str(out)], capture_output=True, text=True,

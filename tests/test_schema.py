@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import fatpipe
 from fatpipe import _native, schema
 from fatpipe.backends.base import PathReport as BasePathReport
 from fatpipe.report.html import load_study
@@ -119,7 +120,8 @@ def test_a_version_1_study_loads_with_the_sim_mode_moved_to_cc_mode(tmp_path):
     # Selected columns, and through the report's reader.
     assert list(StudyStore(root).series_table(["t_s", "cc_mode"])["cc_mode"])[:2] == ["startup", "probe_bw"]
     study = load_study(root)
-    assert list(study.series(run_id="kernel-p000-r00")["cc_mode"]) == [""]
+    assert list(study.read_series(run_id="kernel-p000-r00")["cc_mode"]) == [""]
+    assert list(fatpipe.load(root).series["cc_mode"])[:2] == ["startup", "probe_bw"]
 
 
 def test_a_version_2_series_is_read_unchanged(tmp_path):

@@ -4,10 +4,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from fake_backend import FakeBackend
 from fatpipe import spec as spec_mod
 from fatpipe import study as study_mod
 from fatpipe.results import SCHEMA_VERSION, StudyStore
-from fake_backend import FakeBackend
 
 SPEC = """
 version = 1
@@ -41,13 +41,13 @@ def setup(tmp_path, monkeypatch):
     store = StudyStore(tmp_path / "out")
     store.prepare(SPEC)
     backend = FakeBackend()
-    monkeypatch.setattr(study_mod, "get_backend", lambda name: backend)
+    monkeypatch.setattr(study_mod, "get_backend", lambda _name: backend)
     return plans, store, backend, monkeypatch
 
 
 def test_round_trip_writes_runs_and_series_with_schema_version(setup):
     plans, store, backend, _ = setup
-    study_mod.run_plans(plans, store, jobs=1, emit=lambda s: None)
+    study_mod.run_plans(plans, store, jobs=1, emit=lambda _line: None)
     counts = store.consolidate()
     runs = store.runs_table()
     assert counts["runs"] == len(plans) * 2  # two flow groups per run
@@ -70,13 +70,13 @@ def test_interrupted_study_resumes_without_redoing_or_duplicating(setup):
     plans, store, backend, monkeypatch = setup
     backend.interrupt_after = 3
     with pytest.raises(KeyboardInterrupt):
-        study_mod.run_plans(plans, store, jobs=1, emit=lambda s: None)
+        study_mod.run_plans(plans, store, jobs=1, emit=lambda _line: None)
     done = store.finished()
     assert len(done) == 3
     before = {rid: store.record_path(rid).read_bytes() for rid in done}
     backend.interrupt_after = None
     backend.calls.clear()
-    study_mod.run_plans(plans, store, jobs=1, emit=lambda s: None)
+    study_mod.run_plans(plans, store, jobs=1, emit=lambda _line: None)
     assert sorted(backend.calls) == sorted(p.run_id for p in plans if p.run_id not in done)
     for rid, data in before.items():
         assert store.record_path(rid).read_bytes() == data  # finished runs untouched
@@ -86,10 +86,12 @@ def test_interrupted_study_resumes_without_redoing_or_duplicating(setup):
     assert runs["run_id"].nunique() == len(plans)
 
 
-def test_failed_run_is_recorded_with_reason_and_retried_on_resume(setup, tmp_path):
+def test_failed_run_is_recorded_with_reason_and_retried_on_resume(setup):
     plans, store, backend, _ = setup
-    broken = [study_mod.RunPlan(**{**p.__dict__, "flows": (p.flows[0].__class__(**{**p.flows[0].__dict__, "cc": "broken"}),)}) for p in plans[:1]]
-    progress = study_mod.run_plans(broken, store, jobs=1, emit=lambda s: None)
+    broken = [study_mod.RunPlan(**{**p.__dict__, "flows": (p.flows[0].__class__(**{**p.flows[0].__dict__,
+                                                                                 "cc": "broken"}),)})
+              for p in plans[:1]]
+    progress = study_mod.run_plans(broken, store, jobs=1, emit=lambda _line: None)
     assert progress.failed == 1
     rec = json.loads(store.record_path(broken[0].run_id).read_text())
     assert rec["status"] == "failed" and "backend exploded" in rec["reason"]

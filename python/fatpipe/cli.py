@@ -3,59 +3,46 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import os
-import platform
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from . import __version__
 from . import spec as spec_mod
-from .backends import NAMES as BACKEND_NAMES
-from .backends import get_backend
+from .backends import backend_names, get_backend
 from .backends.base import BackendUnavailable
-from .results import StudyStore
-from .study import plan_runs, run_plans, study_dir_default
+from .study import plan_runs, run_study
 from .tables import summary_table
 
 
-def _sigterm_as_exit(signum, frame):  # noqa: ARG001
-    # SIGTERM unwinds like Ctrl-C, so every cleanup handler runs.
+def _signal_as_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def install_signal_handlers() -> None:
+    """The CLI owns signals (backends only register cleanup): SIGTERM unwinds
+    like Ctrl-C, as a KeyboardInterrupt, so every ``finally`` runs (a
+    backend's namespaces, the store's consolidation); a SIGINT its parent
+    left ignored (a job started in the background) interrupts again.
+    Only the main thread can install handlers; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGTERM, _signal_as_interrupt)
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_DFL, signal.SIG_IGN):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    spec, raw = spec_mod.load(args.study)
-    backends = args.backend or None
-    plans = plan_runs(spec, raw, backends)
-    out = Path(args.out) if args.out else study_dir_default(spec)
-    for name in sorted({p.backend for p in plans}):
-        get_backend(name).check([p for p in plans if p.backend == name])
-    store = StudyStore(out)
-    store.prepare(Path(args.study).read_text())
-    store.write_manifest({
-        "fatpipe_version": __version__,
-        "study": spec.study.name,
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(),
-        "host": {"kernel": platform.release(), "machine": platform.machine(),
-                 "python": platform.python_version()},
-        "backends": {name: get_backend(name).facts() for name in sorted({p.backend for p in plans})},
-        "runs": [{"run_id": p.run_id, "seed": p.seed, "swept": p.swept} for p in plans],
-    })
-    print(f"fatpipe {__version__}: study {spec.study.name!r}, {len(plans)} runs -> {out}")
-    jobs = args.jobs or os.cpu_count() or 1
-    try:
-        progress = run_plans(plans, store, jobs=jobs)
-    finally:
-        counts = store.consolidate()
+    result = run_study(args.study, backends=args.backend, out=args.out, jobs=args.jobs or None)
+    out, counts = result.store.root, result.counts
     print(f"\nwrote {out}/runs.parquet ({counts['runs']} rows), series.parquet ({counts.get('series', 0)} rows)")
     if counts["runs"]:
         print()
-        print(summary_table(store.runs_table()))
+        print(summary_table(result.store.runs_table()))
     if not args.no_report:
         _maybe_report(out)
-    return 1 if progress.failed else 0
+    return 1 if result.progress.failed else 0
 
 
 def _maybe_report(out: Path) -> None:
@@ -76,16 +63,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_doctor(args: argparse.Namespace) -> int:  # noqa: ARG001
-    from .backends.kernel import doctor
-    report = doctor()
-    print(report.render() if hasattr(report, "render") else report)
+def cmd_doctor(args: argparse.Namespace) -> int:  # noqa: ARG001 - every command takes its arguments
+    for name in backend_names():
+        print(f"{name} backend:")
+        try:
+            print(get_backend(name).doctor().render())
+        except BackendUnavailable as e:
+            print(f"  unavailable: {e}")
     return 0
 
 
-def cmd_clean(args: argparse.Namespace) -> int:  # noqa: ARG001
-    from .backends.kernel import clean
-    removed = clean()
+def cmd_clean(args: argparse.Namespace) -> int:  # noqa: ARG001 - every command takes its arguments
+    removed = [f"{name}: {item}" for name in backend_names() for item in get_backend(name).clean()]
     if removed:
         print("removed:")
         for item in removed:
@@ -125,22 +114,23 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a study (resumes an interrupted one)")
     run.add_argument("study", help="study TOML file")
     run.add_argument("--out", help="result directory (default results/<study name>)")
-    run.add_argument("--backend", action="append", choices=BACKEND_NAMES,
+    run.add_argument("--backend", action="append", choices=backend_names(),
                      help="run on this backend instead of study.backends (repeatable)")
-    run.add_argument("--jobs", type=int, default=0, help="sim runs at once (default: cores)")
+    run.add_argument("--jobs", type=int, default=0,
+                     help="runs at once where the backend allows it (default: cores)")
     run.add_argument("--no-report", action="store_true", help="skip the HTML report")
     run.set_defaults(func=cmd_run)
 
     check = sub.add_parser("check", help="validate a study and list its runs")
     check.add_argument("study")
-    check.add_argument("--backend", action="append", choices=BACKEND_NAMES)
+    check.add_argument("--backend", action="append", choices=backend_names())
     check.add_argument("--show", type=int, default=10, help="runs to list")
     check.set_defaults(func=cmd_check)
 
-    doctor = sub.add_parser("doctor", help="what the kernel backend can do on this machine")
+    doctor = sub.add_parser("doctor", help="what each backend can do on this machine")
     doctor.set_defaults(func=cmd_doctor)
 
-    clean = sub.add_parser("clean", help="remove namespaces and processes a crashed fatpipe left")
+    clean = sub.add_parser("clean", help="remove what a crashed fatpipe left (namespaces, processes)")
     clean.set_defaults(func=cmd_clean)
 
     report = sub.add_parser("report", help="write DIR/report/report.html from a study's results")
@@ -159,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _sigterm_as_exit)
+    install_signal_handlers()
     try:
         return args.func(args)
     except spec_mod.SpecError as e:

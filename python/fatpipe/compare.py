@@ -25,12 +25,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .analysis.stats import (GROUP_COLUMNS, display_columns, grid_summary, swept_columns,
-                             t_quantile)
-from .report import figures as figs
-from .report.html import load_study
-from .report.page import fmt_num, fmt_rate, findings_html, page, rate_unit, save_figure, section, \
-    table_html
+from .analysis.stats import GROUP_COLUMNS, display_columns, grid_summary, swept_columns, t_quantile
+from .report.page import (
+    cc_color,
+    findings_html,
+    fmt_num,
+    fmt_rate,
+    page,
+    point_label,
+    pyplot,
+    rate_unit,
+    save_figure,
+    section,
+    short_key,
+    table_html,
+)
+from .results import StudyStore
 
 DISAGREE_FRACTION = 0.15
 NOMINAL_COLUMNS = ["rate_bps", "rtt_s", "loss", "corruption", "buffer_bytes", "mtu_bytes"]
@@ -79,7 +89,7 @@ def compare_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
     r = [ratio_ci(row.a_mean, row.a_sd, int(row.a_n or 0), row.b_mean, row.b_sd, int(row.b_n or 0))
          if row.matched else (math.nan,) * 3
          for row in m.itertuples()]
-    m["ratio"], m["ratio_ci_low"], m["ratio_ci_high"] = zip(*r) if r else ((), (), ())
+    m["ratio"], m["ratio_ci_low"], m["ratio_ci_high"] = zip(*r, strict=True) if r else ((), (), ())
     m["disagree"] = (m["ratio"] - 1).abs() > DISAGREE_FRACTION
     m["_size"] = np.abs(np.log(m["ratio"].where(m["ratio"] > 0)))
     m = m.sort_values(["matched", "disagree", "_size"], ascending=[False, False, False],
@@ -125,8 +135,7 @@ def _shown_keys(t: pd.DataFrame, keys: list[str]) -> list[str]:
 
 
 def _ratio_figure(t: pd.DataFrame, keys: list[str], name_a: str, name_b: str):
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     t = t[t["matched"] & t["ratio"].notna() & (t["ratio"] > 0)]
     if t.empty:
         return None
@@ -140,7 +149,7 @@ def _ratio_figure(t: pd.DataFrame, keys: list[str], name_a: str, name_b: str):
     ax.axvline(1, color="k", linewidth=0.8)
     ax.errorbar(t["ratio"], y, xerr=np.vstack([lo, hi]), fmt="none", ecolor="0.4", capsize=3)
     ax.scatter(t["ratio"], y, c=colors, zorder=3)
-    ax.set_yticks(y, [figs.point_label(r, keys) for _, r in t.iterrows()], fontsize=8)
+    ax.set_yticks(y, [point_label(r, keys) for _, r in t.iterrows()], fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")
     from matplotlib.ticker import FormatStrFormatter
@@ -154,15 +163,14 @@ def _ratio_figure(t: pd.DataFrame, keys: list[str], name_a: str, name_b: str):
 
 
 def _scatter_figure(t: pd.DataFrame, name_a: str, name_b: str, unit):
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     t = t[t["matched"] & (t["a_mean"] > 0) & (t["b_mean"] > 0)]
     if t.empty:
         return None
     div, uname = unit
     fig, ax = plt.subplots(figsize=(6.5, 6))
     for i, (cc, g) in enumerate(t.groupby("cc", sort=True)):
-        ax.scatter(g["a_mean"] / div, g["b_mean"] / div, label=str(cc), color=figs.cc_color(cc, i))
+        ax.scatter(g["a_mean"] / div, g["b_mean"] / div, label=str(cc), color=cc_color(cc, i))
     lim = np.array([min(t["a_mean"].min(), t["b_mean"].min()),
                     max(t["a_mean"].max(), t["b_mean"].max())]) / div
     lim = lim * np.array([0.7, 1.4])
@@ -188,7 +196,7 @@ def _names(a: Path, b: Path) -> tuple[str, str]:
 
 def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = None) -> Path:
     """Write compare.html and CSV tables for studies A and B; return the page's path."""
-    a, b = load_study(dir_a), load_study(dir_b)
+    a, b = StudyStore(dir_a).load(), StudyStore(dir_b).load()
     name_a, name_b = _names(Path(dir_a), Path(dir_b))
     out = Path(out_dir) if out_dir else Path(dir_b) / f"compare-vs-{Path(dir_a).resolve().name}"
     out.mkdir(parents=True, exist_ok=True)
@@ -209,7 +217,7 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
                      f"disagree by more than {DISAGREE_FRACTION:.0%}.")
         if len(d):
             w = d.iloc[0]
-            lines.append(f"Largest disagreement: {figs.point_label(w, shown)} — "
+            lines.append(f"Largest disagreement: {point_label(w, shown)} — "
                          f"{fmt_rate(w['a_mean'], unit)} vs {fmt_rate(w['b_mean'], unit)} "
                          f"(ratio {w['ratio']:.2f}).")
         for cc, g in matched.groupby("cc", sort=True):
@@ -228,15 +236,15 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
     if body:
         sections.append(section("plots", "Goodput ratio", body))
     div, uname = unit
-    view = t[shown].rename(columns={k: figs.short_key(k) for k in shown}).copy()
+    view = t[shown].rename(columns={k: short_key(k) for k in shown}).copy()
     for side, name in (("a", name_a), ("b", name_b)):
         view[f"{name} ({uname})"] = t[f"{side}_mean"] / div
         view[f"{name} 95 % CI"] = [f"{lo / div:.3g} – {hi / div:.3g}" if pd.notna(lo) else "–"
-                                   for lo, hi in zip(t[f"{side}_ci_low"], t[f"{side}_ci_high"])]
+                                   for lo, hi in zip(t[f"{side}_ci_low"], t[f"{side}_ci_high"], strict=True)]
         view[f"n {side.upper()}"] = t[f"{side}_n"]
     view["ratio B/A"] = t["ratio"]
     view["ratio 95 % CI"] = [f"{lo:.3g} – {hi:.3g}" if pd.notna(lo) else "–"
-                             for lo, hi in zip(t["ratio_ci_low"], t["ratio_ci_high"])]
+                             for lo, hi in zip(t["ratio_ci_low"], t["ratio_ci_high"], strict=True)]
     view["disagree"] = ["yes" if d else "" for d in t["disagree"]]
     sections.append(section(
         "table", "Grid points", table_html(view, highlight=t["disagree"], scroll=len(view) > 30),
@@ -247,7 +255,7 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
     if not rpc.empty:
         rpc.to_csv(out / "compare_rpc.csv", index=False)
         rk = _shown_keys(rpc, keys)
-        rv = rpc[rk].rename(columns={k: figs.short_key(k) for k in rk}).copy()
+        rv = rpc[rk].rename(columns={k: short_key(k) for k in rk}).copy()
         for q, name in RPC_QUANTILES:
             rv[f"{name} A (ms)"] = rpc[f"a_{q}_s"] * 1e3
             rv[f"{name} B (ms)"] = rpc[f"b_{q}_s"] * 1e3

@@ -20,13 +20,17 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .schema import PATH_COLUMNS, SCHEMA_VERSION, parquet_version, study_version, upgrade_series
+
+if TYPE_CHECKING:
+    from .loaded import LoadedStudy
 
 # Columns every runs row has, in order; swept keys (dotted names) follow the
 # identity columns. Units are in the names.
@@ -179,9 +183,16 @@ class StudyStore:
         study_version(self.root)
         return pd.read_parquet(self.root / "runs.parquet")
 
+    def rpcs_table(self):
+        """The consolidated RPC completions (an empty DataFrame if there are none)."""
+        import pandas as pd
+        path = self.root / "rpcs.parquet"
+        return pd.read_parquet(path) if path.exists() else pd.DataFrame()
+
     def series_table(self, columns: list[str] | None = None, run_id: str | None = None):
-        """The consolidated series as a pandas DataFrame in the current schema
-        (older versions upgraded on read, newer ones refused)."""
+        """The consolidated series, or some of its columns, or one run's rows
+        (an empty DataFrame if no series were kept), in the current schema:
+        older versions are upgraded on read, newer ones refused."""
         import pandas as pd
         path = self.root / "series.parquet"
         if not path.exists():
@@ -193,6 +204,23 @@ class StudyStore:
         filters = [("run_id", "==", run_id)] if run_id else None
         df = upgrade_series(pd.read_parquet(path, columns=read, filters=filters), version)
         return df if columns is None else df[columns]
+
+    # ---- reading a study back -------------------------------------------
+
+    def load(self) -> LoadedStudy:
+        """The one way to read a study: its runs, rpcs and (on first use)
+        series tables, its spec and its manifest (fatpipe.loaded)."""
+        from .loaded import LoadedStudy
+        if not (self.root / "runs.parquet").exists():
+            raise FileNotFoundError(f"{self.root}: no runs.parquet (run the study first)")
+        spec_path, manifest_path = self.root / "study.toml", self.root / "manifest.json"
+        return LoadedStudy(
+            store=self,
+            runs=self.runs_table(),
+            rpcs=self.rpcs_table(),
+            spec_text=spec_path.read_text() if spec_path.exists() else "",
+            manifest=self.manifest() if manifest_path.exists() else {},
+        )
 
 
 def _ordered_columns(rows: Iterable[dict[str, Any]]) -> list[str]:

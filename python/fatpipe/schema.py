@@ -19,9 +19,10 @@ Schema versions (stored in manifest.json and each table's Parquet metadata
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 SCHEMA_VERSION = 2
 

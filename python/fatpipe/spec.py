@@ -19,14 +19,15 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
+from .backends import DEFAULT_BACKEND, backend_names
 from .units import UnitError, parse_per_second, parse_rate_bps, parse_size_bytes, parse_time_s
 from .wire import TCP_IP_HEADER_BYTES, TIMESTAMP_OPTION_BYTES
 
 SPEC_VERSION = 1
-BACKENDS = ("sim", "kernel")
 TCP_MIN_MSS = 88  # include/net/tcp.h
 # Linux defaults of net.ipv4.tcp_rmem[2] / tcp_wmem[2].
 LINUX_RMEM_MAX_BYTES = 6291456
@@ -65,15 +66,24 @@ class _Strict(BaseModel):
 class StudySection(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
     description: str = ""
-    backends: list[Literal["sim", "kernel"]] = Field(default=["sim"], min_length=1)
+    backends: list[str] = Field(default_factory=lambda: [DEFAULT_BACKEND], min_length=1)
     duration: Annotated[TimeS, Field(gt=0)]
     warmup: TimeS = 0.0
     repetitions: Annotated[int, Field(ge=1, le=10000)] = 1
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
     interval: Annotated[TimeS, Field(gt=0)] = 0.1  # sampling interval of the series
 
+    @field_validator("backends")
+    @classmethod
+    def _registered_backends(cls, names: list[str]) -> list[str]:
+        known = backend_names()
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"got {', '.join(map(repr, unknown))}; the backends are {', '.join(known)}")
+        return names
+
     @model_validator(mode="after")
-    def _warmup_shorter_than_duration(self) -> "StudySection":
+    def _warmup_shorter_than_duration(self) -> StudySection:
         if self.warmup >= self.duration:
             raise ValueError(
                 f"warmup ({self.warmup:g} s) must be shorter than duration ({self.duration:g} s)"
@@ -124,7 +134,7 @@ class PathSection(_Strict):
     mtu: Annotated[int, Field(ge=576, le=65535)] = 1500
 
     @model_validator(mode="after")
-    def _buffer_positive(self) -> "PathSection":
+    def _buffer_positive(self) -> PathSection:
         if self.buffer.amount <= 0:
             raise ValueError("buffer must be positive")
         return self
@@ -150,7 +160,7 @@ class FlowSection(_Strict):
     rate: PerSecond | None = None
 
     @model_validator(mode="after")
-    def _kind_fields(self) -> "FlowSection":
+    def _kind_fields(self) -> FlowSection:
         rpc_keys = ("request", "response", "concurrency", "rate")
         if self.kind == "bulk":
             given = [k for k in rpc_keys if getattr(self, k) is not None]
@@ -176,7 +186,7 @@ class Spec(_Strict):
     sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> "Spec":
+    def _cross_checks(self) -> Spec:
         senders = {f.sender for f in self.flows}
         for name in self.hosts:
             if name not in senders and name not in ("default", "receiver"):

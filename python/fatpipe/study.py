@@ -8,14 +8,19 @@ sim runs of one grid point get the same seed.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import itertools
+import os
+import platform
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from . import __version__
 from . import spec as spec_mod
 from .backends import get_backend
 from .backends.base import FlowPlan, HostLimits, RunPlan
@@ -32,7 +37,7 @@ def derive_seed(study_seed: int, point: int, rep: int) -> int:
 def sweep_points(spec: spec_mod.Spec) -> list[dict[str, Any]]:
     """Cartesian product of the sweep axes, in the order written."""
     keys = list(spec.sweep)
-    return [dict(zip(keys, combo)) for combo in itertools.product(*(spec.sweep[k] for k in keys))]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(spec.sweep[k] for k in keys))]
 
 
 def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
@@ -154,7 +159,7 @@ def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
         rows = summarize(plan, outcome)
     except (KeyboardInterrupt, SystemExit):
         raise
-    except Exception as e:  # recorded as failed with its reason
+    except Exception as e:  # noqa: BLE001 - any failure is recorded with its reason
         reason = f"{type(e).__name__}: {e}"
         store.write_run(plan.run_id, "failed", failed_rows(plan, reason), reason=reason)
         return "failed", reason.splitlines()[0][:200]
@@ -173,43 +178,109 @@ def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
     return "ok", goodputs
 
 
+def _run_in_pool(plans: list[RunPlan], store: StudyStore, workers: int, progress: Progress) -> None:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: dict[Future, RunPlan] = {}
+        queue = list(plans)
+        try:
+            while queue or pending:
+                while queue and len(pending) < workers:
+                    plan = queue.pop(0)
+                    pending[pool.submit(execute_one, plan, store)] = plan
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    plan = pending.pop(fut)
+                    status, summary = fut.result()
+                    progress.finished(plan, status, summary)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise
+
+
 def run_plans(
     plans: list[RunPlan],
     store: StudyStore,
     jobs: int = 1,
     emit: Callable[[str], None] = print,
 ) -> Progress:
-    """Run every plan not yet finished; `jobs` runs at once (sim only)."""
+    """Run every plan not yet finished, one backend after another (in the
+    order the plans name them). Each backend says how many of its runs may
+    run at once given `jobs` (Backend.max_parallel_runs); a backend that
+    allows one runs in this thread, so Ctrl-C reaches the run itself."""
     done = store.finished()
     todo = [p for p in plans if p.run_id not in done]
     if done:
         emit(f"resuming: {len(plans) - len(todo)} of {len(plans)} runs already finished")
     progress = Progress(total=len(todo), emit=emit)
-    serial = [p for p in todo if p.backend != "sim"]
-    parallel = [p for p in todo if p.backend == "sim"]
-    for plan in serial:
-        status, summary = execute_one(plan, store)
-        progress.finished(plan, status, summary)
-    if parallel:
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            pending: dict[Future, RunPlan] = {}
-            queue = list(parallel)
-            try:
-                while queue or pending:
-                    while queue and len(pending) < max(1, jobs):
-                        plan = queue.pop(0)
-                        pending[pool.submit(execute_one, plan, store)] = plan
-                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        plan = pending.pop(fut)
-                        status, summary = fut.result()
-                        progress.finished(plan, status, summary)
-            except BaseException:
-                for fut in pending:
-                    fut.cancel()
-                raise
+    by_backend: dict[str, list[RunPlan]] = {}
+    for plan in todo:
+        by_backend.setdefault(plan.backend, []).append(plan)
+    for name, backend_plans in by_backend.items():
+        at_once = max(1, get_backend(name).max_parallel_runs(max(1, jobs)))
+        if at_once == 1:
+            for plan in backend_plans:
+                status, summary = execute_one(plan, store)
+                progress.finished(plan, status, summary)
+        else:
+            _run_in_pool(backend_plans, store, at_once, progress)
     return progress
 
 
 def study_dir_default(spec: spec_mod.Spec) -> Path:
     return Path("results") / spec.study.name
+
+
+def study_manifest(spec: spec_mod.Spec, plans: list[RunPlan]) -> dict[str, Any]:
+    """What manifest.json records about a study as it starts."""
+    used = sorted({p.backend for p in plans})
+    return {
+        "fatpipe_version": __version__,
+        "study": spec.study.name,
+        "started": dt.datetime.now(dt.UTC).isoformat(),
+        # Named as platform.uname() names them (release: the OS kernel's).
+        "host": {"system": platform.system(), "release": platform.release(),
+                 "machine": platform.machine(), "python": platform.python_version()},
+        "backends": {name: get_backend(name).facts() for name in used},
+        "runs": [{"run_id": p.run_id, "seed": p.seed, "swept": p.swept} for p in plans],
+    }
+
+
+@dataclass
+class StudyRun:
+    """What :func:`run_study` did: the store it wrote, the plans, how the runs
+    went and the consolidated tables' row counts."""
+
+    store: StudyStore
+    plans: list[RunPlan]
+    progress: Progress
+    counts: dict[str, int]
+
+
+def run_study(
+    study_file: str | Path,
+    backends: Sequence[str] | None = None,
+    out: str | Path | None = None,
+    jobs: int | None = None,
+    emit: Callable[[str], None] = print,
+) -> StudyRun:
+    """Run (or resume) the study in `study_file`: validate it, plan its runs
+    on `backends` (default: the study's own), check every backend can carry
+    them out, then run them into `out` (default results/<study name>) and
+    consolidate the tables, also when interrupted. `jobs` bounds the runs at
+    once (default: the CPU count). `fatpipe run` and fatpipe.run() both come
+    here."""
+    spec, raw = spec_mod.load(study_file)
+    plans = plan_runs(spec, raw, list(backends) if backends else None)
+    root = Path(out) if out else study_dir_default(spec)
+    for name in sorted({p.backend for p in plans}):
+        get_backend(name).check([p for p in plans if p.backend == name])
+    store = StudyStore(root)
+    store.prepare(Path(study_file).read_text())
+    store.write_manifest(study_manifest(spec, plans))
+    emit(f"fatpipe {__version__}: study {spec.study.name!r}, {len(plans)} runs -> {root}")
+    try:
+        progress = run_plans(plans, store, jobs=jobs or os.cpu_count() or 1, emit=emit)
+    finally:
+        counts = store.consolidate()
+    return StudyRun(store=store, plans=plans, progress=progress, counts=counts)

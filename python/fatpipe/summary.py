@@ -2,7 +2,8 @@
 
 A backend returns raw per-stream samples (cumulative counters); this module
 turns them into one row per flow group of the runs table, excluding the
-warm-up, and adds validity flags for what the path really did.
+warm-up, and adds validity flags for what the path really did. Goodput
+follows the one definition in fatpipe.goodput.
 """
 
 from __future__ import annotations
@@ -13,28 +14,21 @@ from typing import Any
 import numpy as np
 
 from .backends.base import PathReport, RunOutcome, RunPlan
+from .goodput import interval_goodput_bps, measurement_window, window_goodput_bps
 
 # A flow counts as limited by an end host when the receive window or send
 # buffer limited it for more than this fraction of the measured time.
 HOST_LIMIT_FRACTION = 0.10
 # Runs whose path deviates from the spec by more than this are flagged.
 PATH_TOLERANCE = 0.10
-# Delay-line lateness (p99) above this fraction of the RTT flags the run.
+# Delay-line lateness (p99) above this fraction of the RTT flags the run
+# `emulator_late` (the one threshold: the runs table's flag and the kernel
+# backend's manifest fact both use emulator_late(); docs/results.md).
 LATENESS_FRACTION_OF_RTT = 0.05
 
 
 def _percentile(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
-
-
-def _window(samples: dict[str, np.ndarray], warmup_s: float) -> tuple[int, int] | None:
-    """Indices (first, last) of the measurement window: the first sample at or
-    after the warm-up and the last sample."""
-    t = samples["t_s"]
-    after = np.nonzero(t >= warmup_s - 1e-9)[0]
-    if after.size < 2:
-        return None
-    return int(after[0]), int(after[-1])
 
 
 def _stream_arrays(outcome: RunOutcome, group: int) -> list[dict[str, np.ndarray]]:
@@ -58,14 +52,12 @@ def group_metrics(plan: RunPlan, outcome: RunOutcome, group: int) -> dict[str, A
     rwnd_s = sndbuf_s = span_s = 0.0
     srtts, min_rtts = [], []
     for arr in _stream_arrays(outcome, group):
-        w = _window(arr, plan.warmup_s)
-        if w is None:
+        w = measurement_window(arr["t_s"], plan.warmup_s)
+        bps = window_goodput_bps(arr["t_s"], arr["delivered_bytes"], w) if w else None
+        if bps is None:
             continue
         a, b = w
         dt = float(arr["t_s"][b] - arr["t_s"][a])
-        if dt <= 0:
-            continue
-        bps = float(arr["delivered_bytes"][b] - arr["delivered_bytes"][a]) * 8 / dt
         per_stream_bps.append(bps)
         goodput_bps += bps
         retrans += float(arr["retrans_segments"][b] - arr["retrans_segments"][a])
@@ -124,6 +116,12 @@ def ideal_rpc_time_s(plan: RunPlan, group: int) -> float:
     return rtt + (flow.response_bytes or 0) * 8 / plan.rate_bps
 
 
+def emulator_late(late_p99_s: float | None, rtt_s: float) -> bool:
+    """Whether the delay line fell behind: its lateness p99 exceeds
+    LATENESS_FRACTION_OF_RTT of the configured RTT (unknown lateness: no)."""
+    return late_p99_s is not None and late_p99_s > LATENESS_FRACTION_OF_RTT * rtt_s
+
+
 def path_flags(plan: RunPlan, path: PathReport) -> list[str]:
     """Flags for a path that did not do what the spec asked (± 10 %).
 
@@ -140,7 +138,7 @@ def path_flags(plan: RunPlan, path: PathReport) -> list[str]:
         sigma = math.sqrt(expected * (1 - expected) / path.packets)
         if abs(path.loss_rate - expected) > max(PATH_TOLERANCE * expected, 3 * sigma):
             flags.append("loss_off")
-    if path.late_p99_s is not None and path.late_p99_s > LATENESS_FRACTION_OF_RTT * plan.rtt_s:
+    if emulator_late(path.late_p99_s, plan.rtt_s):
         flags.append("emulator_late")
     return flags
 
@@ -177,15 +175,5 @@ def summarize(plan: RunPlan, outcome: RunOutcome) -> list[dict[str, Any]]:
 def series_with_goodput(outcome: RunOutcome) -> dict[str, list]:
     """The series plus `goodput_bps`: delivered bytes per interval per stream."""
     s = {k: list(v) for k, v in outcome.series.items()}
-    n = len(s["t_s"])
-    goodput = [0.0] * n
-    last: dict[tuple[int, int], tuple[float, float]] = {}
-    order = sorted(range(n), key=lambda i: (s["flow_group"][i], s["stream"][i], s["t_s"][i]))
-    for i in order:
-        key = (s["flow_group"][i], s["stream"][i])
-        t, d = s["t_s"][i], s["delivered_bytes"][i]
-        if key in last and t > last[key][0]:
-            goodput[i] = (d - last[key][1]) * 8 / (t - last[key][0])
-        last[key] = (t, d)
-    s["goodput_bps"] = goodput
+    s["goodput_bps"] = interval_goodput_bps(s)
     return s

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .analysis.stats import display_columns, grid_summary, point_columns
+
 
 def _fmt(value, kind: str) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
@@ -17,38 +19,30 @@ def _fmt(value, kind: str) -> str:
     return str(value)
 
 
-def grid_columns(runs: pd.DataFrame) -> list[str]:
-    """Columns that identify a grid point: backend, swept keys other than
-    flows.* (shown by cc/streams/mss), then the flow group's own keys."""
-    swept = [c for c in runs.columns if "." in c and not c.startswith("flows.")]
-    return ["backend", *swept, "flow_group", "cc", "streams", "mss_bytes"]
-
-
 def summary_table(runs: pd.DataFrame) -> str:
-    """Mean goodput and retransmission rate per grid point and flow group."""
+    """Mean goodput and retransmission rate per grid point and flow group.
+
+    Grid points are those of the report (analysis.stats.point_columns and
+    grid_summary); the columns shown leave out what the report's grid table
+    leaves out (display_columns)."""
     ok = runs[runs["status"] == "ok"]
     failed = runs[runs["status"] != "ok"]
-    keys = grid_columns(runs)
+    keys = point_columns(runs)
     lines = []
     if not ok.empty:
-        g = ok.groupby(keys, dropna=False, sort=True)
-        table = pd.DataFrame({
-            "n": g.size(),
-            "goodput_mbps": g["goodput_bps"].mean(),
-            "sd_mbps": g["goodput_bps"].std(),
-            "retrans_pct": g["retrans_rate"].mean(),
-            "flags": g["flags"].agg(lambda f: ",".join(sorted({x for v in f for x in str(v).split(",") if x}))),
-        }).reset_index()
-        header = [*keys, "n", "goodput Mbit/s", "sd", "retrans %", "flags"]
+        goodput = grid_summary(ok, "goodput_bps", keys)
+        retrans = grid_summary(ok, "retrans_rate", keys)[[*keys, "mean"]]
+        table = goodput.merge(retrans.rename(columns={"mean": "retrans"}), on=keys, how="left")
+        shown = display_columns(runs, keys)
+        header = [*shown, "n", "goodput Mbit/s", "sd", "retrans %", "flags"]
         rows = [
-            [*(_fmt(r[k], "g" if isinstance(r[k], float) else "") for k in keys), str(r["n"]),
-             _fmt(r["goodput_mbps"], "mbps"), _fmt(r["sd_mbps"], "mbps"),
-             _fmt(r["retrans_pct"], "pct"), r["flags"] or ""]
+            [*(_fmt(r[k], "g" if isinstance(r[k], float) else "") for k in shown), str(r["n"]),
+             _fmt(r["mean"], "mbps"), _fmt(r["sd"], "mbps"), _fmt(r["retrans"], "pct"), r["flags"] or ""]
             for _, r in table.iterrows()
         ]
         widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-        lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths)))
-        lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows]
+        lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
+        lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     if not failed.empty:
         lines.append(f"\n{failed['run_id'].nunique()} runs failed:")
         for run_id, reason in failed.groupby("run_id")["reason"].first().items():

@@ -1,16 +1,16 @@
 """SIGINT during a kernel run leaves no fp- namespace and no linkem process."""
 
 import os
+import os as _os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from fatpipe.backends.kernel import cmd, parse
-
-import os as _os
 import pytest as _pytest
+
+from fatpipe.backends.kernel import cmd, parse
 
 needs_root = _pytest.mark.skipif(_os.geteuid() != 0, reason="needs root (network namespaces)")
 
@@ -59,5 +59,6 @@ def test_sigint_removes_namespaces_and_processes(tmp_path):
             proc.kill()
     assert namespaces_of(proc.pid) == []
     assert linkem_children(str(tmp_path)) == []
-    engines = [l for l in cmd.run(["ps", "-eo", "pid,args"]).splitlines() if "engine.py" in l and str(tmp_path) in l]
+    engines = [line for line in cmd.run(["ps", "-eo", "pid,args"]).splitlines()
+               if "engine.py" in line and str(tmp_path) in line]
     assert engines == []

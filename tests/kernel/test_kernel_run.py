@@ -1,18 +1,15 @@
 """Real short kernel runs (root): goodput and RTT on a 100 Mbit/s, 20 ms path."""
 
-import shutil
-import sys
-from pathlib import Path
+
+import os as _os
 
 import pytest
+import pytest as _pytest
 
 from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
 from fatpipe.backends.kernel import KernelBackend, doctor
 from fatpipe.backends.kernel.cleanup import fatpipe_namespaces
-from fatpipe.backends.kernel.iperf import goodput_from_series
-
-import os as _os
-import pytest as _pytest
+from fatpipe.goodput import total_goodput_bps
 
 needs_root = _pytest.mark.skipif(_os.geteuid() != 0, reason="needs root (network namespaces)")
 
@@ -27,16 +24,12 @@ def short_plan(streams: int, loss: float = 0.0, duration_s: float = 2.0) -> RunP
                    flows=(FlowPlan(group=0, kind="bulk", cc="cubic", streams=streams, mss_bytes=1460, sender="s1"),))
 
 
-def rows(outcome):
-    return [dict(zip(outcome.series, vals)) for vals in zip(*outcome.series.values())]
-
-
 @needs_root
 @pytest.mark.parametrize("streams", [1, 2])
 def test_short_cubic_run_fills_the_bottleneck_at_the_configured_rtt(tmp_path, streams):
     out = KernelBackend().run(short_plan(streams), tmp_path)
     # Goodput over the second half (slow start over), within 10 % of the rate.
-    goodput = goodput_from_series(rows(out), 1.0)
+    goodput = total_goodput_bps(out.series, 1.0)
     assert goodput == pytest.approx(RATE_BPS, rel=0.10)
     assert out.path.min_rtt_s == pytest.approx(RTT_S, abs=2e-3)
     assert out.path.emulator in ("netem", "linkem-nfqueue")

@@ -9,15 +9,14 @@ import pytest
 
 from fatpipe.backends.kernel import parse, tcpinfo, traffic
 from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args, summarize
-from fatpipe.backends.kernel.iperf import goodput_from_series
 from fatpipe.backends.kernel.path import nfqueue_rules, tbf_args, tbf_burst_bytes
+from fatpipe.goodput import rows_as_columns, total_goodput_bps
 from fatpipe.schema import SERIES_COLUMNS
 
 #  on this machine (kernel 6.18) after a run.
-TC_S = """qdisc tbf 1: root refcnt 2 rate 1Gbit burst 125000b lat 0us 
- Sent 1256640396 bytes 830102 pkt (dropped 3386, overlimits 412071 requeues 0) 
- backlog 0b 0p requeues 0
-"""
+TC_S = ("qdisc tbf 1: root refcnt 2 rate 1Gbit burst 125000b lat 0us \n"  # tc ends lines with a space
+        " Sent 1256640396 bytes 830102 pkt (dropped 3386, overlimits 412071 requeues 0) \n"
+        " backlog 0b 0p requeues 0\n")
 
 
 def test_tc_qdisc_stats_reads_sent_and_dropped():
@@ -67,7 +66,12 @@ def test_ping_and_ccas():
 
 # struct tcp_info captured with getsockopt(TCP_INFO) on kernel 6.18 after
 # 100000 bytes over loopback (280 bytes: newer fields beyond snd_wnd too).
-CAPTURED_TCP_INFO = base64.b64decode("AQAAAAAHqgDgHAMAAAAAAAC6AAAYAgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA//8AANf/AAAXAAAACAAAAP///38NAAAAy/8AAAMAAAAAAAAA1/8AAAAAAABLGs8TCQAAAP//////////oYYBAAAAAAAAAAAAAAAAAAUAAAADAAAAAAAAAAsAAAAAAAAAAwAAAABA0BsBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABAAAAAAAAACghgEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAGwBAAAAAQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==")
+CAPTURED_TCP_INFO = base64.b64decode(
+    "AQAAAAAHqgDgHAMAAAAAAAC6AAAYAgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA//8AANf/AAAXAAAA"
+    "CAAAAP///38NAAAAy/8AAAMAAAAAAAAA1/8AAAAAAABLGs8TCQAAAP//////////oYYBAAAAAAAAAAAAAAAAAAUAAAADAAAA"
+    "AAAAAAsAAAAAAAAAAwAAAABA0BsBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABAAAAAAAAACghgEAAAAAAAAAAAAAAAAA"
+    "AAAAAAAAAAAAAAAAAGwBAAAAAQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="
+)
 
 
 def test_tcpinfo_parses_captured_bytes():
@@ -117,9 +121,9 @@ def test_tbf_and_nfqueue_commands():
     assert rules[0][-4:] == ["-j", "NFQUEUE", "--queue-num", "0"] and "--queue-bypass" not in rules[0]
 
 
-def test_goodput_from_series_skips_warmup():
+def test_goodput_of_kernel_rows_skips_warmup():
     rows = [{"flow_group": 0, "stream": 0, "t_s": t, "delivered_bytes": int(t * 1e6)} for t in (0, 1, 2, 3)]
-    assert abs(goodput_from_series(rows, 1.0) - 8e6) < 1
+    assert abs(total_goodput_bps(rows_as_columns(rows), 1.0) - 8e6) < 1
 
 
 def _bbr_info(pacing_gain: int, cwnd_gain: int) -> bytes:

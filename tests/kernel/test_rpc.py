@@ -109,7 +109,7 @@ def rpc_plan(duration_s: float = 4.0, **rpc) -> RunPlan:
 
 
 def group_rows(columns: dict, group: int) -> list[dict]:
-    rows = [dict(zip(columns, vals)) for vals in zip(*columns.values())]
+    rows = [dict(zip(columns, vals, strict=True)) for vals in zip(*columns.values(), strict=True)]
     return [r for r in rows if r["flow_group"] == group]
 
 
@@ -124,7 +124,7 @@ def test_closed_loop_rpcs_complete_beside_a_bulk_flow(tmp_path):
     assert all(r["response_bytes"] == 10_000 and r["stream"] == 0 for r in rpcs)
     # Closed loop, one in flight: the next starts when the previous ended.
     rpcs.sort(key=lambda r: r["start_s"])
-    for a, b in zip(rpcs, rpcs[1:]):
+    for a, b in zip(rpcs, rpcs[1:], strict=False):
         assert b["start_s"] >= a["start_s"] + a["duration_s"] - 1e-3
     # The server side of the RPC flow is sampled like a bulk flow.
     # delivered_bytes counts bytes the server saw acknowledged; the ACK of the

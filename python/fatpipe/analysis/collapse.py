@@ -21,7 +21,7 @@ low has none (NaN).
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -134,7 +134,7 @@ def collapse_points(points: pd.DataFrame, axis: str = "path.loss",
             below = g[(g[axis] > ref_at) & (g["mean"] < fraction * ref)]
             if not below.empty:
                 at, val = float(below[axis].iloc[0]), float(below["mean"].iloc[0])
-        rows.append({**dict(zip(cond, key)), "reference_at": ref_at, "reference_bps": ref,
+        rows.append({**dict(zip(cond, key, strict=True)), "reference_at": ref_at, "reference_bps": ref,
                      "collapse_at": at, "goodput_at_collapse_bps": val,
                      "last_measured": float(g[axis].iloc[-1])})
     return pd.DataFrame(rows, columns=out_cols)

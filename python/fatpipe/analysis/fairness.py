@@ -16,7 +16,7 @@ Rules
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -45,7 +45,7 @@ def run_fairness(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     swept = swept_columns(runs)
     ident = [c for c in ["run_id", "backend", *swept] if c in runs.columns]
     j_rows, s_rows = [], []
-    for run_id, g in runs.groupby("run_id", sort=True):
+    for _run_id, g in runs.groupby("run_id", sort=True):
         if (g["status"] != "ok").any() or g["goodput_bps"].isna().any() or len(g) < 2:
             continue
         g = g.sort_values("flow_group")
@@ -77,7 +77,7 @@ def fairness_summary(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, g in shares.groupby([*point, "flow_group"], dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        k = dict(zip([*point, "flow_group"], key))
+        k = dict(zip([*point, "flow_group"], key, strict=True))
         s = mean_ci(g["share"])
         jmask = np.ones(len(jain), dtype=bool)
         for c in point:

@@ -15,7 +15,7 @@ Rules
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -186,7 +186,7 @@ def grid_summary(runs: pd.DataFrame, metric: str = "goodput_bps",
         ok = grp[grp["status"] == "ok"] if "status" in grp.columns else grp
         stats = mean_ci(ok[metric].tolist(), confidence)
         rows.append({
-            **dict(zip(keys, key)), **stats,
+            **dict(zip(keys, key, strict=True)), **stats,
             "failed": int(len(grp) - len(ok)),
             "flags": _flag_union(ok["flags"]) if "flags" in ok.columns else "",
         })

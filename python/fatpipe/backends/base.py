@@ -101,3 +101,16 @@ class Backend(Protocol):
 
     def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:
         """Carry out one run. Raise on failure; the study records the reason."""
+
+    def max_parallel_runs(self, jobs: int) -> int:
+        """How many of this backend's runs may run at once when the user
+        allows `jobs` (>= 1): a simulator takes `jobs`, a backend that owns
+        the machine's network (kernel) takes 1."""
+
+    def doctor(self) -> Any:
+        """What this backend can do on this machine (`fatpipe doctor`): an
+        object whose ``render()`` returns the text to print."""
+
+    def clean(self) -> list[str]:
+        """Remove what a crashed fatpipe left behind (`fatpipe clean`);
+        returns one description per item removed, empty if nothing was."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import platform
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,34 @@ def _native():
     return _native
 
 
+@dataclass(frozen=True)
+class SimDoctorReport:
+    """`fatpipe doctor` for the simulator: is the extension built, and what it offers."""
+
+    usable: bool
+    detail: str
+
+    def render(self) -> str:
+        return f"  [{'ok' if self.usable else 'MISSING'}] simulator extension: {self.detail}"
+
+
 class SimBackend:
     name = "sim"
+
+    def max_parallel_runs(self, jobs: int) -> int:
+        # Runs share nothing and the simulator releases the GIL: one per job.
+        return max(1, jobs)
+
+    def doctor(self) -> SimDoctorReport:
+        try:
+            native = _native()
+        except BackendUnavailable as e:
+            return SimDoctorReport(False, str(e))
+        return SimDoctorReport(True, f"fatpipe._native {native.__version__}; CCAs "
+                                     f"{' '.join(sorted(native.available_ccas()))}")
+
+    def clean(self) -> list[str]:
+        return []  # a simulation leaves nothing outside its result directory
 
     def check(self, plans: list[RunPlan]) -> None:
         native = _native()
@@ -49,7 +75,7 @@ class SimBackend:
             "python": platform.python_version(),
         }
 
-    def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:
+    def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:  # noqa: ARG002 - a simulation writes no files
         result = _native().simulate(json.dumps(asdict(plan)))
         return RunOutcome(
             series=result["series"],

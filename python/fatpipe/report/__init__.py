@@ -1,5 +1,18 @@
-"""Plots and the HTML report of a study directory."""
+"""Plots and the HTML report of a study directory.
 
-from .html import write_report
+The HTML report (html.py) is imported on first use, so the comparison can
+share page.py's building blocks without loading the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def write_report(study_dir: str | Path, run_id: str | None = None) -> Path:
+    """Write DIR/report/report.html with its figures and CSV tables; return its path."""
+    from .html import write_report as write
+    return write(study_dir, run_id)
+
 
 __all__ = ["write_report"]

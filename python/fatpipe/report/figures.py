@@ -4,53 +4,19 @@ returns a Figure, or None when the data cannot support the figure."""
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
-import matplotlib
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from ..analysis import models
+from ..analysis.stats import repeats_group_column
+from .page import cc_color, point_label, pyplot, short_key
 
-from ..analysis import models  # noqa: E402
-from ..analysis.stats import repeats_group_column  # noqa: E402
-
+plt = pyplot()
 STAT_COLUMNS = {"n", "mean", "sd", "ci_low", "ci_high", "failed", "flags"}
-CC_COLORS = {"bbr": "#1f77b4", "cubic": "#d62728", "reno": "#2ca02c", "htcp": "#9467bd",
-             "dctcp": "#8c564b", "bic": "#e377c2", "yeah": "#7f7f7f", "nv": "#bcbd22"}
 LINESTYLES = ["-", "--", ":", "-."]
-plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3,
-                     "axes.titlesize": 11, "legend.fontsize": 8})
-
-
-def short_key(key: str) -> str:
-    """Readable name of a column: path.loss → loss, flows.1.cc → flow 1 cc."""
-    if key.startswith("path."):
-        return key[5:]
-    if key.startswith("flows."):
-        _, g, rest = key.split(".", 2)
-        return f"flow {g} {rest}"
-    return {"mss_bytes": "MSS B", "flow_group": "flow", "streams": "streams"}.get(key, key)
-
-
-def point_label(row, keys: Sequence[str]) -> str:
-    parts = []
-    for k in keys:
-        v = row[k]
-        if k == "streams":
-            parts.append(f"{v} stream{'s' if v != 1 else ''}")
-        elif k == "mss_bytes":
-            parts.append(f"MSS {v} B")
-        elif k == "cc":
-            parts.append(str(v))
-        else:
-            parts.append(f"{short_key(k)} {v:g}" if isinstance(v, float) else f"{short_key(k)} {v}")
-    return ", ".join(parts)
-
-
-def cc_color(cc: str, i: int = 0) -> str:
-    return CC_COLORS.get(str(cc).lower(), f"C{i % 10}")
 
 
 def _keys(points: pd.DataFrame) -> list[str]:
@@ -101,10 +67,10 @@ def goodput_vs_loss(points: pd.DataFrame, axis: str, unit: tuple[float, str],
     cmap = plt.get_cmap("viridis")
     mss_levels = sorted(pts["mss_bytes"].unique())
     xs = np.logspace(math.log10(pts[axis].min()), math.log10(pts[axis].max()), 80)
-    for ax, cc in zip(axes, ccs):
+    for ax, cc in zip(axes, ccs, strict=True):
         sub = pts[pts["cc"] == cc]
         groups = sub.groupby(keys, sort=True) if keys else [((), sub)]
-        for key, g in groups:
+        for _key, g in groups:
             g = g.sort_values(axis)
             first = g.iloc[0]
             si = streams_levels.index(first["streams"])
@@ -138,7 +104,7 @@ def _shared_legend(fig, axes, ncol: int = 4) -> None:
     """One legend below all panels, each label once."""
     seen: dict[str, object] = {}
     for ax in axes:
-        for h, label in zip(*ax.get_legend_handles_labels()):
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(label, h)
     ncol = max(1, min(ncol, len(seen)))
     rows = math.ceil(len(seen) / ncol)
@@ -164,9 +130,9 @@ def goodput_vs_factor(points: pd.DataFrame, x: str, unit: tuple[float, str], pan
     other_levels = sorted(pts[other].unique())
     ccs = list(dict.fromkeys(pts["cc"]))
     keys = line_keys(pts, (x, panel, "cc", other))
-    for ax, pv in zip(axes, panels):
+    for ax, pv in zip(axes, panels, strict=True):
         sub = pts if pv is None else pts[pts[panel] == pv]
-        for key, g in sub.groupby(["cc", other, *keys], sort=False):
+        for _key, g in sub.groupby(["cc", other, *keys], sort=False):
             g = g.sort_values(x)
             first = g.iloc[0]
             ls = LINESTYLES[other_levels.index(first[other]) % len(LINESTYLES)]
@@ -250,7 +216,7 @@ def fairness_figure(fair: pd.DataFrame, point_keys: Sequence[str]):
     points = list(fair.groupby(list(point_keys), sort=False, dropna=False)) if point_keys \
         else [((), fair)]
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(points) + 3), 4.6))
-    for x, (key, g) in enumerate(points):
+    for x, (_key, g) in enumerate(points):
         bottom = 0.0
         for _, r in g.sort_values("flow_group").iterrows():
             color = f"C{int(r['flow_group']) % 10}"
@@ -278,7 +244,7 @@ def rpc_cdf(rpcs: pd.DataFrame, labels: dict, warmup_s: float = 0.0):
     if rpcs.empty:
         return None
     df = rpcs[rpcs["start_s"] >= warmup_s].copy()
-    df["label"] = [labels.get((r, int(g))) for r, g in zip(df["run_id"], df["flow_group"])]
+    df["label"] = [labels.get((r, int(g))) for r, g in zip(df["run_id"], df["flow_group"], strict=True)]
     df = df.dropna(subset=["label"])
     if df.empty:
         return None

@@ -13,65 +13,50 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import pandas as pd
 
 from .. import analysis as an
-from ..results import StudyStore
 from ..analysis.collapse import loss_axes
 from ..analysis.stats import display_columns, point_columns, swept_columns
+from ..loaded import LoadedStudy
+from ..results import StudyStore
 from . import figures as figs
 from . import findings as fnd
-from .page import (findings_html, fmt_num, fmt_rate, page, rate_unit, save_figure, section,
-                   table_html)
+from .page import findings_html, fmt_num, fmt_rate, page, rate_unit, save_figure, section, table_html
 
 MAX_LOSS_PANELS = 6
 
 
-@dataclass
-class Study:
-    root: Path
-    runs: pd.DataFrame
-    rpcs: pd.DataFrame
-    name: str
-    description: str = ""
+@dataclass(repr=False)
+class ReportStudy(LoadedStudy):
+    """The study as StudyStore.load() reads it, plus the files the report
+    writes into DIR/report."""
+
     files: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, loaded: LoadedStudy) -> ReportStudy:
+        return cls(**{f.name: getattr(loaded, f.name) for f in fields(LoadedStudy)})
 
     @property
     def out(self) -> Path:
         return self.root / "report"
 
-    def series(self, columns=None, run_id: str | None = None) -> pd.DataFrame:
-        return StudyStore(self.root).series_table(columns, run_id)
+
+def load_study(study_dir: str | Path) -> ReportStudy:
+    return ReportStudy.of(StudyStore(study_dir).load())
 
 
-def load_study(study_dir: str | Path) -> Study:
-    root = Path(study_dir)
-    runs_path = root / "runs.parquet"
-    if not runs_path.exists():
-        raise FileNotFoundError(f"{root}: no runs.parquet (run the study first)")
-    runs = StudyStore(root).runs_table()  # refuses a newer schema
-    rpcs_path = root / "rpcs.parquet"
-    rpcs = pd.read_parquet(rpcs_path) if rpcs_path.exists() else pd.DataFrame()
-    name, desc = root.name, ""
-    try:
-        meta = tomllib.loads((root / "study.toml").read_text()).get("study", {})
-        name, desc = meta.get("name", name), meta.get("description", "")
-    except (OSError, tomllib.TOMLDecodeError):
-        pass
-    return Study(root=root, runs=runs, rpcs=rpcs, name=name, description=desc)
-
-
-def _csv(study: Study, df: pd.DataFrame, name: str) -> None:
+def _csv(study: ReportStudy, df: pd.DataFrame, name: str) -> None:
     study.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(study.out / f"{name}.csv", index=False)
     study.files.append(f"{name}.csv")
 
 
-def _fig(study: Study, fig, name: str, caption: str) -> str:
+def _fig(study: ReportStudy, fig, name: str, caption: str) -> str:
     if fig is None:
         return ""
     study.files += [f"{name}.png", f"{name}.svg"]
@@ -93,7 +78,7 @@ def _spread(values: list, k: int) -> list:
 # ---- sections -----------------------------------------------------------------
 
 
-def grid_section(study: Study, points: pd.DataFrame, keys: list[str], unit) -> tuple:
+def grid_section(study: ReportStudy, points: pd.DataFrame, keys: list[str], unit) -> tuple:
     """Every grid point: n, mean, sd, 95 % CI of goodput, retransmissions, flags."""
     retrans = an.grid_summary(study.runs, "retrans_rate", keys)[[*keys, "mean"]]
     t = points.merge(retrans.rename(columns={"mean": "retrans"}), on=keys, how="left")
@@ -108,7 +93,7 @@ def grid_section(study: Study, points: pd.DataFrame, keys: list[str], unit) -> t
     view[f"goodput ({uname})"] = t["mean"] / div
     view["sd"] = t["sd"] / div
     view["95 % CI"] = [f"{lo / div:.3g} – {hi / div:.3g}" if pd.notna(lo) else "–"
-                       for lo, hi in zip(t["ci_low"], t["ci_high"])]
+                       for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)]
     view["retrans (%)"] = t["retrans"] * 100
     view["failed"] = t["failed"]
     view["flags"] = t["flags"]
@@ -186,7 +171,7 @@ def collapse_section(study, points, axis) -> tuple[tuple | None, list[str]]:
     unit = rate_unit(cp["reference_bps"].max())
     view[f"goodput at {name} {cp['reference_at'].iloc[0]:g}"] = [fmt_rate(v, unit) for v in cp["reference_bps"]]
     view[f"collapse {name}"] = [f"{v:g}" if pd.notna(v) else f"none ≤ {m:g}"
-                                for v, m in zip(cp["collapse_at"], cp["last_measured"])]
+                                for v, m in zip(cp["collapse_at"], cp["last_measured"], strict=True)]
     view["goodput there"] = [fmt_rate(v, unit) for v in cp["goodput_at_collapse_bps"]]
     intro = (f"Collapse point: the smallest {name} rate at which mean goodput falls below 10 % of the "
              f"same configuration's goodput at the lowest {name} measured.")
@@ -229,7 +214,7 @@ def fairness_section(study) -> tuple[tuple | None, list[str]]:
     view[f"goodput ({unit[1]})"] = fair["goodput_bps"] / unit[0]
     view["share (%)"] = fair["share"] * 100
     view["share 95 % CI (%)"] = [f"{lo * 100:.1f} – {hi * 100:.1f}" if pd.notna(lo) else "–"
-                                 for lo, hi in zip(fair["share_ci_low"], fair["share_ci_high"])]
+                                 for lo, hi in zip(fair["share_ci_low"], fair["share_ci_high"], strict=True)]
     view["Jain"] = fair["jain"]
     body = _fig(study, fig, "fairness", "Mean share of each flow group per sweep point.")
     body += table_html(view, scroll=len(view) > 25)
@@ -293,7 +278,7 @@ def kind_summary(runs, label_keys: list[str]):
     return per_run.groupby([*label_keys, "kind"], dropna=False)[["goodput_bps", "retrans_rate"]].mean().reset_index()
 
 
-def choose_run(study: Study, collapses: pd.DataFrame, requested: str | None) -> tuple[str, str]:
+def choose_run(study: ReportStudy, collapses: pd.DataFrame, requested: str | None) -> tuple[str, str]:
     """The run to plot: `requested`; else the run with the most collapsed
     time; else the longest run; ties go to the first run id."""
     ok = study.runs[study.runs["status"] == "ok"]
@@ -312,7 +297,7 @@ def series_section(study, collapses, run_id, unit) -> tuple | None:
     if not (study.root / "series.parquet").exists() or study.runs[study.runs["status"] == "ok"].empty:
         return None
     rid, why = choose_run(study, collapses, run_id)
-    s = study.series(run_id=rid)
+    s = study.read_series(run_id=rid)
     rows = study.runs[study.runs["run_id"] == rid]
     desc = "; ".join(f"flow {r['flow_group']}: {r['cc']}, {r['streams']} stream"
                      f"{'s' if r['streams'] != 1 else ''}, MSS {r['mss_bytes']} B"
@@ -338,7 +323,7 @@ def failed_section(study) -> tuple | None:
 # ---- the report -----------------------------------------------------------------
 
 
-def build_sections(study: Study, run_id: str | None = None) -> tuple[list, list[str]]:
+def build_sections(study: ReportStudy, run_id: str | None = None) -> tuple[list, list[str]]:
     runs = study.runs
     keys = point_columns(runs)
     points = an.grid_summary(runs, "goodput_bps", keys)
@@ -381,8 +366,8 @@ def build_sections(study: Study, run_id: str | None = None) -> tuple[list, list[
     sections += [rpc] if rpc else []
     collapses = pd.DataFrame(columns=["run_id", "flow_group", "collapses", "collapsed_s"])
     if (study.root / "series.parquet").exists():
-        s = study.series(columns=["run_id", "flow_group", "stream", "t_s", "goodput_bps"])
-        warm = dict(zip(runs["run_id"], runs["warmup_s"])) if "warmup_s" in runs.columns else 0.0
+        s = study.read_series(columns=["run_id", "flow_group", "stream", "t_s", "goodput_bps"])
+        warm = dict(zip(runs["run_id"], runs["warmup_s"], strict=True)) if "warmup_s" in runs.columns else 0.0
         collapses = an.run_collapses(s, warm)
         lines += fnd.series_collapse_lines(collapses, runs)
         sc = series_collapse_section(study, collapses)
@@ -396,7 +381,7 @@ def build_sections(study: Study, run_id: str | None = None) -> tuple[list, list[
     return sections, lines
 
 
-def _subtitle(study: Study) -> str:
+def _subtitle(study: ReportStudy) -> str:
     r = study.runs
     n_runs = r["run_id"].nunique()
     ok = r[r["status"] == "ok"]["run_id"].nunique()

@@ -1,6 +1,7 @@
 """HTML building blocks shared by the report and the comparison: one
-self-contained page (inline CSS, figures as base64 PNG), tables, number
-formatting, and saving figures as PNG + SVG files."""
+self-contained page (inline CSS, figures as base64 PNG), tables, labels of
+columns and grid points, number formatting, and saving figures as PNG + SVG
+files."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import base64
 import html
 import io
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
 
 import pandas as pd
 
@@ -36,6 +37,39 @@ caption { caption-side: top; text-align: left; font-weight: bold; padding: 0.3em
 .scroll table { margin: 0; }
 nav a { margin-right: 1em; }
 """
+
+
+CC_COLORS = {"bbr": "#1f77b4", "cubic": "#d62728", "reno": "#2ca02c", "htcp": "#9467bd",
+             "dctcp": "#8c564b", "bic": "#e377c2", "yeah": "#7f7f7f", "nv": "#bcbd22"}
+
+
+def short_key(key: str) -> str:
+    """Readable name of a column: path.loss → loss, flows.1.cc → flow 1 cc."""
+    if key.startswith("path."):
+        return key[5:]
+    if key.startswith("flows."):
+        _, g, rest = key.split(".", 2)
+        return f"flow {g} {rest}"
+    return {"mss_bytes": "MSS B", "flow_group": "flow", "streams": "streams"}.get(key, key)
+
+
+def point_label(row, keys: Sequence[str]) -> str:
+    parts = []
+    for k in keys:
+        v = row[k]
+        if k == "streams":
+            parts.append(f"{v} stream{'s' if v != 1 else ''}")
+        elif k == "mss_bytes":
+            parts.append(f"MSS {v} B")
+        elif k == "cc":
+            parts.append(str(v))
+        else:
+            parts.append(f"{short_key(k)} {v:g}" if isinstance(v, float) else f"{short_key(k)} {v}")
+    return ", ".join(parts)
+
+
+def cc_color(cc: str, i: int = 0) -> str:
+    return CC_COLORS.get(str(cc).lower(), f"C{i % 10}")
 
 
 def esc(text) -> str:
@@ -88,7 +122,7 @@ def table_html(df: pd.DataFrame, caption: str | None = None,
     text_cols = {c for c in df.columns if df[c].dtype == object and c not in formats}
     head = "".join(f'<th class="{"t" if c in text_cols else ""}">{esc(c)}</th>' for c in df.columns)
     body = []
-    for flag, (_, row) in zip(hl, df.iterrows()):
+    for flag, (_, row) in zip(hl, df.iterrows(), strict=True):
         cells = []
         for c in df.columns:
             v = row[c]
@@ -100,11 +134,24 @@ def table_html(df: pd.DataFrame, caption: str | None = None,
     return f'<div class="scroll">{table}</div>' if scroll else table
 
 
+PLOT_STYLE = {"font.size": 10, "axes.grid": True, "grid.alpha": 0.3, "axes.titlesize": 11,
+              "legend.fontsize": 8}
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (no display needed) in the style
+    of the report and the comparison."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update(PLOT_STYLE)
+    return plt
+
+
 def save_figure(fig, out_dir: Path, name: str, caption: str = "", dpi: int = 110) -> str:
     """Write `name`.png and `name`.svg to `out_dir`; return a <figure> with
     the PNG embedded as base64 (the page needs no other file)."""
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")

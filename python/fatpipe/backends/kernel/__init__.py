@@ -3,10 +3,17 @@ path (see path.py for where delay, loss and the bottleneck sit).
 
 Module functions for the CLI:
 
+The backend's ``doctor()`` and ``clean()`` (what `fatpipe doctor` and
+`fatpipe clean` call through the registry) are also module functions:
+
 * ``doctor() -> DoctorReport`` — a ``list`` of ``Check(name, ok, detail,
   required)`` with ``.usable``, ``.verdict`` and ``.render()``.
 * ``clean() -> list[str]`` — descriptions of what was removed
   (``"namespace fp-123-0-r"``, ``"process 456 in fp-123-0-r"``).
+
+Signals are the CLI's business (fatpipe.cli.install_signal_handlers): this
+package only registers undo actions (cleanup.REGISTRY), run by the
+``finally`` blocks a KeyboardInterrupt unwinds through and at exit.
 """
 
 from __future__ import annotations
@@ -18,19 +25,17 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, PathReport, RunOutcome, RunPlan
+from ...summary import emulator_late
 from ...wire import TCP_IP_HEADER_BYTES
+from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, PathReport, RunOutcome, RunPlan
 from . import cleanup
 from .cleanup import clean
-from .doctor import available_ccas, doctor
+from .doctor import DoctorReport, available_ccas, doctor
 from .path import RECEIVER_ADDR, EmulatedPath, HostConfig, PathConfig
 from .traffic import FlowSpec, run_traffic
 
 __all__ = ["KernelBackend", "doctor", "clean"]
 
-# Above this delay-line lateness (99th percentile) the emulated RTT is no
-# longer the configured one; the run is flagged (facts["emulator_late"]).
-LATE_P99_LIMIT_S = 1e-3
 # Sender i is 198.18.(i+1).1/24 and its own reverse NFQUEUE is 2 + i.
 MAX_SENDERS = 200
 
@@ -81,6 +86,16 @@ def rows_to_series(rows: list[dict]) -> dict[str, list]:
 class KernelBackend:
     name = "kernel"
 
+    def max_parallel_runs(self, jobs: int) -> int:  # noqa: ARG002 - one path per machine
+        # Runs share the host's CPUs and its view of the path: one at a time.
+        return 1
+
+    def doctor(self) -> DoctorReport:
+        return doctor()
+
+    def clean(self) -> list[str]:
+        return clean()
+
     def check(self, plans: list[RunPlan]) -> None:
         if os.geteuid() != 0:
             raise BackendUnavailable("the kernel backend needs root (network namespaces); try `sudo fatpipe …` "
@@ -104,7 +119,7 @@ class KernelBackend:
         if not any(c.name == "netem" and c.ok for c in report) and find_linkem() is None:
             try:
                 build_linkem()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 raise BackendUnavailable(f"no netem and fatpipe-linkem cannot be built: {e}") from e
 
     def facts(self) -> dict[str, Any]:
@@ -112,7 +127,7 @@ class KernelBackend:
                 "checks": {c.name: {"ok": c.ok, "detail": c.detail} for c in doctor()}}
 
     def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:
-        cleanup.install_handlers()
+        cleanup.release_at_exit()
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = path_config(plan)
@@ -150,7 +165,8 @@ class KernelBackend:
         )
         facts = {"emulator": stats.emulator, "bottleneck": stats.details.get("bottleneck"),
                  "configured_loss": cfg.loss,
-                 "emulator_late": bool(stats.late_p99_s and stats.late_p99_s > LATE_P99_LIMIT_S),
+                 # The same rule as the runs table's flag (summary.emulator_late).
+                 "emulator_late": emulator_late(stats.late_p99_s, plan.rtt_s),
                  "late_p50_s": stats.late_p50_s, "engine_errors": traffic.errors,
                  "linkem": stats.details.get("linkem_summary"),
                  "ack_napi": stats.details.get("ack_napi"), "ack_ring_drops": stats.details.get("ack_ring_drops")}

@@ -4,8 +4,10 @@ what a crashed fatpipe left.
 Every namespace the kernel backend creates is named ``fp-<pid>-<n>-<role>``
 (netns.NAME_PREFIX). Processes run inside those namespaces only. The
 registry removes resources in reverse order of creation on normal exit
-(``atexit``), on exceptions (the backend's ``finally``) and on SIGINT/SIGTERM
-(signal handlers turn them into exceptions so ``finally`` blocks run).
+(``atexit``) and on exceptions (the backend's ``finally``). Signals are not
+handled here: the CLI owns them (fatpipe.cli.install_signal_handlers turns
+SIGINT and SIGTERM into KeyboardInterrupt, which unwinds through those
+``finally`` blocks).
 """
 
 from __future__ import annotations
@@ -56,27 +58,16 @@ class Registry:
 
 
 REGISTRY = Registry()
-_installed = False
+_at_exit = False
 
 
-def _raise_on_sigterm(signum, frame):  # noqa: ARG001
-    # SIGTERM becomes SystemExit so `finally` blocks and atexit run.
-    raise SystemExit(128 + signum)
-
-
-def install_handlers() -> None:
-    """atexit + SIGTERM handler (SIGINT already raises KeyboardInterrupt).
-    Only from the main thread; idempotent."""
-    global _installed
-    if _installed:
-        return
-    atexit.register(REGISTRY.release_all)
-    if threading.current_thread() is threading.main_thread():
-        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-            signal.signal(signal.SIGTERM, _raise_on_sigterm)
-        if signal.getsignal(signal.SIGINT) in (signal.SIG_DFL, signal.SIG_IGN):
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-    _installed = True
+def release_at_exit() -> None:
+    """Release whatever is still registered when the interpreter exits
+    (idempotent)."""
+    global _at_exit
+    if not _at_exit:
+        atexit.register(REGISTRY.release_all)
+        _at_exit = True
 
 
 def stop_process(proc: subprocess.Popen, timeout_s: float = 3.0) -> None:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import queue
 import shutil
 import subprocess
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from typing import IO
+
+# How long a started helper (engine, RPC server/client, linkem) may take to
+# print its ready line before it counts as hung.
+READY_TIMEOUT_S = 20.0
 
 
 class CommandFailed(RuntimeError):
@@ -36,3 +43,54 @@ def ok(args: Sequence[str], timeout_s: float = 30.0) -> bool:
 
 def which(tool: str) -> str | None:
     return shutil.which(tool)
+
+
+class NotReady(RuntimeError):
+    """A started process did not print its ready line in time (or printed
+    something else); the message names it and quotes what it printed."""
+
+
+def _read_in_thread(read: Callable[[], str]) -> queue.Queue:
+    out: queue.Queue = queue.Queue(maxsize=1)
+    threading.Thread(target=lambda: out.put(read()), daemon=True).start()
+    return out
+
+
+def _tail(stream: IO[str] | None, timeout_s: float) -> str:
+    """What is left on `stream` (the process has been stopped), or '' if
+    nothing arrives within `timeout_s` (a grandchild may hold the pipe)."""
+    if stream is None:
+        return ""
+    try:
+        return _read_in_thread(stream.read).get(timeout=timeout_s)
+    except queue.Empty:
+        return ""
+
+
+def expect_line(proc: subprocess.Popen, word: str, what: str, stop: Callable[[subprocess.Popen], None],
+                timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Wait at most `timeout_s` for `proc` (text mode, stdout piped) to print
+    the line `word`. Otherwise stop it with `stop(proc)` and raise NotReady
+    naming `what`, its pid and what it printed on stdout and stderr."""
+    first = _read_in_thread(proc.stdout.readline)
+    try:
+        line = first.get(timeout=timeout_s)
+    except queue.Empty:
+        line = None
+    if line is not None and line.strip() == word:
+        return
+    stop(proc)
+    if line is None:  # the reader gets the partial line at EOF, once stopped
+        try:
+            line = first.get(timeout=1.0)
+        except queue.Empty:
+            line = ""
+        problem = f"printed no {word!r} line within {timeout_s:g} s"
+    elif line == "":
+        problem = f"exited ({proc.poll()}) before printing {word!r}"
+    else:
+        problem = f"printed {line.strip()[:200]!r} instead of {word!r}"
+    stdout = (line + _tail(proc.stdout, 1.0)).strip()
+    stderr = _tail(proc.stderr, 1.0).strip()
+    raise NotReady(f"{what} (pid {proc.pid}) {problem}; stdout: {stdout[-400:] or '(nothing)'}; "
+                   f"stderr: {stderr[-800:] or '(nothing)'}")

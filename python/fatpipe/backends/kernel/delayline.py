@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import cmd
 from .cleanup import REGISTRY, stop_process
+from .cmd import expect_line
 from .netns import Namespace
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
@@ -85,10 +86,7 @@ class Linkem:
         self.proc = ns.popen(linkem_args(binary, queues, seed, stats_path),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         REGISTRY.add(f"linkem {self.proc.pid}", lambda: stop_process(self.proc))
-        line = self.proc.stdout.readline()
-        if line.strip() != "ready":
-            stop_process(self.proc)
-            raise RuntimeError(f"fatpipe-linkem did not start: {line.strip()} {self.proc.stderr.read().strip()}")
+        expect_line(self.proc, "ready", "fatpipe-linkem", stop=stop_process)
 
     def reset_lateness(self) -> None:
         """SIGUSR1: linkem forgets lateness so far (called when warm-up ends)."""

@@ -7,6 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from ...goodput import rows_as_columns, total_goodput_bps
 from ...wire import TCP_IP_HEADER_BYTES
 from . import parse
 from .cleanup import REGISTRY, stop_process
@@ -37,22 +38,6 @@ def run_iperf3(path: EmulatedPath, sender: str, duration_s: float, streams: int,
         REGISTRY.discard(f"iperf3 {server.pid}")
 
 
-def goodput_from_series(rows: list[dict], warmup_s: float) -> float:
-    """Sum over streams of (delivered bytes after warm-up) / time, in bit/s."""
-    by_stream: dict[tuple, list[dict]] = {}
-    for r in rows:
-        by_stream.setdefault((r["flow_group"], r["stream"]), []).append(r)
-    total = 0.0
-    for samples in by_stream.values():
-        samples.sort(key=lambda r: r["t_s"])
-        after = [r for r in samples if r["t_s"] >= warmup_s] or samples
-        first, last = after[0], samples[-1]
-        span = last["t_s"] - first["t_s"]
-        if span > 0:
-            total += (last["delivered_bytes"] - first["delivered_bytes"]) * 8 / span
-    return total
-
-
 def compare(workdir: Path, cfg, cc: str = "cubic", streams: int = 1, duration_s: float = 10.0,
             warmup_s: float = 2.0, mss_bytes: int | None = None) -> dict:
     """Engine vs iperf3 on two fresh paths built from the same PathConfig."""
@@ -64,7 +49,7 @@ def compare(workdir: Path, cfg, cc: str = "cubic", streams: int = 1, duration_s:
         res = run_traffic(p.receiver, RECEIVER_ADDR, p.senders, [FlowSpec(0, "bulk", cc, streams, mss, sender)],
                           duration_s, 0.1, workdir)
         engine_stats = p.finish()
-    engine_bps = goodput_from_series(res.rows, warmup_s)
+    engine_bps = total_goodput_bps(rows_as_columns(res.rows), warmup_s) or 0.0
     with EmulatedPath(cfg, workdir) as p:
         ip = run_iperf3(p, sender, duration_s - int(warmup_s), streams, cc, mss, omit_s=int(warmup_s))
         p.finish()

@@ -38,6 +38,10 @@ PER_NETNS_SYSCTLS = frozenset({
 })
 
 
+# Per-link settings a namespace may write (Namespace.write_net_sysfs).
+NET_SYSFS = "/sys/class/net/"
+
+
 def new_prefix() -> str:
     """``fp-<pid>-<n>``: unique within this host while this process lives."""
     return f"{NAME_PREFIX}{os.getpid()}-{next(_counter)}"
@@ -52,7 +56,7 @@ class Namespace:
         self.name = name
 
     @classmethod
-    def create(cls, name: str) -> "Namespace":
+    def create(cls, name: str) -> Namespace:
         cmd.run(["ip", "netns", "add", name])
         REGISTRY.add(f"netns {name}", lambda: remove_namespace(name))
         ns = cls(name)
@@ -84,6 +88,14 @@ class Namespace:
         got = self.run("cat", path).split()
         if got != str(value).split():
             raise RuntimeError(f"{self.name}: {key} is {got}, wanted {value}")
+
+    def write_net_sysfs(self, path: str, value: str) -> None:
+        """Write `value` to /sys/class/net/… as this namespace sees it (`ip
+        netns exec` mounts the namespace's own /sys). tee(1) takes the path
+        as an argument and the value on stdin: no shell."""
+        if not path.startswith(NET_SYSFS) or ".." in path:
+            raise ValueError(f"refusing to write {path}: only {NET_SYSFS}… of a namespace's own links")
+        cmd.run(self.exec_args(["tee", path]), input_text=value)
 
     def popen(self, args: Sequence[str], **kw) -> subprocess.Popen:
         """Start `args` inside the namespace in its own session (so a
@@ -134,11 +146,11 @@ def receive_in_rt_napi_thread(rx_ns: Namespace, rx_if: str, tx_ns: Namespace, tx
     rx_ns.run("ethtool", "-K", rx_if, "gro", "on")
     rx_ns.ip("link", "set", "dev", rx_if, "gro_max_size", str(mtu_bytes))
     before = napi_thread_pids()
-    rx_ns.run("sh", "-c", f"echo 1 > /sys/class/net/{rx_if}/threaded")
+    rx_ns.write_net_sysfs(f"{NET_SYSFS}{rx_if}/threaded", "1")
     new = napi_thread_pids() - before
     if len(new) == 1 and cmd.ok(["chrt", "-f", "-p", str(rt_priority), new.pop()]):
         return True
-    rx_ns.run("sh", "-c", f"echo 0 > /sys/class/net/{rx_if}/threaded")
+    rx_ns.write_net_sysfs(f"{NET_SYSFS}{rx_if}/threaded", "0")
     rx_ns.run("ethtool", "-K", rx_if, "gro", "off")
     return False
 

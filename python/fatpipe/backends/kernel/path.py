@@ -114,7 +114,7 @@ def nfqueue_rules(iptables: str, sender_queues: dict[str, int] | None = None) ->
     return rules
 
 
-def reverse_delays(cfg: "PathConfig") -> tuple[float, dict[str, float]]:
+def reverse_delays(cfg: PathConfig) -> tuple[float, dict[str, float]]:
     """One-way delay of the shared receiver → sender queue and of each
     sender that needs its own (pure). As the simulator: RTT/2 + the
     receiver's extra RTT + the sender's extra RTT, all on this direction."""
@@ -182,7 +182,7 @@ class EmulatedPath:
         # Each run starts from a clean slate: no cached ssthresh/RTT.
         ns.sysctl("net.ipv4.tcp_no_metrics_save", 1)
 
-    def __enter__(self) -> "EmulatedPath":
+    def __enter__(self) -> EmulatedPath:
         try:
             self.build()
         except BaseException:
@@ -254,7 +254,8 @@ class EmulatedPath:
         half = c.rtt_s / 2
         data = QueueConfig(QUEUE_DATA, "data", half, c.loss)
         if self.bottleneck == "linkem":
-            data = QueueConfig(QUEUE_DATA, "data", half, c.loss, c.rate_bps, max(c.buffer_bytes, frame_bytes(c.mtu_bytes)))
+            buffer_bytes = max(c.buffer_bytes, frame_bytes(c.mtu_bytes))
+            data = QueueConfig(QUEUE_DATA, "data", half, c.loss, c.rate_bps, buffer_bytes)
         shared, own = reverse_delays(c)
         queues = [data, QueueConfig(QUEUE_ACK, "ack", shared, c.loss)]
         sender_queues = {}

@@ -162,7 +162,7 @@ def _watch_writable_while_sending(sel: selectors.BaseSelector, c) -> None:
         sel.modify(c.sock, want, c)
 
 
-def _send_pending(c: "_ServerConn | _ClientConn") -> None:
+def _send_pending(c: _ServerConn | _ClientConn) -> None:
     """Send as much of `c.to_send` (zero bytes) as the socket takes now."""
     while c.to_send > 0:
         try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from ...wire import tcp_maxseg
 from . import tcpinfo
 from .cleanup import REGISTRY, stop_process
+from .cmd import expect_line
 from .netns import Namespace
 
 ENGINE = Path(__file__).with_name("engine.py")
@@ -61,7 +62,8 @@ def server_config(f: FlowSpec, addr: str, t0_wall_s: float, duration_s: float, s
                   samples_path: Path) -> dict:
     """Config of an RPC group's server (sender namespace, listens on `addr`)."""
     return {"group": f.group, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes,
-            "maxseg_bytes": tcp_maxseg(f.mss_bytes), "stream_rate_cap_bps": f.stream_rate_cap_bps, "addr": addr, "port": group_port(f.group),
+            "maxseg_bytes": tcp_maxseg(f.mss_bytes), "stream_rate_cap_bps": f.stream_rate_cap_bps,
+            "addr": addr, "port": group_port(f.group),
             "request_bytes": f.request_bytes, "response_bytes": f.response_bytes,
             "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s,
             "sample_interval_s": sample_interval_s, "samples_path": str(samples_path)}
@@ -90,7 +92,8 @@ def parse_rpcs(text: str, group: int, response_bytes: int) -> list[dict]:
 def sender_config(f: FlowSpec, dst: str, t0_wall_s: float, duration_s: float, sample_interval_s: float,
                   samples_path: Path) -> dict:
     return {"kind": f.kind, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes,
-            "maxseg_bytes": tcp_maxseg(f.mss_bytes), "stream_rate_cap_bps": f.stream_rate_cap_bps, "dst": dst, "port": group_port(f.group),
+            "maxseg_bytes": tcp_maxseg(f.mss_bytes), "stream_rate_cap_bps": f.stream_rate_cap_bps,
+            "dst": dst, "port": group_port(f.group),
             "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s,
             "sample_interval_s": sample_interval_s, "samples_path": str(samples_path)}
 
@@ -99,12 +102,9 @@ def _engine_args(role: str, cfg: dict) -> list[str]:
     return [sys.executable, str(ENGINE), role, json.dumps(cfg)]
 
 
-def _expect_line(proc: subprocess.Popen, word: str, what: str, timeout_s: float = 20.0) -> None:
-    line = proc.stdout.readline()  # the engine prints one line when ready
-    if line.strip() != word:
-        stop_process(proc)
-        err = proc.stderr.read() if proc.stderr else ""
-        raise RuntimeError(f"{what} failed to start: {line.strip()} {err.strip()[-800:]}")
+def _expect_line(proc: subprocess.Popen, word: str, what: str) -> None:
+    """The engine prints one line when ready; a hung one is stopped (cmd.expect_line)."""
+    expect_line(proc, word, what, stop=stop_process)
 
 
 def parse_samples(text: str, group: int, cc: str = "") -> list[dict]:

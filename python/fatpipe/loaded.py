@@ -1,0 +1,77 @@
+"""A study read back from its directory: what ``StudyStore.load()`` (and so
+``fatpipe.load()`` and ``fatpipe.run()``) returns.
+
+Tables are pandas DataFrames with the columns docs/results.md describes:
+``runs`` (one row per run × flow group) and ``rpcs`` are read at once;
+``series`` (per-interval samples, the large one) is read on first use, and
+:meth:`LoadedStudy.read_series` reads only some columns or one run.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from .results import StudyStore
+    from .spec import Spec
+
+
+@dataclass(repr=False)
+class LoadedStudy:
+    store: StudyStore
+    runs: pd.DataFrame
+    rpcs: pd.DataFrame
+    spec_text: str  # study.toml as run ("" if the directory has none)
+    manifest: dict[str, Any] = field(default_factory=dict)  # manifest.json ({} if none)
+
+    @property
+    def root(self) -> Path:
+        return self.store.root
+
+    @cached_property
+    def series(self) -> pd.DataFrame:
+        """Every per-interval sample of every run (empty if none were kept)."""
+        return self.store.series_table()
+
+    def read_series(self, columns: list[str] | None = None, run_id: str | None = None) -> pd.DataFrame:
+        """Some columns of the series, or one run's samples, without reading the rest."""
+        if columns is None and run_id is None:
+            return self.series
+        return self.store.series_table(columns=columns, run_id=run_id)
+
+    @cached_property
+    def spec(self) -> Spec | None:
+        """The validated spec as run; None when study.toml is missing or no
+        longer validates (the tables stay readable)."""
+        from .spec import SpecError, validate
+        try:
+            return validate(self._spec_raw, str(self.root / "study.toml")) if self._spec_raw else None
+        except SpecError:
+            return None
+
+    @cached_property
+    def _spec_raw(self) -> dict[str, Any]:
+        try:
+            return tomllib.loads(self.spec_text)
+        except tomllib.TOMLDecodeError:
+            return {}
+
+    @property
+    def name(self) -> str:
+        """The study's name (study.name), else the directory's."""
+        return self._spec_raw.get("study", {}).get("name") or self.root.name
+
+    @property
+    def description(self) -> str:
+        return self._spec_raw.get("study", {}).get("description", "")
+
+    def __repr__(self) -> str:
+        n_runs = self.runs["run_id"].nunique() if "run_id" in self.runs.columns else 0
+        return (f"<LoadedStudy {self.name!r} at {str(self.root)!r}: {n_runs} runs, "
+                f"{len(self.runs)} runs rows, {len(self.rpcs)} RPCs>")

@@ -1,0 +1,157 @@
+"""Kernel backend process control that needs no root: the ready-line wait
+honours its timeout, no shell runs, the CLI alone handles signals, and
+`emulator_late` has one threshold."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import fatpipe.backends.kernel as kernel
+from fatpipe import summary
+from fatpipe.backends.kernel import cleanup, cmd
+from fatpipe.backends.kernel.cleanup import stop_process
+from fatpipe.backends.kernel.netns import Namespace
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL_DIR = ROOT / "python" / "fatpipe" / "backends" / "kernel"
+
+
+def _child(code: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+HUNG = ("import sys, time\n"
+        "print('loading config', file=sys.stderr, flush=True)\n"
+        "sys.stdout.write('almost'); sys.stdout.flush()\n"
+        "time.sleep(60)\n")
+
+
+def test_ready_line_wait_gives_up_after_its_timeout_naming_the_process_and_its_output():
+    proc = _child(HUNG)
+    t0 = time.monotonic()
+    with pytest.raises(cmd.NotReady) as err:
+        cmd.expect_line(proc, "ready", "engine receiver", stop=stop_process, timeout_s=0.5)
+    assert time.monotonic() - t0 < 5.0
+    msg = str(err.value)
+    assert f"engine receiver (pid {proc.pid}) printed no 'ready' line within 0.5 s" in msg
+    assert "almost" in msg and "loading config" in msg
+    assert proc.poll() is not None  # the hung process was stopped
+
+
+def test_ready_line_wait_reports_another_line_and_an_early_exit():
+    proc = _child("print('usage: engine.py', flush=True)\nimport time; time.sleep(60)")
+    with pytest.raises(cmd.NotReady, match="printed 'usage: engine.py' instead of 'ready'"):
+        cmd.expect_line(proc, "ready", "RPC server of group 1", stop=stop_process, timeout_s=10)
+    assert proc.poll() is not None
+    proc = _child("import sys; print('no such CCA', file=sys.stderr); sys.exit(3)")
+    with pytest.raises(cmd.NotReady, match=r"exited \(3\) before printing 'connected'.*no such CCA"):
+        cmd.expect_line(proc, "connected", "engine sender", stop=stop_process, timeout_s=10)
+
+
+def test_ready_line_wait_returns_once_the_line_arrives():
+    proc = _child("import time; time.sleep(0.2); print('ready', flush=True); time.sleep(0.2)")
+    cmd.expect_line(proc, "ready", "fatpipe-linkem", stop=stop_process, timeout_s=10)
+    assert proc.wait(timeout=10) == 0
+
+
+def test_no_shell_runs_in_the_kernel_backend():
+    for path in KERNEL_DIR.glob("*.py"):
+        text = path.read_text()
+        assert not re.search(r"[\"'](ba)?sh[\"']\s*,\s*[\"']-c[\"']", text), path.name
+        assert "shell=True" not in text, path.name
+
+
+def test_a_namespace_writes_its_links_sysfs_with_an_argument_list(monkeypatch):
+    calls = []
+    monkeypatch.setattr(cmd, "run", lambda args, **kw: calls.append((list(args), kw)) or "")
+    Namespace("fp-1-0-r").write_net_sysfs("/sys/class/net/rcv/threaded", "1")
+    assert calls == [(["ip", "netns", "exec", "fp-1-0-r", "tee", "/sys/class/net/rcv/threaded"],
+                      {"input_text": "1"})]
+    for bad in ("/proc/sys/net/ipv4/ip_forward", "/sys/class/net/../../kernel/x"):
+        with pytest.raises(ValueError, match="refusing"):
+            Namespace("fp-1-0-r").write_net_sysfs(bad, "1")
+
+
+def test_the_kernel_backend_installs_no_signal_handler():
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    cleanup.release_at_exit()
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+    for path in KERNEL_DIR.glob("*.py"):
+        if path.name in ("engine.py", "rpc_engine.py"):
+            continue  # programs run inside namespaces, not the fatpipe process
+        assert "signal.signal(" not in path.read_text(), path.name
+
+
+SLOW_STUDY = """
+version = 1
+[study]
+name = "sigterm"
+backends = ["slow"]
+duration = "1s"
+repetitions = 3
+[path]
+rate = "10Mbit"
+rtt = "10ms"
+[[flows]]
+cc = "cubic"
+"""
+
+SLOW_RUNNER = r"""
+import sys, time
+from pathlib import Path
+from fatpipe import backends, cli
+sys.path.insert(0, sys.argv[3])
+from fake_backend import FakeBackend
+
+class Slow(FakeBackend):
+    name = "slow"
+    def max_parallel_runs(self, jobs):
+        return 1
+    def run(self, plan, workdir):
+        Path(sys.argv[2], "started").write_text(plan.run_id)
+        try:
+            time.sleep(60)
+        finally:
+            Path(sys.argv[2], "cleaned-up").write_text(plan.run_id)
+
+backends.register_backend("slow", Slow)
+sys.exit(cli.main(["run", sys.argv[1], "--out", sys.argv[2] + "/out", "--no-report"]))
+"""
+
+
+def test_sigterm_to_the_cli_unwinds_like_ctrl_c(tmp_path):
+    study = tmp_path / "s.toml"
+    study.write_text(SLOW_STUDY)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_RUNNER, str(study), str(tmp_path), str(ROOT / "tests")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "started").exists(), proc.stderr.read() if proc.poll() is not None else ""
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert "interrupted: finished runs are kept" in err
+    assert (tmp_path / "cleaned-up").exists()  # the run's finally ran
+
+
+def test_emulator_late_has_one_threshold_used_by_the_flag_and_the_kernel_fact():
+    rtt = 0.020
+    limit = summary.LATENESS_FRACTION_OF_RTT * rtt
+    assert not summary.emulator_late(limit * 0.99, rtt)
+    assert summary.emulator_late(limit * 1.01, rtt)
+    assert not summary.emulator_late(None, rtt)
+    assert kernel.emulator_late is summary.emulator_late
+    assert not hasattr(kernel, "LATE_P99_LIMIT_S")
