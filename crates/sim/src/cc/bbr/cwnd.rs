@@ -111,7 +111,7 @@ impl Bbr {
         }
 
         // "Compute how many packets we expected to be delivered over epoch."
-        let epoch_us = self
+        let epoch_us = tp
             .delivered_mstamp
             .as_micros()
             .saturating_sub(self.ack_epoch_mstamp.as_micros());
@@ -126,7 +126,7 @@ impl Bbr {
                 >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
         {
             self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = self.delivered_mstamp;
+            self.ack_epoch_mstamp = tp.delivered_mstamp;
             expected_acked = 0;
         }
 
