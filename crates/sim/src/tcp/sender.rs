@@ -7,7 +7,7 @@
 //! (RPC) can raise `write_seq` as its application writes.
 
 use crate::cc::{CaState, CongestionControl, ConnState, CwndEvent, TCP_INFINITE_SSTHRESH};
-use crate::event::{TimerKind, Timer};
+use crate::event::{SenderTimer, Timer};
 use crate::units::{Bytes, Rate, Time};
 
 use super::chrono::{Chrono, ChronoKind};
@@ -18,10 +18,10 @@ use super::rtt::{RttEstimator, RTO_MAX, TIMEOUT_INIT};
 use super::scoreboard::{Scoreboard, Seg, FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED};
 
 /// What a sender needs from the world: put a segment on the wire, and ask
-/// for one of its timers to be called back.
+/// for one of its timers to be called back (through `Sender::on_timer`).
 pub trait SenderEnv {
     fn transmit(&mut self, now: Time, seq: u64, retrans: bool);
-    fn schedule(&mut self, at: Time, kind: TimerKind);
+    fn schedule(&mut self, at: Time, timer: SenderTimer);
 }
 
 #[derive(Clone, Debug)]
@@ -319,7 +319,7 @@ impl Sender {
         loop {
             if pacing.is_some() && self.wstamp > now {
                 // tcp_pacing_check(): wait for the pacing timer.
-                self.arm(TimerKind::Pace, self.wstamp, env);
+                self.arm(SenderTimer::Pace, self.wstamp, env);
                 break;
             }
             let in_flight = self.tp.in_flight();
