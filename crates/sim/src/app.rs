@@ -245,4 +245,91 @@ mod tests {
         assert_eq!(app.pop_completed(5), None);
         assert_eq!(app.pop_completed(6), Some(Time(5)));
     }
+
+    /// A hand-driven stream: records what the application asks for.
+    #[derive(Default)]
+    struct Fake {
+        timers: Vec<(Time, AppTimer)>,
+        started: Option<Time>,
+        writes: Vec<u64>,
+        piggybacks: u32,
+        rcv_nxt: u64,
+        done: Vec<(Time, Time, u64)>,
+    }
+
+    impl AppEnv for Fake {
+        fn schedule(&mut self, at: Time, timer: AppTimer) {
+            self.timers.push((at, timer));
+        }
+        fn start(&mut self, now: Time) {
+            self.started = Some(now);
+        }
+        fn write(&mut self, _now: Time, segs: u64) {
+            self.writes.push(segs);
+        }
+        fn send_request_delay(&self) -> Time {
+            Time(10)
+        }
+        fn piggyback(&mut self, _now: Time) {
+            self.piggybacks += 1;
+        }
+        fn rcv_nxt(&self) -> u64 {
+            self.rcv_nxt
+        }
+        fn rpc_done(&mut self, start: Time, now: Time, response_bytes: u64) {
+            self.done.push((start, now, response_bytes));
+        }
+    }
+
+    #[test]
+    fn a_closed_loop_issues_concurrency_requests_at_start_and_one_per_completion() {
+        let spec = RpcSpec { request_bytes: 100, response_bytes: 2896, mode: RpcMode::Closed { concurrency: 2 } };
+        let mut app = App::Rpc(RpcApp::new(spec, 1448, Rng::new(1, 1), Time::MAX));
+        assert_eq!(app.initial_write_seq(), 0, "the server writes only on requests");
+        let mut env = Fake::default();
+        app.on_timer(AppTimer::Start, Time(5), &mut env);
+        assert_eq!(env.started, Some(Time(5)));
+        // Each request reaches the server after the reverse path's delay and
+        // carries the client's pending ACK.
+        assert_eq!(env.timers, vec![(Time(15), AppTimer::RpcRequest); 2]);
+        assert_eq!(env.piggybacks, 2);
+        app.on_timer(AppTimer::RpcRequest, Time(15), &mut env);
+        assert_eq!(env.writes, vec![2]);
+        env.rcv_nxt = 2;
+        app.on_data(Time(40), &mut env);
+        assert_eq!(env.done, vec![(Time(5), Time(40), 2896)]);
+        assert_eq!(env.timers.last(), Some(&(Time(50), AppTimer::RpcRequest)), "next request at once");
+        assert_eq!(env.piggybacks, 3);
+    }
+
+    #[test]
+    fn an_open_loop_schedules_arrivals_only_within_the_run() {
+        let spec = RpcSpec { request_bytes: 100, response_bytes: 1000, mode: RpcMode::Open { rate_per_s: 1000.0 } };
+        let end = Time::from_millis(50);
+        let mut app = App::Rpc(RpcApp::new(spec, 1448, Rng::new(1, 2), end));
+        let mut env = Fake::default();
+        app.on_timer(AppTimer::Start, Time::ZERO, &mut env);
+        while let Some(&(at, AppTimer::RpcIssue)) = env.timers.iter().rev().find(|t| t.1 == AppTimer::RpcIssue) {
+            let before = env.timers.len();
+            app.on_timer(AppTimer::RpcIssue, at, &mut env);
+            let issued = env.timers[before..].iter().any(|t| t.1 == AppTimer::RpcIssue);
+            if !issued {
+                break;
+            }
+            assert!(env.timers.last().unwrap().0 <= end);
+        }
+        assert!(env.piggybacks > 20, "about 50 arrivals in 50 ms, got {}", env.piggybacks);
+        assert!(env.timers.iter().all(|t| t.1 != AppTimer::RpcIssue || t.0 <= end));
+    }
+
+    #[test]
+    fn a_bulk_application_only_starts_its_sender() {
+        let mut app = App::Bulk;
+        assert_eq!(app.initial_write_seq(), u64::MAX);
+        let mut env = Fake::default();
+        app.on_timer(AppTimer::Start, Time(3), &mut env);
+        app.on_data(Time(4), &mut env);
+        assert_eq!(env.started, Some(Time(3)));
+        assert!(env.timers.is_empty() && env.writes.is_empty() && env.done.is_empty());
+    }
 }
