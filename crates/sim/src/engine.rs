@@ -78,7 +78,7 @@ struct Stream {
 impl Net {
     /// Carries out what stream `i`'s receiver asked for at `now`: ACKs go
     /// onto the stream's ACK pipe, timer requests onto the event heap.
-    #[inline]
+    #[inline(always)]
     fn rx_action(&mut self, i: u32, ack_pipe: usize, ack_delay: Time, now: Time, act: RxAction) {
         match act {
             RxAction::AckNow(ack) => self.acks[ack_pipe].push(now + ack_delay, (i, ack)),
