@@ -228,3 +228,15 @@ fn tcp_tso_segs_uses_the_algorithms_tso_goal_and_min_tso_segs() {
     assert_eq!(cc::by_name("bbr").unwrap().min_tso_segs(&tp), 1);
     assert_eq!(cc::by_name("cubic").unwrap().min_tso_segs(&tp), cc::TCP_MIN_TSO_SEGS);
 }
+
+#[test]
+fn tcp_wstamp_is_the_next_bursts_departure_time() {
+    // tcp_update_skb_after_send(): after a burst of 12 x 1000 bytes at
+    // 100 Mbit/s the next one may leave 0.96 ms later.
+    let (mut p, _) = Probe::new(1000);
+    p.pace = Some(Rate::from_mbps(100));
+    let mut s = sender(Box::new(p));
+    let mut env = Env::default();
+    s.start(Time::ZERO, &mut env);
+    assert_eq!(s.tp.tcp_wstamp, Time::from_micros(960));
+}

@@ -213,6 +213,10 @@ pub struct ConnState {
     /// Segments delivered with CE marks (tp->delivered_ce). Stays 0 until
     /// the simulator models ECN; the rate sampler already snapshots it.
     pub delivered_ce: u64,
+    /// Earliest departure time of the next paced burst (tp->tcp_wstamp_ns,
+    /// advanced by tcp_update_skb_after_send()); what BBR's
+    /// bbr_packets_in_net_at_edt() reads as the EDT.
+    pub tcp_wstamp: Time,
 }
 
 impl ConnState {
@@ -247,6 +251,7 @@ impl ConnState {
             lsndtime: Time::ZERO,
             delivered_mstamp: Time::ZERO,
             delivered_ce: 0,
+            tcp_wstamp: Time::ZERO,
         }
     }
 

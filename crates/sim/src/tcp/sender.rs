@@ -92,8 +92,6 @@ pub struct Sender {
     pub(super) snd_wnd_end: u64,
     /// Segments the application has written so far.
     pub write_seq: u64,
-    /// Earliest departure time of the next paced segment (tcp_wstamp_ns).
-    pub(super) wstamp: Time,
     pub(super) rate_cap: Option<Rate>,
     pub(super) max_packets_out: u32,
     pub(super) cwnd_usage_seq: u64,
@@ -143,7 +141,6 @@ impl Sender {
             wmem_segs: (cfg.wmem_bytes / cfg.mss.max(1) as u64).max(1),
             snd_wnd_end: cfg.initial_rwnd as u64,
             write_seq: u64::MAX,
-            wstamp: Time::ZERO,
             rate_cap: cfg.rate_cap,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
@@ -317,9 +314,9 @@ impl Sender {
         let mut app_limited = false;
         let pacing = self.pacing_rate();
         loop {
-            if pacing.is_some() && self.wstamp > now {
+            if pacing.is_some() && self.tp.tcp_wstamp > now {
                 // tcp_pacing_check(): wait for the pacing timer.
-                self.arm(SenderTimer::Pace, self.wstamp, env);
+                self.arm(SenderTimer::Pace, self.tp.tcp_wstamp, env);
                 break;
             }
             let in_flight = self.tp.in_flight();
@@ -363,7 +360,7 @@ impl Sender {
                     // tcp_update_skb_after_send(): the next departure is one
                     // burst's serialization time at the pacing rate later.
                     let len = Bytes(n as u64 * self.tp.mss_bytes as u64);
-                    self.wstamp = self.wstamp.max(now) + r.transmit_time(len);
+                    self.tp.tcp_wstamp = self.tp.tcp_wstamp.max(now) + r.transmit_time(len);
                 }
             }
             if n < burst || n == 0 {
