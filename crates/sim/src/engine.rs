@@ -1,13 +1,13 @@
 //! The discrete-event loop: streams (sender + receiver), the shared path,
 //! and periodic sampling. Built from a validated [`crate::scenario::Scenario`].
 
-use crate::app::{RpcApp, RpcMode, RpcSpec};
+use crate::app::{App, AppEnv, RpcApp, RpcSpec};
 use crate::cc::CongestionControl;
-use crate::event::{Event, EventQueue, Timer, TimerKind};
+use crate::event::{AppTimer, Event, EventQueue, SenderTimer, TimerKind};
 use crate::path::{Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
 use crate::tcp::{Ack, Receiver, RxAction, Sender, SenderConfig, SenderEnv};
-use crate::trace::{PathFacts, Row, RunResult, Stats};
+use crate::trace::{PathFacts, Row, Rpcs, RunResult, Stats};
 use crate::units::{Bytes, Rate, Time};
 use crate::wire;
 
@@ -55,24 +55,22 @@ struct Stream {
     wire: u32,
     start: Time,
     started: bool,
-    delack: Timer,
-    sack_compress: Timer,
-    rpc: Option<RpcApp>,
+    app: App,
 }
 
-impl Stream {
-    /// The receiver sends `ack` at `now`: tcp_event_ack_sent() clears the
-    /// delayed-ACK and SACK-compression timers.
-    fn send_ack(&mut self, net: &mut Net, i: u32, now: Time, ack: Ack) {
-        self.delack.disarm();
-        self.sack_compress.disarm();
-        net.acks[self.ack_pipe].push(now + self.ack_delay, (i, ack));
-    }
-
-    /// Arms the receiver's SACK-compression timer for `at`.
-    fn arm_sack_compress(&mut self, net: &mut Net, i: u32, at: Time) {
-        if let Some(at) = self.sack_compress.arm(at) {
-            net.events.push(at, Event::Timer(i, TimerKind::SackCompress));
+impl Net {
+    /// Carries out what stream `i`'s receiver asked for at `now`: ACKs go
+    /// onto the stream's ACK pipe, timer requests onto the event heap.
+    #[inline(always)]
+    fn rx_action(&mut self, i: u32, ack_pipe: usize, ack_delay: Time, now: Time, act: RxAction) {
+        match act {
+            RxAction::AckNow(ack) => self.acks[ack_pipe].push(now + ack_delay, (i, ack)),
+            RxAction::Schedule(at, t) => self.events.push(at, Event::Timer(i, TimerKind::Receiver(t))),
+            RxAction::AckThenSchedule(ack, at, t) => {
+                self.acks[ack_pipe].push(now + ack_delay, (i, ack));
+                self.events.push(at, Event::Timer(i, TimerKind::Receiver(t)));
+            }
+            RxAction::None => {}
         }
     }
 }
@@ -123,8 +121,62 @@ impl SenderEnv for Tx<'_> {
     }
 
     #[inline]
-    fn schedule(&mut self, at: Time, kind: TimerKind) {
-        self.net.events.push(at, Event::Timer(self.stream, kind));
+    fn schedule(&mut self, at: Time, timer: SenderTimer) {
+        self.net.events.push(at, Event::Timer(self.stream, TimerKind::Sender(timer)));
+    }
+}
+
+/// The application's view of one stream (app.rs): its sender, receiver,
+/// the engine's queues and the RPC table.
+struct StreamApp<'a> {
+    tx: Tx<'a>,
+    sender: &'a mut Sender,
+    receiver: &'a mut Receiver,
+    started: &'a mut bool,
+    ack_pipe: usize,
+    ack_delay: Time,
+    group: u32,
+    index: u32,
+    rpcs: &'a mut Rpcs,
+}
+
+impl AppEnv for StreamApp<'_> {
+    fn schedule(&mut self, at: Time, timer: AppTimer) {
+        self.tx.net.events.push(at, Event::Timer(self.tx.stream, TimerKind::App(timer)));
+    }
+
+    fn start(&mut self, now: Time) {
+        *self.started = true;
+        self.sender.start(now, &mut self.tx);
+    }
+
+    fn write(&mut self, now: Time, segs: u64) {
+        self.sender.app_write(now, segs, &mut self.tx);
+    }
+
+    fn send_request_delay(&self) -> Time {
+        self.ack_delay
+    }
+
+    fn piggyback(&mut self, now: Time) {
+        if let Some(ack) = self.receiver.piggyback_ack() {
+            let act = RxAction::AckNow(ack);
+            self.tx.net.rx_action(self.tx.stream, self.ack_pipe, self.ack_delay, now, act);
+        }
+    }
+
+    #[inline]
+    fn rcv_nxt(&self) -> u64 {
+        self.receiver.rcv_nxt
+    }
+
+    fn rpc_done(&mut self, start: Time, now: Time, response_bytes: u64) {
+        let rpcs = &mut *self.rpcs;
+        rpcs.flow_group.push(self.group as i64);
+        rpcs.stream.push(self.index as i64);
+        rpcs.start_s.push(start.as_secs_f64());
+        rpcs.duration_s.push((now - start).as_secs_f64());
+        rpcs.response_bytes.push(response_bytes as i64);
     }
 }
 
@@ -197,11 +249,12 @@ impl Sim {
             };
             let cc_seed = Rng::new(cfg.seed, 0xCC00_0000 + i as u64).next_u64();
             let mut sender = Sender::new(&scfg, build_cc(&s.cc, cc_seed));
-            let rpc = s.rpc.clone().map(|spec| {
-                sender.write_seq = 0; // the server writes only on requests
-                RpcApp::new(spec, s.mss, Rng::new(cfg.seed, 0xA990_0000 + i as u64))
-            });
-            net.events.push(s.start, Event::Timer(i as u32, TimerKind::App));
+            let app = match s.rpc.clone() {
+                Some(spec) => App::Rpc(RpcApp::new(spec, s.mss, Rng::new(cfg.seed, 0xA990_0000 + i as u64), cfg.duration)),
+                None => App::Bulk,
+            };
+            sender.write_seq = app.initial_write_seq();
+            net.events.push(s.start, Event::Timer(i as u32, TimerKind::App(AppTimer::Start)));
             streams.push(Stream {
                 group: s.group,
                 index: s.index,
@@ -212,9 +265,7 @@ impl Sim {
                 wire: wire::ip_packet_bytes(s.mss, cfg.mtu),
                 start: s.start,
                 started: false,
-                delack: Timer::default(),
-                sack_compress: Timer::default(),
-                rpc,
+                app,
             });
         }
         if cfg.sample_interval > Time::ZERO && cfg.sample_interval <= cfg.duration {
@@ -237,59 +288,36 @@ impl Sim {
         self.finish()
     }
 
-    /// The head of the forward pipe reaches its receiver.
+    /// The head of the forward pipe reaches its receiver; the application
+    /// sees the data (RPC completions).
     fn on_data(&mut self, now: Time) {
         let Some(pkt) = self.net.fwd.pop_front() else { return };
-        let st = &mut self.streams[pkt.stream as usize];
-        match st.receiver.on_data(pkt.seq, now) {
-            RxAction::AckNow(ack) => st.send_ack(&mut self.net, pkt.stream, now, ack),
-            RxAction::Delay(at) => {
-                if let Some(at) = st.delack.arm(at) {
-                    self.net.events.push(at, Event::Timer(pkt.stream, TimerKind::DelAck));
-                }
-            }
-            RxAction::Compress(at) => st.arm_sack_compress(&mut self.net, pkt.stream, at),
-            RxAction::AckThenCompress(ack, at) => {
-                st.send_ack(&mut self.net, pkt.stream, now, ack);
-                st.arm_sack_compress(&mut self.net, pkt.stream, at);
-            }
-            RxAction::None => {}
-        }
-        if st.rpc.is_some() {
-            self.rpc_completions(pkt.stream as usize, now);
+        let i = pkt.stream;
+        let st = &mut self.streams[i as usize];
+        let act = st.receiver.on_data(pkt.seq, now);
+        self.net.rx_action(i, st.ack_pipe, st.ack_delay, now, act);
+        if !matches!(st.app, App::Bulk) {
+            let (app, mut env) = Self::app_env(st, &mut self.net, &mut self.result.rpcs, i);
+            app.on_data(now, &mut env);
         }
     }
 
-    /// Records RPCs whose responses are complete; a closed loop issues the
-    /// next request at once.
-    fn rpc_completions(&mut self, i: usize, now: Time) {
-        let st = &mut self.streams[i];
-        loop {
-            let rcv_nxt = st.receiver.rcv_nxt;
-            let Some(app) = st.rpc.as_mut() else { return };
-            let Some(t0) = app.pop_completed(rcv_nxt) else { return };
-            let closed = matches!(app.spec.mode, RpcMode::Closed { .. });
-            let rpcs = &mut self.result.rpcs;
-            rpcs.flow_group.push(st.group as i64);
-            rpcs.stream.push(st.index as i64);
-            rpcs.start_s.push(t0.as_secs_f64());
-            rpcs.duration_s.push((now - t0).as_secs_f64());
-            rpcs.response_bytes.push(app.spec.response_bytes as i64);
-            if closed {
-                Self::rpc_issue(st, &mut self.net, i as u32, now);
-            }
-        }
-    }
-
-    /// The client of stream `st` issues one request at `now`.
-    fn rpc_issue(st: &mut Stream, net: &mut Net, i: u32, now: Time) {
-        let Some(app) = st.rpc.as_mut() else { return };
-        let at = app.issue(now, st.ack_delay);
-        net.events.push(at, Event::Timer(i, TimerKind::RpcRequest));
-        // A pending delayed ACK rides on the request.
-        if let Some(ack) = st.receiver.piggyback_ack() {
-            st.send_ack(net, i, now, ack);
-        }
+    /// Splits stream `i` into its application and the application's view
+    /// of the rest.
+    fn app_env<'a>(st: &'a mut Stream, net: &'a mut Net, rpcs: &'a mut Rpcs, i: u32) -> (&'a mut App, StreamApp<'a>) {
+        let tx = Tx { net, stream: i, wire: st.wire, group: st.group as usize };
+        let env = StreamApp {
+            tx,
+            sender: &mut st.sender,
+            receiver: &mut st.receiver,
+            started: &mut st.started,
+            ack_pipe: st.ack_pipe,
+            ack_delay: st.ack_delay,
+            group: st.group,
+            index: st.index,
+            rpcs,
+        };
+        (&mut st.app, env)
     }
 
     /// The head of ACK pipe `k` reaches its sender.
@@ -300,61 +328,22 @@ impl Sim {
         st.sender.on_ack(now, &ack, &mut tx);
     }
 
-    fn on_timer(&mut self, i: usize, kind: TimerKind, now: Time) {
-        let st = &mut self.streams[i];
-        let mut tx = Tx { net: &mut self.net, stream: i as u32, wire: st.wire, group: st.group as usize };
+    /// A timer of stream `i` fired: its owner handles it.
+    fn on_timer(&mut self, i: u32, kind: TimerKind, now: Time) {
+        let st = &mut self.streams[i as usize];
         match kind {
-            TimerKind::DelAck | TimerKind::SackCompress => {
-                let delack = kind == TimerKind::DelAck;
-                let timer = if delack { &mut st.delack } else { &mut st.sack_compress };
-                let (fire, again) = timer.on_event(now);
-                if let Some(at) = again {
-                    tx.net.events.push(at, Event::Timer(i as u32, kind));
-                }
-                if fire {
-                    let ack = if delack {
-                        st.receiver.on_delack_timer()
-                    } else {
-                        st.receiver.on_sack_compress_timer()
-                    };
-                    if let Some(ack) = ack {
-                        st.send_ack(tx.net, i as u32, now, ack);
-                    }
-                }
+            TimerKind::Sender(t) => {
+                let mut tx = Tx { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize };
+                st.sender.on_timer(t, now, &mut tx);
             }
-            TimerKind::App if !st.started => {
-                st.started = true;
-                st.sender.start(now, &mut tx);
-                let mode = st.rpc.as_ref().map(|a| a.spec.mode.clone());
-                match mode {
-                    Some(RpcMode::Closed { concurrency }) => {
-                        for _ in 0..concurrency {
-                            Self::rpc_issue(st, tx.net, i as u32, now);
-                        }
-                    }
-                    Some(RpcMode::Open { .. }) => {
-                        if let Some(gap) = st.rpc.as_mut().and_then(|a| a.next_gap()) {
-                            tx.net.events.push(now + gap, Event::Timer(i as u32, TimerKind::RpcIssue));
-                        }
-                    }
-                    None => {}
-                }
+            TimerKind::Receiver(t) => {
+                let act = st.receiver.on_timer(t, now);
+                self.net.rx_action(i, st.ack_pipe, st.ack_delay, now, act);
             }
-            TimerKind::RpcIssue => {
-                Self::rpc_issue(st, tx.net, i as u32, now);
-                if let Some(gap) = st.rpc.as_mut().and_then(|a| a.next_gap()) {
-                    if now + gap <= self.end {
-                        tx.net.events.push(now + gap, Event::Timer(i as u32, TimerKind::RpcIssue));
-                    }
-                }
+            TimerKind::App(t) => {
+                let (app, mut env) = Self::app_env(st, &mut self.net, &mut self.result.rpcs, i);
+                app.on_timer(t, now, &mut env);
             }
-            TimerKind::RpcRequest => {
-                if let Some(app) = st.rpc.as_mut() {
-                    let segs = app.on_request();
-                    st.sender.app_write(now, segs, &mut tx);
-                }
-            }
-            _ => st.sender.on_timer(kind, now, &mut tx),
         }
     }
 
@@ -464,7 +453,7 @@ impl Sim {
                 Src::Heap => {
                     let (now, ev) = self.net.events.pop().expect("peeked");
                     match ev {
-                        Event::Timer(i, kind) => self.on_timer(i as usize, kind, now),
+                        Event::Timer(i, kind) => self.on_timer(i, kind, now),
                         Event::Sample => self.on_sample(now),
                     }
                 }

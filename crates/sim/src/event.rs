@@ -7,25 +7,44 @@ use std::collections::BinaryHeap;
 
 use crate::units::Time;
 
-/// Which timer of a stream an event belongs to.
+/// A timer of the sending TCP (icsk timers and the pacing hrtimer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimerKind {
+pub enum SenderTimer {
     /// Retransmission timer slot (RTO or TLP, like icsk_retransmit_timer).
     Rto,
     /// RACK reordering timer (ICSK_TIME_REO_TIMEOUT).
     Reo,
     /// Pacing timer (tcp_pacing_check's hrtimer).
     Pace,
-    /// Receiver's delayed-ACK timer.
+}
+
+/// A timer of the receiving TCP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReceiverTimer {
+    /// Delayed-ACK timer (ICSK_TIME_DACK).
     DelAck,
-    /// Receiver's SACK-compression timer (tp->compressed_ack_timer).
+    /// SACK-compression timer (tp->compressed_ack_timer).
     SackCompress,
-    /// The stream's application starts (or has new work).
-    App,
+}
+
+/// A timer of the stream's application (app.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppTimer {
+    /// The stream's application starts (connection established).
+    Start,
     /// An RPC request reaches the server (the sender's host).
     RpcRequest,
     /// The next open-loop RPC is issued by the client.
     RpcIssue,
+}
+
+/// Which timer of a stream an event belongs to, by owner: the engine hands
+/// each event to its owner without knowing the kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerKind {
+    Sender(SenderTimer),
+    Receiver(ReceiverTimer),
+    App(AppTimer),
 }
 
 /// What the heap schedules. Packets in flight are not events: the delay
@@ -170,12 +189,13 @@ mod tests {
     #[test]
     fn equal_times_pop_in_push_order() {
         let mut q = EventQueue::new();
-        q.push(Time(5), Event::Timer(1, TimerKind::Rto));
-        q.push(Time(5), Event::Timer(2, TimerKind::Rto));
+        let rto = TimerKind::Sender(SenderTimer::Rto);
+        q.push(Time(5), Event::Timer(1, rto));
+        q.push(Time(5), Event::Timer(2, rto));
         q.push(Time(3), Event::Sample);
         assert_eq!(q.pop().unwrap().1, Event::Sample);
-        assert_eq!(q.pop().unwrap().1, Event::Timer(1, TimerKind::Rto));
-        assert_eq!(q.pop().unwrap().1, Event::Timer(2, TimerKind::Rto));
+        assert_eq!(q.pop().unwrap().1, Event::Timer(1, rto));
+        assert_eq!(q.pop().unwrap().1, Event::Timer(2, rto));
     }
 
     #[test]

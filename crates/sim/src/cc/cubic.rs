@@ -81,7 +81,7 @@ fn cubic_root(a: u64) -> u32 {
     ((x * 341) >> 10) as u32
 }
 
-/// `struct bictcp` plus the simulator's stand-in for tp->lsndtime.
+/// `struct bictcp`.
 #[derive(Debug, Clone, Default)]
 pub struct Cubic {
     /// Increase cwnd by 1 after this many acked segments.
@@ -116,8 +116,6 @@ pub struct Cubic {
     last_ack: u64,
     /// Minimum RTT (µs) of the current round.
     curr_rtt: u32,
-    /// Time of the last ACK seen; stands in for tp->lsndtime (see cwnd_event).
-    last_ack_seen: Option<Time>,
     in_slow_start: bool,
 }
 
@@ -129,10 +127,10 @@ impl Cubic {
     /// bictcp_reset(): clear everything up to the HyStart round fields.
     fn reset(&mut self) {
         let keep = (self.round_start, self.end_round, self.last_ack, self.curr_rtt, self.sample_cnt);
-        let (seen, ss) = (self.last_ack_seen, self.in_slow_start);
+        let ss = self.in_slow_start;
         *self = Cubic::default();
         (self.round_start, self.end_round, self.last_ack, self.curr_rtt, self.sample_cnt) = keep;
-        (self.last_ack_seen, self.in_slow_start) = (seen, ss);
+        self.in_slow_start = ss;
         self.found = false;
     }
 
@@ -319,7 +317,6 @@ impl CongestionControl for Cubic {
     /// (tcp_is_cwnd_limited, RFC 9438 §5.8); slow start below ssthresh, the
     /// leftover acked segments go to bictcp_update + tcp_cong_avoid_ai.
     fn cong_avoid(&mut self, tp: &mut ConnState, acked: u32) {
-        self.last_ack_seen = Some(tp.now);
         if !tp.is_cwnd_limited {
             return;
         }
@@ -348,18 +345,13 @@ impl CongestionControl for Cubic {
 
     /// cubictcp_cwnd_event(): on TX start after idle, shift epoch_start by
     /// the idle time so cwnd resumes on the cubic curve (RFC 9438 §5.8),
-    /// never past now.
-    ///
-    /// Deviation: Linux measures idle from tp->lsndtime (last send), which
-    /// `ConnState` does not carry; we measure from the last ACK seen, which
-    /// is at most one RTT later, so the shift is up to one RTT shorter.
+    /// never past now. Idle is measured from tp->lsndtime, the last send.
     fn cwnd_event(&mut self, tp: &mut ConnState, ev: CwndEvent) {
         if ev != CwndEvent::TxStart {
             return;
         }
         let now_j = jiffies(tp.now);
-        let since = self.last_ack_seen.map_or(now_j, jiffies);
-        let delta = now_j.saturating_sub(since);
+        let delta = now_j.saturating_sub(jiffies(tp.lsndtime));
         if let Some(e) = self.epoch_start {
             if delta > 0 {
                 self.epoch_start = Some(e.saturating_add(delta).min(now_j));
@@ -370,7 +362,6 @@ impl CongestionControl for Cubic {
     /// cubictcp_acked(): track delay_min (µs) and run HyStart in slow start
     /// once cwnd >= hystart_low_window.
     fn pkts_acked(&mut self, tp: &mut ConnState, sample: &AckSample) {
-        self.last_ack_seen = Some(tp.now);
         // Calls without an RTT sample (rtt_us < 0) are ignored.
         let Some(rtt) = sample.rtt else { return };
         // Discard delay samples within 1 s of an epoch start (right after
@@ -701,7 +692,8 @@ mod tests {
         run_until(&mut c, &mut tp, rtt, Time::from_secs(3));
         let epoch = c.epoch_start.unwrap();
         let cwnd = tp.snd_cwnd;
-        tp.now = Time::from_secs(13); // 10 s idle
+        tp.lsndtime = tp.now; // the last send (tcp_event_data_sent)
+        tp.now = Time::from_secs(13); // 10 s idle since that send
         c.cwnd_event(&mut tp, CwndEvent::TxStart);
         assert_eq!(c.epoch_start, Some(epoch + 10_000));
         // Growth resumes on the curve where it left off, not 10 s later.

@@ -18,6 +18,12 @@
 //! * `set_state` — tcp_set_ca_state().
 //! * `cwnd_event` — tcp_ca_event(): TX start after idle, RTO loss, …
 //! * `undo_cwnd` — on a spurious-loss undo.
+//! * `in_ack_event` — tcp_in_ack_event(), once per ACK from tcp_ack(),
+//!   with the `CA_ACK_*` flags.
+//! * `skb_marked_lost` — tcp_mark_skb_lost(), once per segment newly
+//!   marked lost (RACK, RTO), with the segment's send-time snapshot.
+//! * `min_tso_segs` / `tso_segs` — tcp_tso_segs(): the burst size the
+//!   sender builds while pacing.
 //!
 //! Each algorithm lives in its own file; every rule carries a comment citing
 //! the Linux function or RFC section it implements.
@@ -52,6 +58,35 @@ pub enum CwndEvent {
     Loss,
 }
 
+/// `CA_ACK_SLOWPATH` (include/net/tcp.h): the ACK was not processed on
+/// the header-prediction fast path (tcp_ack()'s FLAG_SLOWPATH). The
+/// simulator has no fast path, so every ACK carries it, as Linux's do
+/// whenever the ACK carries SACK blocks or updates the window.
+pub const CA_ACK_SLOWPATH: u32 = 1 << 0;
+/// `CA_ACK_WIN_UPDATE`: the ACK updated the send window (FLAG_WIN_UPDATE).
+pub const CA_ACK_WIN_UPDATE: u32 = 1 << 1;
+/// `CA_ACK_ECE`: the ACK carried ECN-Echo (FLAG_ECE); never set until the
+/// simulator models ECN.
+pub const CA_ACK_ECE: u32 = 1 << 2;
+
+/// A segment's send-time snapshot (TCP_SKB_CB(skb)->tx with BBRv3's
+/// tx.in_flight and tx.lost), as `skb_marked_lost` receives it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxSnapshot {
+    /// tp->delivered when the segment was (re)sent (tx.delivered).
+    pub delivered: u64,
+    /// tp->delivered_ce when it was sent (tx.delivered_ce).
+    pub delivered_ce: u64,
+    /// Packets in flight including this one when it was sent
+    /// (tx.in_flight, tcp_set_tx_in_flight()).
+    pub in_flight: u32,
+    /// tp->lost when it was sent (tx.lost).
+    pub lost: u64,
+    /// The sender was application-limited when it was sent
+    /// (tx.is_app_limited).
+    pub is_app_limited: bool,
+}
+
 /// `struct rate_sample` (include/net/tcp.h), produced per ACK by the
 /// delivery-rate estimator (tcp_rate.c,
 /// draft-cheng-iccrg-delivery-rate-estimation).
@@ -63,6 +98,15 @@ pub struct RateSample {
     pub prior_mstamp: Time,
     /// Segments delivered over `interval`; negative (-1) when invalid.
     pub delivered: i64,
+    /// Of those, segments delivered with CE marks (rs->delivered_ce,
+    /// tp->delivered_ce - tx.delivered_ce); 0 when the sample is invalid.
+    pub delivered_ce: u32,
+    /// Packets in flight when the sampled packet was sent, including it
+    /// (rs->tx_in_flight, from tx.in_flight).
+    pub tx_in_flight: u32,
+    /// Segments marked lost since the sampled packet was sent
+    /// (rs->lost = tp->lost - tx.lost); 0 when the sample is invalid.
+    pub lost: u32,
     /// Sampling interval (max of send and ack intervals); zero when invalid.
     pub interval: Time,
     /// RTT of the most recently sent packet newly acked by this ACK, if any.
@@ -155,6 +199,24 @@ pub struct ConnState {
     /// Round-trip counter maintained by the engine: incremented when an ACK
     /// acknowledges a packet sent after the previous round started.
     pub round_count: u64,
+    /// First unacknowledged segment (tp->snd_una, in segments).
+    pub snd_una: u64,
+    /// Next new segment to send (tp->snd_nxt, in segments).
+    pub snd_nxt: u64,
+    /// Time of the last data transmission (tp->lsndtime), set after the
+    /// TX-start event (tcp_event_data_sent()).
+    pub lsndtime: Time,
+    /// Time the `delivered` count was last raised, or the delivery clock
+    /// restarted by a send with nothing outstanding (tp->delivered_mstamp;
+    /// tcp_rate_gen(), tcp_rate_skb_sent()).
+    pub delivered_mstamp: Time,
+    /// Segments delivered with CE marks (tp->delivered_ce). Stays 0 until
+    /// the simulator models ECN; the rate sampler already snapshots it.
+    pub delivered_ce: u64,
+    /// Earliest departure time of the next paced burst (tp->tcp_wstamp_ns,
+    /// advanced by tcp_update_skb_after_send()); what BBR's
+    /// bbr_packets_in_net_at_edt() reads as the EDT.
+    pub tcp_wstamp: Time,
 }
 
 impl ConnState {
@@ -184,6 +246,12 @@ impl ConnState {
             max_pacing_rate: Rate(u64::MAX),
             prior_cwnd: 0,
             round_count: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            lsndtime: Time::ZERO,
+            delivered_mstamp: Time::ZERO,
+            delivered_ce: 0,
+            tcp_wstamp: Time::ZERO,
         }
     }
 
@@ -233,6 +301,25 @@ impl ConnState {
 /// TCP_INFINITE_SSTHRESH (include/net/tcp.h).
 pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
+/// net.ipv4.tcp_min_tso_segs default: the smallest burst tcp_tso_segs()
+/// builds when the algorithm has no `min_tso_segs` of its own.
+pub const TCP_MIN_TSO_SEGS: u32 = 2;
+/// sk->sk_gso_max_size default (GSO_LEGACY_MAX_SIZE): 64 KB per burst.
+pub const GSO_MAX_SIZE: u64 = 65_536;
+/// sk->sk_pacing_shift default (sock_init_data): pacing_rate >> 10 is
+/// about 1 ms of data.
+pub const SK_PACING_SHIFT: u32 = 10;
+
+/// tcp_tso_autosize(): segments per burst, ~1 ms of data at `pacing_rate`
+/// (sk_pacing_rate >> sk_pacing_shift), at most a GSO_MAX_SIZE packet and
+/// at least `min_tso_segs`.
+#[inline]
+pub fn tso_autosize(mss_bytes: u32, pacing_rate: Rate, min_tso_segs: u32) -> u32 {
+    let mss = mss_bytes.max(1) as u64;
+    let bytes = ((pacing_rate.bps() / 8) >> SK_PACING_SHIFT).min(GSO_MAX_SIZE);
+    ((bytes / mss) as u32).max(min_tso_segs)
+}
+
 /// One congestion control algorithm. Default hooks do nothing, like the
 /// optional members of `tcp_congestion_ops`.
 pub trait CongestionControl: Send {
@@ -267,6 +354,31 @@ pub trait CongestionControl: Send {
 
     /// `pkts_acked`: per-ACK RTT and acked count (hystart, htcp use it).
     fn pkts_acked(&mut self, _tp: &mut ConnState, _sample: &AckSample) {}
+
+    /// `in_ack_event`: called once per ACK from tcp_ack() through
+    /// tcp_in_ack_event(), with `CA_ACK_*` flags. As in Linux since the
+    /// Accurate-ECN rework (6.14) it runs after tcp_clean_rtx_queue(), so
+    /// `delivered` and `delivered_ce` already count this ACK, and before
+    /// loss detection (tcp_fastretrans_alert).
+    fn in_ack_event(&mut self, _tp: &mut ConnState, _flags: u32) {}
+
+    /// `skb_marked_lost` (BBRv3's bbr_skb_marked_lost): segment `seq` was
+    /// just marked lost (tcp_mark_skb_lost(), by RACK or an RTO); `tx` is
+    /// its send-time snapshot. `tp.lost` already counts it.
+    fn skb_marked_lost(&mut self, _tp: &mut ConnState, _seq: u64, _tx: &TxSnapshot) {}
+
+    /// `min_tso_segs`: the smallest burst tcp_tso_segs() may build
+    /// (Linux's default is sysctl_tcp_min_tso_segs).
+    fn min_tso_segs(&self, _tp: &ConnState) -> u32 {
+        TCP_MIN_TSO_SEGS
+    }
+
+    /// `tso_segs` (BBRv3's hook): segments per burst while the stack
+    /// paces at `pacing_rate`. The default is tcp_tso_segs():
+    /// tcp_tso_autosize() with this algorithm's `min_tso_segs`.
+    fn tso_segs(&self, tp: &ConnState, pacing_rate: Rate) -> u32 {
+        tso_autosize(tp.mss_bytes, pacing_rate, self.min_tso_segs(tp))
+    }
 
     /// `undo_cwnd`: cwnd to restore after a spurious reduction. Linux's
     /// default (tcp_reno_undo_cwnd) is max(cwnd, prior_cwnd).

@@ -1,7 +1,7 @@
 //! ACK processing: tcp_ack() and tcp_fastretrans_alert() of Linux
 //! net/ipv4/tcp_input.c, with the CCA hooks called where Linux calls them.
 
-use crate::cc::{AckSample, CaState};
+use crate::cc::{AckSample, CaState, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
 use crate::units::Time;
 
 use super::chrono::ChronoKind;
@@ -76,7 +76,7 @@ impl Sender {
                         last_sackt = Some(last_sackt.map_or(seg.xmit, |t: Time| t.max(seg.xmit)));
                     }
                     let xmit = seg.xmit;
-                    self.rate.on_delivered(seg, seq);
+                    self.rate.on_delivered(seg, seq, self.tp.delivered);
                     self.rack.advance(flags, seq, xmit, now, min_rtt);
                     newly_sacked += 1;
                 }
@@ -113,7 +113,7 @@ impl Sender {
                     last_ackt = Some(seg.xmit);
                 }
                 let xmit = seg.xmit;
-                self.rate.on_delivered(seg, seq);
+                self.rate.on_delivered(seg, seq, self.tp.delivered);
                 self.rack.advance(flags, seq, xmit, now, min_rtt);
                 newly_acked += 1;
             }
@@ -125,6 +125,7 @@ impl Sender {
             self.rto_retransmits = 0;
         }
         self.tp.packets_out = self.sb.packets_out();
+        self.tp.snd_una = self.sb.snd_una;
         self.tp.delivered += newly_acked as u64;
 
         // tcp_ack_update_rtt(): Karn's rule, SACK RTT as fallback.
@@ -167,6 +168,8 @@ impl Sender {
             self.cc.pkts_acked(&mut self.tp, &sample);
         }
 
+        self.cc.in_ack_event(&mut self.tp, ack_event_flags(ack, una_advanced));
+
         if let Some(seq) = ack.dsack {
             self.undo_on_dsack(seq);
         }
@@ -182,8 +185,7 @@ impl Sender {
         // tcp_rate_gen() then tcp_cong_control().
         let lost = (self.tp.lost - prior_lost) as u32;
         let min_rtt = self.rtt.min_rtt;
-        let delivered_now = self.tp.delivered;
-        self.rate.gen(now, delivered_now, newly, lost, &mut self.tp.app_limited, min_rtt);
+        self.rate.gen(&mut self.tp, newly, lost, min_rtt);
         self.cong_control(newly, una_advanced, lost > 0);
 
         if self.tp.packets_out == 0 {
@@ -327,5 +329,22 @@ impl Sender {
             return;
         }
         self.enter_recovery();
+    }
+}
+
+/// The `CA_ACK_*` flags tcp_ack() passes to tcp_in_ack_event(). Header
+/// prediction (tcp_rcv_established()) takes the fast path for an ACK
+/// without SACK options and an unchanged window (the simulated receiver
+/// advertises a constant one); when that ACK advances snd_una it is a
+/// pure window update (CA_ACK_WIN_UPDATE). Every other ACK takes the slow
+/// path (CA_ACK_SLOWPATH), with CA_ACK_WIN_UPDATE when
+/// tcp_may_update_window() holds, i.e. snd_una advanced. CA_ACK_ECE waits
+/// for ECN.
+fn ack_event_flags(ack: &Ack, una_advanced: bool) -> u32 {
+    let win_update = if una_advanced { CA_ACK_WIN_UPDATE } else { 0 };
+    if ack.nsacks == 0 && ack.dsack.is_none() && una_advanced {
+        win_update
+    } else {
+        CA_ACK_SLOWPATH | win_update
     }
 }

@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 
+use crate::event::{ReceiverTimer, Timer};
 use crate::units::Time;
 
 /// Delayed-ACK timeout (TCP_DELACK_MIN, 40 ms).
@@ -49,19 +50,19 @@ impl Ack {
     }
 }
 
-/// What the receiver wants done after a segment arrived.
+/// What the receiver asks of the engine after a segment arrived or one of
+/// its timers fired. The receiver owns its timers; `Schedule` asks for a
+/// timer event (handed back through `Receiver::on_timer`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RxAction {
     /// Send this ACK now.
     AckNow(Ack),
-    /// Arm the delayed-ACK timer for this time (if not armed).
-    Delay(Time),
-    /// Arm the SACK-compression timer for this time (it was not armed).
-    Compress(Time),
-    /// Send this ACK now, then arm the SACK-compression timer: the SACK
-    /// list overflowed while ACKs were withheld.
-    AckThenCompress(Ack, Time),
-    /// Nothing: the delayed-ACK timer is already armed.
+    /// Push an event for this timer at this time.
+    Schedule(Time, ReceiverTimer),
+    /// Send this ACK now, then push a timer event: the SACK list
+    /// overflowed while ACKs were withheld and compression goes on.
+    AckThenSchedule(Ack, Time, ReceiverTimer),
+    /// Nothing to do (the timer that will act is already scheduled).
     None,
 }
 
@@ -84,12 +85,12 @@ pub struct Receiver {
     compressed_ack_rcv_nxt: u64,
     /// Immediate duplicate ACKs sent for that rcv_nxt (tp->dup_ack_counter).
     dup_ack_counter: u32,
-    /// SACK-compression timer armed (hrtimer_is_queued).
-    comp_armed: bool,
+    /// SACK-compression timer (tp->compressed_ack_timer).
+    comp_timer: Timer,
     /// SACK-compression delay: min(tcp_comp_sack_delay_ns, 5 % of the RTT).
     comp_delay: Time,
-    /// Delayed-ACK timer armed.
-    pub delack_armed: bool,
+    /// Delayed-ACK timer (ICSK_TIME_DACK).
+    delack_timer: Timer,
     /// Advertised window in segments.
     pub wnd: u32,
     /// ACKs sent (statistics).
@@ -116,9 +117,9 @@ impl Receiver {
             compressed_ack: 0,
             compressed_ack_rcv_nxt: 0,
             dup_ack_counter: 0,
-            comp_armed: false,
+            comp_timer: Timer::default(),
             comp_delay: COMP_SACK_DELAY,
-            delack_armed: false,
+            delack_timer: Timer::default(),
             wnd,
             acks_sent: 0,
             quick: 0,
@@ -174,11 +175,11 @@ impl Receiver {
             self.insert_ofo(seq);
             if let Some(flushed) = self.sack_new_ofo(seq) {
                 return match self.ack_snd_check(now, false) {
-                    RxAction::Compress(at) => RxAction::AckThenCompress(flushed, at),
+                    RxAction::Schedule(at, t) => RxAction::AckThenSchedule(flushed, at, t),
                     // Not expected (ACKs were being withheld, so no quick-ACK
                     // mode); the later ACK carries everything the flushed one did.
-                    later @ (RxAction::AckNow(_) | RxAction::AckThenCompress(..)) => later,
-                    _ => RxAction::AckNow(flushed),
+                    later @ (RxAction::AckNow(_) | RxAction::AckThenSchedule(..)) => later,
+                    RxAction::None => RxAction::AckNow(flushed),
                 };
             }
         }
@@ -195,11 +196,10 @@ impl Receiver {
         }
         if self.ofo.is_empty() {
             // tcp_send_delayed_ack().
-            if self.delack_armed {
+            if self.delack_timer.is_armed() {
                 return RxAction::None;
             }
-            self.delack_armed = true;
-            return RxAction::Delay(now + DELACK);
+            return Self::arm(&mut self.delack_timer, now + DELACK, ReceiverTimer::DelAck);
         }
         // Out-of-order data queued: SACK compression.
         if self.compressed_ack >= COMP_SACK_NR {
@@ -214,30 +214,63 @@ impl Receiver {
             return RxAction::AckNow(self.make_ack(None));
         }
         self.compressed_ack += 1;
-        if self.comp_armed {
+        if self.comp_timer.is_armed() {
             return RxAction::None;
         }
-        self.comp_armed = true;
-        RxAction::Compress(now + self.comp_delay)
+        let at = now + self.comp_delay;
+        Self::arm(&mut self.comp_timer, at, ReceiverTimer::SackCompress)
     }
 
-    /// The delayed-ACK timer fired (tcp_delack_timer_handler: ACK if one is
-    /// scheduled).
-    pub fn on_delack_timer(&mut self) -> Option<Ack> {
-        self.delack_armed = false;
+    /// Sets `timer`'s deadline; asks for an event only when none is pending
+    /// early enough (`Timer::arm`).
+    fn arm(timer: &mut Timer, at: Time, kind: ReceiverTimer) -> RxAction {
+        match timer.arm(at) {
+            Some(at) => RxAction::Schedule(at, kind),
+            None => RxAction::None,
+        }
+    }
+
+    /// An event of timer `kind` popped at `now`: the timer expires (and
+    /// acts) if its deadline has come, else its event is pushed again.
+    pub fn on_timer(&mut self, kind: ReceiverTimer, now: Time) -> RxAction {
+        let timer = match kind {
+            ReceiverTimer::DelAck => &mut self.delack_timer,
+            ReceiverTimer::SackCompress => &mut self.comp_timer,
+        };
+        let (fire, again) = timer.on_event(now);
+        if let Some(at) = again {
+            return RxAction::Schedule(at, kind);
+        }
+        if !fire {
+            return RxAction::None;
+        }
+        let ack = match kind {
+            ReceiverTimer::DelAck => self.on_delack_timer(),
+            ReceiverTimer::SackCompress => self.on_sack_compress_timer(),
+        };
+        ack.map_or(RxAction::None, RxAction::AckNow)
+    }
+
+    /// The delayed-ACK timer expired (tcp_delack_timer_handler: ACK if one
+    /// is scheduled).
+    fn on_delack_timer(&mut self) -> Option<Ack> {
         if self.rcv_nxt == self.rcv_wup && self.compressed_ack == 0 {
             return None;
         }
         Some(self.make_ack(None))
     }
 
-    /// The SACK-compression timer fired (tcp_compressed_ack_kick).
-    pub fn on_sack_compress_timer(&mut self) -> Option<Ack> {
-        self.comp_armed = false;
+    /// The SACK-compression timer expired (tcp_compressed_ack_kick).
+    fn on_sack_compress_timer(&mut self) -> Option<Ack> {
         if self.compressed_ack == 0 {
             return None;
         }
         Some(self.make_ack(None))
+    }
+
+    /// Whether the delayed-ACK timer is armed.
+    pub fn delack_armed(&self) -> bool {
+        self.delack_timer.is_armed()
     }
 
     /// The client sends a request on this connection: a pending delayed ACK
@@ -246,7 +279,6 @@ impl Receiver {
         if self.rcv_nxt == self.rcv_wup {
             return None;
         }
-        self.delack_armed = false;
         Some(self.make_ack(None))
     }
 
@@ -294,8 +326,8 @@ impl Receiver {
         // SACK-compression timers; tcp_select_window() sets rcv_wup.
         self.rcv_wup = self.rcv_nxt;
         self.compressed_ack = 0;
-        self.comp_armed = false;
-        self.delack_armed = false;
+        self.comp_timer.disarm();
+        self.delack_timer.disarm();
         self.quick = self.quick.saturating_sub(1); // tcp_dec_quickack_mode()
         self.acks_sent += 1;
         let mut ack = Ack { ack: self.rcv_nxt, dsack, wnd: self.wnd, ..Ack::default() };
@@ -365,6 +397,7 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::ReceiverTimer::{DelAck, SackCompress};
 
     #[test]
     fn quick_acks_at_start_then_delayed_ack_every_second_full_segment() {
@@ -375,14 +408,18 @@ mod tests {
         }
         let q = MAX_QUICKACKS as u64;
         let t = t + Time::from_millis(1);
-        assert_eq!(r.on_data(q, t), RxAction::Delay(t + DELACK));
+        assert_eq!(r.on_data(q, t), RxAction::Schedule(t + DELACK, DelAck));
         match r.on_data(q + 1, t) {
             RxAction::AckNow(a) => assert_eq!(a.ack, q + 2),
             x => panic!("expected an ACK, got {x:?}"),
         }
-        // The ACK cleared the timer: the next lone segment starts a fresh one.
+        // The ACK cleared the timer: the next lone segment arms it afresh.
+        // The event still pending at t + 40 ms serves (Timer::arm) and,
+        // popping early, is pushed again for the new deadline.
         let t2 = t + Time::from_millis(5);
-        assert_eq!(r.on_data(q + 2, t2), RxAction::Delay(t2 + DELACK));
+        assert_eq!(r.on_data(q + 2, t2), RxAction::None);
+        assert!(r.delack_armed());
+        assert_eq!(r.on_timer(DelAck, t + DELACK), RxAction::Schedule(t2 + DELACK, DelAck));
         assert!(matches!(r.on_data(q + 4, t2), RxAction::AckNow(_))); // out of order
         assert_eq!(r.on_delack_timer(), None);
     }
@@ -404,7 +441,7 @@ mod tests {
         for seq in 1..=3 {
             assert!(matches!(r.on_data(seq, t), RxAction::AckNow(_)), "dupack {seq}");
         }
-        assert_eq!(r.on_data(4, t), RxAction::Compress(t + COMP_SACK_DELAY));
+        assert_eq!(r.on_data(4, t), RxAction::Schedule(t + COMP_SACK_DELAY, SackCompress));
         for seq in 5..=(3 + COMP_SACK_NR as u64) {
             assert_eq!(r.on_data(seq, t), RxAction::None, "compressed {seq}");
         }
@@ -415,8 +452,11 @@ mod tests {
             }
             x => panic!("expected the folded ACK, got {x:?}"),
         }
-        // Same rcv_nxt: the next arrival is compressed at once.
-        assert!(matches!(r.on_data(5 + COMP_SACK_NR as u64, t), RxAction::Compress(_)));
+        // Same rcv_nxt: the next arrival is compressed at once (the event
+        // pending for the same instant serves).
+        assert_eq!(r.on_data(5 + COMP_SACK_NR as u64, t), RxAction::None);
+        assert_eq!(r.compressed_ack, 1);
+        assert!(r.comp_timer.is_armed());
     }
 
     #[test]
@@ -427,9 +467,10 @@ mod tests {
             let _ = r.on_data(seq, t);
         }
         // min(tcp_comp_sack_delay_ns = 1 ms, RTT / 20 = 100 µs).
-        assert_eq!(r.on_data(4, t), RxAction::Compress(t + Time::from_micros(100)));
+        assert_eq!(r.on_data(4, t), RxAction::Schedule(t + Time::from_micros(100), SackCompress));
         assert_eq!(r.on_data(5, t), RxAction::None);
-        let a = r.on_sack_compress_timer().expect("withheld ACKs are sent");
+        let at = t + Time::from_micros(100);
+        let RxAction::AckNow(a) = r.on_timer(SackCompress, at) else { panic!("withheld ACKs are sent") };
         assert_eq!((a.ack, a.sack_blocks()[0]), (0, (1, 6)));
         assert_eq!(r.on_sack_compress_timer(), None); // nothing withheld any more
     }
@@ -449,14 +490,14 @@ mod tests {
         assert_eq!(r.on_data(10, t), RxAction::None); // a new block, list holds 4
         assert_eq!(r.compressed_ack, 3);
         assert_eq!(r.on_data(11, t), RxAction::None); // extends (10, 11); 4 withheld
-        match r.on_data(13, t) {
-            RxAction::AckThenCompress(a, at) => {
-                // The flushed ACK reports the three newest blocks before (13, 14).
-                assert_eq!(a.sack_blocks(), &[(10, 12), (7, 9), (5, 6)]);
-                assert_eq!(at, t + COMP_SACK_DELAY);
-            }
-            x => panic!("expected a flushed ACK, got {x:?}"),
-        }
+        // The flushed ACK reports the three newest blocks before (13, 14);
+        // compression goes on with the timer re-armed (the event of the
+        // first withheld ACK, due at the same instant, is still pending).
+        let x = r.on_data(13, t);
+        let RxAction::AckNow(a) = x else { panic!("expected a flushed ACK, got {x:?}") };
+        assert_eq!(a.sack_blocks(), &[(10, 12), (7, 9), (5, 6)]);
+        assert_eq!(r.comp_timer.deadline(), t + COMP_SACK_DELAY);
+        assert_eq!(r.compressed_ack, 1);
         assert_eq!(r.sacks.len(), NUM_SACKS);
         assert_eq!(r.sacks[0], (13, 14));
     }
@@ -515,7 +556,8 @@ mod quickack_tests {
         for seq in 0..40 {
             let _ = r.on_data(seq, Time::from_millis(1));
         }
-        assert!(matches!(r.on_data(40, Time::from_millis(2)), RxAction::Delay(_)));
+        assert!(!matches!(r.on_data(40, Time::from_millis(2)), RxAction::AckNow(_)), "delayed");
+        assert!(r.delack_armed());
         assert!(matches!(r.on_data(41, Time::from_millis(500)), RxAction::AckNow(_)));
     }
 }

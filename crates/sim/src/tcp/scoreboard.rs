@@ -31,11 +31,27 @@ pub struct Seg {
     pub first_tx: Time,
     /// tx.delivered_mstamp snapshot; zero once used by a SACK sample.
     pub delivered_mstamp: Time,
-    /// tx.delivered snapshot.
-    pub delivered: u64,
+    /// tx.delivered snapshot, kept in 32 bits as Linux does (widen with
+    /// [`widen`] against the current count).
+    pub delivered: u32,
+    /// tx.lost snapshot (BBRv3), 32 bits.
+    pub lost: u32,
+    /// tx.delivered_ce snapshot, 32 bits.
+    pub delivered_ce: u32,
+    /// tx.in_flight (BBRv3's tcp_set_tx_in_flight()): packets in flight
+    /// including this one when it was sent.
+    pub in_flight: u32,
     /// Transmission counter, to recognise stale time-sorted entries.
     pub tx_id: u32,
     pub flags: u8,
+}
+
+/// The full value of a counter snapshotted in 32 bits (Linux's u32
+/// tx.delivered / tx.lost): `now` minus the wrapped distance back to the
+/// snapshot, exact while fewer than 2^32 segments passed since.
+#[inline]
+pub fn widen(now: u64, snapshot: u32) -> u64 {
+    now.saturating_sub((now as u32).wrapping_sub(snapshot) as u64)
 }
 
 impl Seg {

@@ -7,7 +7,7 @@
 //! (RPC) can raise `write_seq` as its application writes.
 
 use crate::cc::{CaState, CongestionControl, ConnState, CwndEvent, TCP_INFINITE_SSTHRESH};
-use crate::event::{TimerKind, Timer};
+use crate::event::{SenderTimer, Timer};
 use crate::units::{Bytes, Rate, Time};
 
 use super::chrono::{Chrono, ChronoKind};
@@ -18,10 +18,10 @@ use super::rtt::{RttEstimator, RTO_MAX, TIMEOUT_INIT};
 use super::scoreboard::{Scoreboard, Seg, FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED};
 
 /// What a sender needs from the world: put a segment on the wire, and ask
-/// for one of its timers to be called back.
+/// for one of its timers to be called back (through `Sender::on_timer`).
 pub trait SenderEnv {
     fn transmit(&mut self, now: Time, seq: u64, retrans: bool);
-    fn schedule(&mut self, at: Time, kind: TimerKind);
+    fn schedule(&mut self, at: Time, timer: SenderTimer);
 }
 
 #[derive(Clone, Debug)]
@@ -83,8 +83,6 @@ pub struct Sender {
     pub(super) pace_timer: Timer,
     /// icsk_backoff.
     pub backoff: u32,
-    /// Time of the last data transmission (tp->lsndtime).
-    pub(super) last_send: Time,
     /// icsk_rto with backoff applied.
     pub(super) rto_cache: Time,
     /// icsk_retransmits: RTOs since the last forward progress.
@@ -94,8 +92,6 @@ pub struct Sender {
     pub(super) snd_wnd_end: u64,
     /// Segments the application has written so far.
     pub write_seq: u64,
-    /// Earliest departure time of the next paced segment (tcp_wstamp_ns).
-    pub(super) wstamp: Time,
     pub(super) rate_cap: Option<Rate>,
     pub(super) max_packets_out: u32,
     pub(super) cwnd_usage_seq: u64,
@@ -140,13 +136,11 @@ impl Sender {
             reo_timer: Timer::default(),
             pace_timer: Timer::default(),
             backoff: 0,
-            last_send: Time::ZERO,
             rto_cache: TIMEOUT_INIT,
             rto_retransmits: 0,
             wmem_segs: (cfg.wmem_bytes / cfg.mss.max(1) as u64).max(1),
             snd_wnd_end: cfg.initial_rwnd as u64,
             write_seq: u64::MAX,
-            wstamp: Time::ZERO,
             rate_cap: cfg.rate_cap,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
@@ -193,15 +187,6 @@ impl Sender {
         } else {
             Some(r)
         }
-    }
-
-    /// tcp_tso_autosize(): segments per burst, ~1 ms of data at the pacing
-    /// rate (sk_pacing_shift = 10), between 2 and a 64 KB GSO packet.
-    fn tso_segs(&self, rate: Rate) -> u32 {
-        let mss = self.tp.mss_bytes.max(1) as u64;
-        let bytes = (rate.bps() / 8) >> 10;
-        let max = (65_536 / mss).max(1);
-        (bytes / mss).clamp(2.min(max), max) as u32
     }
 
     /// Whether the stack paces this connection (the CCA asked for it or a
@@ -261,7 +246,7 @@ impl Sender {
             return;
         }
         let rto = self.current_rto();
-        let idle = now.saturating_sub(self.last_send);
+        let idle = now.saturating_sub(self.tp.lsndtime);
         if idle <= rto {
             return;
         }
@@ -282,6 +267,10 @@ impl Sender {
     /// and data flows at once.
     pub fn start<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
         self.tp.now = now;
+        // tcp_finish_connect() stamps lsndtime; the handshake's ACK stamped
+        // delivered_mstamp (tcp_rate_gen).
+        self.tp.lsndtime = now;
+        self.tp.delivered_mstamp = now;
         if let Some(rtt) = self.handshake_rtt.take() {
             self.seed_handshake_rtt(rtt);
         }
@@ -308,9 +297,9 @@ impl Sender {
         let mut app_limited = false;
         let pacing = self.pacing_rate();
         loop {
-            if pacing.is_some() && self.wstamp > now {
+            if pacing.is_some() && self.tp.tcp_wstamp > now {
                 // tcp_pacing_check(): wait for the pacing timer.
-                self.arm(TimerKind::Pace, self.wstamp, env);
+                self.arm(SenderTimer::Pace, self.tp.tcp_wstamp, env);
                 break;
             }
             let in_flight = self.tp.in_flight();
@@ -320,7 +309,8 @@ impl Sender {
             }
             let quota = self.tp.snd_cwnd - in_flight;
             let burst = match pacing {
-                Some(r) => self.tso_segs(r).min(quota),
+                // tcp_tso_segs(): the algorithm's TSO goal.
+                Some(r) => self.cc.tso_segs(&self.tp, r).min(quota),
                 None => quota,
             };
             let mut n = 0u32;
@@ -353,7 +343,7 @@ impl Sender {
                     // tcp_update_skb_after_send(): the next departure is one
                     // burst's serialization time at the pacing rate later.
                     let len = Bytes(n as u64 * self.tp.mss_bytes as u64);
-                    self.wstamp = self.wstamp.max(now) + r.transmit_time(len);
+                    self.tp.tcp_wstamp = self.tp.tcp_wstamp.max(now) + r.transmit_time(len);
                 }
             }
             if n < burst || n == 0 {
@@ -419,10 +409,11 @@ impl Sender {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
         }
         let mut seg = Seg { xmit: now, tx_id: 1, ..Seg::default() };
-        self.rate.on_sent(&mut seg, now, self.tp.packets_out, self.tp.delivered, self.tp.app_limited);
+        self.rate.on_sent(&mut seg, &mut self.tp);
         let seq = self.sb.push_new(seg);
         self.tp.packets_out = self.sb.packets_out();
-        self.last_send = now;
+        self.tp.snd_nxt = self.sb.snd_nxt;
+        self.tp.lsndtime = now; // tcp_event_data_sent()
         self.stats.segs_out += 1;
         if self.in_cwnd_reduction() {
             self.prr.on_sent(1);
@@ -435,19 +426,18 @@ impl Sender {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
         }
-        let (packets_out, delivered, app_limited) = (self.tp.packets_out, self.tp.delivered, self.tp.app_limited);
         let seg = self.sb.get_mut(seq);
         seg.xmit = now;
         seg.tx_id = seg.tx_id.wrapping_add(1);
         let was_retrans = seg.has(FLAG_RETRANS);
         seg.flags |= FLAG_RETRANS | FLAG_EVER_RETRANS;
-        self.rate.on_sent(seg, now, packets_out, delivered, app_limited);
+        self.rate.on_sent(seg, &mut self.tp);
         if !was_retrans {
             self.tp.retrans_out += 1;
         }
         self.sb.note_retransmit(seq);
         self.undo_count_retransmit();
-        self.last_send = now;
+        self.tp.lsndtime = now; // tcp_event_data_sent()
         self.stats.segs_out += 1;
         self.stats.retrans += 1;
         if self.in_cwnd_reduction() {
@@ -510,7 +500,8 @@ impl Sender {
         self.set_state(CaState::Recovery);
     }
 
-    /// tcp_mark_skb_lost().
+    /// tcp_mark_skb_lost(): tcp_notify_skb_loss_event() counts tp->lost
+    /// and calls the algorithm's skb_marked_lost with the send snapshot.
     pub(super) fn mark_lost(&mut self, seq: u64) {
         let seg = self.sb.get_mut(seq);
         if seg.has(FLAG_SACKED) {
@@ -530,6 +521,8 @@ impl Sender {
             self.tp.lost_out += 1;
             self.tp.lost += 1;
         }
+        let tx = RateState::tx_snapshot(self.sb.get(seq), &self.tp);
+        self.cc.skb_marked_lost(&mut self.tp, seq, &tx);
         self.sb.queue_lost(seq);
     }
 

@@ -3,7 +3,7 @@
 //! and RACK's reordering timer (tcp_rack_reo_timeout).
 
 use crate::cc::{CaState, CwndEvent};
-use crate::event::TimerKind;
+use crate::event::SenderTimer;
 use crate::units::Time;
 
 use super::chrono::ChronoKind;
@@ -14,18 +14,17 @@ use super::sender::{Sender, SenderEnv};
 impl Sender {
     /// Arms a timer. RTO/TLP/REO run on Linux's jiffy timer wheel, so their
     /// deadlines are rounded up to a 1 ms boundary; pacing uses an hrtimer.
-    pub(super) fn arm<E: SenderEnv>(&mut self, kind: TimerKind, at: Time, env: &mut E) {
+    pub(super) fn arm<E: SenderEnv>(&mut self, kind: SenderTimer, at: Time, env: &mut E) {
         let t = match kind {
-            TimerKind::Rto => {
+            SenderTimer::Rto => {
                 let at = jiffy_ceil(at);
                 if let Some(at) = self.rto_timer.arm(at) {
                     env.schedule(at, kind);
                 }
                 return;
             }
-            TimerKind::Reo => &mut self.reo_timer,
-            TimerKind::Pace => &mut self.pace_timer,
-            _ => return,
+            SenderTimer::Reo => &mut self.reo_timer,
+            SenderTimer::Pace => &mut self.pace_timer,
         };
         if let Some(at) = t.arm(at) {
             env.schedule(at, kind);
@@ -33,7 +32,7 @@ impl Sender {
     }
 
     pub(super) fn arm_reo<E: SenderEnv>(&mut self, at: Time, env: &mut E) {
-        self.arm(TimerKind::Reo, at, env);
+        self.arm(SenderTimer::Reo, at, env);
     }
 
     /// Deadline of the RTO for the oldest outstanding segment
@@ -59,7 +58,7 @@ impl Sender {
             rto = self.rto_delta(now).max(Time(1));
         }
         self.rto_is_tlp = false;
-        self.arm(TimerKind::Rto, now + rto, env);
+        self.arm(SenderTimer::Rto, now + rto, env);
     }
 
     /// tcp_schedule_loss_probe(): TLP PTO = 2·srtt (+200 ms with a single
@@ -79,7 +78,7 @@ impl Sender {
             timeout = timeout.min(delta);
         }
         self.rto_is_tlp = true;
-        self.arm(TimerKind::Rto, now + timeout, env);
+        self.arm(SenderTimer::Rto, now + timeout, env);
         true
     }
 
@@ -91,17 +90,12 @@ impl Sender {
     }
 
     /// A timer event popped; dispatches it if the timer really expired.
-    pub fn on_timer<E: SenderEnv>(&mut self, kind: TimerKind, now: Time, env: &mut E) {
+    pub fn on_timer<E: SenderEnv>(&mut self, kind: SenderTimer, now: Time, env: &mut E) {
         self.tp.now = now;
         let t = match kind {
-            TimerKind::Rto => &mut self.rto_timer,
-            TimerKind::Reo => &mut self.reo_timer,
-            TimerKind::Pace => &mut self.pace_timer,
-            TimerKind::App => {
-                self.push(now, env);
-                return;
-            }
-            TimerKind::DelAck | TimerKind::SackCompress | TimerKind::RpcRequest | TimerKind::RpcIssue => return,
+            SenderTimer::Rto => &mut self.rto_timer,
+            SenderTimer::Reo => &mut self.reo_timer,
+            SenderTimer::Pace => &mut self.pace_timer,
         };
         let (fire, again) = t.on_event(now);
         if let Some(at) = again {
@@ -111,11 +105,10 @@ impl Sender {
             return;
         }
         match kind {
-            TimerKind::Rto if self.rto_is_tlp => self.send_loss_probe(now, env),
-            TimerKind::Rto => self.retransmit_timer(now, env),
-            TimerKind::Reo => self.reo_timeout(now, env),
-            TimerKind::Pace => self.push(now, env),
-            _ => {}
+            SenderTimer::Rto if self.rto_is_tlp => self.send_loss_probe(now, env),
+            SenderTimer::Rto => self.retransmit_timer(now, env),
+            SenderTimer::Reo => self.reo_timeout(now, env),
+            SenderTimer::Pace => self.push(now, env),
         }
     }
 
@@ -164,7 +157,7 @@ impl Sender {
         self.rto_retransmits = self.rto_retransmits.saturating_add(1);
         self.rto_is_tlp = false;
         let rto = self.current_rto();
-        self.arm(TimerKind::Rto, now + rto, env);
+        self.arm(SenderTimer::Rto, now + rto, env);
         self.chrono.set(now, ChronoKind::Busy);
     }
 

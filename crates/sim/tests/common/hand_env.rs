@@ -2,7 +2,7 @@
 //! timer requests, and fires timers on demand.
 #![allow(dead_code)]
 
-use fatpipe_sim::event::TimerKind;
+use fatpipe_sim::event::SenderTimer;
 use fatpipe_sim::tcp::{Sender, SenderEnv};
 use fatpipe_sim::units::Time;
 
@@ -11,14 +11,14 @@ pub struct Env {
     /// (time, segment, retransmission?) of every transmission.
     pub sent: Vec<(Time, u64, bool)>,
     /// Pending timer requests.
-    pub timers: Vec<(Time, TimerKind)>,
+    pub timers: Vec<(Time, SenderTimer)>,
 }
 
 impl SenderEnv for Env {
     fn transmit(&mut self, now: Time, seq: u64, retrans: bool) {
         self.sent.push((now, seq, retrans));
     }
-    fn schedule(&mut self, at: Time, kind: TimerKind) {
+    fn schedule(&mut self, at: Time, kind: SenderTimer) {
         self.timers.push((at, kind));
     }
 }

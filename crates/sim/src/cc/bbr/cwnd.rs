@@ -54,9 +54,10 @@ impl Bbr {
     /// for the next skb scheduled: in_network_at_edt = inflight_at_edt -
     /// (EDT - now) * bw".
     ///
-    /// The simulator's ConnState carries no tcp_wstamp_ns (the next skb's
-    /// departure time), so EDT is taken as `now`: interval_delivered is 0
-    /// and only the "include EDT skb" term for gains above 1 remains.
+    /// Deviation: EDT is taken as `now`, so interval_delivered is 0 and only
+    /// the "include EDT skb" term for gains above 1 remains. ConnState now
+    /// carries tcp_wstamp (tcp_wstamp_ns); reading it here changes BBR's
+    /// golden runs, so it waits for a deliberate snapshot update.
     pub(super) fn packets_in_net_at_edt(&self, tp: &ConnState, inflight_now: u32) -> u32 {
         let interval_us: u64 = 0; // (max(tcp_wstamp_ns, now) - now) / 1000
         let interval_delivered = (self.bw() as u128 * interval_us as u128) >> super::BW_SCALE;
@@ -111,7 +112,7 @@ impl Bbr {
         }
 
         // "Compute how many packets we expected to be delivered over epoch."
-        let epoch_us = self
+        let epoch_us = tp
             .delivered_mstamp
             .as_micros()
             .saturating_sub(self.ack_epoch_mstamp.as_micros());
@@ -126,7 +127,7 @@ impl Bbr {
                 >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
         {
             self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = self.delivered_mstamp;
+            self.ack_epoch_mstamp = tp.delivered_mstamp;
             expected_acked = 0;
         }
 

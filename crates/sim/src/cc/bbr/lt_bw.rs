@@ -18,14 +18,14 @@ use crate::cc::{ConnState, RateSample};
 
 impl Bbr {
     /// tp->delivered_mstamp in milliseconds (div_u64(.., USEC_PER_MSEC)).
-    fn delivered_ms(&self) -> u64 {
-        self.delivered_mstamp.as_micros() / USEC_PER_MSEC
+    fn delivered_ms(tp: &ConnState) -> u64 {
+        tp.delivered_mstamp.as_micros() / USEC_PER_MSEC
     }
 
     /// bbr_reset_lt_bw_sampling_interval(): "Start a new long-term sampling
     /// interval."
     fn reset_lt_bw_sampling_interval(&mut self, tp: &ConnState) {
-        self.lt_last_stamp = self.delivered_ms();
+        self.lt_last_stamp = Self::delivered_ms(tp);
         self.lt_last_delivered = tp.delivered;
         self.lt_last_lost = tp.lost;
         self.lt_rtt_cnt = 0;
@@ -72,7 +72,7 @@ impl Bbr {
                 self.lt_rtt_cnt = self.lt_rtt_cnt.saturating_add(1);
                 if self.lt_rtt_cnt >= BBR_LT_BW_MAX_RTTS {
                     self.reset_lt_bw_sampling(tp); // stop using lt_bw
-                    self.reset_probe_bw_mode(); // restart gain cycling
+                    self.reset_probe_bw_mode(tp); // restart gain cycling
                 }
             }
             return;
@@ -125,7 +125,7 @@ impl Bbr {
         }
 
         // "Find average delivery rate in this sampling interval."
-        let t_ms = self.delivered_ms().saturating_sub(self.lt_last_stamp);
+        let t_ms = Self::delivered_ms(tp).saturating_sub(self.lt_last_stamp);
         if t_ms < 1 {
             return; // interval is less than one ms, so wait
         }

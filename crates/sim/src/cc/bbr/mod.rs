@@ -230,13 +230,6 @@ pub struct Bbr {
     /// current index in extra_acked array.
     extra_acked_win_idx: usize,
 
-    // --- Simulator-side shadows of tcp_sock fields ConnState lacks. ---
-    /// tp->delivered_mstamp: time of the latest delivery (tcp_rate_gen sets
-    /// it on every ACK that delivers data; tcp_rate_skb_sent on a send
-    /// with nothing outstanding).
-    delivered_mstamp: Time,
-    /// tp->delivered seen on the previous ACK, to update delivered_mstamp.
-    last_delivered: u64,
     /// Seeded replacement for prandom_u32_max().
     rng: Rng,
 }
@@ -285,8 +278,6 @@ impl Bbr {
             ack_epoch_acked: 0,
             extra_acked_win_rtts: 0,
             extra_acked_win_idx: 0,
-            delivered_mstamp: Time::ZERO,
-            last_delivered: 0,
             rng: Rng::new(seed),
         }
     }
@@ -439,15 +430,6 @@ impl Bbr {
         self.set_pacing_rate(tp, bw, self.pacing_gain);
         self.set_cwnd(tp, rs, rs.acked_sacked, bw, self.cwnd_gain);
     }
-
-    /// Keeps the shadow of tp->delivered_mstamp: tcp_rate_gen() stamps it
-    /// with tcp_mstamp whenever an ACK delivers data.
-    fn track_delivered_mstamp(&mut self, tp: &ConnState) {
-        if tp.delivered != self.last_delivered {
-            self.last_delivered = tp.delivered;
-            self.delivered_mstamp = tp.now;
-        }
-    }
 }
 
 impl CongestionControl for Bbr {
@@ -457,9 +439,6 @@ impl CongestionControl for Bbr {
 
     /// bbr_init().
     fn init(&mut self, tp: &mut ConnState) {
-        self.delivered_mstamp = tp.now;
-        self.last_delivered = tp.delivered;
-
         self.prior_cwnd = 0;
         tp.snd_ssthresh = TCP_INFINITE_SSTHRESH;
         self.rtt_cnt = 0;
@@ -515,8 +494,12 @@ impl CongestionControl for Bbr {
     }
 
     fn cong_control(&mut self, tp: &mut ConnState, rs: &RateSample) {
-        self.track_delivered_mstamp(tp);
         self.main(tp, rs);
+    }
+
+    /// bbr_min_tso_segs(), registered as `.min_tso_segs`.
+    fn min_tso_segs(&self, tp: &ConnState) -> u32 {
+        Self::min_tso_segs(tp)
     }
 
     /// bbr_set_state().
@@ -537,11 +520,6 @@ impl CongestionControl for Bbr {
     fn cwnd_event(&mut self, tp: &mut ConnState, ev: CwndEvent) {
         if ev != CwndEvent::TxStart {
             return;
-        }
-        // tcp_rate_skb_sent(): a send with nothing outstanding restarts the
-        // delivery clock (tp->delivered_mstamp = tstamp).
-        if tp.packets_out == 0 {
-            self.delivered_mstamp = tp.now;
         }
         if tp.app_limited != 0 {
             self.idle_restart = true;

@@ -14,7 +14,7 @@ impl Bbr {
     fn is_next_cycle_phase(&self, tp: &ConnState, rs: &RateSample) -> bool {
         // tcp_stamp_us_delta(tp->delivered_mstamp, bbr->cycle_mstamp) >
         // bbr->min_rtt_us
-        let elapsed_us = self
+        let elapsed_us = tp
             .delivered_mstamp
             .as_micros()
             .saturating_sub(self.cycle_mstamp.as_micros());
@@ -47,33 +47,33 @@ impl Bbr {
     }
 
     /// bbr_advance_cycle_phase().
-    fn advance_cycle_phase(&mut self) {
+    fn advance_cycle_phase(&mut self, tp: &ConnState) {
         self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1);
-        self.cycle_mstamp = self.delivered_mstamp;
+        self.cycle_mstamp = tp.delivered_mstamp;
     }
 
     /// bbr_update_cycle_phase().
     pub(super) fn update_cycle_phase(&mut self, tp: &ConnState, rs: &RateSample) {
         if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(tp, rs) {
-            self.advance_cycle_phase();
+            self.advance_cycle_phase(tp);
         }
     }
 
     /// bbr_reset_probe_bw_mode(): enter PROBE_BW at a random phase of the
     /// cycle: cycle_idx = CYCLE_LEN - 1 - prandom_u32_max(bbr_cycle_rand),
     /// then advance, so the start phase is any but 1 (the 3/4 phase).
-    pub(super) fn reset_probe_bw_mode(&mut self) {
+    pub(super) fn reset_probe_bw_mode(&mut self, tp: &ConnState) {
         self.mode = Mode::ProbeBw;
         self.cycle_idx = CYCLE_LEN - 1 - self.rng.u32_max(BBR_CYCLE_RAND);
-        self.advance_cycle_phase(); // flip to next phase of gain cycle
+        self.advance_cycle_phase(tp); // flip to next phase of gain cycle
     }
 
     /// bbr_reset_mode(): back to STARTUP unless the pipe was filled.
-    pub(super) fn reset_mode(&mut self) {
+    pub(super) fn reset_mode(&mut self, tp: &ConnState) {
         if !self.full_bw_reached {
             self.reset_startup_mode();
         } else {
-            self.reset_probe_bw_mode();
+            self.reset_probe_bw_mode(tp);
         }
     }
 }

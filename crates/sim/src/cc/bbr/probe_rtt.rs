@@ -30,7 +30,7 @@ impl Bbr {
 
         self.min_rtt_stamp = now; // wait a while until PROBE_RTT
         tp.snd_cwnd = tp.snd_cwnd.max(self.prior_cwnd);
-        self.reset_mode();
+        self.reset_mode(tp);
     }
 
     /// bbr_update_min_rtt(): "Track min RTT seen in the min_rtt_win_sec

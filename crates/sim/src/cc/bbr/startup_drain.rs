@@ -43,7 +43,7 @@ impl Bbr {
             && self.packets_in_net_at_edt(tp, tp.in_flight())
                 <= self.inflight(tp, self.max_bw(), BBR_UNIT)
         {
-            self.reset_probe_bw_mode(); // we estimate queue is drained
+            self.reset_probe_bw_mode(tp); // we estimate queue is drained
         }
     }
 }

@@ -104,6 +104,7 @@ impl Synth {
     pub fn with_seed(seed: u64) -> Synth {
         let mut tp = ConnState::new(MSS);
         tp.now = Time::from_millis(1);
+        tp.delivered_mstamp = tp.now; // the handshake's ACK (tcp_rate_gen)
         let mut bbr = Bbr::with_seed(seed);
         bbr.init(&mut tp);
         Synth { tp, bbr }
@@ -119,6 +120,9 @@ impl Synth {
             self.bbr.next_rtt_delivered.saturating_sub(1)
         };
         self.tp.delivered += u64::from(a.acked);
+        if a.acked > 0 {
+            self.tp.delivered_mstamp = self.tp.now; // tcp_rate_gen()
+        }
         self.tp.lost += u64::from(a.losses);
         self.tp.packets_out = a.in_flight;
         if let Some(rtt) = a.rtt {
@@ -144,6 +148,7 @@ impl Synth {
             prior_in_flight: a.in_flight.saturating_add(a.acked).saturating_add(a.losses),
             is_app_limited: a.app_limited,
             is_retrans: false,
+            ..RateSample::default()
         };
         self.bbr.cong_control(&mut self.tp, &rs);
         rs
@@ -166,7 +171,7 @@ impl Synth {
     /// Forces the gain-cycle phase, starting now.
     pub fn pin_phase(&mut self, idx: u32) {
         self.bbr.cycle_idx = idx;
-        self.bbr.cycle_mstamp = self.bbr.delivered_mstamp;
+        self.bbr.cycle_mstamp = self.tp.delivered_mstamp;
         self.bbr.update_gains();
     }
 

@@ -35,7 +35,6 @@ pub(super) struct Pipe {
     flight: VecDeque<Pkt>,
     next_send: Time,
     first_tx_mstamp: Time,
-    delivered_mstamp: Time,
     policer: Option<Policer>,
 }
 
@@ -43,6 +42,7 @@ impl Pipe {
     pub fn new(bottleneck: Rate, base_rtt: Time) -> Pipe {
         let mut tp = ConnState::new(MSS);
         tp.now = Time::from_millis(1);
+        tp.delivered_mstamp = tp.now; // the handshake's ACK (tcp_rate_gen)
         let mut bbr = Bbr::with_seed(7);
         bbr.init(&mut tp);
         Pipe {
@@ -54,7 +54,6 @@ impl Pipe {
             flight: VecDeque::new(),
             next_send: Time::ZERO,
             first_tx_mstamp: Time::ZERO,
-            delivered_mstamp: Time::ZERO,
             policer: None,
         }
     }
@@ -121,7 +120,7 @@ impl Pipe {
         // tcp_rate_skb_sent()
         if self.tp.packets_out == 0 {
             self.first_tx_mstamp = now;
-            self.delivered_mstamp = now;
+            self.tp.delivered_mstamp = now;
         }
         let ack_at = if self.policer_admits(now) {
             let start = now.max(self.link_free);
@@ -134,7 +133,7 @@ impl Pipe {
             tx: now,
             ack_at,
             delivered: self.tp.delivered,
-            delivered_mstamp: self.delivered_mstamp,
+            delivered_mstamp: self.tp.delivered_mstamp,
             first_tx: self.first_tx_mstamp,
             app_limited: self.tp.app_limited != 0,
         });
@@ -172,7 +171,7 @@ impl Pipe {
         let snd_interval = pkt.tx - pkt.first_tx;
         self.first_tx_mstamp = pkt.tx;
         // tcp_rate_gen()
-        self.delivered_mstamp = now;
+        self.tp.delivered_mstamp = now;
         if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {
             self.tp.app_limited = 0;
         }
@@ -192,6 +191,7 @@ impl Pipe {
             prior_in_flight,
             is_app_limited: pkt.app_limited,
             is_retrans: false,
+            ..RateSample::default()
         };
         self.bbr.cong_control(&mut self.tp, &rs);
     }

@@ -43,11 +43,12 @@ fn probe_bw_cycles_eight_gains() {
 fn probe_bw_random_start_phase_is_never_the_3_4_phase() {
     let mut seen = [0u32; 8];
     for seed in 0..400u64 {
+        let tp = ConnState::new(MSS);
         let mut b = Bbr::with_seed(seed);
-        b.reset_probe_bw_mode();
+        b.reset_probe_bw_mode(&tp);
         seen[b.cycle_idx() as usize] += 1;
         let mut again = Bbr::with_seed(seed);
-        again.reset_probe_bw_mode();
+        again.reset_probe_bw_mode(&tp);
         assert_eq!(again.cycle_idx(), b.cycle_idx(), "deterministic per seed");
     }
     assert_eq!(seen[1], 0, "never starts in the 3/4 phase");
