@@ -23,6 +23,15 @@ if ! command -v cargo >/dev/null 2>&1; then
   apt-get install -y -qq --no-install-recommends cargo rustc >/dev/null
 fi
 
+# clippy lints the Rust code in the test command.
+if ! cargo clippy --version >/dev/null 2>&1; then
+  if command -v rustup >/dev/null 2>&1; then
+    rustup component add clippy
+  else
+    apt-get install -y -qq --no-install-recommends rust-clippy >/dev/null
+  fi
+fi
+
 PY=${PYTHON:-python3}
 "$PY" -m pip install -q --root-user-action=ignore --upgrade "maturin>=1.5,<2"
 # Builds the Rust simulator (release profile) into fatpipe._native.

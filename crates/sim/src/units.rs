@@ -48,11 +48,11 @@ impl Time {
     pub const fn mul(self, k: u64) -> Time {
         Time(self.0.saturating_mul(k))
     }
+    /// Divides by `k`; division by zero saturates to `Time::MAX`.
     pub const fn div(self, k: u64) -> Time {
-        if k == 0 {
-            Time::MAX
-        } else {
-            Time(self.0 / k)
+        match self.0.checked_div(k) {
+            Some(t) => Time(t),
+            None => Time::MAX,
         }
     }
     /// Scales by a rational factor num/den without intermediate overflow.

@@ -406,7 +406,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
 /// Linux's prandom_u32_max), so parallel streams do not move in lockstep.
 pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl>> {
     match name {
-        "reno" => Some(Box::new(reno::Reno::default())),
+        "reno" => Some(Box::new(reno::Reno)),
         "bbr" => Some(Box::new(bbr::Bbr::with_seed(seed))),
         "cubic" => Some(Box::new(cubic::Cubic::new())),
         "htcp" => Some(Box::new(htcp::Htcp::new())),
