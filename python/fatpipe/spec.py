@@ -98,12 +98,22 @@ class SpecError(ValueError):
         super().__init__("\n".join([head] + [f"  {k}: {m}" for k, m in problems]))
 
 
-def _unit(parser):
+def _unit(parser, lo: float | None = None, hi: float | None = None, unit: str = "",
+          above_zero: bool = False):
+    """Parse written units (finite, or a ValueError naming what is allowed),
+    then hold the value to [lo, hi] (and > 0 if `above_zero`)."""
     def convert(value: Any) -> Any:
         try:
-            return parser(value)
+            x = parser(value)
         except (UnitError, ArithmeticError) as e:
             raise ValueError(str(e)) from None
+        if above_zero and x <= 0:
+            raise ValueError(f"must be greater than 0, got {x:g}{unit}")
+        if lo is not None and x < lo:
+            raise ValueError(f"{x:g}{unit} is below the minimum of {lo:g}{unit}")
+        if hi is not None and x > hi:
+            raise ValueError(f"{x:g}{unit} is above the maximum of {hi:g}{unit}")
+        return x
     return BeforeValidator(convert)
 
 
@@ -115,6 +125,11 @@ def _on_clock(seconds: float) -> float:
     return seconds
 
 
+def _time(lo: float = 0.0, hi: float = MAX_DURATION_S, above_zero: bool = False) -> Any:
+    """A time in seconds on the simulator's clock (0 or at least 1 ns)."""
+    return Annotated[float, _unit(parse_time_s, lo, hi, " s", above_zero), AfterValidator(_on_clock)]
+
+
 def _version(value: Any) -> Any:
     if type(value) is not int or value != SPEC_VERSION:
         raise ValueError(
@@ -124,12 +139,14 @@ def _version(value: Any) -> Any:
     return value
 
 
-RateBps = Annotated[float, _unit(parse_rate_bps), Field(ge=MIN_RATE_BPS, le=MAX_RATE_BPS)]
-TimeS = Annotated[float, _unit(parse_time_s), Field(ge=0, le=MAX_DURATION_S), AfterValidator(_on_clock)]
-SizeBytes = Annotated[int, _unit(parse_size_bytes), Field(gt=0, le=MAX_SIZE_BYTES)]
-PerSecond = Annotated[
-    float, _unit(parse_per_second), Field(ge=MIN_EVENT_RATE_PER_S, le=MAX_EVENT_RATE_PER_S)
-]
+RateBps = Annotated[float, _unit(parse_rate_bps, MIN_RATE_BPS, MAX_RATE_BPS, " bit/s")]
+TimeS = _time()
+DurationS = _time(above_zero=True)
+IntervalS = _time(lo=MIN_INTERVAL_S)
+RttS = _time(hi=MAX_RTT_S, above_zero=True)
+ExtraRttS = _time(hi=MAX_RTT_S)
+SizeBytes = Annotated[int, _unit(parse_size_bytes, None, MAX_SIZE_BYTES, " bytes", above_zero=True)]
+PerSecond = Annotated[float, _unit(parse_per_second, MIN_EVENT_RATE_PER_S, MAX_EVENT_RATE_PER_S, "/s")]
 Probability = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
 
 
@@ -142,11 +159,11 @@ class StudySection(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
     description: str = ""
     backends: list[Literal["sim", "kernel"]] = Field(default=["sim"], min_length=1)
-    duration: Annotated[TimeS, Field(gt=0)]
+    duration: DurationS
     warmup: TimeS = 0.0
     repetitions: Annotated[int, Field(ge=1, le=10000)] = 1
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
-    interval: Annotated[TimeS, Field(ge=MIN_INTERVAL_S)] = 0.1  # sampling interval of the series
+    interval: IntervalS = 0.1  # sampling interval of the series
 
     @model_validator(mode="after")
     def _warmup_shorter_than_duration(self) -> "StudySection":
@@ -198,7 +215,7 @@ def _parse_buffer(value: Any) -> Any:
 
 class PathSection(_Strict):
     rate: RateBps
-    rtt: Annotated[TimeS, Field(gt=0, le=MAX_RTT_S)]
+    rtt: RttS
     loss: Probability = 0.0  # random loss per packet
     corruption: Annotated[float, Field(ge=0, le=1e-3)] = 0.0  # per bit
     buffer: Annotated[Buffer, BeforeValidator(_parse_buffer)] = Buffer(amount=1, unit="bdp")
@@ -209,7 +226,7 @@ class HostSection(_Strict):
     rmem_max: SizeBytes | None = None  # net.ipv4.tcp_rmem[2]
     wmem_max: SizeBytes | None = None  # net.ipv4.tcp_wmem[2]
     stream_rate_cap: RateBps | None = None  # per-stream send cap (CPU-bound host)
-    extra_rtt: Annotated[TimeS, Field(le=MAX_RTT_S)] = 0.0  # added delay on this host's access link, round trip
+    extra_rtt: ExtraRttS = 0.0  # added delay on this host's access link, round trip
 
 
 class FlowSection(_Strict):
@@ -360,7 +377,13 @@ def _too_deep(raw: Any) -> list[tuple[str, str]]:
     while stack:
         node, where, depth = stack.pop()
         if depth > MAX_NESTING_DEPTH:
-            return [(_loc(where[:3]) or "spec", (
+            keys = []
+            for part in where:
+                if not isinstance(part, str):
+                    break
+                keys.append(part)
+            name = _sweep_where(keys[1]) if keys[:1] == ["sweep"] and len(keys) > 1 else _loc(tuple(keys))
+            return [(name or "spec", (
                 f"nested {MAX_NESTING_DEPTH}+ levels deep; a study spec needs at most "
                 f"{MAX_NESTING_DEPTH} (arrays and tables inside each other)"))]
         if isinstance(node, dict):
