@@ -207,8 +207,9 @@ def _parse_buffer(value: Any) -> Any:
             return {"amount": parse_size_bytes(value), "unit": "bytes"}
         except UnitError:
             pass
+    shown = repr(value) if isinstance(value, str) else toml_type(value)
     raise ValueError(
-        f"cannot read {value if isinstance(value, str) else toml_type(value)!r} as a buffer; write bytes ('1.5MB'), packets ('1000pkts') "
+        f"cannot read {shown} as a buffer; write bytes ('1.5MB'), packets ('1000pkts') "
         "or a multiple of the bandwidth-delay product ('1bdp', '0.5bdp')"
     )
 
@@ -351,10 +352,6 @@ def _loc(loc: tuple) -> str:
     return _short(".".join(str(p) for p in loc if not str(p).startswith("function-")))
 
 
-_TYPE_ERRORS = ("int_type", "float_type", "string_type", "list_type", "dict_type",
-                "model_type", "int_from_float", "literal_error", "bool_type")
-
-
 def _problems(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
     out = []
     for e in err.errors():
@@ -365,7 +362,7 @@ def _problems(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
             msg = "unknown key"
         elif e["type"] == "literal_error":
             msg = f"got {_short(repr(e.get('input')))}; {msg.lower()}"
-        elif e["type"] in _TYPE_ERRORS or e["type"].endswith("_type"):
+        elif e["type"].endswith("_type") or e["type"] == "int_from_float":
             msg = f"{msg} (got {toml_type(e.get('input'))})"
         out.append((prefix + path if path else (prefix.rstrip(".") or "spec"), _short(msg, 400)))
     return out
@@ -384,12 +381,10 @@ def _too_deep(raw: Any) -> list[tuple[str, str]]:
                 keys.append(part)
             name = _sweep_where(keys[1]) if keys[:1] == ["sweep"] and len(keys) > 1 else _loc(tuple(keys))
             return [(name or "spec", (
-                f"nested {MAX_NESTING_DEPTH}+ levels deep; a study spec needs at most "
+                f"nested more than {MAX_NESTING_DEPTH} levels deep; a study spec needs at most "
                 f"{MAX_NESTING_DEPTH} (arrays and tables inside each other)"))]
-        if isinstance(node, dict):
-            stack += [(v, where + (k,), depth + 1) for k, v in node.items()]
-        elif isinstance(node, list):
-            stack += [(v, where + (i,), depth + 1) for i, v in enumerate(node)]
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        stack += [(v, where + (k,), depth + 1) for k, v in items if isinstance(v, (dict, list))]
     return []
 
 
@@ -402,8 +397,6 @@ def _validated(raw: dict[str, Any]) -> tuple[Spec | None, list[tuple[str, str]]]
         spec = Spec.model_validate(raw)
     except ValidationError as e:
         return None, _problems(e)
-    except RecursionError:
-        return None, [("spec", "nested too deeply")]
     return spec, cross_problems(spec)
 
 
@@ -460,7 +453,8 @@ def _check_sweep_axis(spec: Spec, key: str, values: list) -> list[tuple[str, str
     problems = []
     for i, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            problems.append((f"{where}[{i}]", f"a sweep value is a string or a number, got {toml_type(value)}"))
+            problems.append((f"{where}[{i}]",
+                             f"a sweep value is a string or a number, got {toml_type(value)}"))
     return problems
 
 
@@ -489,11 +483,12 @@ def _validated_point(
         parts = key.split(".")
         head = parts[0]
         if head in ("study", "path"):
-            where, model, section_raw = head, (StudySection if head == "study" else PathSection), changed[head]
+            model = StudySection if head == "study" else PathSection
+            where, section_raw = head, changed[head]
         elif head == "hosts":
-            where, model, section_raw = f"hosts.{parts[1]}", HostSection, changed["hosts"][parts[1]]
+            model, where, section_raw = HostSection, f"hosts.{parts[1]}", changed["hosts"][parts[1]]
         else:
-            where, model, section_raw = f"flows.{parts[1]}", FlowSection, changed["flows"][int(parts[1])]
+            model, where, section_raw = FlowSection, f"flows.{parts[1]}", changed["flows"][int(parts[1])]
         try:
             section = model.model_validate(section_raw)
         except ValidationError as e:
