@@ -141,7 +141,9 @@ def _toml_key(key: str) -> str:
 
 
 def _quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A TOML basic string; control characters as \\uXXXX escapes."""
+    body = s.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in body) + '"'
 
 
 def _with(key: str, literal: str | None) -> dict[str, str | None]:
@@ -190,9 +192,11 @@ def _overflow() -> list[Case]:
     for key, unit in UNIT_SUFFIX.items():
         for lit in (f'"1e400{unit}"', f'"1e308{unit}"', "1e309"):
             out.append(Case(f"{key}={lit}", "overflow", render(_with(key, lit)), key=key))
-    for key in INT_KEYS:
-        for lit in ("18446744073709551616", "1" + "0" * 400):
-            out.append(Case(f"{key}={lit[:12]}", "overflow", render(_with(key, lit)), key=key))
+    for key in NUMERIC_KEYS:
+        for lit in ("18446744073709551616", "1" + "0" * 400, "-1" + "0" * 400):
+            out.append(Case(f"{key}={lit[:12]}..({len(lit)} chars)", "overflow", render(_with(key, lit)), key=key))
+        # More digits than Python converts (int_max_str_digits): the TOML reader fails.
+        out.append(Case(f"{key}=5000 digits", "overflow", render(_with(key, "1" * 5000)), key="toml"))
     return out
 
 
@@ -254,7 +258,8 @@ SWEEP_KEYS_BAD = [
     "path", "path.", ".path.rate", "path.rate.x", "path.nope", "flows.0.nope", "flows.99.cc",
     "flows", "flows.0", "hosts", "hosts.default", "hosts.nobody.rmem_max", "sweep",
     "sweep.path.loss", "study.nope", "PATH.rate", "path.RATE", "pаth.rate", "path.rate\u200b",
-    "x" * 5000, "flows.0.cc" + ".0" * 500, "hosts.default.rmem_max.x",
+    "x" * 5000, "flows.0.cc" + ".0" * 500, "hosts.default.rmem_max.x", "path.rate\n",
+    "path.\x1b[2Jrate", "flows.0\u0000.cc",
 ]
 
 
@@ -375,11 +380,13 @@ def _unknown_keys() -> list[Case]:
     out = []
     for section, key in (("", "colour"), ("study", "colour"), ("path", "colour"), ("hosts.default", "colour"),
                          ("flows.0", "colour"), ("path", "Rate"), ("path", "rаte"), ("study", ""),
-                         ("study", "x" * 10_000), ("flows.1", "cc "), ("hosts.s2", "rmem")):
+                         ("study", "x" * 10_000), ("flows.1", "cc "), ("hosts.s2", "rmem"),
+                         ("path", "a\nb"), ("study", "\x1b[2J")):
         leaves = dict(BASE)
         leaves[f"{section}.{key}" if section else key] = "1"
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in key)  # as errors print keys
         out.append(Case(f"unknown {section}.{key[:20]!r}", "unknown-key", render(leaves),
-                        key=f"{section}.{key}"[:20] if section else key))
+                        key=f"{section}.{shown}"[:20] if section else shown))
     out.append(Case("unknown section", "unknown-key", render(BASE, extra="[colour]\nx = 1\n"), key="colour"))
     out.append(Case("hosts name no sender", "unknown-key", render({**BASE, "hosts.s9.rmem_max": '"1MB"'}), key="hosts.s9"))
     out.append(Case("hosts bad name", "unknown-key", render(BASE, extra='[hosts."../etc"]\nrmem_max = "1MB"\n'),

@@ -108,13 +108,20 @@ def _unit(parser, lo: float | None = None, hi: float | None = None, unit: str = 
         except (UnitError, ArithmeticError) as e:
             raise ValueError(str(e)) from None
         if above_zero and x <= 0:
-            raise ValueError(f"must be greater than 0, got {x:g}{unit}")
+            raise ValueError(f"must be greater than 0, got {_show(x)}{unit}")
         if lo is not None and x < lo:
-            raise ValueError(f"{x:g}{unit} is below the minimum of {lo:g}{unit}")
+            raise ValueError(f"{_show(x)}{unit} is below the minimum of {lo:g}{unit}")
         if hi is not None and x > hi:
-            raise ValueError(f"{x:g}{unit} is above the maximum of {hi:g}{unit}")
+            raise ValueError(f"{_show(x)}{unit} is above the maximum of {hi:g}{unit}")
         return x
     return BeforeValidator(convert)
+
+
+def _show(x: float) -> str:
+    try:
+        return f"{x:g}"
+    except OverflowError:  # an integer beyond any float
+        return f"{'-' if x < 0 else ''}1e{len(str(abs(x))) - 1}"
 
 
 def _on_clock(seconds: float) -> float:
@@ -348,14 +355,26 @@ def _short(text: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _printable(text: str) -> str:
+    """Keys as the user can read them: control characters escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _loc(loc: tuple) -> str:
-    return _short(".".join(str(p) for p in loc if not str(p).startswith("function-")))
+    return _short(_printable(".".join(str(p) for p in loc if not str(p).startswith("function-"))))
+
+
+# Parts of an error location that pydantic adds for its validators
+# (``function-after[...]``, ``nullable[...]``), not keys of the spec.
+_PYDANTIC_TAG = re.compile(r"[a-z]+(?:-[a-z]+)*\[.*\]\Z", re.S)
 
 
 def _problems(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
     out = []
     for e in err.errors():
-        loc = tuple(p for p in e["loc"] if not isinstance(p, str) or "[" not in p)
+        loc = tuple(p for p in e["loc"] if not isinstance(p, str) or not _PYDANTIC_TAG.match(p))
         path = _loc(loc)
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
@@ -424,7 +443,7 @@ def validate(raw: dict[str, Any], source: str = "") -> Spec:
 
 
 def _sweep_where(key: str) -> str:
-    return f'sweep."{_short(key, 80)}"'
+    return f'sweep."{_short(_printable(key), 80)}"'
 
 
 def _sweepable_list() -> str:
@@ -584,6 +603,9 @@ def load_raw(path: str | Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError([("toml", str(e))], str(p)) from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise SpecError([("toml", f"a number the TOML reader cannot convert: {_short(str(e), 120)}")],
+                        str(p)) from None
     except RecursionError:
         raise SpecError([("toml", (
             f"arrays or tables nested too deeply; a study spec needs at most {MAX_NESTING_DEPTH} levels"))],
