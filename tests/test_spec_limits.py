@@ -89,10 +89,11 @@ def test_sweep_bomb_is_refused_before_expansion_with_the_run_count(tmp_path):
     assert proc.stderr.startswith("error:") and "Traceback" not in proc.stderr
     assert "1,000,000,000 runs" in proc.stderr and "sweep" in proc.stderr
     assert time.monotonic() - t0 < 10
-    # Then in this process: refused in well under a second.
-    t0 = time.monotonic()
+    # Then in this process: refused in well under a second (of CPU time, so
+    # that other work on the machine does not count).
+    t0 = time.process_time()
     p = problems(tmp_path, BOMB)
-    assert time.monotonic() - t0 < 0.5
+    assert time.process_time() - t0 < 0.5
     assert "1,000,000,000 runs" in p["sweep"] and f"{spec_mod.MAX_RUNS:,}" in p["sweep"]
 
 
@@ -106,10 +107,10 @@ def test_repetitions_count_towards_the_run_limit(tmp_path):
 def test_one_axis_of_ten_thousand_values_validates_in_a_couple_of_seconds(tmp_path):
     axis = ", ".join(f"{i}e-9" for i in range(10_000))
     path = write(tmp_path, BASE + f'[sweep]\n"path.loss" = [{axis}]\n')
-    t0 = time.monotonic()
+    t0 = time.process_time()
     spec, raw = spec_mod.load(path)
     plans = plan_runs(spec, raw)
-    elapsed = time.monotonic() - t0
+    elapsed = time.process_time() - t0  # about 2 s on the 2-core VM; 30 s before
     assert len(plans) == 10_000
     assert plans[-1].loss == pytest.approx(9999e-9)
     assert elapsed < 4, f"{elapsed:.1f} s"
