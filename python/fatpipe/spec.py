@@ -3,17 +3,26 @@
 Unknown keys, bad units and impossible values are rejected with a
 :class:`SpecError` whose lines each name the key path (``path.rate``,
 ``flows.1.streams``, ``sweep."flows.0.cc"``) and what is allowed.
+
+Validation never crashes and never expands a sweep to judge it: whatever the
+file holds (any TOML type where a number is meant, inf, nan, overflowing or
+subnormal numbers, binary data, deep nesting), the answer is a spec or a
+SpecError. Booleans are not numbers. Absurd magnitudes are refused by the
+limits below, and a sweep's size is computed, and refused above
+``MAX_RUNS``, before anything is expanded.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -24,10 +33,54 @@ from pydantic import (
 )
 
 from .backends import DEFAULT_BACKEND, backend_names
-from .units import UnitError, parse_per_second, parse_rate_bps, parse_size_bytes, parse_time_s
+from .units import (
+    NUMBER_PATTERN,
+    UnitError,
+    format_time,
+    parse_per_second,
+    parse_rate_bps,
+    parse_size_bytes,
+    parse_time_s,
+    toml_type,
+)
 from .wire import TCP_IP_HEADER_BYTES, TIMESTAMP_OPTION_BYTES
 
 SPEC_VERSION = 1
+
+# ---- limits: what a spec may ask for ---------------------------------------
+# A study file is a short text; this bounds what reading it can cost.
+MAX_SPEC_BYTES = 1 << 20
+# Deepest nesting a valid spec needs is 4 (sweep."path.buffer"[0].amount).
+MAX_NESTING_DEPTH = 8
+# Runs of one study (sweep points x repetitions x backends).
+MAX_RUNS = 100_000
+# The simulator's clock counts nanoseconds: a nonzero time below that is 0.
+TIME_RESOLUTION_S = 1e-9
+# Simulated time of one run: at most a day.
+MAX_DURATION_S = 86_400.0
+MAX_RTT_S = 10.0
+# Series samples: at least 1 µs apart, at most a million per run.
+MIN_INTERVAL_S = 1e-6
+MAX_SAMPLES_PER_RUN = 1_000_000
+# Rates from 1 kbit/s to 10 Tbit/s; sizes from 1 byte to 1 TiB.
+MIN_RATE_BPS = 1e3
+MAX_RATE_BPS = 1e13
+MAX_SIZE_BYTES = 1 << 40
+# RPC arrivals (open loop) from one per 1000 s to ten million per second.
+MIN_EVENT_RATE_PER_S = 1e-3
+MAX_EVENT_RATE_PER_S = 1e7
+
+# What a sweep may vary: the keys that describe the experiment. The study's
+# identity (name, description, backends, seed, repetitions, version), the
+# sampling interval and a flow's kind are fixed for the whole study, and a
+# sweep key names one value, never a whole section.
+SWEEPABLE = {
+    "study": ("duration", "warmup"),
+    "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu"),
+    "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt"),
+    "flows.<index>": ("cc", "streams", "mss", "sender", "start", "request", "response",
+                      "concurrency", "rate"),
+}
 TCP_MIN_MSS = 88  # include/net/tcp.h
 # Linux defaults of net.ipv4.tcp_rmem[2] / tcp_wmem[2].
 LINUX_RMEM_MAX_BYTES = 6291456
@@ -43,35 +96,79 @@ class SpecError(ValueError):
         super().__init__("\n".join([head] + [f"  {k}: {m}" for k, m in problems]))
 
 
-def _unit(parser):
+def _unit(parser, lo: float | None = None, hi: float | None = None, unit: str = "",
+          above_zero: bool = False):
+    """Parse written units (finite, or a ValueError naming what is allowed),
+    then hold the value to [lo, hi] (and > 0 if `above_zero`)."""
     def convert(value: Any) -> Any:
         try:
-            return parser(value)
-        except UnitError as e:
+            x = parser(value)
+        except (UnitError, ArithmeticError) as e:
             raise ValueError(str(e)) from None
+        if above_zero and x <= 0:
+            raise ValueError(f"must be greater than 0, got {_show(x)}{unit}")
+        if lo is not None and x < lo:
+            raise ValueError(f"{_show(x)}{unit} is below the minimum of {lo:g}{unit}")
+        if hi is not None and x > hi:
+            raise ValueError(f"{_show(x)}{unit} is above the maximum of {hi:g}{unit}")
+        return x
     return BeforeValidator(convert)
 
 
-RateBps = Annotated[float, _unit(parse_rate_bps), Field(gt=0)]
-TimeS = Annotated[float, _unit(parse_time_s), Field(ge=0)]
-SizeBytes = Annotated[int, _unit(parse_size_bytes), Field(gt=0)]
-PerSecond = Annotated[float, _unit(parse_per_second), Field(gt=0)]
-Probability = Annotated[float, Field(ge=0, lt=1)]
+def _show(x: float) -> str:
+    try:
+        return f"{x:g}"
+    except OverflowError:  # an integer beyond any float
+        return f"{'-' if x < 0 else ''}1e{len(str(abs(x))) - 1}"
+
+
+def _on_clock(seconds: float) -> float:
+    if 0 < seconds < TIME_RESOLUTION_S:
+        raise ValueError(
+            f"{seconds:g} s is below the simulator's 1 ns clock; write 0 or at least '1ns'"
+        )
+    return seconds
+
+
+def _time(lo: float = 0.0, hi: float = MAX_DURATION_S, above_zero: bool = False) -> Any:
+    """A time in seconds on the simulator's clock (0 or at least 1 ns)."""
+    return Annotated[float, _unit(parse_time_s, lo, hi, " s", above_zero), AfterValidator(_on_clock)]
+
+
+def _version(value: Any) -> Any:
+    if type(value) is not int or value != SPEC_VERSION:
+        raise ValueError(
+            f"got {value!r}; write version = {SPEC_VERSION} (the integer; this fatpipe "
+            f"reads spec version {SPEC_VERSION})"
+        )
+    return value
+
+
+RateBps = Annotated[float, _unit(parse_rate_bps, MIN_RATE_BPS, MAX_RATE_BPS, " bit/s")]
+TimeS = _time()
+DurationS = _time(above_zero=True)
+IntervalS = _time(lo=MIN_INTERVAL_S)
+RttS = _time(hi=MAX_RTT_S, above_zero=True)
+ExtraRttS = _time(hi=MAX_RTT_S)
+SizeBytes = Annotated[int, _unit(parse_size_bytes, None, MAX_SIZE_BYTES, " bytes", above_zero=True)]
+PerSecond = Annotated[float, _unit(parse_per_second, MIN_EVENT_RATE_PER_S, MAX_EVENT_RATE_PER_S, "/s")]
+Probability = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: no bool-as-int, no "2"-as-int; unit fields parse text themselves.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class StudySection(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
     description: str = ""
     backends: list[str] = Field(default_factory=lambda: [DEFAULT_BACKEND], min_length=1)
-    duration: Annotated[TimeS, Field(gt=0)]
+    duration: DurationS
     warmup: TimeS = 0.0
     repetitions: Annotated[int, Field(ge=1, le=10000)] = 1
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
-    interval: Annotated[TimeS, Field(gt=0)] = 0.1  # sampling interval of the series
+    interval: IntervalS = 0.1  # sampling interval of the series
 
     @field_validator("backends")
     @classmethod
@@ -94,8 +191,13 @@ class StudySection(_Strict):
 class Buffer(_Strict):
     """Bottleneck buffer as written: bytes, packets or a multiple of the BDP."""
 
-    amount: float
+    amount: Annotated[float, Field(gt=0, allow_inf_nan=False)]
     unit: Literal["bytes", "packets", "bdp"]
+
+    def nominal_bytes(self, rate_bps: float, rtt_s: float, mtu_bytes: int) -> float:
+        """The size as written, in bytes (not rounded, not clamped)."""
+        per_unit = {"bdp": rate_bps * rtt_s / 8, "packets": mtu_bytes, "bytes": 1}[self.unit]
+        return self.amount * per_unit
 
     def to_bytes(self, rate_bps: float, rtt_s: float, mtu_bytes: int) -> int:
         if self.unit == "bdp":
@@ -111,7 +213,7 @@ def _parse_buffer(value: Any) -> Any:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return {"amount": value, "unit": "bytes"}
     if isinstance(value, str):
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(bdp|pkts?|packets?)\s*", value, re.I)
+        m = re.fullmatch(r"\s*" + NUMBER_PATTERN + r"\s*(bdp|pkts?|packets?)\s*", value, re.I)
         if m:
             unit = "bdp" if m.group(2).lower() == "bdp" else "packets"
             return {"amount": float(m.group(1)), "unit": unit}
@@ -119,32 +221,27 @@ def _parse_buffer(value: Any) -> Any:
             return {"amount": parse_size_bytes(value), "unit": "bytes"}
         except UnitError:
             pass
+    shown = repr(value) if isinstance(value, str) else toml_type(value)
     raise ValueError(
-        f"cannot read {value!r} as a buffer; write bytes ('1.5MB'), packets ('1000pkts') "
+        f"cannot read {shown} as a buffer; write bytes ('1.5MB'), packets ('1000pkts') "
         "or a multiple of the bandwidth-delay product ('1bdp', '0.5bdp')"
     )
 
 
 class PathSection(_Strict):
     rate: RateBps
-    rtt: Annotated[TimeS, Field(gt=0, le=10)]
+    rtt: RttS
     loss: Probability = 0.0  # random loss per packet
     corruption: Annotated[float, Field(ge=0, le=1e-3)] = 0.0  # per bit
     buffer: Annotated[Buffer, BeforeValidator(_parse_buffer)] = Buffer(amount=1, unit="bdp")
     mtu: Annotated[int, Field(ge=576, le=65535)] = 1500
-
-    @model_validator(mode="after")
-    def _buffer_positive(self) -> PathSection:
-        if self.buffer.amount <= 0:
-            raise ValueError("buffer must be positive")
-        return self
 
 
 class HostSection(_Strict):
     rmem_max: SizeBytes | None = None  # net.ipv4.tcp_rmem[2]
     wmem_max: SizeBytes | None = None  # net.ipv4.tcp_wmem[2]
     stream_rate_cap: RateBps | None = None  # per-stream send cap (CPU-bound host)
-    extra_rtt: TimeS = 0.0  # added delay on this host's access link, round trip
+    extra_rtt: ExtraRttS = 0.0  # added delay on this host's access link, round trip
 
 
 class FlowSection(_Strict):
@@ -178,39 +275,24 @@ class FlowSection(_Strict):
 
 
 class Spec(_Strict):
-    version: Literal[1]
+    """One study. Checks across sections are :func:`cross_problems`, which
+    :func:`validate` applies: validate specs with it, not with the model alone."""
+
+    version: Annotated[int, BeforeValidator(_version)]
     study: StudySection
     path: PathSection
     hosts: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,8}$")], HostSection] = {}
     flows: list[FlowSection] = Field(min_length=1, max_length=64)
     sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
 
-    @model_validator(mode="after")
-    def _cross_checks(self) -> Spec:
-        senders = {f.sender for f in self.flows}
-        for name in self.hosts:
-            if name not in senders and name not in ("default", "receiver"):
-                raise ValueError(
-                    f"hosts.{name} names no sender; senders are {sorted(senders)}, "
-                    "plus 'default' (every host) and 'receiver'"
-                )
-        for i, flow in enumerate(self.flows):
-            if flow.mss is not None and flow.mss > self.path.mtu - TCP_IP_HEADER_BYTES:
-                raise ValueError(
-                    f"flows.{i}.mss = {flow.mss} does not fit path.mtu = {self.path.mtu} "
-                    f"(at most mtu - {TCP_IP_HEADER_BYTES} = {self.path.mtu - TCP_IP_HEADER_BYTES})"
-                )
-            if flow.start >= self.study.duration:
-                raise ValueError(f"flows.{i}.start must be before study.duration")
-        return self
-
     # ---- derived values --------------------------------------------------
 
     def host(self, name: str) -> HostSection:
         """Limits of host `name`: its own section over `hosts.default`."""
-        merged = dict(self.hosts.get("default", HostSection()).model_dump(exclude_unset=True))
-        merged.update(self.hosts.get(name, HostSection()).model_dump(exclude_unset=True))
-        return HostSection(**merged)
+        default, own = self.hosts.get("default"), self.hosts.get(name)
+        if own is None or default is None:
+            return own or default or HostSection()
+        return default.model_copy(update={k: getattr(own, k) for k in own.model_fields_set})
 
     def mss_payload_bytes(self, flow: FlowSection) -> int:
         """Payload per segment as Linux computes it (tcp_mtu_to_mss): the MSS
@@ -222,105 +304,322 @@ class Spec(_Strict):
         return self.path.buffer.to_bytes(self.path.rate, self.path.rtt, self.path.mtu)
 
 
+# ---- checks across sections ----------------------------------------------
+
+
+def cross_problems(spec: Spec) -> list[tuple[str, str]]:
+    """What no single section can check: names, fits and totals."""
+    problems = []
+    senders = {f.sender for f in spec.flows}
+    for name in spec.hosts:
+        if name not in senders and name not in ("default", "receiver"):
+            problems.append((f"hosts.{name}", (
+                f"hosts.{name} names no sender; senders are {sorted(senders)}, "
+                "plus 'default' (every host) and 'receiver'")))
+    for i, flow in enumerate(spec.flows):
+        if flow.mss is not None and flow.mss > spec.path.mtu - TCP_IP_HEADER_BYTES:
+            problems.append((f"flows.{i}.mss", (
+                f"flows.{i}.mss = {flow.mss} does not fit path.mtu = {spec.path.mtu} "
+                f"(at most mtu - {TCP_IP_HEADER_BYTES} = {spec.path.mtu - TCP_IP_HEADER_BYTES})")))
+        if flow.start >= spec.study.duration:
+            problems.append((f"flows.{i}.start", f"flows.{i}.start must be before study.duration"))
+    buffer_bytes = spec.path.buffer.nominal_bytes(spec.path.rate, spec.path.rtt, spec.path.mtu)
+    if not 1 <= buffer_bytes <= MAX_SIZE_BYTES:
+        problems.append(("path.buffer", (
+            f"comes to {buffer_bytes:.4g} bytes; a buffer holds from 1 byte to "
+            f"{MAX_SIZE_BYTES} bytes (1 TiB)")))
+    samples = spec.study.duration / spec.study.interval
+    if samples > MAX_SAMPLES_PER_RUN:
+        problems.append(("study.interval", (
+            f"{format_time(spec.study.interval)} over a {format_time(spec.study.duration)} run "
+            f"is {samples:.3g} samples; at most {MAX_SAMPLES_PER_RUN} per run: "
+            f"use an interval of at least {format_time(spec.study.duration / MAX_SAMPLES_PER_RUN)}")))
+    return problems
+
+
+def run_count(spec: Spec, backends: list[str] | None = None) -> int:
+    """Runs the study asks for (sweep points x repetitions x backends),
+    computed without expanding the sweep."""
+    points = math.prod(len(values) for values in spec.sweep.values())
+    return points * spec.study.repetitions * len(backends or spec.study.backends)
+
+
+def check_run_count(spec: Spec, backends: list[str] | None = None, source: str = "") -> None:
+    """Refuse a study of more than MAX_RUNS runs, before it is expanded."""
+    count = run_count(spec, backends)
+    if count > MAX_RUNS:
+        axes = " x ".join(f"{len(v)}" for v in spec.sweep.values()) or "1"
+        raise SpecError([("sweep", (
+            f"asks for {count:,} runs ({axes} sweep points x {spec.study.repetitions} "
+            f"repetitions x {len(backends or spec.study.backends)} backends); "
+            f"at most {MAX_RUNS:,} runs per study: split it or sweep fewer values"))], source)
+
+
+# ---- errors -----------------------------------------------------------------
+
+
+def _short(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _printable(text: str) -> str:
+    """Keys as the user can read them: control characters escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _loc(loc: tuple) -> str:
-    return ".".join(str(p) for p in loc if not str(p).startswith("function-"))
+    return _short(_printable(".".join(str(p) for p in loc if not str(p).startswith("function-"))))
+
+
+# Parts of an error location that pydantic adds for its validators
+# (``function-after[...]``, ``nullable[...]``), not keys of the spec.
+_PYDANTIC_TAG = re.compile(r"[a-z]+(?:-[a-z]+)*\[.*\]\Z", re.S)
 
 
 def _problems(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
     out = []
     for e in err.errors():
-        loc = tuple(p for p in e["loc"] if not isinstance(p, str) or "[" not in p)
+        loc = tuple(p for p in e["loc"] if not isinstance(p, str) or not _PYDANTIC_TAG.match(p))
         path = _loc(loc)
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
         elif e["type"] == "literal_error":
-            msg = f"got {e.get('input')!r}; {msg.lower()}"
-        out.append((prefix + path if path else (prefix.rstrip(".") or "spec"), msg))
+            msg = f"got {_short(repr(e.get('input')))}; {msg.lower()}"
+        elif e["type"].endswith("_type") or e["type"] == "int_from_float":
+            msg = f"{msg} (got {toml_type(e.get('input'))})"
+        out.append((prefix + path if path else (prefix.rstrip(".") or "spec"), _short(msg, 400)))
     return out
 
 
-def validate(raw: dict[str, Any], source: str = "") -> Spec:
-    """Validate a raw spec mapping (no sweep applied yet) and its sweep."""
+def _too_deep(raw: Any) -> list[tuple[str, str]]:
+    """Values nested deeper than MAX_NESTING_DEPTH, found without recursion."""
+    stack: list[tuple[Any, tuple, int]] = [(raw, (), 0)]
+    while stack:
+        node, where, depth = stack.pop()
+        if depth > MAX_NESTING_DEPTH:
+            keys = []
+            for part in where:
+                if not isinstance(part, str):
+                    break
+                keys.append(part)
+            name = _sweep_where(keys[1]) if keys[:1] == ["sweep"] and len(keys) > 1 else _loc(tuple(keys))
+            return [(name or "spec", (
+                f"nested more than {MAX_NESTING_DEPTH} levels deep; a study spec needs at most "
+                f"{MAX_NESTING_DEPTH} (arrays and tables inside each other)"))]
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        stack += [(v, where + (k,), depth + 1) for k, v in items if isinstance(v, (dict, list))]
+    return []
+
+
+# ---- validation ---------------------------------------------------------------
+
+
+def _validated(raw: dict[str, Any]) -> tuple[Spec | None, list[tuple[str, str]]]:
+    """The model and the cross-section checks: (spec or None, problems)."""
     try:
         spec = Spec.model_validate(raw)
     except ValidationError as e:
-        raise SpecError(_problems(e), source) from None
-    problems = []
+        return None, _problems(e)
+    return spec, cross_problems(spec)
+
+
+def validate(raw: dict[str, Any], source: str = "") -> Spec:
+    """Validate a raw spec mapping (no sweep applied yet) and its sweep:
+    every value of every axis alone; the size of the sweep before that."""
+    if not isinstance(raw, dict):
+        raise SpecError([("spec", f"a study spec is a TOML table, got {toml_type(raw)}")], source)
+    deep = _too_deep(raw)
+    if deep:
+        raise SpecError(deep, source)
+    spec, problems = _validated(raw)
+    if spec is None or problems:
+        raise SpecError(problems, source)
     for key, values in spec.sweep.items():
-        problems += _check_sweep_key(raw, key, values)
+        problems += _check_sweep_axis(spec, key, values)
+    if problems:
+        raise SpecError(problems, source)
+    check_run_count(spec, source=source)
+    for key, values in spec.sweep.items():
+        problems += _check_sweep_values(spec, raw, key, values)
     if problems:
         raise SpecError(problems, source)
     return spec
 
 
-def _check_sweep_key(raw: dict, key: str, values: list) -> list[tuple[str, str]]:
-    where = f'sweep."{key}"'
+def _sweep_where(key: str) -> str:
+    return f'sweep."{_short(_printable(key), 80)}"'
+
+
+def _sweepable_list() -> str:
+    return "; ".join(f"{head}.{'|'.join(leaves)}" for head, leaves in SWEEPABLE.items())
+
+
+def _check_sweep_axis(spec: Spec, key: str, values: list) -> list[tuple[str, str]]:
+    """The key is on the allow-list and names something that exists; the
+    values are strings or numbers."""
+    where = _sweep_where(key)
     parts = key.split(".")
-    if parts[0] not in ("study", "path", "hosts", "flows"):
-        return [(where, "sweep keys start with study., path., hosts. or flows.")]
-    if parts[0] == "study" and parts[-1] in ("name", "backends", "repetitions", "seed"):
-        return [(where, f"study.{parts[-1]} cannot be swept")]
+    if len(parts) == 2 and parts[0] in ("study", "path"):
+        allowed = parts[1] in SWEEPABLE[parts[0]]
+    elif len(parts) == 3 and parts[0] == "hosts":
+        allowed = parts[2] in SWEEPABLE["hosts.<host>"] and bool(re.fullmatch(r"[A-Za-z0-9_]{1,8}", parts[1]))
+    elif len(parts) == 3 and parts[0] == "flows":
+        allowed = parts[2] in SWEEPABLE["flows.<index>"]
+        if allowed and not re.fullmatch(r"0|[1-9][0-9]{0,5}", parts[1]):
+            return [(where, f"{_short(parts[1], 20)!r} is not a flow index; write flows.0, flows.1, …")]
+        if allowed and int(parts[1]) >= len(spec.flows):
+            return [(where, f"flows.{parts[1]}: no such flow (there are {len(spec.flows)})")]
+    else:
+        allowed = False
+    if not allowed:
+        return [(where, f"this key cannot be swept; sweepable keys are {_sweepable_list()}")]
     problems = []
     for i, value in enumerate(values):
-        try:
-            candidate = apply_overrides(raw, {key: value})
-            Spec.model_validate({**candidate, "sweep": {}})
-        except KeyError as e:
-            return [(where, str(e.args[0]))]
-        except ValidationError as e:
-            for path, msg in _problems(e):
-                problems.append((f"{where}[{i}] ({path})", msg))
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            problems.append((f"{where}[{i}]",
+                             f"a sweep value is a string or a number, got {toml_type(value)}"))
     return problems
 
 
-def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Copy `raw` with dotted keys set (``flows.0.cc`` = 'bbr'). The key must
-    name an existing section; a leaf may be new only where the model has it."""
-    out = copy.deepcopy(raw)
-    out.pop("sweep", None)
+def _check_sweep_values(spec: Spec, raw: dict, key: str, values: list) -> list[tuple[str, str]]:
+    """Each value validates when set alone on the spec."""
+    where = _sweep_where(key)
+    problems = []
+    for i, value in enumerate(values):
+        try:
+            found = _validated_point(spec, raw, {key: value})[1]
+        except KeyError as e:
+            return [(where, str(e.args[0]))]
+        problems += [(f"{where}[{i}] ({path})", msg) for path, msg in found]
+    return problems
+
+
+def _validated_point(
+    spec: Spec, raw: dict[str, Any], overrides: dict[str, Any]
+) -> tuple[Spec | None, list[tuple[str, str]]]:
+    """`spec` with allow-listed sweep `overrides` applied: only the sections
+    they touch are validated again, then the checks across sections."""
+    changed = _overridden(raw, overrides)
+    update: dict[str, Any] = {}
+    problems: list[tuple[str, str]] = []
+    for key in overrides:
+        parts = key.split(".")
+        head = parts[0]
+        if head in ("study", "path"):
+            model = StudySection if head == "study" else PathSection
+            where, section_raw = head, changed[head]
+        elif head == "hosts":
+            model, where, section_raw = HostSection, f"hosts.{parts[1]}", changed["hosts"][parts[1]]
+        else:
+            model, where, section_raw = FlowSection, f"flows.{parts[1]}", changed["flows"][int(parts[1])]
+        try:
+            section = model.model_validate(section_raw)
+        except ValidationError as e:
+            problems += _problems(e, prefix=f"{where}.")
+            continue
+        if head in ("study", "path"):
+            update[head] = section
+        elif head == "hosts":
+            update.setdefault("hosts", dict(spec.hosts))[parts[1]] = section
+        else:
+            update.setdefault("flows", list(spec.flows))[int(parts[1])] = section
+    if problems:
+        return None, problems
+    point = spec.model_copy(update=update)
+    return point, cross_problems(point)
+
+
+def point_spec(raw: dict[str, Any], overrides: dict[str, Any], spec: Spec | None = None) -> Spec:
+    """The spec at one sweep point of `raw`, a spec that passed :func:`validate`
+    (`spec`, its validated form, saves validating it again). Errors name the
+    point: each axis value was valid alone, their combination may not be."""
+    if not overrides:
+        return spec or validate(raw)
+    spec, problems = _validated_point(spec or validate(raw), raw, overrides)
+    if problems:
+        point = ", ".join(f"{_short(k, 40)} = {_short(repr(v), 40)}" for k, v in overrides.items())
+        raise SpecError([(f"sweep ({point}) {k}", m) for k, m in problems])
+    assert spec is not None
+    return spec
+
+
+def _overridden(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """`raw` without its sweep, dotted keys set; copies only the sections on
+    each key's path, so the cost does not grow with the rest of the spec."""
+    out = {k: v for k, v in raw.items() if k != "sweep"}
     for key, value in overrides.items():
         node: Any = out
         parts = key.split(".")
         for depth, part in enumerate(parts[:-1]):
             prefix = ".".join(parts[: depth + 1])
             if isinstance(node, list):
-                if not part.isdigit() or int(part) >= len(node):
+                if not re.fullmatch(r"0|[1-9][0-9]*", part) or int(part) >= len(node):
                     raise KeyError(f"{prefix}: no such flow (there are {len(node)})")
-                node = node[int(part)]
+                index: Any = int(part)
             elif isinstance(node, dict):
                 if part not in node:
-                    if parts[0] == "hosts" and depth == 1:
+                    if parts[0] == "hosts" and depth <= 1:
                         node[part] = {}
                     else:
                         raise KeyError(f"{prefix}: no such section in the spec")
-                node = node[part]
+                index = part
             else:
                 raise KeyError(f"{prefix}: is a value, not a section")
+            child = node[index]
+            if isinstance(child, (dict, list)):
+                child = type(child)(child)
+                node[index] = child
+            node = child
         if not isinstance(node, dict):
             raise KeyError(f"{key}: does not name a key of a section")
         node[parts[-1]] = value
     return out
 
 
+def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Copy `raw` (without its sweep) with dotted keys set (``flows.0.cc`` =
+    'bbr'). The key must name an existing section; a leaf may be new only
+    where the model has it."""
+    return copy.deepcopy(_overridden(raw, overrides))
+
+
+# ---- files --------------------------------------------------------------------
+
+
 def load_raw(path: str | Path) -> dict[str, Any]:
+    """The TOML table of a study file, read within MAX_SPEC_BYTES."""
     p = Path(path)
     try:
-        text = p.read_text()
+        with p.open("rb") as f:
+            data = f.read(MAX_SPEC_BYTES + 1)
     except OSError as e:
-        raise SpecError([("file", f"cannot read {p}: {e.strerror}")]) from None
+        raise SpecError([("file", f"cannot read {p}: {e.strerror or e}")]) from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError([("file", (
+            f"larger than {MAX_SPEC_BYTES} bytes; a study spec is a short text file"))], str(p))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError([("file", (
+            f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+            "save the spec as UTF-8"))], str(p)) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError([("toml", str(e))], str(p)) from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise SpecError([("toml", f"a number the TOML reader cannot convert: {_short(str(e), 120)}")],
+                        str(p)) from None
+    except RecursionError:
+        raise SpecError([("toml", (
+            f"arrays or tables nested too deeply; a study spec needs at most {MAX_NESTING_DEPTH} levels"))],
+            str(p)) from None
 
 
 def load(path: str | Path) -> tuple[Spec, dict[str, Any]]:
     """Load and validate a study file; returns the spec and its raw mapping."""
     raw = load_raw(path)
-    if raw.get("version") not in (None, SPEC_VERSION) and isinstance(raw.get("version"), int):
-        raise SpecError(
-            [("version", f"spec version {raw['version']} is not supported; this fatpipe reads {SPEC_VERSION}")],
-            str(path),
-        )
     return validate(raw, str(path)), raw

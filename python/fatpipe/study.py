@@ -60,9 +60,10 @@ def plan_runs(
     spec: spec_mod.Spec, raw: dict[str, Any], backends: list[str] | None = None
 ) -> list[RunPlan]:
     """Every run of the study, validated before anything starts."""
+    spec_mod.check_run_count(spec, backends)
     plans = []
     for point, overrides in enumerate(sweep_points(spec) or [{}]):
-        point_spec = spec_mod.validate(spec_mod.apply_overrides(raw, overrides)) if overrides else spec
+        point_spec = spec_mod.point_spec(raw, overrides, spec)
         senders = {f.sender: _host_limits(point_spec, f.sender) for f in point_spec.flows}
         flows = tuple(
             FlowPlan(

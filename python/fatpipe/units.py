@@ -7,9 +7,13 @@ given and show examples of what is allowed.
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import re
 
-_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+# A written number: ASCII digits, optional fraction and exponent, no sign.
+NUMBER_PATTERN = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+_NUMBER = NUMBER_PATTERN
 
 # Networking convention: K/M/G/T are powers of ten for rates.
 _RATE_UNITS = {
@@ -21,7 +25,7 @@ _RATE_UNITS = {
 }
 
 _TIME_UNITS = {
-    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0,
+    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0,
     "min": 60.0, "h": 3600.0,
 }
 
@@ -39,8 +43,47 @@ class UnitError(ValueError):
     """A value could not be parsed; the message names what is allowed."""
 
 
+def toml_type(value: object) -> str:
+    """The TOML name of a parsed value's type, for messages."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return "a date/time"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return type(value).__name__
+
+
+def _number_or_text(value: object, what: str, example: str) -> float | str:
+    """A bare finite number (as float), or the text to parse; anything else
+    (boolean, array, table, date, inf, nan) is a UnitError."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            raise UnitError(f"expected a {what} like {example!r} or a finite number, got {value!r}")
+        return number
+    raise UnitError(f"expected a {what} like {example!r} or a number, got {toml_type(value)}")
+
+
+def _finite(number: float, value: str, what: str) -> float:
+    if not math.isfinite(number):
+        raise UnitError(f"{value!r} overflows; write a {what} within range")
+    return number
+
+
 def _split(text: str) -> tuple[float, str] | None:
-    m = re.fullmatch(_NUMBER + r"\s*([A-Za-zµ/]*)", text.strip())
+    m = re.fullmatch(_NUMBER + r"\s*([A-Za-zµμ/]*)", text.strip())
     if not m:
         return None
     return float(m.group(1)), m.group(2)
@@ -48,16 +91,15 @@ def _split(text: str) -> tuple[float, str] | None:
 
 def parse_rate_bps(value: str | int | float) -> float:
     """'10Gbit' -> 1e10. Bare numbers are bits per second."""
-    if isinstance(value, bool):
-        raise UnitError(f"expected a rate like '10Gbit', got {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
+    value = _number_or_text(value, "rate", "10Gbit")
+    if isinstance(value, float):
+        return value
     parts = _split(value)
     if parts:
         number, unit = parts
         unit = unit.lower().removesuffix("/s")
         if unit in _RATE_UNITS:
-            return number * _RATE_UNITS[unit]
+            return _finite(number * _RATE_UNITS[unit], value, "rate")
     raise UnitError(
         f"cannot read {value!r} as a rate; write e.g. '10Gbit', '100Mbit', '1.5Gbps'"
     )
@@ -65,42 +107,41 @@ def parse_rate_bps(value: str | int | float) -> float:
 
 def parse_time_s(value: str | int | float) -> float:
     """'20ms' -> 0.02. Bare numbers are seconds."""
-    if isinstance(value, bool):
-        raise UnitError(f"expected a time like '20ms', got {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
+    value = _number_or_text(value, "time", "20ms")
+    if isinstance(value, float):
+        return value
     parts = _split(value)
     if parts:
         number, unit = parts
         key = unit if unit in _TIME_UNITS else unit.lower()
         if key in _TIME_UNITS:
-            return number * _TIME_UNITS[key]
+            return _finite(number * _TIME_UNITS[key], value, "time")
     raise UnitError(f"cannot read {value!r} as a time; write e.g. '20ms', '70s', '500us'")
 
 
 def parse_size_bytes(value: str | int | float) -> int:
     """'6MB' -> 6000000, '6MiB' -> 6291456. Bare numbers are bytes."""
-    if isinstance(value, bool):
-        raise UnitError(f"expected a size like '6MB', got {value!r}")
-    if isinstance(value, (int, float)):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    value = _number_or_text(value, "size", "6MB")
+    if isinstance(value, float):
         return int(value)
     parts = _split(value)
     if parts:
         number, unit = parts
         if unit.lower() in _SIZE_UNITS:
-            return int(round(number * _SIZE_UNITS[unit.lower()]))
+            return int(round(_finite(number * _SIZE_UNITS[unit.lower()], value, "size")))
     raise UnitError(f"cannot read {value!r} as a size; write e.g. '1500B', '6MB', '6MiB'")
 
 
 def parse_per_second(value: str | int | float) -> float:
     """'200/s' -> 200.0 (an event rate)."""
-    if isinstance(value, bool):
-        raise UnitError(f"expected an event rate like '200/s', got {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
+    value = _number_or_text(value, "event rate", "200/s")
+    if isinstance(value, float):
+        return value
     m = re.fullmatch(_NUMBER + r"\s*/\s*s", value.strip())
     if m:
-        return float(m.group(1))
+        return _finite(float(m.group(1)), value, "event rate")
     raise UnitError(f"cannot read {value!r} as an event rate; write e.g. '200/s'")
 
 
