@@ -33,6 +33,9 @@ class FakeBackend:
     def clean(self):
         return []
 
+    def clean_stale(self):
+        return []
+
     def run(self, plan: RunPlan, workdir) -> RunOutcome:  # noqa: ARG002 - the Backend protocol's signature
         if self.interrupt_after is not None and len(self.calls) >= self.interrupt_after:
             raise KeyboardInterrupt

@@ -76,7 +76,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:  # noqa: ARG001 - every command
 def cmd_clean(args: argparse.Namespace) -> int:  # noqa: ARG001 - every command takes its arguments
     removed = [f"{name}: {item}" for name in backend_names() for item in get_backend(name).clean()]
     if removed:
-        print("removed:")
+        print("fatpipe clean:")
         for item in removed:
             print(f"  {item}")
     else:

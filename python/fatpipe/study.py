@@ -276,6 +276,8 @@ def run_study(
     root = Path(out) if out else study_dir_default(spec)
     for name in sorted({p.backend for p in plans}):
         get_backend(name).check([p for p in plans if p.backend == name])
+        for item in get_backend(name).clean_stale():  # what a fatpipe killed with SIGKILL left
+            emit(f"{name}: {item}")
     store = StudyStore(root)
     store.prepare(Path(study_file).read_text())
     store.write_manifest(study_manifest(spec, plans))

@@ -51,6 +51,10 @@ pub struct Args {
     /// Longest sleep while packets are held and arrivals are timestamped
     /// by the kernel (bounds how late new arrivals are read).
     pub max_sleep_ns: u64,
+    /// The process that started linkem: linkem exits when it dies
+    /// (PR_SET_PDEATHSIG, and getppid() checked in the loop), so a killed
+    /// fatpipe leaves no delay line running. None = live on.
+    pub parent_pid: Option<i32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -64,7 +68,7 @@ impl fmt::Display for ArgError {
 
 pub const USAGE: &str = "usage: fatpipe-linkem --queue num=N,delay_s=SECONDS[,loss=P][,name=NAME] \
 [--queue ...] [--seed N] [--stats PATH] [--stats-interval-s S] [--maxlen N] \
-[--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--rt-priority N] [--gso]\n\
+[--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--rt-priority N] [--parent-pid PID] [--gso]\n\
   queue keys: num, delay_s, loss, name, rate_bps (bottleneck after the delay), buffer_bytes";
 
 fn parse_num<T: std::str::FromStr>(what: &str, text: &str) -> Result<T, ArgError> {
@@ -140,6 +144,7 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
         batch_ns: None,
         rt_priority: 0,
         max_sleep_ns: 1_000_000,
+        parent_pid: None,
     };
     let mut i = 0;
     while i < argv.len() {
@@ -165,6 +170,13 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
             "--batch-us" => args.batch_ns = Some(parse_num::<u64>("--batch-us", value)? * 1000),
             "--rt-priority" => args.rt_priority = parse_num("--rt-priority", value)?,
             "--copy-range" => args.copy_range = parse_num("--copy-range", value)?,
+            "--parent-pid" => {
+                let pid: i32 = parse_num("--parent-pid", value)?;
+                if pid <= 1 {
+                    return Err(ArgError(format!("--parent-pid must be a process id > 1, got {pid}")));
+                }
+                args.parent_pid = Some(pid);
+            }
             _ => return Err(ArgError(format!("unknown flag {flag:?}\n{USAGE}"))),
         }
         i += 2;
@@ -235,5 +247,16 @@ mod tests {
         assert_eq!(a.batch_ns(), 10_000);
         let a = parse_args(&argv(&["--queue", "num=0,delay_s=0.05", "--batch-us", "30"])).unwrap();
         assert_eq!(a.batch_ns(), 30_000);
+    }
+
+    #[test]
+    fn parent_pid_is_optional_and_must_name_a_real_parent() {
+        let a = parse_args(&argv(&["--queue", "num=0,delay_s=0.01"])).unwrap();
+        assert_eq!(a.parent_pid, None);
+        let a = parse_args(&argv(&["--queue", "num=0,delay_s=0.01", "--parent-pid", "4242"])).unwrap();
+        assert_eq!(a.parent_pid, Some(4242));
+        for bad in ["0", "1", "-5", "x"] {
+            assert!(parse_args(&argv(&["--queue", "num=0,delay_s=0.01", "--parent-pid", bad])).is_err(), "{bad}");
+        }
     }
 }

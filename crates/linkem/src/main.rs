@@ -340,7 +340,35 @@ fn write_stats(path: &Option<String>, queues: &[QueueSocket], wakeups: u64, fina
     }
 }
 
+/// Die with the process that started us (`--parent-pid`): a fatpipe killed
+/// with SIGKILL runs no cleanup, and an orphan delay line at SCHED_FIFO
+/// would hold a CPU and later overwrite a redone run's statistics.
+/// PR_SET_PDEATHSIG (prctl(2)) has the kernel send SIGKILL when the parent
+/// (the thread that forked us; `ip netns exec` execs in place) exits; it
+/// survives execve of a non-set-user-ID binary. If the parent died before
+/// the prctl, we have already been reparented: getppid() tells.
+fn die_with_parent(parent_pid: i32) {
+    // SAFETY: prctl with integer arguments; getppid never fails.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+    }
+    if !parent_alive(parent_pid) {
+        eprintln!("fatpipe-linkem: parent {parent_pid} is gone; exiting");
+        std::process::exit(3);
+    }
+}
+
+/// Whether our parent is still `parent_pid` (an orphan is reparented to
+/// init or a subreaper, so getppid() changes when the parent dies).
+fn parent_alive(parent_pid: i32) -> bool {
+    // SAFETY: getppid never fails.
+    unsafe { libc::getppid() == parent_pid }
+}
+
 fn run(a: Args) -> io::Result<()> {
+    if let Some(pid) = a.parent_pid {
+        die_with_parent(pid);
+    }
     // SAFETY: installing async-signal-safe handlers that only set an atomic.
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
@@ -399,6 +427,12 @@ fn run(a: Args) -> io::Result<()> {
             q.release_due(now, batch_ns / 2)?;
         }
         if now >= next_stats {
+            // Belt and braces beside PR_SET_PDEATHSIG: an orphan writes
+            // nothing more (the stats file may be a redone run's by now).
+            if a.parent_pid.is_some_and(|p| !parent_alive(p)) {
+                eprintln!("fatpipe-linkem: parent {} is gone; exiting", a.parent_pid.unwrap_or(0));
+                std::process::exit(3);
+            }
             write_stats(&a.stats_path, &queues, wakeups, false);
             next_stats = now + a.stats_interval_ns;
         }

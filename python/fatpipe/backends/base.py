@@ -112,5 +112,12 @@ class Backend(Protocol):
         object whose ``render()`` returns the text to print."""
 
     def clean(self) -> list[str]:
-        """Remove what a crashed fatpipe left behind (`fatpipe clean`);
-        returns one description per item removed, empty if nothing was."""
+        """Remove what a crashed fatpipe left behind (`fatpipe clean`), and
+        only what this backend recorded as its own; returns one line per
+        item removed or deliberately left alone ("removed …", "left alone
+        …"), empty if there was nothing."""
+
+    def clean_stale(self) -> list[str]:
+        """Remove what fatpipe processes that are gone (killed with
+        SIGKILL) left behind, as `clean` does, before a study's first run;
+        returns one "removed …" line per item (silent about the rest)."""

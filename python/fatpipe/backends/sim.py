@@ -55,6 +55,9 @@ class SimBackend:
     def clean(self) -> list[str]:
         return []  # a simulation leaves nothing outside its result directory
 
+    def clean_stale(self) -> list[str]:
+        return []  # a simulation leaves nothing on the machine
+
     def check(self, plans: list[RunPlan]) -> None:
         native = _native()
         available = set(native.available_ccas())

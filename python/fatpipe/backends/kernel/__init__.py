@@ -8,8 +8,13 @@ The backend's ``doctor()`` and ``clean()`` (what `fatpipe doctor` and
 
 * ``doctor() -> DoctorReport`` — a ``list`` of ``Check(name, ok, detail,
   required)`` with ``.usable``, ``.verdict`` and ``.render()``.
-* ``clean() -> list[str]`` — descriptions of what was removed
-  (``"namespace fp-123-0-r"``, ``"process 456 in fp-123-0-r"``).
+* ``clean() -> list[str]`` — one line per item removed or deliberately
+  left alone (``"removed namespace fp-123-0-r"``, ``"stopped process 456
+  in fp-123-0-r"``, ``"left alone namespace fp-lab: no fatpipe ownership
+  record …"``); only what an ownership record of a fatpipe process that is
+  gone names is removed (ownership.py).
+* ``clean_stale() -> list[str]`` — the same removal, silent about what is
+  left alone: a study calls it before its first run.
 
 Signals are the CLI's business (fatpipe.cli.install_signal_handlers): this
 package only registers undo actions (cleanup.REGISTRY), run by the
@@ -29,12 +34,12 @@ from ...summary import emulator_late
 from ...wire import TCP_IP_HEADER_BYTES
 from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, PathReport, RunOutcome, RunPlan
 from . import cleanup
-from .cleanup import clean
+from .cleanup import clean, clean_stale
 from .doctor import DoctorReport, available_ccas, doctor
 from .path import RECEIVER_ADDR, EmulatedPath, HostConfig, PathConfig
 from .traffic import FlowSpec, run_traffic
 
-__all__ = ["KernelBackend", "doctor", "clean"]
+__all__ = ["KernelBackend", "doctor", "clean", "clean_stale"]
 
 # Sender i is 198.18.(i+1).1/24 and its own reverse NFQUEUE is 2 + i.
 MAX_SENDERS = 200
@@ -95,6 +100,9 @@ class KernelBackend:
 
     def clean(self) -> list[str]:
         return clean()
+
+    def clean_stale(self) -> list[str]:
+        return clean_stale()
 
     def check(self, plans: list[RunPlan]) -> None:
         if os.geteuid() != 0:

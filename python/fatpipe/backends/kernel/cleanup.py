@@ -2,12 +2,15 @@
 what a crashed fatpipe left.
 
 Every namespace the kernel backend creates is named ``fp-<pid>-<n>-<role>``
-(netns.NAME_PREFIX). Processes run inside those namespaces only. The
+(ownership.NAME_PREFIX) and written to an ownership record before it is
+created (ownership.py); processes run inside those namespaces only. The
 registry removes resources in reverse order of creation on normal exit
 (``atexit``) and on exceptions (the backend's ``finally``). Signals are not
 handled here: the CLI owns them (fatpipe.cli.install_signal_handlers turns
 SIGINT and SIGTERM into KeyboardInterrupt, which unwinds through those
-``finally`` blocks).
+``finally`` blocks). After a SIGKILL nothing runs: `clean()` (and
+`clean_stale()`, which a study calls before its first run) removes what the
+records of dead owners name, and nothing else.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ import subprocess
 import threading
 from collections.abc import Callable
 
-from . import cmd, parse
+from . import cmd, ownership, parse
+from .ownership import NAME_PREFIX, OwnershipRecord, Unreadable
 
-NAME_PREFIX = "fp-"
+# A linkem as /proc/<pid>/comm names it (crates/linkem).
+LINKEM_COMM = "fatpipe-linkem"
 
 
 class Registry:
@@ -104,7 +109,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 def remove_namespace(name: str) -> list[str]:
-    """Kill the processes inside fatpipe namespace `name`, then delete it."""
+    """Kill the processes inside fatpipe namespace `name`, then delete it.
+    Only for namespaces this process created or an ownership record names
+    (callers: Namespace.delete, remove_recorded)."""
     if not name.startswith(NAME_PREFIX):
         raise ValueError(f"refusing to remove {name!r}: not a fatpipe namespace ({NAME_PREFIX}*)")
     removed = []
@@ -115,7 +122,7 @@ def remove_namespace(name: str) -> list[str]:
                 try:
                     os.kill(pid, sig)
                     if sig == signal.SIGTERM:
-                        removed.append(f"process {pid} in {name}")
+                        removed.append(f"stopped process {pid} in {name}")
                 except ProcessLookupError:
                     pass
         if sig == signal.SIGTERM and pids:
@@ -124,25 +131,86 @@ def remove_namespace(name: str) -> list[str]:
                     break
                 threading.Event().wait(0.05)
     cmd.run(["ip", "netns", "delete", name], check=False)
-    removed.append(f"namespace {name}")
+    removed.append(f"removed namespace {name}")
     return removed
 
 
-def _owner_pid(name: str) -> int | None:
-    """The pid in ``fp-<pid>-…``, None if the name has another form."""
-    parts = name.split("-")
-    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else None
+def remove_iptables_rule(namespace: str, rule: list[str]) -> bool:
+    """Delete a recorded ``iptables … -A CHAIN …`` rule (as ``-D``) inside
+    `namespace`; False if it was not there."""
+    if "-A" not in rule:
+        return False
+    delete = [a if a != "-A" else "-D" for a in rule]
+    return cmd.ok(["ip", "netns", "exec", namespace, *delete])
+
+
+def remove_recorded(record: OwnershipRecord) -> list[str]:
+    """Remove what `record` names, then the record: an orphan linkem (same
+    pid, start time and name only), the iptables rules, the namespaces and
+    the processes inside them."""
+    done: list[str] = []
+    for p in record.linkem:
+        pid = p["pid"]
+        if ownership.same_process(pid, p["start_ticks"]) and ownership.process_name(pid) == LINKEM_COMM:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                done.append(f"removed orphan {LINKEM_COMM} (pid {pid}) of {record.prefix}")
+            except ProcessLookupError:
+                pass
+    existing = set(fatpipe_namespaces())
+    for r in record.iptables:
+        if r["namespace"] in existing and remove_iptables_rule(r["namespace"], r["rule"]):
+            done.append(f"removed iptables rule in {r['namespace']}: {' '.join(r['rule'][1:])}")
+    for name in reversed(record.namespaces):
+        if name in existing:
+            done += remove_namespace(name)
+    record.discard()
+    return done
+
+
+def _describe_left_alone(record: OwnershipRecord) -> str:
+    return (f"left alone {record.prefix} ({len(record.namespaces)} namespaces): its fatpipe "
+            f"(pid {record.owner_pid}) is still running")
 
 
 def clean(include_live: bool = False) -> list[str]:
-    """Remove namespaces (and the processes in them) left by a crashed
-    fatpipe. Namespaces whose owning fatpipe process is still alive are kept
-    unless `include_live`. Returns human-readable descriptions of what was
-    removed (``"namespace fp-123-0-r"``, ``"process 456 in fp-123-0-r"``)."""
-    removed: list[str] = []
+    """`fatpipe clean`: remove what the ownership records of fatpipe
+    processes that are gone name (or of every record if `include_live`),
+    and report what is left alone: records of live fatpipe processes, and
+    namespaces named fp-… that no record names (not fatpipe's). One line
+    per item, starting with what was done ("removed …", "left alone …")."""
+    done, recorded = _clean_records(include_live, report_live=True)
     for name in fatpipe_namespaces():
-        owner = _owner_pid(name)
-        if not include_live and owner is not None and owner != os.getpid() and _pid_alive(owner):
+        if name not in recorded:
+            done.append(f"left alone namespace {name}: no fatpipe ownership record in "
+                        f"{ownership.STATE_DIR}, so not fatpipe's")
+    return done
+
+
+def clean_stale() -> list[str]:
+    """What a study runs before its first kernel run: remove what records
+    of dead fatpipe processes name (an earlier run killed with SIGKILL).
+    Returns one "removed …" line per item; silent about everything else."""
+    return _clean_records(include_live=False, report_live=False)[0]
+
+
+def _clean_records(include_live: bool, report_live: bool) -> tuple[list[str], set[str]]:
+    """(what was done, every namespace some record names)."""
+    done: list[str] = []
+    recorded: set[str] = set()
+    try:
+        records = ownership.load_records()
+    except ownership.UnsafeStateDir as e:
+        return [f"left alone everything: {e}"], recorded
+    for rec in records:
+        if isinstance(rec, Unreadable):
+            if report_live:
+                done.append(f"left alone {rec.path}: not a fatpipe record ({rec.reason})")
             continue
-        removed += remove_namespace(name)
-    return removed
+        recorded.update(rec.namespaces)
+        if rec.owner_alive() and not include_live:
+            if report_live:
+                done.append(_describe_left_alone(rec))
+            continue
+        done += remove_recorded(rec)
+    return done, recorded

@@ -22,6 +22,7 @@ from . import cmd
 from .cleanup import REGISTRY, stop_process
 from .cmd import expect_line
 from .netns import Namespace
+from .ownership import OwnershipRecord
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 BINARY = "fatpipe-linkem"
@@ -65,7 +66,7 @@ RT_PRIORITY = 50  # SCHED_FIFO: wake-ups on time even when other work loads the 
 
 
 def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: Path,
-                rt_priority: int = RT_PRIORITY) -> list[str]:
+                rt_priority: int = RT_PRIORITY, parent_pid: int | None = None) -> list[str]:
     """Argument list of one linkem process (pure, tested)."""
     args = [str(binary)]
     for q in queues:
@@ -75,16 +76,23 @@ def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: 
         args += ["--queue", spec]
     args += ["--seed", str(seed), "--stats", str(stats_path), "--stats-interval-s", "0.5",
              "--rt-priority", str(rt_priority)]
+    if parent_pid is not None:
+        args += ["--parent-pid", str(parent_pid)]
     return args
 
 
 class Linkem:
     """A running linkem process inside `ns`."""
 
-    def __init__(self, ns: Namespace, binary: Path, queues: list[QueueConfig], seed: int, stats_path: Path):
+    def __init__(self, ns: Namespace, binary: Path, queues: list[QueueConfig], seed: int, stats_path: Path,
+                 record: OwnershipRecord):
         self.stats_path = stats_path
-        self.proc = ns.popen(linkem_args(binary, queues, seed, stats_path),
+        self.record = record
+        # `ip netns exec` execs linkem in place, so linkem's parent is this
+        # process: --parent-pid lets it die with us (PR_SET_PDEATHSIG).
+        self.proc = ns.popen(linkem_args(binary, queues, seed, stats_path, parent_pid=os.getpid()),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        record.claim_linkem(self.proc.pid)
         REGISTRY.add(f"linkem {self.proc.pid}", lambda: stop_process(self.proc))
         expect_line(self.proc, "ready", "fatpipe-linkem", stop=stop_process)
 
@@ -100,6 +108,7 @@ class Linkem:
         """SIGTERM; linkem releases held packets and writes final stats."""
         REGISTRY.discard(f"linkem {self.proc.pid}")
         stop_process(self.proc, timeout_s=5.0)
+        self.record.release_linkem(self.proc.pid)
         for _ in range(50):
             try:
                 stats = self.read_stats()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import cmd, parse
 from .netns import Namespace, add_veth, new_prefix
+from .ownership import OwnershipRecord
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,11 @@ def available_ccas() -> list[str]:
 
 def _probe_in_namespace(report: DoctorReport) -> None:
     """netem, tbf and NFQUEUE probed in a throw-away fp- namespace."""
-    ns = Namespace.create(f"{new_prefix()}-doctor")
+    prefix = new_prefix()
+    record = OwnershipRecord.for_this_process(prefix)
+    ns = Namespace.create(f"{prefix}-doctor", record)
     try:
-        peer = Namespace.create(f"{ns.name}2")
+        peer = Namespace.create(f"{prefix}-doctor2", record)
         try:
             add_veth(ns, "p0", peer, "p1", 1500)
             netem = cmd.ok(ns.exec_args(["tc", "qdisc", "add", "dev", "p0", "root", "netem", "delay", "1ms"]))

@@ -1,7 +1,8 @@
 """Network namespaces, veth links, addresses and per-namespace sysctls.
 
-Names are ``fp-<pid>-<n>-<role>`` (unique per process and topology) so
-`fatpipe clean` and the CI check find leftovers. Only commands of the form
+Names are ``fp-<pid>-<n>-<role>`` (unique per process and topology); each
+is written to the run's ownership record before it is created
+(ownership.py), which is what `fatpipe clean` trusts, not the name. Only commands of the form
 ``ip -n NS …`` / ``ip netns exec NS …`` touch network state: the host's own
 interfaces, routes and sysctls are never changed.
 """
@@ -15,7 +16,8 @@ import subprocess
 from collections.abc import Sequence
 
 from . import cmd
-from .cleanup import NAME_PREFIX, REGISTRY, remove_namespace
+from .cleanup import REGISTRY, remove_namespace
+from .ownership import NAME_PREFIX, OwnershipRecord
 
 _counter = itertools.count()
 
@@ -38,6 +40,9 @@ PER_NETNS_SYSCTLS = frozenset({
 })
 
 
+# Where `ip netns add` bind-mounts a named namespace (ip-netns(8)).
+NETNS_RUN_DIR = "/run/netns/"
+
 # Per-link settings a namespace may write (Namespace.write_net_sysfs).
 NET_SYSFS = "/sys/class/net/"
 
@@ -50,22 +55,35 @@ def new_prefix() -> str:
 class Namespace:
     """One network namespace, deleted (with its processes) on release."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, record: OwnershipRecord | None = None):
         if not name.startswith(NAME_PREFIX):
             raise ValueError(f"namespace {name!r} must start with {NAME_PREFIX!r}")
         self.name = name
+        self.record = record
 
     @classmethod
-    def create(cls, name: str) -> Namespace:
+    def create(cls, name: str, record: OwnershipRecord) -> Namespace:
+        """Record `name` as this run's (before it exists), then create it."""
+        record.claim_namespace(name)
+        ns = cls(name, record)
+        REGISTRY.add(f"netns {name}", ns.delete)
         cmd.run(["ip", "netns", "add", name])
-        REGISTRY.add(f"netns {name}", lambda: remove_namespace(name))
-        ns = cls(name)
         ns.ip("link", "set", "lo", "up")
         return ns
 
     def delete(self) -> None:
         REGISTRY.discard(f"netns {self.name}")
         remove_namespace(self.name)
+        # Forgotten only once gone (`ip netns add` made /run/netns/<name>).
+        if self.record is not None and not os.path.lexists(f"{NETNS_RUN_DIR}{self.name}"):
+            self.record.release_namespace(self.name)
+
+    def add_iptables_rule(self, rule: Sequence[str]) -> None:
+        """Run an ``iptables … -A …`` command in this namespace, recorded
+        first (so `fatpipe clean` knows it is fatpipe's)."""
+        if self.record is not None:
+            self.record.claim_iptables_rule(self.name, list(rule))
+        self.run(*rule)
 
     def ip(self, *args: str) -> str:
         return cmd.run(["ip", "-n", self.name, *args])

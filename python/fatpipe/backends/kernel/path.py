@@ -50,6 +50,7 @@ from pathlib import Path
 from ...wire import frame_bytes
 from . import cmd, parse
 from .delayline import RT_PRIORITY, Linkem, QueueConfig, build_linkem, find_linkem, summarize
+from .ownership import OwnershipRecord
 from .netns import Namespace, add_veth, new_prefix, receive_in_rt_napi_thread, set_offloads, veth_tx_drops
 
 RECEIVER_ADDR = "198.19.0.1"
@@ -160,6 +161,8 @@ class EmulatedPath:
         self.cfg = cfg
         self.workdir = Path(workdir)
         self.prefix = new_prefix()
+        # Written before each namespace, rule or linkem exists (ownership.py).
+        self.record = OwnershipRecord.for_this_process(self.prefix)
         self.namespaces: list[Namespace] = []
         self.senders: dict[str, Namespace] = {}
         self.sender_addrs: dict[str, str] = {}
@@ -171,7 +174,7 @@ class EmulatedPath:
 
     # -- topology -------------------------------------------------------
     def _ns(self, role: str) -> Namespace:
-        ns = Namespace.create(f"{self.prefix}-{role}")
+        ns = Namespace.create(f"{self.prefix}-{role}", self.record)
         self.namespaces.append(ns)
         return ns
 
@@ -264,10 +267,10 @@ class EmulatedPath:
                 num = QUEUE_SENDER_BASE + i
                 queues.append(QueueConfig(num, f"ack-{name}", own[name], c.loss))
                 sender_queues[self.sender_addrs[name]] = num
-        self.linkem = Linkem(self.router, binary, queues, c.seed, self.workdir / "linkem-stats.json")
+        self.linkem = Linkem(self.router, binary, queues, c.seed, self.workdir / "linkem-stats.json", self.record)
         ipt = iptables_binary(self.router)
         for rule in nfqueue_rules(ipt, sender_queues):
-            self.router.run(*rule)
+            self.router.add_iptables_rule(rule)
 
     # -- measurements ---------------------------------------------------
     def tbf_stats(self) -> parse.QdiscStats:
@@ -318,3 +321,5 @@ class EmulatedPath:
         for ns in reversed(self.namespaces):
             ns.delete()
         self.namespaces.clear()
+        if not self.record.namespaces:  # one that could not be deleted stays recorded
+            self.record.discard()
