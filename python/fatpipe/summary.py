@@ -25,6 +25,10 @@ PATH_TOLERANCE = 0.10
 # `emulator_late` (the one threshold: the runs table's flag and the kernel
 # backend's manifest fact both use emulator_late(); docs/results.md).
 LATENESS_FRACTION_OF_RTT = 0.05
+# A run whose flows could have filled the link (rate_short) but got less than
+# this fraction of its rate is flagged `rate_short`: the path did not carry
+# its configured rate (a kernel path whose machine cannot keep up).
+RATE_SHORT_FRACTION = 0.5
 
 
 def _percentile(values: np.ndarray, q: float) -> float | None:
@@ -111,9 +115,14 @@ def ideal_rpc_time_s(plan: RunPlan, group: int) -> float:
     """Completion time of one RPC on an empty path with no window limit: one
     round trip plus the response's serialization at the bottleneck rate."""
     flow = plan.flows[group]
-    sender = plan.senders.get(flow.sender)
-    rtt = plan.rtt_s + (sender.extra_rtt_s if sender else 0.0) + plan.receiver.extra_rtt_s
-    return rtt + (flow.response_bytes or 0) * 8 / plan.rate_bps
+    return _flow_rtt_s(plan, flow.sender) + (flow.response_bytes or 0) * 8 / plan.rate_bps
+
+
+def _flow_rtt_s(plan: RunPlan, sender_name: str) -> float:
+    """Base round trip of a flow from `sender_name`: the path's RTT plus
+    the sender's and the receiver's extra RTT."""
+    sender = plan.senders.get(sender_name)
+    return plan.rtt_s + (sender.extra_rtt_s if sender else 0.0) + plan.receiver.extra_rtt_s
 
 
 def emulator_late(late_p99_s: float | None, rtt_s: float) -> bool:
@@ -125,10 +134,12 @@ def emulator_late(late_p99_s: float | None, rtt_s: float) -> bool:
 def path_flags(plan: RunPlan, path: PathReport) -> list[str]:
     """Flags for a path that did not do what the spec asked (± 10 %).
 
-    The bottleneck's throughput is reported, not flagged: a run that leaves
-    the link idle (light RPC traffic, a loss-limited CCA) is not a faulty
-    path. A late delay line is what makes an emulated link slower than its
-    spec, and that is flagged as `emulator_late`."""
+    The bottleneck's throughput alone is not flagged here: a run that
+    leaves the link idle (light RPC traffic, a loss-limited CCA) is not a
+    faulty path. A late delay line is what makes an emulated link slower
+    than its spec, and that is flagged as `emulator_late`; a link that
+    carried well below its rate while the flows could have filled it is
+    flagged `rate_short` by summarize() (see rate_short())."""
     flags = []
     if path.min_rtt_s is not None and path.min_rtt_s > plan.rtt_s * (1 + PATH_TOLERANCE) + 1e-4:
         flags.append("rtt_inflated")
@@ -141,6 +152,35 @@ def path_flags(plan: RunPlan, path: PathReport) -> list[str]:
     if emulator_late(path.late_p99_s, plan.rtt_s):
         flags.append("emulator_late")
     return flags
+
+
+def rate_short(plan: RunPlan, rows: list[dict[str, Any]]) -> bool:
+    """Whether the link carried well below its configured rate while the
+    flows should have kept it saturated: every group is bulk, none was
+    limited by its receive window or send buffer, no host rate cap adds up
+    to less than the rate, the configured random loss alone allows the
+    rate (Mathis et al. 1997: each Reno stream reaches C·MSS/(RTT·√p);
+    CUBIC and BBR get at least that), yet the groups' goodput after the
+    warm-up adds up to less than RATE_SHORT_FRACTION of the rate. A link
+    left idle by the traffic itself (RPCs, a loss-bound CCA, a host limit)
+    is not flagged."""
+    if not rows or any(f.kind != "bulk" for f in plan.flows):
+        return False
+    if any(r["goodput_bps"] is None or (r.get("rwnd_limited_frac") or 0) > HOST_LIMIT_FRACTION
+           or (r.get("sndbuf_limited_frac") or 0) > HOST_LIMIT_FRACTION for r in rows):
+        return False
+    if sum(r["goodput_bps"] for r in rows) >= RATE_SHORT_FRACTION * plan.rate_bps:
+        return False
+    capped = sum(f.streams * (plan.senders[f.sender].stream_rate_cap_bps or math.inf)
+                 if f.sender in plan.senders else math.inf for f in plan.flows)
+    if capped < plan.rate_bps:
+        return False
+    from .analysis.models import mathis_bps  # heavy package; only for runs already short
+
+    loss_bound = sum(f.streams * mathis_bps(f.mss_bytes, _flow_rtt_s(plan, f.sender),
+                                            plan.packet_loss_probability(f.mss_bytes))
+                     for f in plan.flows)
+    return loss_bound >= plan.rate_bps
 
 
 def summarize(plan: RunPlan, outcome: RunOutcome) -> list[dict[str, Any]]:
@@ -167,8 +207,11 @@ def summarize(plan: RunPlan, outcome: RunOutcome) -> list[dict[str, Any]]:
             flags.append("sndbuf_limited")
         if row["goodput_bps"] is None:
             flags.append("no_samples")
-        row["flags"] = ",".join(flags)
+        row["flags"] = flags
         rows.append(row)
+    short = rate_short(plan, rows)
+    for row in rows:
+        row["flags"] = ",".join(row["flags"] + (["rate_short"] if short else []))
     return rows
 
 

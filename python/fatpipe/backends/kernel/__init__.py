@@ -36,7 +36,7 @@ from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, PathReport, 
 from . import cleanup
 from .cleanup import clean, clean_stale
 from .doctor import DoctorReport, available_ccas, doctor
-from .path import RECEIVER_ADDR, EmulatedPath, HostConfig, PathConfig
+from .path import RECEIVER_ADDR, EmulatedPath, HostConfig, PathConfig, rate_above_ceiling
 from .traffic import FlowSpec, run_traffic
 
 __all__ = ["KernelBackend", "doctor", "clean", "clean_stale"]
@@ -117,6 +117,9 @@ class KernelBackend:
                 if f.cc not in ccas:
                     raise BackendUnavailable(f"run {plan.run_id}: CCA {f.cc!r} is not available in this kernel "
                                              f"(have: {' '.join(sorted(ccas))}); BPF struct_ops CCAs come later")
+            too_fast = rate_above_ceiling(plan.rate_bps)
+            if too_fast:
+                raise BackendUnavailable(f"run {plan.run_id}: {too_fast}")
             if len(plan.senders) > MAX_SENDERS:
                 raise BackendUnavailable(f"run {plan.run_id}: {len(plan.senders)} senders; the kernel backend "
                                          f"builds at most {MAX_SENDERS} sender namespaces")

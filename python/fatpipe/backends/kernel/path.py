@@ -47,6 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...units import format_rate
 from ...wire import frame_bytes
 from . import cmd, parse
 from .delayline import RT_PRIORITY, Linkem, QueueConfig, build_linkem, find_linkem, summarize
@@ -54,6 +55,28 @@ from .ownership import OwnershipRecord
 from .netns import Namespace, add_veth, new_prefix, receive_in_rt_napi_thread, set_offloads, veth_tx_drops
 
 RECEIVER_ADDR = "198.19.0.1"
+
+# The highest bottleneck rate the kernel path accepts (KernelBackend.check).
+# Measured on the 2-core VM of docs/kernel-path.md: veth between namespaces
+# without TSO carries ~12 Gbit/s with no delay line at all, so a configured
+# rate above this could never be the path's bottleneck: the CPU would be,
+# and the run would report whatever it managed as if the link did it.
+MAX_RATE_BPS = 10e9
+# Where the delay line stayed on time on that machine (MTU -> rate). Rates
+# between these and MAX_RATE_BPS are accepted (a faster machine may keep
+# up); a run that falls behind is flagged emulator_late and rate_short.
+ON_TIME_RATE_BPS = {1500: 1e9, 9000: 3e9}
+
+
+def rate_above_ceiling(rate_bps: float) -> str | None:
+    """Why the kernel path cannot emulate `rate_bps`, or None if it may."""
+    if rate_bps <= MAX_RATE_BPS:
+        return None
+    on_time = ", ".join(f"~{format_rate(r)} at MTU {m}" for m, r in sorted(ON_TIME_RATE_BPS.items()))
+    return (f"path.rate {format_rate(rate_bps)} is above the kernel backend's ceiling of "
+            f"{format_rate(MAX_RATE_BPS)}: veth between namespaces carries ~12 Gbit/s without TSO and the "
+            f"delay line stays on time to {on_time} (docs/kernel-path.md), so the machine, not the "
+            "emulated link, would set the rate; use the sim backend for this rate")
 QUEUE_DATA = 0  # NFQUEUE of the sender → receiver direction
 QUEUE_ACK = 1  # NFQUEUE of the receiver → sender direction
 QUEUE_SENDER_BASE = 2  # + sender index: reverse direction of a sender with extra RTT
