@@ -49,17 +49,22 @@ class UnsafeStateDir(RuntimeError):
     """The state directory is not a private directory of this user."""
 
 
-def process_start_ticks(pid: int) -> int | None:
-    """Start time of process `pid` in clock ticks since boot (field 22 of
-    /proc/<pid>/stat, proc(5)); None if there is no such process. The
-    command name (field 2) may hold spaces and parentheses, so fields are
-    counted after its last ')'."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields 3… of /proc/<pid>/stat (proc(5)); None if there is no such
+    process. The command name (field 2) may hold spaces and parentheses,
+    so fields are counted after its last ')'."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
-    rest = text[text.rfind(")") + 2:].split()
-    return int(rest[22 - 3])  # rest[0] is field 3 (state)
+    return text[text.rfind(")") + 2:].split()
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of process `pid` in clock ticks since boot (field 22 of
+    /proc/<pid>/stat); None if there is no such process."""
+    fields = _stat_fields(pid)
+    return int(fields[22 - 3]) if fields else None
 
 
 def process_name(pid: int) -> str | None:
@@ -71,8 +76,11 @@ def process_name(pid: int) -> str | None:
 
 
 def same_process(pid: int, start_ticks: int) -> bool:
-    """Whether `pid` is still the process that started at `start_ticks`."""
-    return process_start_ticks(pid) == start_ticks
+    """Whether `pid` is still the process that started at `start_ticks` and
+    still runs (a zombie, exited but not yet reaped, does not: field 3 is
+    its state, Z or X)."""
+    fields = _stat_fields(pid)
+    return fields is not None and int(fields[22 - 3]) == start_ticks and fields[0] not in ("Z", "X")
 
 
 def check_state_dir(state_dir: Path, create: bool) -> bool:
