@@ -4,8 +4,8 @@ nothing in the spec kept the flows from filling it (summary.rate_short)."""
 import dataclasses
 
 import pytest
-from fake_backend import FakeBackend
 
+from fake_backend import FakeBackend
 from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
 from fatpipe.summary import summarize
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest as _pytest
 
-from fatpipe.backends.kernel import cmd, parse
+from fatpipe.backends.kernel import cmd, ownership, parse
 
 needs_root = _pytest.mark.skipif(_os.geteuid() != 0, reason="needs root (network namespaces)")
 
@@ -58,6 +58,8 @@ def test_sigint_removes_namespaces_and_processes(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert namespaces_of(proc.pid) == []
+    records = sorted(p.name for p in ownership.STATE_DIR.glob(f"fp-{proc.pid}-*.json"))
+    assert records == [], f"ownership records left after SIGINT: {records}"
     assert linkem_children(str(tmp_path)) == []
     engines = [line for line in cmd.run(["ps", "-eo", "pid,args"]).splitlines()
                if "engine.py" in line and str(tmp_path) in line]

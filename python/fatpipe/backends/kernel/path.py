@@ -51,8 +51,8 @@ from ...units import format_rate
 from ...wire import frame_bytes
 from . import cmd, parse
 from .delayline import RT_PRIORITY, Linkem, QueueConfig, build_linkem, find_linkem, summarize
-from .ownership import OwnershipRecord
 from .netns import Namespace, add_veth, new_prefix, receive_in_rt_napi_thread, set_offloads, veth_tx_drops
+from .ownership import OwnershipRecord
 
 RECEIVER_ADDR = "198.19.0.1"
 
