@@ -179,6 +179,11 @@ def clean(include_live: bool = False) -> list[str]:
     and report what is left alone: records of live fatpipe processes, and
     namespaces named fp-… that no record names (not fatpipe's). One line
     per item, starting with what was done ("removed …", "left alone …")."""
+    if os.geteuid() != 0:
+        if fatpipe_namespaces() or ownership.STATE_DIR.exists():
+            return ["left alone everything: only root can check and remove the kernel backend's namespaces "
+                    "(sudo fatpipe clean)"]
+        return []
     done, recorded = _clean_records(include_live, report_live=True)
     for name in fatpipe_namespaces():
         if name not in recorded:
@@ -191,6 +196,8 @@ def clean_stale() -> list[str]:
     """What a study runs before its first kernel run: remove what records
     of dead fatpipe processes name (an earlier run killed with SIGKILL).
     Returns one "removed …" line per item; silent about everything else."""
+    if os.geteuid() != 0:
+        return []  # nothing of root's to touch (KernelBackend.check refuses non-root runs)
     return _clean_records(include_live=False, report_live=False)[0]
 
 
