@@ -9,8 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
-from . import __version__
-from . import estimate
+from . import __version__, estimate
 from . import spec as spec_mod
 from .backends import backend_names, get_backend
 from .backends.base import BackendUnavailable

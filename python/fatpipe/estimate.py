@@ -124,7 +124,7 @@ class StudyCost:
         """The estimate as `fatpipe run` and `fatpipe check` print it."""
         return [f"estimate: {len(self.runs)} runs, {_count(self.packets)} packets on the bottleneck, "
                 f"{_count(self.series_rows)} series rows, {_size(self.bytes_written)} written, "
-                f"{_size(self.memory_bytes)} memory at peak, wall time about {_duration(self.wall_s)}"]
+                f"{_size(self.memory_bytes)} memory at peak, wall time {_duration(self.wall_s)}"]
 
 
 def study_cost(plans: Sequence[RunPlan], jobs: int) -> StudyCost:
@@ -195,5 +195,5 @@ def _size(n: float) -> str:
 def _duration(seconds: float) -> str:
     for unit, scale in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
         if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds:.2g} s"
+            return f"about {seconds / scale:.3g} {unit}"
+    return f"about {seconds:.2g} s" if seconds >= 1 else "under 1 s"

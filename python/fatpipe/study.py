@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from . import estimate
+from . import __version__, estimate
 from . import spec as spec_mod
 from .backends import get_backend
 from .backends.base import FlowPlan, HostLimits, RunPlan
