@@ -35,6 +35,7 @@ def run(
     out: str | Path | None = None,
     jobs: int | None = None,
     progress: Callable[[str], None] | None = print,
+    force: bool = False,
 ) -> LoadedStudy:
     """Run (or resume) the study file `study` as `fatpipe run` does, then load it.
 
@@ -42,9 +43,13 @@ def run(
     ``study.backends``); `out`: the result directory (default
     results/<study name>); `jobs`: runs at once where the backend allows it
     (default: the CPU count); `progress`: called with each progress line
-    (None: silent). Failed runs are recorded in ``runs`` (status, reason)
-    as the CLI records them."""
+    (None: silent); `force`: run even if the cost estimate exceeds the
+    limits (fatpipe.estimate; else StudyTooBig is raised before anything
+    runs). Failed runs are recorded in ``runs`` (status, reason) as the CLI
+    records them. A directory another process is writing raises
+    fatpipe.results.StudyLocked; one that is not a fatpipe study, StoreError."""
     from .study import run_study
     backends = [backend] if isinstance(backend, str) else backend
-    result = run_study(study, backends=backends, out=out, jobs=jobs, emit=progress or (lambda _line: None))
+    result = run_study(study, backends=backends, out=out, jobs=jobs, emit=progress or (lambda _line: None),
+                       force=force)
     return result.store.load()

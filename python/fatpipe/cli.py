@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
 from pathlib import Path
 
-from . import __version__
+from . import __version__, estimate
 from . import spec as spec_mod
 from .backends import backend_names, get_backend
 from .backends.base import BackendUnavailable
-from .study import plan_runs, run_study
+from .estimate import StudyTooBig
+from .results import StoreError
+from .study import plan_runs, run_study, study_dir_default
 from .tables import summary_table
 
 
@@ -33,25 +36,68 @@ def install_signal_handlers() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+class OutputClosed(Exception):
+    """Standard output was closed (``fatpipe run … | head``) while a study ran."""
+
+
+# Exit status of a study stopped because its output was closed: what a shell
+# reports for a process killed by SIGPIPE (128 + 13).
+EXIT_OUTPUT_CLOSED = 128 + signal.SIGPIPE
+
+
+class Output:
+    """Lines to standard output, flushed one by one so a closed pipe is
+    noticed at the next line. While a study runs (`stop_when_closed`) a
+    closed output stops it: the study did not finish and the command exits
+    EXIT_OUTPUT_CLOSED, finished runs kept for a resume. Afterwards lines to
+    a closed output are dropped."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.stop_when_closed = False
+
+    def __call__(self, line: str = "") -> None:
+        if self.closed:
+            return
+        try:
+            print(line, flush=True)
+        except BrokenPipeError:
+            self.closed = True
+            _silence_stdout()
+            if self.stop_when_closed:
+                raise OutputClosed from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush does not fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    result = run_study(args.study, backends=args.backend, out=args.out, jobs=args.jobs or None)
+    say = Output()
+    say.stop_when_closed = True
+    result = run_study(args.study, backends=args.backend, out=args.out, jobs=args.jobs or None,
+                       emit=say, force=args.force)
+    say.stop_when_closed = False
     out, counts = result.store.root, result.counts
-    print(f"\nwrote {out}/runs.parquet ({counts['runs']} rows), series.parquet ({counts.get('series', 0)} rows)")
+    say(f"\nwrote {out}/runs.parquet ({counts['runs']} rows), series.parquet ({counts.get('series', 0)} rows)")
     if counts["runs"]:
-        print()
-        print(summary_table(result.store.runs_table()))
+        say()
+        say(summary_table(result.store.runs_table()))
     if not args.no_report:
-        _maybe_report(out)
+        _maybe_report(out, say)
     return 1 if result.progress.failed else 0
 
 
-def _maybe_report(out: Path) -> None:
+def _maybe_report(out: Path, say: Output) -> None:
     try:
         from .report import write_report
     except ImportError:
         return
     path = write_report(out)
-    print(f"report: {path}")
+    say(f"report: {path}")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -60,6 +106,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(f"{args.study}: valid; {len(plans)} runs")
     for p in plans[: args.show]:
         print(f"  {p.run_id} seed={p.seed} {p.swept}")
+    cost = estimate.study_cost(plans, args.jobs or os.cpu_count() or 1)
+    for line in cost.lines():
+        print(line)
+    out = Path(args.out) if args.out else study_dir_default(spec)
+    for problem in estimate.over_limits(cost, out):
+        print(f"over a limit: {problem}; `fatpipe run` refuses it without --force")
     return 0
 
 
@@ -119,12 +171,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=int, default=0,
                      help="runs at once where the backend allows it (default: cores)")
     run.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    run.add_argument("--force", action="store_true",
+                     help="run even if the estimate exceeds the limits (disk, memory, series rows per run)")
     run.set_defaults(func=cmd_run)
 
     check = sub.add_parser("check", help="validate a study and list its runs")
     check.add_argument("study")
     check.add_argument("--backend", action="append", choices=backend_names())
     check.add_argument("--show", type=int, default=10, help="runs to list")
+    check.add_argument("--out", help="result directory the estimate's disk check looks at "
+                       "(default results/<study name>)")
+    check.add_argument("--jobs", type=int, default=0, help="runs at once, for the wall-time guess (default: cores)")
     check.set_defaults(func=cmd_check)
 
     doctor = sub.add_parser("doctor", help="what each backend can do on this machine")
@@ -152,19 +209,26 @@ def main(argv: list[str] | None = None) -> int:
     install_signal_handlers()
     try:
         return args.func(args)
-    except spec_mod.SpecError as e:
+    except (spec_mod.SpecError, StudyTooBig) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except (BackendUnavailable, FileExistsError) as e:
+    except (BackendUnavailable, FileExistsError, StoreError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OutputClosed:
+        print("stopped: standard output was closed; finished runs are kept; run the same command "
+              "again to resume", file=sys.stderr)
+        return EXIT_OUTPUT_CLOSED
     except BrokenPipeError:
-        # Output piped into `head` and the like: stop quietly, as Unix tools do.
-        sys.stderr.close()
-        return 0
+        # A command that runs nothing, piped into `head`: its output was cut.
+        _silence_stdout()
+        return EXIT_OUTPUT_CLOSED
     except KeyboardInterrupt:
-        print("\ninterrupted: finished runs are kept; run the same command again to resume",
-              file=sys.stderr)
+        if args.command == "run":
+            print("\ninterrupted: finished runs are kept; run the same command again to resume",
+                  file=sys.stderr)
+        else:
+            print("\ninterrupted", file=sys.stderr)
         return 130
 
 

@@ -2,35 +2,57 @@
 
 Layout (documented for users in docs/results.md)::
 
+    DIR/.fatpipe-study      marker: this directory is a fatpipe study
+    DIR/.fatpipe.lock       flock held by the process writing the study (pid, host, start)
     DIR/study.toml          the spec as run
     DIR/manifest.json       fatpipe version, schema version, backends' facts, seeds
     DIR/runs/<run_id>.json  one record per finished run (written last, atomically)
     DIR/series/<run_id>.parquet, DIR/rpcs/<run_id>.parquet
+    DIR/work/<run_id>/      a backend's scratch files for the run (raw samples)
     DIR/runs.parquet        consolidated: one row per run x flow group
     DIR/series.parquet      consolidated per-interval samples per stream
     DIR/rpcs.parquet        consolidated per-RPC completions
 
-A run counts as finished once its record exists; records are written to a
-temporary file and renamed, so a crash or Ctrl-C never leaves a half record,
-and finished runs are never rewritten by a resumed study.
+A run counts as finished once its record exists and its files check out
+(:meth:`StudyStore.check_run`); records are written to a temporary file and
+renamed, so a crash or Ctrl-C never leaves a half record, and finished runs
+are never rewritten by a resumed study. A run whose files are damaged
+(truncated Parquet, unparseable JSON) is redone: its files are removed first.
+
+Files are created without following symlinks, under unique temporary names
+(:mod:`fatpipe.storefs`); a non-empty directory that is not a fatpipe study
+is refused, never written into.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .schema import PATH_COLUMNS, SCHEMA_VERSION, parquet_version, study_version, upgrade_series
+from . import storefs
+from .schema import (
+    PATH_COLUMNS,
+    RPC_COLUMNS,
+    SCHEMA_VERSION,
+    SERIES_COLUMNS,
+    parquet_version,
+    study_version,
+    upgrade_series,
+)
+from .storefs import StoreError, StudyLocked
 
 if TYPE_CHECKING:
     from .loaded import LoadedStudy
+
+__all__ = ["RUN_COLUMNS", "SCHEMA_VERSION", "STORED_RPC_COLUMNS", "STORED_SERIES_COLUMNS", "StoreError",
+           "StudyLocked", "StudyStore"]
 
 # Columns every runs row has, in order; swept keys (dotted names) follow the
 # identity columns. Units are in the names.
@@ -49,31 +71,14 @@ RUN_COLUMNS = [
     "flags", "wall_s",
 ]
 
+# The columns of the per-run series and RPC files (study.execute_one adds
+# the run's identity and summary.series_with_goodput the goodput).
+STORED_SERIES_COLUMNS = ["run_id", "backend", *SERIES_COLUMNS, "goodput_bps"]
+STORED_RPC_COLUMNS = ["run_id", *RPC_COLUMNS]
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _atomic_write_table(path: Path, table: pa.Table) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+MARKER_NAME = ".fatpipe-study"
+MARKER_TEXT = b"fatpipe study directory: written by fatpipe, see docs/results.md\n"
+PER_RUN_DIRS = ("runs", "series", "rpcs", "work")
 
 
 def _with_schema_meta(table: pa.Table, kind: str) -> pa.Table:
@@ -83,41 +88,115 @@ def _with_schema_meta(table: pa.Table, kind: str) -> pa.Table:
     return table.replace_schema_metadata(meta)
 
 
+def _parquet_writer(table: pa.Table):
+    return lambda f: pq.write_table(table, f, compression="zstd")
+
+
+def _is_legacy_study(root: Path) -> bool:
+    """A study written before the marker existed: manifest.json with the
+    result schema version."""
+    try:
+        manifest = json.loads((root / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and "schema_version" in manifest
+
+
 class StudyStore:
     """Reads and writes one study directory."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
 
+    # ---- safe writing ------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _dir(self, sub: str | None = None) -> Iterator[int]:
+        """The study directory (or its per-run directory `sub`) as an open
+        descriptor, created if missing, never through a symlink."""
+        root_fd = storefs.open_root(self.root)
+        try:
+            if sub is None:
+                yield root_fd
+                return
+            fd = storefs.open_subdir(root_fd, sub, self.root / sub)
+            try:
+                yield fd
+            finally:
+                os.close(fd)
+        finally:
+            os.close(root_fd)
+
+    def _write(self, sub: str | None, name: str, write) -> None:
+        with self._dir(sub) as fd:
+            shown = self.root / sub / name if sub else self.root / name
+            storefs.write_file(fd, name, shown, write)
+
+    def _check_ours(self, root_fd: int) -> None:
+        """Refuse a non-empty directory that is not a fatpipe study."""
+        names = [n for n in storefs.entries(root_fd) if n != storefs.LOCK_NAME]
+        if not names or MARKER_NAME in names or _is_legacy_study(self.root):
+            return
+        shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+        raise StoreError(
+            f"{self.root} is not empty ({shown}) and is not a fatpipe study (no {MARKER_NAME}); "
+            "fatpipe writes only into a new or empty directory or its own study: choose another --out"
+        )
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the study's lock while writing it (storefs.StudyLock): a
+        second process refuses, naming the holder."""
+        with self._dir() as root_fd:
+            self._check_ours(root_fd)
+            held = storefs.StudyLock(root_fd, self.root)
+        try:
+            yield
+        finally:
+            held.release()
+
     # ---- the spec and manifest -------------------------------------------
 
-    def prepare(self, spec_text: str) -> None:
-        """Create the directory, or check that it holds the same spec.
+    def prepare(self, spec_text: str) -> list[str]:
+        """Create the directory, or check that it is a fatpipe study holding
+        the same spec; create the per-run directories and remove the
+        temporary files a killed writer left (returned, relative paths).
 
         Resuming with a different spec would mix results of two experiments,
         so it is refused.
         """
-        self.root.mkdir(parents=True, exist_ok=True)
-        as_run = self.root / "study.toml"
-        if as_run.exists():
-            manifest = self.root / "manifest.json"
-            written = study_version(self.root) if manifest.exists() else SCHEMA_VERSION
-            if written != SCHEMA_VERSION:
-                raise FileExistsError(
-                    f"{self.root} holds results of schema version {written}; this fatpipe writes "
-                    f"version {SCHEMA_VERSION} and cannot resume it: choose another --out directory"
-                )
-            if as_run.read_text() != spec_text:
-                raise FileExistsError(
-                    f"{self.root} holds results of a different spec (study.toml differs); "
-                    "choose another --out directory or remove it"
-                )
-        else:
-            _atomic_write_bytes(as_run, spec_text.encode())
+        with self._dir() as root_fd:
+            self._check_ours(root_fd)
+            as_run = self.root / "study.toml"
+            if as_run.exists():
+                manifest = self.root / "manifest.json"
+                written = study_version(self.root) if manifest.exists() else SCHEMA_VERSION
+                if written != SCHEMA_VERSION:
+                    raise FileExistsError(
+                        f"{self.root} holds results of schema version {written}; this fatpipe writes "
+                        f"version {SCHEMA_VERSION} and cannot resume it: choose another --out directory"
+                    )
+                if as_run.read_text() != spec_text:
+                    raise FileExistsError(
+                        f"{self.root} holds results of a different spec (study.toml differs); "
+                        "choose another --out directory or remove it"
+                    )
+            storefs.write_file(root_fd, MARKER_NAME, self.root / MARKER_NAME, lambda f: f.write(MARKER_TEXT))
+            if not as_run.exists():
+                storefs.write_file(root_fd, "study.toml", as_run, lambda f: f.write(spec_text.encode()))
+            removed = storefs.remove_tmp_files(root_fd)
+            for sub in PER_RUN_DIRS:
+                fd = storefs.open_subdir(root_fd, sub, self.root / sub)
+                try:
+                    removed += [f"{sub}/{name}" for name in storefs.remove_tmp_files(fd)]
+                finally:
+                    os.close(fd)
+        return removed
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         manifest = {"schema_version": SCHEMA_VERSION, **manifest}
-        _atomic_write_bytes(self.root / "manifest.json", json.dumps(manifest, indent=2, default=str).encode())
+        data = json.dumps(manifest, indent=2, default=str).encode()
+        self._write(None, "manifest.json", lambda f: f.write(data))
 
     def manifest(self) -> dict[str, Any]:
         return json.loads((self.root / "manifest.json").read_text())
@@ -127,17 +206,76 @@ class StudyStore:
     def record_path(self, run_id: str) -> Path:
         return self.root / "runs" / f"{run_id}.json"
 
+    def check_run(self, run_id: str) -> tuple[dict[str, Any] | None, str]:
+        """A run's record if the run finished and all its files check out,
+        else (None, what is wrong; "" when the run simply has no record).
+
+        Checked: the record parses and names the run; the series and RPC
+        files are readable Parquet with the stored columns and the row
+        counts the record lists; JSON files under work/<run_id>/ parse
+        (of a JSON-lines file, its last line)."""
+        path = self.record_path(run_id)
+        try:
+            rec = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None, ""
+        except (OSError, ValueError) as e:
+            return None, f"record {path.name} unreadable ({type(e).__name__})"
+        if not isinstance(rec, dict) or rec.get("run_id") != run_id or not isinstance(rec.get("rows"), list):
+            return None, f"record {path.name} is not a fatpipe run record"
+        files = rec.get("files") or {}
+        for kind, columns in (("series", STORED_SERIES_COLUMNS), ("rpcs", STORED_RPC_COLUMNS)):
+            problem = _check_parquet(self.root / kind / f"{run_id}.parquet", columns, files.get(kind))
+            if problem:
+                return None, problem
+        problem = _check_json_files(self.root / "work" / run_id)
+        if problem:
+            return None, problem
+        return rec, ""
+
+    def _record_names(self) -> list[str]:
+        return sorted(p.stem for p in (self.root / "runs").glob("*.json"))
+
+    def resumable(self) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+        """(records of runs finished successfully whose files check out, by
+        run id; what is wrong with each run whose files do not)."""
+        done: dict[str, dict[str, Any]] = {}
+        damaged: dict[str, str] = {}
+        for run_id in self._record_names():
+            rec, problem = self.check_run(run_id)
+            if problem:
+                damaged[run_id] = problem
+            elif rec is not None and rec.get("status") == "ok":
+                done[run_id] = rec
+        return done, damaged
+
     def finished(self) -> dict[str, dict[str, Any]]:
         """Records of runs already finished successfully, by run id."""
-        out = {}
-        for p in sorted((self.root / "runs").glob("*.json")):
+        return self.resumable()[0]
+
+    def discard(self, run_id: str) -> None:
+        """Remove every file of a run (record first, so a crash in between
+        never leaves a record without its files), before it is redone."""
+        for sub, name in (("runs", f"{run_id}.json"), ("series", f"{run_id}.parquet"),
+                          ("rpcs", f"{run_id}.parquet"), ("work", run_id)):
+            with self._dir(sub) as fd:
+                try:
+                    storefs.remove_entry(fd, name)
+                except OSError as e:
+                    raise storefs.os_problem(self.root / sub / name, e) from None
+
+    def run_workdir(self, run_id: str) -> Path:
+        """A new, empty work/<run_id>/ for a backend's scratch files: what
+        was there (a killed run's files, a planted symlink) is removed
+        without being followed, and the directory is created mode 0700 so
+        nobody else can plant anything in it during the run."""
+        with self._dir("work") as fd:
             try:
-                rec = json.loads(p.read_text())
-            except (OSError, json.JSONDecodeError):
-                continue  # unreadable: the run will be redone
-            if rec.get("status") == "ok":
-                out[rec["run_id"]] = rec
-        return out
+                storefs.remove_entry(fd, run_id)
+                os.mkdir(run_id, 0o700, dir_fd=fd)
+            except OSError as e:
+                raise storefs.os_problem(self.root / "work" / run_id, e) from None
+        return self.root / "work" / run_id
 
     def write_run(
         self,
@@ -148,33 +286,54 @@ class StudyStore:
         rpcs: dict[str, list] | None = None,
         reason: str = "",
     ) -> None:
-        """Write a run's series and RPCs, then its record (which marks it done)."""
+        """Write a run's series and RPCs, then its record (which marks it done
+        and lists the rows of each file, for the check on resume)."""
+        files = {}
         if series is not None and series.get("t_s"):
-            _atomic_write_table(self.root / "series" / f"{run_id}.parquet", pa.table(series))
+            table = pa.table(series)
+            self._write("series", f"{run_id}.parquet", _parquet_writer(table))
+            files["series"] = table.num_rows
         if rpcs is not None and rpcs.get("start_s"):
-            _atomic_write_table(self.root / "rpcs" / f"{run_id}.parquet", pa.table(rpcs))
-        record = {"run_id": run_id, "status": status, "reason": reason, "rows": rows}
-        _atomic_write_bytes(self.record_path(run_id), json.dumps(record, default=float).encode())
+            table = pa.table(rpcs)
+            self._write("rpcs", f"{run_id}.parquet", _parquet_writer(table))
+            files["rpcs"] = table.num_rows
+        record = {"run_id": run_id, "status": status, "reason": reason, "rows": rows, "files": files}
+        data = json.dumps(record, default=float).encode()
+        self._write("runs", f"{run_id}.json", lambda f: f.write(data))
 
     # ---- consolidated tables ---------------------------------------------
 
     def consolidate(self) -> dict[str, int]:
-        """Write runs/series/rpcs.parquet from the per-run files. Returns row counts."""
+        """Write runs/series/rpcs.parquet from the per-run files of the runs
+        whose record is readable (a damaged run is left for the next resume
+        to redo). Returns row counts."""
         rows: list[dict[str, Any]] = []
-        for p in sorted((self.root / "runs").glob("*.json")):
-            rec = json.loads(p.read_text())
-            rows.extend(rec["rows"])
+        kept: set[str] = set()
+        for run_id in self._record_names():
+            try:
+                rec = json.loads(self.record_path(run_id).read_bytes())
+                rows.extend(rec["rows"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            kept.add(run_id)
         counts = {"runs": len(rows)}
         if rows:
             columns = _ordered_columns(rows)
             table = pa.table({c: [r.get(c) for r in rows] for c in columns})
-            _atomic_write_table(self.root / "runs.parquet", _with_schema_meta(table, "runs"))
+            self._write(None, "runs.parquet", _parquet_writer(_with_schema_meta(table, "runs")))
         for kind in ("series", "rpcs"):
-            parts = sorted((self.root / kind).glob("*.parquet"))
+            parts = []
+            for p in sorted((self.root / kind).glob("*.parquet")):
+                if p.stem not in kept:
+                    continue
+                try:
+                    parts.append(pq.read_table(p))
+                except (OSError, pa.ArrowException):
+                    continue
             if parts:
-                table = pa.concat_tables([pq.read_table(p) for p in parts], promote_options="default")
-                _atomic_write_table(self.root / f"{kind}.parquet", _with_schema_meta(table, kind))
-            counts[kind] = sum(pq.ParquetFile(p).metadata.num_rows for p in parts)
+                table = pa.concat_tables(parts, promote_options="default")
+                self._write(None, f"{kind}.parquet", _parquet_writer(_with_schema_meta(table, kind)))
+            counts[kind] = sum(t.num_rows for t in parts)
         return counts
 
     def runs_table(self):
@@ -235,3 +394,42 @@ def _ordered_columns(rows: Iterable[dict[str, Any]]) -> list[str]:
     head = known[: known.index("warmup_s") + 1] if "warmup_s" in known else known
     tail = [c for c in known if c not in head]
     return head + swept + tail + rest
+
+
+def _check_parquet(path: Path, columns: list[str], rows: int | None) -> str:
+    """What is wrong with a per-run Parquet file ("" if nothing). `rows`:
+    the count its record lists (None: a record older than the count, which
+    needs the file only if it exists)."""
+    if not path.exists() and not rows:
+        return ""
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as e:
+        return f"{path.parent.name}/{path.name} unreadable ({type(e).__name__})"
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        return f"{path.parent.name}/{path.name} lacks columns {', '.join(missing)}"
+    if rows is not None and table.num_rows != rows:
+        return f"{path.parent.name}/{path.name} has {table.num_rows} rows, its record says {rows}"
+    return ""
+
+
+def _check_json_files(workdir: Path) -> str:
+    """What is wrong with the raw JSON (lines) files a backend left in
+    `workdir` ("" if nothing): a .json file must parse, and the last line of
+    a .jsonl file."""
+    if workdir.is_symlink() or not workdir.is_dir():
+        return ""
+    for p in sorted(workdir.iterdir()):
+        if p.suffix not in (".json", ".jsonl") or p.is_symlink() or not p.is_file():
+            continue
+        try:
+            text = p.read_text()
+            # A whole .json file; of a .jsonl file the last line, where a
+            # killed writer or a truncation leaves its mark.
+            lines = [ln for ln in text.splitlines() if ln.strip()][-1:] if p.suffix == ".jsonl" else [text]
+            for line in lines:
+                json.loads(line)
+        except (OSError, ValueError) as e:
+            return f"work/{workdir.name}/{p.name} unreadable ({type(e).__name__})"
+    return ""

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, estimate
 from . import spec as spec_mod
 from .backends import get_backend
 from .backends.base import FlowPlan, HostLimits, RunPlan
-from .results import StudyStore
+from .results import StoreError, StudyStore
 from .schema import path_columns
 from .summary import series_with_goodput, summarize
 
@@ -153,7 +153,8 @@ class Progress:
 def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
     """Run one plan and record it. Returns (status, one-line summary)."""
     backend = get_backend(plan.backend)
-    workdir = store.root / "work" / plan.run_id
+    store.discard(plan.run_id)  # a failed or damaged earlier attempt
+    workdir = store.run_workdir(plan.run_id)
     t0 = time.monotonic()
     try:
         outcome = backend.run(plan, workdir)
@@ -209,10 +210,12 @@ def run_plans(
     order the plans name them). Each backend says how many of its runs may
     run at once given `jobs` (Backend.max_parallel_runs); a backend that
     allows one runs in this thread, so Ctrl-C reaches the run itself."""
-    done = store.finished()
+    done, damaged = store.resumable()
     todo = [p for p in plans if p.run_id not in done]
     if done:
         emit(f"resuming: {len(plans) - len(todo)} of {len(plans)} runs already finished")
+    for run_id, problem in damaged.items():
+        emit(f"redoing {run_id}: {problem}")
     progress = Progress(total=len(todo), emit=emit)
     by_backend: dict[str, list[RunPlan]] = {}
     for plan in todo:
@@ -264,26 +267,47 @@ def run_study(
     out: str | Path | None = None,
     jobs: int | None = None,
     emit: Callable[[str], None] = print,
+    force: bool = False,
 ) -> StudyRun:
     """Run (or resume) the study in `study_file`: validate it, plan its runs
     on `backends` (default: the study's own), check every backend can carry
-    them out, then run them into `out` (default results/<study name>) and
+    them out and that the estimate (fatpipe.estimate) stays within the
+    limits (refused with StudyTooBig unless `force`), then, holding the
+    directory's lock, run them into `out` (default results/<study name>) and
     consolidate the tables, also when interrupted. `jobs` bounds the runs at
     once (default: the CPU count). `fatpipe run` and fatpipe.run() both come
     here."""
     spec, raw = spec_mod.load(study_file)
     plans = plan_runs(spec, raw, list(backends) if backends else None)
     root = Path(out) if out else study_dir_default(spec)
+    jobs = jobs or os.cpu_count() or 1
     for name in sorted({p.backend for p in plans}):
         get_backend(name).check([p for p in plans if p.backend == name])
         for item in get_backend(name).clean_stale():  # what a fatpipe killed with SIGKILL left
             emit(f"{name}: {item}")
+    cost = estimate.study_cost(plans, jobs)
+    for line in cost.lines():
+        emit(line)
+    problems = estimate.over_limits(cost, root)
+    if problems and not force:
+        raise estimate.StudyTooBig("; ".join(problems) + " (--force runs it anyway)")
+    spec_text = Path(study_file).read_text()
     store = StudyStore(root)
-    store.prepare(Path(study_file).read_text())
-    store.write_manifest(study_manifest(spec, plans))
-    emit(f"fatpipe {__version__}: study {spec.study.name!r}, {len(plans)} runs -> {root}")
-    try:
-        progress = run_plans(plans, store, jobs=jobs or os.cpu_count() or 1, emit=emit)
-    finally:
+    with store.lock():
+        removed = store.prepare(spec_text)
+        if removed:
+            emit(f"removed {len(removed)} temporary files a killed run left")
+        store.write_manifest(study_manifest(spec, plans))
+        emit(f"fatpipe {__version__}: study {spec.study.name!r}, {len(plans)} runs -> {root}")
+        try:
+            progress = run_plans(plans, store, jobs=jobs, emit=emit)
+        except BaseException:
+            # Interrupted or stopped: keep what finished readable, without
+            # letting a second failure (a full disk) hide the first.
+            try:
+                store.consolidate()
+            except StoreError as e:
+                emit(f"could not consolidate the tables: {e}")
+            raise
         counts = store.consolidate()
     return StudyRun(store=store, plans=plans, progress=progress, counts=counts)

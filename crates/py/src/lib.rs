@@ -6,9 +6,15 @@
 //! walking the tables' typed column iterators (fatpipe_sim::trace), so no
 //! column is named here. `series_columns()`, `rpc_columns()` and
 //! `path_facts()` expose the schema for python/fatpipe/schema.py's test.
-//! Configuration errors become ValueError.
+//! Configuration errors become ValueError; a panic inside the simulator
+//! becomes `SimulationPanic` (a RuntimeError) carrying the panic message, so
+//! the study records that one run as failed and goes on (the release
+//! profile keeps panic = "unwind" for this).
 
-use pyo3::exceptions::PyValueError;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -59,11 +65,34 @@ fn to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDict>> {
     Ok(out)
 }
 
-/// Runs one plan; raises ValueError naming the offending field on bad input.
+create_exception!(
+    _native,
+    SimulationPanic,
+    PyRuntimeError,
+    "The simulator panicked on this plan (a simulator bug); the message is the panic's."
+);
+
+/// The text a panic was raised with (`panic!` gives a &str or a String).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_string()
+    }
+}
+
+/// Runs one plan; raises ValueError naming the offending field on bad
+/// input and SimulationPanic if the simulator panics. The simulator keeps
+/// no state across runs (each run builds its own `Sim`), so nothing
+/// half-updated outlives a caught panic: AssertUnwindSafe holds.
 #[pyfunction]
 fn simulate<'py>(py: Python<'py>, plan_json: &str) -> PyResult<Bound<'py, PyDict>> {
     let scenario = Scenario::from_json(plan_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let result = py.allow_threads(move || scenario.run());
+    let result = py
+        .allow_threads(move || catch_unwind(AssertUnwindSafe(|| scenario.run())))
+        .map_err(|payload| SimulationPanic::new_err(format!("simulator panicked: {}", panic_message(payload.as_ref()))))?;
     to_py(py, &result)
 }
 
@@ -112,6 +141,7 @@ fn available_ccas() -> Vec<&'static str> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("SimulationPanic", m.py().get_type::<SimulationPanic>())?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(available_ccas, m)?)?;
     m.add_function(wrap_pyfunction!(series_columns, m)?)?;
