@@ -97,7 +97,9 @@ def parse_ssh_target(text: str) -> SshTarget:
         raise ValueError(f"write the SSH target as a string \"user@host[:port]\", got {type(text).__name__}")
     user_part = text.rsplit("@", 1)[0] if "@" in text else ""
     if ":" in user_part:
-        raise ValueError(f"{text!r} carries a password after the user name; {_NO_PASSWORDS}")
+        # Not echoed: the text holds a password.
+        raise ValueError(f"the SSH target carries a password after the user name (user:password@host); "
+                         f"{_NO_PASSWORDS}")
     m = _TARGET.match(text)
     if not m:
         raise ValueError(f"cannot read {text[:80]!r} as an SSH target; write \"user@host\", \"user@host:port\" "

@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import sshlab  # noqa: E402 - found through the path set just above
+import sshlab
 
 MISSING = sshlab.missing_requirements()
 

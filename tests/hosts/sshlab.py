@@ -53,7 +53,7 @@ def missing_requirements() -> str | None:
 class LabNamespace(Namespace):
     """The kernel backend's Namespace under the test prefix ``fph-``."""
 
-    def __init__(self, name: str):  # noqa: D107 - Namespace insists on fp-; the lab uses fph-
+    def __init__(self, name: str):
         if not name.startswith(LAB_PREFIX):
             raise ValueError(f"lab namespace {name!r} must start with {LAB_PREFIX!r}")
         self.name = name

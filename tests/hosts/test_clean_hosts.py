@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import THREE_HOSTS, write_testbed
 
+from conftest import THREE_HOSTS, write_testbed
 from fatpipe import cli
 from fatpipe.backends.hosts import cleanup, layout
 from fatpipe.testbed import load_testbed

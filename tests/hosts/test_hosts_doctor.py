@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import THREE_HOSTS, write_testbed
 
+from conftest import THREE_HOSTS, write_testbed
 from fatpipe import cli
 from fatpipe.backends.hosts import doctor, transport
 from fatpipe.backends.kernel.doctor import available_ccas

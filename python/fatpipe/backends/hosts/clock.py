@@ -56,9 +56,9 @@ def estimate_offset(samples: Sequence[ClockSample]) -> ClockOffset:
     if not valid:
         raise ValueError("no clock sample with a non-negative round trip")
     best = min(valid, key=lambda s: s.rtt_ns)
-    # Integer arithmetic on ns first: float seconds would lose the low digits
-    # of a 1.7e18 ns wall-clock reading.
-    offset_ns = best.t_remote_ns - (best.t_send_ns + best.t_recv_ns) / 2
+    # Differences of integer ns first: a float holds a 1.7e18 ns wall-clock
+    # reading only to ~256 ns.
+    offset_ns = (best.t_remote_ns - best.t_send_ns) - best.rtt_ns / 2
     return ClockOffset(offset_s=offset_ns / 1e9, uncertainty_s=best.rtt_ns / 2e9, rtt_s=best.rtt_ns / 1e9,
                        samples=len(valid))
 
@@ -95,7 +95,7 @@ async def measure_host(conn, rounds: int = DEFAULT_ROUNDS) -> ClockOffset:
             proc.stdin.write("\n")
             try:
                 line = await asyncio.wait_for(proc.stdout.readline(), ECHO_TIMEOUT_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise ValueError(f"the clock echo did not answer within {ECHO_TIMEOUT_S:g} s") from None
             if not line:
                 err = (await proc.stderr.read()).strip()

@@ -51,7 +51,7 @@ def in_use(record, now):
     lease = record.get("lease_deadline_unix_s")
     if isinstance(pid, int) and pid > 0 and pid_alive(pid):
         if not isinstance(lease, (int, float)) or lease > now:
-            return "its agent (pid %d) is running" % pid
+            return f"its agent (pid {pid}) is running"
     return None
 
 
@@ -75,9 +75,9 @@ def clean(root, prefix, owner_file, now=None):
             continue
         try:
             shutil.rmtree(path)
-            out.append({"path": path, "action": "removed", "why": "run %s" % record.get("run_id", "?")})
+            out.append({"path": path, "action": "removed", "why": f"run {record.get('run_id', '?')}"})
         except OSError as e:
-            out.append({"path": path, "action": "kept", "why": "cannot remove: %s" % e})
+            out.append({"path": path, "action": "kept", "why": f"cannot remove: {e}"})
     return out
 
 

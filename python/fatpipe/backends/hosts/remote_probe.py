@@ -77,7 +77,7 @@ def interface_addresses(interface):
     if not shutil.which("ip"):
         return None
     proc = subprocess.run(["ip", "-j", "addr", "show", "dev", interface], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, universal_newlines=True, check=False)
+                          stderr=subprocess.DEVNULL, text=True, check=False)
     if proc.returncode != 0:
         return []
     try:

@@ -218,7 +218,7 @@ class HostConnection:
         async with self.process(args) as proc:
             try:
                 stdout, stderr = await asyncio.wait_for(proc.communicate(input_text), timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise self._error(f"`{command[:200]}` did not finish within {timeout_s:g} s") from None
             except (asyncssh.Error, OSError) as e:
                 raise self._error(f"connection lost while running `{command[:200]}`: {e}") from None
@@ -274,7 +274,7 @@ async def connect(ep: Endpoint) -> HostConnection:
         conn = await asyncssh.connect(ep.target.host, options=options, config=config)
     except HostError:
         raise
-    except (asyncssh.Error, OSError, asyncio.TimeoutError, ValueError) as e:
+    except (TimeoutError, asyncssh.Error, OSError, ValueError) as e:
         raise HostError(ep.name, str(ep.target), _connect_problem(asyncssh, e, ep)) from None
     return HostConnection(ep, conn)
 
