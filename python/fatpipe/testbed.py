@@ -128,8 +128,6 @@ class TestbedHost(_Strict):
     password: Secret = None
     passphrase: Secret = None
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, arbitrary_types_allowed=True)
-
     @field_validator("address")
     @classmethod
     def _ip_address(cls, value: str) -> str:

@@ -262,7 +262,8 @@ def _connect_problem(asyncssh: Any, e: BaseException, ep: Endpoint) -> str:
     if isinstance(e, asyncssh.ConfigParseError):
         return f"ssh_config: {e}"
     if isinstance(e, asyncssh.DisconnectError):
-        return f"connection closed during setup: {e.reason}"
+        return (f"the connection closed during setup ({e.reason}): the server, or the ProxyCommand or jump "
+                "host on the way, ended it (is sshd listening there?)")
     return f"cannot connect: {e}"
 
 
