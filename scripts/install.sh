@@ -10,10 +10,12 @@ if [ "$(id -u)" = 0 ]; then
   apt-get update -qq
   # iproute2: ip netns, tc (tbf); iptables: NFQUEUE for the delay line;
   # iperf3: cross-check of the traffic engine; ethtool: offload settings;
-  # chromium: renders reports headless for the report test.
+  # chromium: renders reports headless for the report test;
+  # openssh-server, netcat-openbsd, faketime: the hosts backend's tests run
+  # real sshd in namespaces, reached through `nc`, one with a skewed clock.
   apt-get install -y -qq --no-install-recommends \
     iproute2 iptables iperf3 ethtool procps kmod build-essential pkg-config \
-    ca-certificates python3-pip chromium >/dev/null
+    ca-certificates python3-pip chromium openssh-server netcat-openbsd faketime >/dev/null
 else
   echo "install.sh: not root, skipping Debian packages (the kernel backend needs root anyway)" >&2
 fi

@@ -17,6 +17,7 @@ from .estimate import StudyTooBig
 from .results import StoreError
 from .study import plan_runs, run_study, study_dir_default
 from .tables import summary_table
+from .testbed import load_testbed
 
 
 def _signal_as_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
@@ -115,18 +116,39 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_doctor(args: argparse.Namespace) -> int:  # noqa: ARG001 - every command takes its arguments
+def _testbed_backends(args: argparse.Namespace):
+    """(testbed or None, [(name, backend, kwargs)]): with --testbed only the
+    backends that work on a testbed (``takes_testbed``), handed the testbed."""
+    testbed = load_testbed(args.testbed) if args.testbed else None
+    chosen = []
     for name in backend_names():
+        backend = get_backend(name)
+        if testbed is None:
+            chosen.append((name, backend, {}))
+        elif getattr(backend, "takes_testbed", False):
+            chosen.append((name, backend, {"testbed": testbed}))
+    return testbed, chosen
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    testbed, chosen = _testbed_backends(args)
+    ready = True
+    for name, backend, kw in chosen:
         print(f"{name} backend:")
         try:
-            print(get_backend(name).doctor().render())
+            report = backend.doctor(**kw)
+            print(report.render())
+            ready = ready and getattr(report, "usable", True)
         except BackendUnavailable as e:
             print(f"  unavailable: {e}")
-    return 0
+            ready = False
+    # Scripts check a testbed by the exit status; plain `doctor` informs.
+    return 1 if testbed is not None and not ready else 0
 
 
-def cmd_clean(args: argparse.Namespace) -> int:  # noqa: ARG001 - every command takes its arguments
-    removed = [f"{name}: {item}" for name in backend_names() for item in get_backend(name).clean()]
+def cmd_clean(args: argparse.Namespace) -> int:
+    _, chosen = _testbed_backends(args)
+    removed = [f"{name}: {item}" for name, backend, kw in chosen for item in backend.clean(**kw)]
     if removed:
         print("fatpipe clean:")
         for item in removed:
@@ -185,9 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=cmd_check)
 
     doctor = sub.add_parser("doctor", help="what each backend can do on this machine")
+    doctor.add_argument("--testbed", help="check the hosts of this testbed (a TOML file, or a study with one)")
     doctor.set_defaults(func=cmd_doctor)
 
     clean = sub.add_parser("clean", help="remove what a crashed fatpipe left (namespaces, processes)")
+    clean.add_argument("--testbed", help="clean the hosts of this testbed (a TOML file, or a study with one)")
     clean.set_defaults(func=cmd_clean)
 
     report = sub.add_parser("report", help="write DIR/report/report.html from a study's results")

@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from .backends import DEFAULT_BACKEND, backend_names
+from .testbed import Testbed, study_problems
 from .units import (
     NUMBER_PATTERN,
     UnitError,
@@ -284,6 +285,7 @@ class Spec(_Strict):
     hosts: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,8}$")], HostSection] = {}
     flows: list[FlowSection] = Field(min_length=1, max_length=64)
     sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
+    testbed: Testbed | None = None  # the machines of the hosts backend (testbed.py)
 
     # ---- derived values --------------------------------------------------
 
@@ -334,6 +336,8 @@ def cross_problems(spec: Spec) -> list[tuple[str, str]]:
             f"{format_time(spec.study.interval)} over a {format_time(spec.study.duration)} run "
             f"is {samples:.3g} samples; at most {MAX_SAMPLES_PER_RUN} per run: "
             f"use an interval of at least {format_time(spec.study.duration / MAX_SAMPLES_PER_RUN)}")))
+    if spec.testbed is not None:
+        problems += study_problems(spec.testbed, senders)
     return problems
 
 

@@ -75,5 +75,11 @@ def _kernel() -> Backend:
     return KernelBackend()
 
 
+def _hosts() -> Backend:
+    from .hosts import HostsBackend
+    return HostsBackend()
+
+
 register_backend("sim", _sim)
 register_backend("kernel", _kernel)
+register_backend("hosts", _hosts)

@@ -109,7 +109,9 @@ class Backend(Protocol):
 
     def doctor(self) -> Any:
         """What this backend can do on this machine (`fatpipe doctor`): an
-        object whose ``render()`` returns the text to print."""
+        object whose ``render()`` returns the text to print. A backend that
+        works on a testbed of machines sets ``takes_testbed = True`` and
+        takes ``testbed=`` here and in clean() (`--testbed FILE`)."""
 
     def clean(self) -> list[str]:
         """Remove what a crashed fatpipe left behind (`fatpipe clean`), and

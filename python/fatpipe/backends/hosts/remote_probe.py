@@ -1,0 +1,112 @@
+"""What `fatpipe doctor` asks a host, in one round trip.
+
+This file runs ON THE HOST: the controller sends its source as
+``python3 -c SOURCE INTERFACE`` and reads one JSON object from stdout. It
+uses the standard library only, imports nothing from fatpipe, and changes
+nothing on the host (it reads /proc, /sys and kernel config files and asks
+`ip` and `modinfo`; it never adds a qdisc or loads a module).
+
+Whether the kernel has a qdisc is answered, in this order, by the kernel's
+config (/proc/config.gz, else /boot/config-<release>): ``=y`` built in,
+``=m`` a module, unset absent; then /sys/module/sch_<kind> (a loaded
+module); then ``modinfo sch_<kind>`` (an installed module). The answer says
+which method decided.
+"""
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+QDISCS = {"netem": "CONFIG_NET_SCH_NETEM", "tbf": "CONFIG_NET_SCH_TBF"}
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def kernel_config(release):
+    """(text, where) of the running kernel's config, or (None, None)."""
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            return f.read(), "/proc/config.gz"
+    except OSError:
+        pass
+    path = "/boot/config-" + release
+    text = read_text(path)
+    return (text, path) if text is not None else (None, None)
+
+
+def config_value(text, key):
+    """'y', 'm' or None (unset) for KEY in a kernel config text."""
+    for line in text.splitlines():
+        if line.startswith(key + "="):
+            return line.split("=", 1)[1].strip().strip('"')
+    return None
+
+
+def qdisc_availability(kind, release, config=None, sys_module_dir="/sys/module"):
+    """{"available": True/False/None, "how": which method decided}."""
+    key = QDISCS[kind]
+    text, where = config if config is not None else kernel_config(release)
+    if text is not None:
+        value = config_value(text, key)
+        if value == "y":
+            return {"available": True, "how": key + "=y (built in) in " + where}
+        if value == "m":
+            return {"available": True, "how": key + "=m (a module) in " + where}
+        return {"available": False, "how": key + " is not set in " + where}
+    if os.path.isdir(os.path.join(sys_module_dir, "sch_" + kind)):
+        return {"available": True, "how": sys_module_dir + "/sch_" + kind + " (module loaded)"}
+    if shutil.which("modinfo"):
+        found = subprocess.run(["modinfo", "sch_" + kind], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, check=False).returncode == 0
+        return {"available": found, "how": "modinfo sch_" + kind + (" finds the module" if found
+                                                                    else " finds no module")}
+    return {"available": None, "how": "no kernel config, not loaded, no modinfo: unknown"}
+
+
+def interface_addresses(interface):
+    """Addresses on `interface` from `ip -j addr`, or None without `ip`."""
+    if not shutil.which("ip"):
+        return None
+    proc = subprocess.run(["ip", "-j", "addr", "show", "dev", interface], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True, check=False)
+    if proc.returncode != 0:
+        return []
+    try:
+        links = json.loads(proc.stdout or "[]")
+    except ValueError:
+        return None
+    return [a["local"] for link in links for a in link.get("addr_info", []) if "local" in a]
+
+
+def split_words(text):
+    return text.split() if text is not None else None
+
+
+def probe(interface):
+    release = os.uname().release
+    mtu = read_text("/sys/class/net/" + interface + "/mtu")
+    return {
+        "uid": os.geteuid(),
+        "kernel": release,
+        "python": sys.version.split()[0],
+        "ccas": split_words(read_text("/proc/sys/net/ipv4/tcp_available_congestion_control")),
+        "allowed_ccas": split_words(read_text("/proc/sys/net/ipv4/tcp_allowed_congestion_control")),
+        "interface": interface,
+        "mtu": int(mtu) if mtu is not None and mtu.strip().isdigit() else None,
+        "addresses": interface_addresses(interface),
+        "tc": shutil.which("tc"),
+        "qdiscs": {kind: qdisc_availability(kind, release) for kind in QDISCS},
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(probe(sys.argv[1])))
