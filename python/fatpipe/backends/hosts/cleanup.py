@@ -1,6 +1,8 @@
 """`fatpipe clean --testbed FILE`: remove what fatpipe's runs left on the
 hosts — their run directories (layout.py), each only if it carries fatpipe's
-owner record and its agent is gone (remote_clean.py)."""
+owner record and its agent is gone (remote_clean.py), after the agent's
+cleanup-only mode (agent.py) has stopped the processes and restored the
+sysctls a dead agent recorded."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import json
 
 from ...testbed import Testbed
 from ..base import BackendUnavailable
-from . import layout, remote_clean, transport
+from . import agent, layout, remote_clean, transport
 
 CLEAN_TIMEOUT_S = 60.0
 
@@ -36,7 +38,8 @@ async def _clean_host(ep: transport.Endpoint, root: str) -> list[dict]:
     conn = await transport.connect(ep)
     try:
         result = await conn.run(["python3", "-c", layout.script_source(remote_clean.__file__), root,
-                                 layout.RUN_DIR_PREFIX, layout.OWNER_FILE], timeout_s=CLEAN_TIMEOUT_S)
+                                 layout.RUN_DIR_PREFIX, layout.OWNER_FILE, layout.STATE_FILE],
+                                input_text=layout.script_source(agent.__file__), timeout_s=CLEAN_TIMEOUT_S)
         try:
             return parse_clean(result.stdout)
         except ValueError as e:

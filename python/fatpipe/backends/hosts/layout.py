@@ -1,9 +1,12 @@
 """Where fatpipe puts its files on a host, and how it marks them as its own.
 
 A run's agent works in ``REMOTE_ROOT/RUN_DIR_PREFIX<run id>`` (for example
-``/tmp/fatpipe-run-hosts-p000-r00``) and writes OWNER_FILE there first: a
-JSON record (:func:`owner_record`) naming fatpipe, the run, the controller,
-the agent's pid and its lease deadline. `fatpipe clean --testbed` removes
+``/tmp/fatpipe-run-hosts-p000-r00``). The controller creates it (mode 0700,
+failing if it exists) and writes OWNER_FILE there first: a JSON record
+(:func:`owner_record`) naming fatpipe, the run, the controller, the agent's
+pid and its lease deadline; the agent (agent.py, pushed there as
+AGENT_FILE) rewrites it with its own pid and keeps STATE_FILE, what it must
+undo. `fatpipe clean --testbed` removes
 exactly the directories that carry that record and whose agent is gone
 (remote_clean.py); nothing else on a host is ever removed.
 """
@@ -16,9 +19,15 @@ import socket
 import time
 from pathlib import Path
 
+# The agent (which runs on the host and imports nothing of fatpipe) defines
+# the names of its own files; they are re-exported here.
+from .agent import AGENT_FILE, OWNER_FILE, STATE_FILE
+
+__all__ = ["AGENT_FILE", "OWNER_FILE", "REMOTE_ROOT", "RUN_DIR_PREFIX", "STATE_FILE", "owner_record", "run_dir",
+           "script_source"]
+
 REMOTE_ROOT = "/tmp"
 RUN_DIR_PREFIX = "fatpipe-run-"
-OWNER_FILE = "fatpipe-owner.json"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 

@@ -1,7 +1,8 @@
 """Remove what fatpipe's runs left on a host (`fatpipe clean --testbed`).
 
 This file runs ON THE HOST: the controller sends its source as
-``python3 -c SOURCE ROOT PREFIX OWNER_FILE`` and reads one JSON list from
+``python3 -c SOURCE ROOT PREFIX OWNER_FILE [STATE_FILE]`` (with the agent's
+source on stdin when STATE_FILE is given) and reads one JSON list from
 stdout, one entry per run directory found: ``{"path", "action": "removed" |
 "kept", "why"}``. Standard library only.
 
@@ -9,13 +10,19 @@ A run directory is ``ROOT/PREFIX<run id>`` (layout.py). It is fatpipe's only
 if it is a real directory (not a symlink) holding a regular OWNER_FILE whose
 JSON says ``"tool": "fatpipe"``; anything else is left alone, unmentioned.
 It is removed unless the agent recorded in the owner file is still running
-and its lease has not passed (a run in progress).
+and its lease has not passed (a run in progress). A directory holding the
+agent's STATE_FILE (processes it started, sysctls it changed) is handed to
+the agent's own cleanup (``agent.py --cleanup-only DIR``, the same code the
+agent runs when it ends), which kills those processes, restores those
+sysctls and removes the directory; without the agent's source such a
+directory is kept, since removing it would lose what must be restored.
 """
 
 import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import time
 
@@ -55,7 +62,26 @@ def in_use(record, now):
     return None
 
 
-def clean(root, prefix, owner_file, now=None):
+AGENT_CLEANUP_TIMEOUT_S = 60
+
+
+def agent_cleanup(path, agent_source):
+    """Run the agent's cleanup-only mode on `path`; None, or why it failed."""
+    try:
+        done = subprocess.run([sys.executable, "-c", agent_source, "--cleanup-only", path], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=AGENT_CLEANUP_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"the agent's cleanup failed: {e}"
+    if done.returncode == 0:
+        return None
+    try:
+        problems = json.loads(done.stdout)["problems"]
+    except (ValueError, KeyError, TypeError):
+        problems = [done.stderr.decode(errors="replace").strip()[-300:] or f"exit {done.returncode}"]
+    return "the agent's cleanup left: " + "; ".join(problems)
+
+
+def clean(root, prefix, owner_file, now=None, state_file=None, agent_source=None):
     now = time.time() if now is None else now
     out = []
     try:
@@ -73,6 +99,15 @@ def clean(root, prefix, owner_file, now=None):
         if busy:
             out.append({"path": path, "action": "kept", "why": busy})
             continue
+        if state_file and os.path.lexists(os.path.join(path, state_file)):
+            why = agent_cleanup(path, agent_source) if agent_source else \
+                "holds the agent's saved state (processes, sysctls) but no agent source was given to restore it"
+            if why:
+                out.append({"path": path, "action": "kept", "why": why})
+            else:
+                out.append({"path": path, "action": "removed", "why": f"run {record.get('run_id', '?')}, "
+                            "its processes stopped and sysctls restored"})
+            continue
         try:
             shutil.rmtree(path)
             out.append({"path": path, "action": "removed", "why": f"run {record.get('run_id', '?')}"})
@@ -82,4 +117,6 @@ def clean(root, prefix, owner_file, now=None):
 
 
 if __name__ == "__main__":
-    print(json.dumps(clean(sys.argv[1], sys.argv[2], sys.argv[3])))
+    state = sys.argv[4] if len(sys.argv) > 4 else None
+    print(json.dumps(clean(sys.argv[1], sys.argv[2], sys.argv[3], state_file=state,
+                           agent_source=sys.stdin.read() if state else None)))

@@ -208,6 +208,26 @@ class HostConnection:
             finally:
                 await self.sessions.release()
 
+    @asynccontextmanager
+    async def sftp(self) -> AsyncIterator[Any]:
+        """An asyncssh SFTP client on its own session (one slot of the
+        limiter until the block ends)."""
+        asyncssh = asyncssh_module()
+        try:
+            client = await self.sessions.open(self._conn.start_sftp_client, self._refused)
+        except asyncssh.ChannelOpenError as e:
+            raise self._error(f"cannot open an SFTP session: {e.reason}") from None
+        except (asyncssh.Error, OSError) as e:
+            raise self._error(f"cannot open an SFTP session: {e}") from None
+        try:
+            yield client
+        finally:
+            client.exit()
+            try:
+                await client.wait_closed()
+            finally:
+                await self.sessions.release()
+
     async def run(self, args: Sequence[str], *, input_text: str | None = None,
                   timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S, check: bool = True) -> CommandResult:
         """Run `args` on the host and wait for it. Raises HostError (naming
