@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 from fatpipe import cli
 from fatpipe.backends import get_backend
 from fatpipe.backends.base import BackendUnavailable
-from fatpipe.backends.hosts import clock, layout, remote_clean, remote_probe
+from fatpipe.backends.hosts import agent, clock, layout, remote_clean, remote_probe
 from fatpipe.backends.hosts.doctor import parse_probe, probe_checks
 from fatpipe.backends.hosts.transport import SessionLimiter, remote_command
 from fatpipe.testbed import validate_testbed
@@ -190,3 +191,9 @@ def test_doctor_and_clean_with_a_bad_testbed_file_exit_2_naming_the_key(tmp_path
         assert cli.main([command, "--testbed", str(path)]) == 2
         err = capsys.readouterr().err
         assert "testbed.hosts.alpha.password: fatpipe never takes passwords" in err
+
+
+def test_agent_source_parses_as_python_3_7():
+    # The agent runs on the host's python3, which may be as old as 3.7.
+    import ast
+    ast.parse(Path(agent.__file__).read_text(), feature_version=(3, 7))

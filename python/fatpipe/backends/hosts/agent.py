@@ -30,6 +30,7 @@ boot, another network namespace), and removes the directory.
 """
 
 import base64
+import fcntl
 import json
 import os
 import select
@@ -478,11 +479,18 @@ def cleanup_only(run_dir):
     st = os.lstat(run_dir)
     if not stat.S_ISDIR(st.st_mode):
         raise SystemExit(f"{run_dir} is not a directory")
+    # Two cleanups of one directory (two `fatpipe clean` at once) take turns;
+    # the second finds nothing left to undo.
+    dfd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        state = read_json(os.path.join(run_dir, STATE_FILE))
-    except FileNotFoundError:
-        state = {}
-    problems = cleanup(run_dir, state)
+        fcntl.flock(dfd, fcntl.LOCK_EX)
+        try:
+            state = read_json(os.path.join(run_dir, STATE_FILE))
+        except FileNotFoundError:
+            state = {}
+        problems = cleanup(run_dir, state) if os.path.isdir(run_dir) else []
+    finally:
+        os.close(dfd)
     print(json.dumps({"run_dir": run_dir, "problems": problems}))
     return 1 if problems else 0
 
