@@ -476,12 +476,15 @@ def cleanup(run_dir, state, held=None):
 def cleanup_only(run_dir):
     """Replay a dead agent's STATE_FILE; prints a JSON report."""
     run_dir = os.path.abspath(run_dir)
-    st = os.lstat(run_dir)
-    if not stat.S_ISDIR(st.st_mode):
-        raise SystemExit(f"{run_dir} is not a directory")
     # Two cleanups of one directory (two `fatpipe clean` at once) take turns;
-    # the second finds nothing left to undo.
-    dfd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    # the second finds nothing left to undo, or no directory at all.
+    try:
+        dfd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        print(json.dumps({"run_dir": run_dir, "problems": []}))
+        return 0
+    except OSError as e:
+        raise SystemExit(f"{run_dir}: {e.strerror} (not a directory, or a symlink)") from None
     try:
         fcntl.flock(dfd, fcntl.LOCK_EX)
         try:
