@@ -197,3 +197,54 @@ def test_agent_source_parses_as_python_3_7():
     # The agent runs on the host's python3, which may be as old as 3.7.
     import ast
     ast.parse(Path(agent.__file__).read_text(), feature_version=(3, 7))
+
+
+def test_agent_refuses_paths_that_leave_its_run_directory(tmp_path):
+    run_dir = tmp_path / "run"
+    (run_dir / "sub").mkdir(parents=True)
+    (run_dir / "link").symlink_to(tmp_path)
+    (tmp_path / "outside").write_text("secret")
+    for rel in ("../outside", "/etc/hostname", "sub/../../outside", "link/outside", "", agent.OWNER_FILE):
+        with pytest.raises(agent.Refused):
+            os.close(agent.open_in(str(run_dir), rel, os.O_RDONLY))
+    fd = agent.open_in(str(run_dir), "sub/new/file.txt", os.O_WRONLY | os.O_CREAT)
+    os.close(fd)
+    assert (run_dir / "sub" / "new" / "file.txt").exists()
+
+
+@pytest.mark.parametrize("value", ["1 2 3; reboot", "", "1 two", "0x10", "1.5"])
+def test_agent_sysctl_values_are_integers_only(value):
+    with pytest.raises(agent.Refused, match="integers separated by spaces"):
+        agent.check_sysctl_value("net.ipv4.tcp_rmem", value)
+
+
+def test_agent_refuses_sysctls_off_its_allow_list():
+    with pytest.raises(agent.Refused, match="net.ipv4.tcp_congestion_control.*allowed: "):
+        agent.sysctl_path("net.ipv4.tcp_congestion_control")
+
+
+def test_cleanup_only_kills_a_dead_agents_marked_group_and_removes_its_directory(tmp_path):
+    import subprocess
+    import sys
+    run_dir = tmp_path / "fatpipe-run-x"
+    run_dir.mkdir()
+    marker = f"{agent.ENV_MARKER}={run_dir}"
+    marked = subprocess.Popen(["sleep", "60"], start_new_session=True,
+                              env={**os.environ, agent.ENV_MARKER: str(run_dir)})
+    unmarked = subprocess.Popen(["sleep", "60"], start_new_session=True)  # same program, not the run's
+    try:
+        state = {"boot_id": agent.boot_id(), "netns": agent.netns_id(), "marker": marker,
+                 "groups": [marked.pid, unmarked.pid], "sysctls": {}}
+        (run_dir / agent.STATE_FILE).write_text(json.dumps(state))
+        done = subprocess.run([sys.executable, agent.__file__, "--cleanup-only", str(run_dir)],
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["problems"] == []
+        assert marked.wait(timeout=10) == -15
+        # The unmarked group was never signalled.
+        assert unmarked.poll() is None
+        assert not run_dir.exists()
+    finally:
+        for p in (marked, unmarked):
+            p.kill()
+            p.wait()

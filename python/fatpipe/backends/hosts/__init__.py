@@ -2,9 +2,10 @@
 
 What exists so far: the testbed description (fatpipe.testbed), the SSH
 transport (transport.py), clock offsets (clock.py), `fatpipe doctor
---testbed FILE` (doctor.py) and `fatpipe clean --testbed FILE`
-(cleanup.py). The agent that runs a study's flows on the hosts is not
-written yet, so :meth:`HostsBackend.check` refuses every run, saying so.
+--testbed FILE` (doctor.py), `fatpipe clean --testbed FILE` (cleanup.py),
+and the agent on each host (agent.py, driven by agent_client.py). Flows do
+not run through the agent yet, so :meth:`HostsBackend.check` refuses every
+run, saying so.
 
 A backend that works on a testbed sets ``takes_testbed = True``: the CLI
 then hands ``testbed=`` to its ``doctor()`` and ``clean()``.
@@ -18,8 +19,8 @@ from typing import Any
 from ...testbed import Testbed
 from ..base import BackendUnavailable, RunOutcome, RunPlan
 
-NOT_YET = ("the hosts backend cannot run traffic yet: the agent that runs flows on the hosts is still to "
-           "come; `fatpipe doctor --testbed FILE` checks a testbed and `fatpipe clean --testbed FILE` "
+NOT_YET = ("the hosts backend cannot run traffic yet: running flows through the agent on each host is still "
+           "to come; `fatpipe doctor --testbed FILE` checks a testbed and `fatpipe clean --testbed FILE` "
            "cleans it")
 
 

@@ -99,6 +99,9 @@ class AgentClient:
                                          encoding=None) as f:
                         await f.write(data)
             except asyncssh.SFTPError as e:
+                # The directory is this run's (mkdir succeeded): do not leave it unmarked.
+                with contextlib.suppress(asyncssh.SFTPError):
+                    await sftp.rmtree(self.run_dir)
                 raise self._error(f"cannot push the agent: {e.reason}") from None
 
     # ---- the channel ------------------------------------------------------------
@@ -148,7 +151,11 @@ class AgentClient:
             rid = self._ids
             fut = asyncio.get_running_loop().create_future()
             self._pending[rid] = fut
-            self._proc.stdin.write(json.dumps({"id": rid, "op": op, **fields}) + "\n")
+            try:
+                self._proc.stdin.write(json.dumps({"id": rid, "op": op, **fields}) + "\n")
+            except (OSError, transport.asyncssh_module().Error) as e:
+                self._pending.pop(rid, None)
+                raise self._error(f"{op}: the channel is gone ({e})") from None
         try:
             answer = await asyncio.wait_for(fut, timeout_s)
         except TimeoutError:
