@@ -395,7 +395,7 @@ mod tests {
             for _ in 0..w {
                 b.cong_avoid(&mut tp, 1);
             }
-            tp.now = tp.now + Time::from_millis(100);
+            tp.now += Time::from_millis(100);
             per_rtt.push(tp.snd_cwnd - w);
         }
         // Far below W_max the step is max_increment (16), then shrinks

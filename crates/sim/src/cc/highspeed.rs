@@ -237,7 +237,7 @@ mod tests {
         let mut tp = limited(1058, 10);
         h.cong_avoid(&mut tp, 1);
         tp.snd_cwnd = 1058;
-        assert_eq!(h.ssthresh(&tp), 1058 - (1058 * 83 >> 8));
+        assert_eq!(h.ssthresh(&tp), 1058 - ((1058 * 83) >> 8));
         let mut h = HighSpeed::new();
         assert_eq!(h.ssthresh(&limited(30, 10)), 15, "row 0 is Reno's 1/2");
         assert_eq!(h.ssthresh(&limited(3, 10)), 2);
