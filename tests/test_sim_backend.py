@@ -1,5 +1,6 @@
 """The sim backend end to end: spec -> plans -> Rust simulator -> store."""
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -8,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fatpipe import _native
 from fatpipe import spec as spec_mod
 from fatpipe.backends.sim import SimBackend
 from fatpipe.study import plan_runs
@@ -71,6 +73,14 @@ def test_unknown_cca_is_rejected_by_check(tmp_path):
     plans = plans_for(SPEC.replace('["reno", "cubic", "htcp", "bbr"]', '["vegas"]'), tmp_path)
     with pytest.raises(Exception, match="vegas"):
         SimBackend().check(plans)
+
+
+def test_check_accepts_every_cca_the_native_simulator_lists(tmp_path):
+    names = list(_native.available_ccas())
+    assert {"bic", "highspeed", "scalable", "westwood"} <= set(names)
+    plans = plans_for(SPEC.replace('["reno", "cubic", "htcp", "bbr"]', json.dumps(names)), tmp_path)
+    SimBackend().check(plans)
+    assert {p.flows[0].cc for p in plans} == set(names)
 
 
 def test_cli_runs_a_sim_study_and_writes_tables(tmp_path):

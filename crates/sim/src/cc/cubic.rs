@@ -14,11 +14,10 @@
 //! microseconds (tcp_mstamp, HyStart, delay_min). We derive both from
 //! `ConnState::now` (ns) with a fixed `HZ` = 1000, so a jiffy is 1 ms.
 
+use super::jiffies::{jiffies, usecs_to_jiffies, HZ};
 use super::{AckSample, CaState, ConnState, CongestionControl, CwndEvent};
 use crate::units::Time;
 
-/// Jiffies per second (CONFIG_HZ). 1000 is the common distribution value.
-const HZ: u64 = 1000;
 /// BICTCP_BETA_SCALE: beta and friends are in units of 1/1024.
 const BICTCP_BETA_SCALE: u64 = 1024;
 /// BICTCP_HZ: cubic time is kept in units of 2^-10 s.
@@ -46,16 +45,6 @@ const HYSTART_DELAY_MIN_US: u32 = 4000;
 const HYSTART_DELAY_MAX_US: u32 = 16000;
 /// sk->sk_gso_max_size default (GSO_LEGACY_MAX_SIZE), for hystart_ack_delay().
 const GSO_MAX_SIZE: u64 = 65536;
-
-/// tcp_jiffies32 derived from simulated time.
-fn jiffies(now: Time) -> u64 {
-    now.as_nanos() / (1_000_000_000 / HZ)
-}
-
-/// usecs_to_jiffies(): rounds up.
-fn usecs_to_jiffies(us: u32) -> u64 {
-    (us as u64).div_ceil(1_000_000 / HZ)
-}
 
 /// cubic_root(): Linux's table lookup plus one Newton-Raphson step
 /// (avg. error ~0.2 %), kept instead of an exact cube root so K matches
@@ -194,7 +183,7 @@ impl Cubic {
 
         // t in 1/1024 s, taken one delay_min ahead: Linux's form of RFC 9438
         // §4.2's target W_cubic(t + RTT).
-        let t_j = now_j.saturating_sub(epoch_start) + usecs_to_jiffies(self.delay_min);
+        let t_j = now_j.saturating_sub(epoch_start) + usecs_to_jiffies(self.delay_min as u64);
         let t = (t_j << BICTCP_HZ) / HZ;
         let k = self.bic_k as u64;
         let offs = t.abs_diff(k) as u128;

@@ -9,32 +9,14 @@
 //! `ConnState::now` with a fixed `HZ` = 1000 (a jiffy is 1 ms), so minRTT,
 //! maxRTT and the congestion timer have Linux's millisecond granularity.
 
+use super::jiffies::{jiffies, msecs_to_jiffies, usecs_to_jiffies, HZ};
 use super::{AckSample, CaState, ConnState, CongestionControl};
-use crate::units::Time;
-
-/// Jiffies per second (CONFIG_HZ).
-const HZ: u64 = 1000;
 /// ALPHA_BASE: 1.0 << 7.
 const ALPHA_BASE: u32 = 1 << 7;
 /// BETA_MIN: 0.5 << 7.
 const BETA_MIN: u32 = 1 << 6;
 /// BETA_MAX: 0.8 << 7 (102/128 = 0.797).
 const BETA_MAX: u32 = 102;
-
-/// tcp_jiffies32 derived from simulated time.
-fn jiffies(now: Time) -> u64 {
-    now.as_nanos() / (1_000_000_000 / HZ)
-}
-
-/// msecs_to_jiffies().
-const fn msecs_to_jiffies(ms: u64) -> u64 {
-    ms * HZ / 1000
-}
-
-/// usecs_to_jiffies(): rounds up.
-fn usecs_to_jiffies(us: u64) -> u64 {
-    us.div_ceil(1_000_000 / HZ)
-}
 
 /// `struct htcp`.
 #[derive(Debug, Clone)]
@@ -318,6 +300,7 @@ impl CongestionControl for Htcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::Time;
 
     fn conn(cwnd: u32, ssthresh: u32) -> ConnState {
         let mut tp = ConnState::new(1448);

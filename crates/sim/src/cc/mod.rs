@@ -29,9 +29,14 @@
 //! the Linux function or RFC section it implements.
 
 pub mod bbr;
+pub mod bic;
 pub mod cubic;
+pub mod highspeed;
 pub mod htcp;
+pub mod jiffies;
 pub mod reno;
+pub mod scalable;
+pub mod westwood;
 
 use crate::units::{Rate, Time};
 
@@ -394,7 +399,7 @@ pub trait CongestionControl: Send {
 }
 
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "bic", "highspeed", "scalable", "westwood"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -410,6 +415,10 @@ pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl
         "bbr" => Some(Box::new(bbr::Bbr::with_seed(seed))),
         "cubic" => Some(Box::new(cubic::Cubic::new())),
         "htcp" => Some(Box::new(htcp::Htcp::new())),
+        "bic" => Some(Box::new(bic::Bic::new())),
+        "highspeed" => Some(Box::new(highspeed::HighSpeed::new())),
+        "scalable" => Some(Box::new(scalable::Scalable)),
+        "westwood" => Some(Box::new(westwood::Westwood::new())),
         _ => None,
     }
 }

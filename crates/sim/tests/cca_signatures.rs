@@ -1,0 +1,152 @@
+//! The signature property of each loss-based high-speed CCA, checked
+//! through the public trait (`cc::by_name`) and on the simulated path:
+//! Scalable's fixed 1/8 decrease and 0.01 increase per ACK, HighSpeed's
+//! a(w)/b(w) against RFC 3649 at every row of its table, BIC's binary
+//! search toward the window of the last loss, and Westwood+'s ssthresh
+//! from the bandwidth estimate times the minimum RTT.
+mod common;
+use common::*;
+use fatpipe_sim::cc::highspeed::HSTCP_AIMD_VALS;
+use fatpipe_sim::cc::{self, CongestionControl, ConnState};
+use fatpipe_sim::trace::RunResult;
+use serde_json::json;
+
+fn ca(cc: &str, cwnd: u32) -> (Box<dyn CongestionControl>, ConnState) {
+    let mut c = cc::by_name(cc).expect("registered");
+    let mut tp = ConnState::new(1448);
+    c.init(&mut tp);
+    tp.snd_cwnd = cwnd;
+    tp.snd_ssthresh = 2; // congestion avoidance
+    tp.is_cwnd_limited = true;
+    (c, tp)
+}
+
+#[test]
+fn scalable_adds_one_hundredth_per_ack_and_cuts_one_eighth() {
+    for cwnd in [200u32, 1000, 5000] {
+        let (mut c, mut tp) = ca("scalable", cwnd);
+        for _ in 0..10_000 {
+            c.cong_avoid(&mut tp, 1);
+        }
+        assert_eq!(tp.snd_cwnd, cwnd + 100, "10000 ACKs at 0.01 each from {cwnd}");
+        let ss = c.ssthresh(&tp);
+        let w = tp.snd_cwnd as f64;
+        assert!((ss as f64 - 0.875 * w).abs() <= 1.0, "ssthresh {ss} of cwnd {w}");
+    }
+}
+
+/// RFC 3649 §5: b(w) interpolates log-linearly from 0.5 at Low_Window 38
+/// to High_Decrease 0.1 at High_Window 83000, and a(w) = w² p(w) 2 b(w) /
+/// (2 - b(w)) with the response function p(w) = 0.078 / w^1.2.
+fn rfc3649(w: f64) -> (f64, f64) {
+    let b = (0.1 - 0.5) * (w.ln() - 38f64.ln()) / (83000f64.ln() - 38f64.ln()) + 0.5;
+    let p = 0.078 / w.powf(1.2);
+    (w * w * p * 2.0 * b / (2.0 - b), b)
+}
+
+#[test]
+fn highspeed_a_and_b_match_rfc3649_at_every_row_of_the_table() {
+    for (i, &(w, _)) in HSTCP_AIMD_VALS.iter().enumerate() {
+        let (a_rfc, b_rfc) = rfc3649(w as f64);
+        // a(w): ACKs until cwnd grows by one, from cwnd = w (this row).
+        let (mut c, mut tp) = ca("highspeed", w);
+        let mut acks = 0u32;
+        while tp.snd_cwnd == w {
+            c.cong_avoid(&mut tp, 1);
+            acks += 1;
+        }
+        let a = w as f64 / acks as f64;
+        assert!((a - a_rfc).abs() < 0.1 + a * a / w as f64, "row {i} w={w}: a {a:.3} vs RFC {a_rfc:.3}");
+        // b(w): the decrease at cwnd = w, within Linux's 1/256 fixed point.
+        tp.snd_cwnd = w;
+        let b = 1.0 - c.ssthresh(&tp) as f64 / w as f64;
+        assert!((b - b_rfc).abs() <= 1.0 / 256.0 + 1.0 / w as f64, "row {i} w={w}: b {b:.4} vs RFC {b_rfc:.4}");
+    }
+}
+
+/// (t_s, cwnd, ca_state, cc_mode) of stream 0.
+fn trace(r: &RunResult) -> Vec<(f64, i64, String, String)> {
+    let s = &r.series;
+    (0..s.len())
+        .filter(|&i| s.stream[i] == 0)
+        .map(|i| (s.t_s[i], s.cwnd_segments[i], s.ca_state[i].to_string(), s.cc_mode[i].to_string()))
+        .collect()
+}
+
+/// Indices of the first Open sample after each Recovery episode.
+fn recoveries_ended(tr: &[(f64, i64, String, String)]) -> Vec<usize> {
+    (1..tr.len()).filter(|&i| tr[i - 1].2 == "recovery" && tr[i].2 == "open").collect()
+}
+
+#[test]
+fn bic_searches_binarily_toward_the_window_of_the_last_loss() {
+    // 100 Mbit/s, 40 ms, 3 BDP of buffer: losses at ~4 BDP, long enough
+    // apart for whole searches.
+    let r = Plan::new("bic", 1, 100e6, 0.04, 20.0)
+        .set("sample_interval_s", json!(0.02))
+        .set("buffer_bytes", json!(1_500_000))
+        .run();
+    let tr = trace(&r);
+    let at = |t: f64| tr.iter().position(|x| x.0 >= t - 1e-9).unwrap();
+    let mut checked = 0;
+    for e in recoveries_ended(&tr) {
+        let t0 = tr[e].0;
+        let start = tr[..e].iter().rposition(|x| x.2 == "open").unwrap_or(0);
+        let open_before = tr[..=start].iter().rposition(|x| x.2 != "open").map_or(0, |k| k + 1);
+        let next_loss = tr[e..].iter().position(|x| x.2 != "open").map_or(tr.len(), |k| e + k);
+        if tr[start].0 - tr[open_before].0 < 1.0 || tr[next_loss - 1].0 - t0 < 2.0 {
+            // Not one clean loss (the slow-start exit, losses in quick
+            // succession), or a search cut short by the next loss.
+            continue;
+        }
+        // cwnd when the loss was detected (the last Open sample before it).
+        let peak = tr[start].1 as f64;
+        let c = |dt: f64| tr[at(t0 + dt)].1 as f64;
+        let (c0, c1, c2, c_end) = (c(0.0), c(0.4), c(0.8), c(2.0));
+        assert!(tr[e..at(t0 + 2.0)].iter().all(|x| x.3 == "binary_search"), "t={t0}: still searching");
+        // Binary search: the increase shrinks as cwnd nears W_max ...
+        assert!(c1 - c0 > 2.0 * (c2 - c1), "t={t0}: {c0} → {c1} → {c2} is not concave");
+        // ... and levels off at W_max: cwnd at the loss, or (1 + β)/2 of it
+        // with fast convergence (at most one sample period of growth off).
+        assert!(c_end <= peak + 4.0 && c_end >= 0.85 * peak, "t={t0}: plateau {c_end} vs loss at {peak}");
+        checked += 1;
+    }
+    assert!(checked >= 1, "no complete binary search in {} samples", tr.len());
+}
+
+#[test]
+fn westwood_sets_ssthresh_to_the_estimated_bandwidth_times_min_rtt_after_a_loss() {
+    // 100 Mbit/s, 20 ms, half a BDP of buffer: Reno would fall to ~0.75
+    // BDP; Westwood+ to the BDP (cwnd = ssthresh = bw_est · rtt_min at the
+    // end of recovery, tcp_westwood_event(CA_EVENT_COMPLETE_CWR)).
+    let (rate, rtt, mss, mtu) = (100e6, 0.02, 1460.0, 1500.0);
+    let r = Plan::new("westwood", 1, rate, rtt, 30.0)
+        .set("sample_interval_s", json!(0.005))
+        .set("buffer_bytes", json!((rate * rtt / 8.0 / 2.0) as u64))
+        .run();
+    let tr = trace(&r);
+    // The margin from the path: the estimate is of payload bytes (mss of
+    // every mtu on the wire), at most 10 % below the bottleneck after the
+    // 7/8 filters settle; rtt_min is the path's min RTT rounded up to a
+    // jiffy (1 ms) plus the serialisation of a packet and its ACK.
+    let payload_bytes_per_s = rate / 8.0 * mss / mtu;
+    let min_rtt = r.path.min_rtt_s.expect("min RTT");
+    let serialisation = 2.0 * mtu * 8.0 / rate;
+    let bdp_lo = 0.9 * payload_bytes_per_s * min_rtt / mss;
+    let bdp_hi = payload_bytes_per_s * (min_rtt + 0.001 + serialisation) / mss + 1.0;
+    let reno = |before: f64| before / 2.0;
+    let mut checked = 0;
+    for e in recoveries_ended(&tr) {
+        // The slow-start exit is skipped: the filters still hold the
+        // ramp-up's low samples then (Linux's estimate lags the same way).
+        if tr[e].0 < 5.0 {
+            continue;
+        }
+        let before = tr[..e].iter().rev().find(|x| x.2 == "open").unwrap().1 as f64;
+        let after = tr[e].1 as f64;
+        assert!((bdp_lo..=bdp_hi).contains(&after), "t={}: cwnd {after} outside [{bdp_lo:.0}, {bdp_hi:.0}]", tr[e].0);
+        assert!(after > reno(before) + 20.0, "t={}: {after} is Reno's cut of {before}", tr[e].0);
+        checked += 1;
+    }
+    assert!(checked >= 3, "only {checked} losses after the estimate settled");
+}
