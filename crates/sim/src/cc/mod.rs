@@ -30,6 +30,7 @@
 
 pub mod bbr;
 pub mod cubic;
+pub mod dctcp;
 pub mod htcp;
 pub mod reno;
 
@@ -65,8 +66,8 @@ pub enum CwndEvent {
 pub const CA_ACK_SLOWPATH: u32 = 1 << 0;
 /// `CA_ACK_WIN_UPDATE`: the ACK updated the send window (FLAG_WIN_UPDATE).
 pub const CA_ACK_WIN_UPDATE: u32 = 1 << 1;
-/// `CA_ACK_ECE`: the ACK carried ECN-Echo (FLAG_ECE); never set until the
-/// simulator models ECN.
+/// `CA_ACK_ECE`: the ACK carried ECN-Echo on an ECN connection (FLAG_ECE,
+/// tcp_ecn_rcv_ecn_echo()).
 pub const CA_ACK_ECE: u32 = 1 << 2;
 
 /// A segment's send-time snapshot (TCP_SKB_CB(skb)->tx with BBRv3's
@@ -210,9 +211,11 @@ pub struct ConnState {
     /// restarted by a send with nothing outstanding (tp->delivered_mstamp;
     /// tcp_rate_gen(), tcp_rate_skb_sent()).
     pub delivered_mstamp: Time,
-    /// Segments delivered with CE marks (tp->delivered_ce). Stays 0 until
-    /// the simulator models ECN; the rate sampler already snapshots it.
+    /// Segments delivered by ACKs carrying ECE (tp->delivered_ce,
+    /// tcp_count_delivered()); the rate sampler snapshots it.
     pub delivered_ce: u64,
+    /// ECN was negotiated for this connection (tp->ecn_flags & TCP_ECN_OK).
+    pub ecn_ok: bool,
     /// Earliest departure time of the next paced burst (tp->tcp_wstamp_ns,
     /// advanced by tcp_update_skb_after_send()); what BBR's
     /// bbr_packets_in_net_at_edt() reads as the EDT.
@@ -251,6 +254,7 @@ impl ConnState {
             lsndtime: Time::ZERO,
             delivered_mstamp: Time::ZERO,
             delivered_ce: 0,
+            ecn_ok: false,
             tcp_wstamp: Time::ZERO,
         }
     }
@@ -386,6 +390,19 @@ pub trait CongestionControl: Send {
         tp.snd_cwnd.max(tp.prior_cwnd)
     }
 
+    /// TCP_CONG_NEEDS_ECN (tcp_ca_needs_ecn()): the algorithm asks for ECN
+    /// whatever net.ipv4.tcp_ecn says, sends every data segment ECT
+    /// (retransmissions too, tcp_ecn_send()) and wants the receiver's
+    /// accurate CE echo (dctcp_ece_ack_update()).
+    fn needs_ecn(&self) -> bool {
+        false
+    }
+
+    /// `get_info` (TCP_CC_INFO): the algorithm's own diagnostics, if any.
+    fn get_info(&self) -> Option<CcInfo> {
+        None
+    }
+
     /// A short label of the algorithm's internal state for traces
     /// (e.g. BBR's `startup`/`drain`/`probe_bw`/`probe_rtt`).
     fn state_label(&self) -> &'static str {
@@ -393,8 +410,27 @@ pub trait CongestionControl: Send {
     }
 }
 
+/// `union tcp_cc_info` (include/uapi/linux/inet_diag.h), the members the
+/// simulator's algorithms fill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CcInfo {
+    /// `struct tcp_dctcp_info` (dctcp_get_info()).
+    Dctcp {
+        /// Whether DCTCP runs (ECN negotiated) rather than its Reno fallback.
+        enabled: bool,
+        /// ca->ce_state.
+        ce_state: u32,
+        /// ca->dctcp_alpha, in 1/1024 (DCTCP_MAX_ALPHA).
+        alpha: u32,
+        /// Segments delivered with ECE / in total in the current window
+        /// (dctcp_ab_ecn, dctcp_ab_tot, counted in segments not bytes).
+        ab_ecn: u64,
+        ab_tot: u64,
+    },
+}
+
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -410,6 +446,7 @@ pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl
         "bbr" => Some(Box::new(bbr::Bbr::with_seed(seed))),
         "cubic" => Some(Box::new(cubic::Cubic::new())),
         "htcp" => Some(Box::new(htcp::Htcp::new())),
+        "dctcp" => Some(Box::new(dctcp::Dctcp::new())),
         _ => None,
     }
 }
