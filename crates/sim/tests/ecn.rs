@@ -152,7 +152,10 @@ fn tcp_count_delivered_counts_segments_acked_by_ece_acks_as_delivered_ce() {
     let t = Time::from_millis(40);
     s.on_ack(t, &ack(14, true), &mut env); // 4 cumulatively
     s.on_ack(t, &sack(14, (15, 18), true), &mut env); // 3 SACKed
-    s.on_ack(t, &ack(20, false), &mut env); // 6 without ECE (3 were SACKed)
+    // The rate sample carries the marks delivered since its packet (sent
+    // before any) left: rs->delivered_ce, what DCTCP-style CCAs read.
+    assert_eq!(s.rate.rs.delivered_ce, 7, "{:?}", s.rate.rs);
+    s.on_ack(t, &ack(20, false), &mut env); // 3 more (14, 18, 19) without ECE
     assert_eq!(s.tp.delivered_ce, 7);
     assert_eq!(s.tp.delivered, 10 + 4 + 3 + 3);
 }

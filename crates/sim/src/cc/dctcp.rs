@@ -174,13 +174,7 @@ impl CongestionControl for Dctcp {
 
     /// dctcp_get_info().
     fn get_info(&self) -> Option<CcInfo> {
-        Some(CcInfo::Dctcp {
-            enabled: !self.reno_fallback,
-            ce_state: 0,
-            alpha: self.alpha,
-            ab_ecn: 0,
-            ab_tot: 0,
-        })
+        Some(CcInfo::Dctcp { enabled: !self.reno_fallback, alpha: self.alpha })
     }
 
     /// The ops in use: `dctcp`, or `dctcp-reno` after the fallback.

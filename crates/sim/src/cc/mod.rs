@@ -414,18 +414,12 @@ pub trait CongestionControl: Send {
 /// simulator's algorithms fill.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CcInfo {
-    /// `struct tcp_dctcp_info` (dctcp_get_info()).
+    /// `struct tcp_dctcp_info` (dctcp_get_info()), the fields a sender has.
     Dctcp {
-        /// Whether DCTCP runs (ECN negotiated) rather than its Reno fallback.
+        /// dctcp_enabled: DCTCP runs (ECN negotiated), not its Reno fallback.
         enabled: bool,
-        /// ca->ce_state.
-        ce_state: u32,
-        /// ca->dctcp_alpha, in 1/1024 (DCTCP_MAX_ALPHA).
+        /// dctcp_alpha: ca->dctcp_alpha, in 1/1024 (DCTCP_MAX_ALPHA).
         alpha: u32,
-        /// Segments delivered with ECE / in total in the current window
-        /// (dctcp_ab_ecn, dctcp_ab_tot, counted in segments not bytes).
-        ab_ecn: u64,
-        ab_tot: u64,
     },
 }
 
