@@ -312,6 +312,20 @@ fn dctcp_two_flows_at_10g_keep_the_queue_near_k_with_full_link_and_no_drops() {
 }
 
 #[test]
+fn the_plans_aqm_becomes_the_bottlenecks_discipline() {
+    use fatpipe_sim::path::{Aqm, CeThreshold};
+    let aqm = |v: serde_json::Value| Scenario::from_json(&Plan::new("reno", 1, 1e8, 0.01, 1.0).set("aqm", v).json()).unwrap().aqm;
+    assert_eq!(aqm(json!(null)), Aqm::DropTail);
+    assert_eq!(aqm(json!({"kind": "droptail"})), Aqm::DropTail);
+    assert_eq!(aqm(json!({"kind": "ce_threshold", "k_packets": 65})), Aqm::CeThreshold(CeThreshold::Packets(65)));
+    assert_eq!(aqm(json!({"kind": "ce_threshold", "k_bytes": 100000})), Aqm::CeThreshold(CeThreshold::Bytes(100_000)));
+    assert_eq!(
+        aqm(json!({"kind": "ce_threshold", "k_s": 100e-6})),
+        Aqm::CeThreshold(CeThreshold::Delay(Time::from_micros(100)))
+    );
+}
+
+#[test]
 fn aqm_and_ecn_keys_are_validated_with_the_allowed_values() {
     let bad = |p: Plan| Scenario::from_json(&p.json()).unwrap_err().to_string();
     let e = bad(Plan::new("reno", 1, 1e8, 0.01, 1.0).set("aqm", json!({"kind": "red"})));
