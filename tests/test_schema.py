@@ -130,6 +130,15 @@ def test_a_version_2_series_is_read_unchanged(tmp_path):
     pd.testing.assert_frame_equal(StudyStore(root).series_table(), v2)
 
 
+def test_a_runs_table_written_before_path_ce_marks_reads_it_as_zero(tmp_path):
+    root = _write_study(tmp_path / "v2", 2, V1_SERIES.assign(ca_state="open", cc_mode=""))
+    runs = pd.read_parquet(root / "runs.parquet").assign(path_queue_drops=[7], path_bottleneck_bps=[1e6])
+    pq.write_table(pa.Table.from_pandas(runs, preserve_index=False), root / "runs.parquet")
+    got = StudyStore(root).runs_table()
+    assert list(got["path_ce_marks"]) == [0]
+    assert list(got.columns).index("path_ce_marks") == list(got.columns).index("path_queue_drops") + 1
+
+
 def test_a_study_of_a_newer_schema_is_refused_naming_file_and_versions(tmp_path):
     root = _write_study(tmp_path / "v3", 3, V1_SERIES)
     expected = re.escape(f"{root / 'manifest.json'}: written with result schema version 3, "

@@ -44,6 +44,7 @@ from .schema import (
     SERIES_COLUMNS,
     parquet_version,
     study_version,
+    upgrade_runs,
     upgrade_series,
 )
 from .storefs import StoreError, StudyLocked
@@ -340,7 +341,7 @@ class StudyStore:
         """The consolidated runs table as a pandas DataFrame."""
         import pandas as pd
         study_version(self.root)
-        return pd.read_parquet(self.root / "runs.parquet")
+        return upgrade_runs(pd.read_parquet(self.root / "runs.parquet"))
 
     def rpcs_table(self):
         """The consolidated RPC completions (an empty DataFrame if there are none)."""

@@ -14,6 +14,9 @@ Schema versions (stored in manifest.json and each table's Parquet metadata
   connection was in Open or Disorder.
 * 2 — ``ca_state`` is Linux's ``tcpi_ca_state`` name on every backend; the
   new ``cc_mode`` column holds the CCA's own mode ("" when none is known).
+
+Columns are added within a version; a column added later is filled on read
+(``path_ce_marks``: 0, since no bottleneck marked CE before it existed).
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ class PathReport:
     packets: int = 0  # data packets offered to the loss stage
     random_drops: int = 0  # packets dropped by the configured loss/corruption
     queue_drops: int = 0  # packets dropped by the bottleneck buffer
+    ce_marks: int = 0  # ECN-capable packets the bottleneck marked CE
     bottleneck_bps: float | None = None  # bytes through the bottleneck over the run (mean, all flows)
     late_p99_s: float | None = None  # delay-line lateness, 99th percentile
     late_max_s: float | None = None
@@ -146,6 +150,17 @@ def parquet_version(path: str | Path, default: int) -> int:
     version = int(raw) if raw else default
     check_version(version, path)
     return version
+
+
+def upgrade_runs(df):
+    """A runs DataFrame with the columns added since it was written:
+    ``path_ce_marks`` = 0 after ``path_queue_drops`` (no bottleneck marked
+    CE before the column existed)."""
+    if "path_ce_marks" in df.columns or "path_queue_drops" not in df.columns:
+        return df
+    df = df.copy()
+    df.insert(df.columns.get_loc("path_queue_drops") + 1, "path_ce_marks", 0)
+    return df
 
 
 def upgrade_series(df, version: int):

@@ -32,6 +32,7 @@ from pydantic import (
     model_validator,
 )
 
+from .aqm import DROPTAIL, Aqm
 from .backends import DEFAULT_BACKEND, backend_names
 from .testbed import Testbed, study_problems
 from .units import (
@@ -77,15 +78,31 @@ MAX_EVENT_RATE_PER_S = 1e7
 # sweep key names one value, never a whole section.
 SWEEPABLE = {
     "study": ("duration", "warmup"),
-    "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu"),
-    "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt"),
+    "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm"),
+    "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn"),
     "flows.<index>": ("cc", "streams", "mss", "sender", "start", "request", "response",
-                      "concurrency", "rate"),
+                      "concurrency", "rate", "ecn"),
 }
 TCP_MIN_MSS = 88  # include/net/tcp.h
 # Linux defaults of net.ipv4.tcp_rmem[2] / tcp_wmem[2].
 LINUX_RMEM_MAX_BYTES = 6291456
 LINUX_WMEM_MAX_BYTES = 4194304
+
+
+# net.ipv4.tcp_ecn: what each value means; 2 is Linux's default.
+TCP_ECN_VALUES = {0: "off", 1: "request and accept", 2: "accept only, Linux's default"}
+LINUX_TCP_ECN = 2
+
+
+def _tcp_ecn(value: Any) -> Any:
+    if isinstance(value, bool) or value not in TCP_ECN_VALUES:
+        shown = repr(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else toml_type(value)
+        allowed = ", ".join(f"{k} ({v})" for k, v in TCP_ECN_VALUES.items())
+        raise ValueError(f"got {shown}; net.ipv4.tcp_ecn is one of {allowed}")
+    return value
+
+
+TcpEcn = Annotated[int, BeforeValidator(_tcp_ecn)]
 
 
 class SpecError(ValueError):
@@ -236,6 +253,7 @@ class PathSection(_Strict):
     corruption: Annotated[float, Field(ge=0, le=1e-3)] = 0.0  # per bit
     buffer: Annotated[Buffer, BeforeValidator(_parse_buffer)] = Buffer(amount=1, unit="bdp")
     mtu: Annotated[int, Field(ge=576, le=65535)] = 1500
+    aqm: Aqm = DROPTAIL  # the bottleneck's queue discipline (aqm.py)
 
 
 class HostSection(_Strict):
@@ -243,6 +261,7 @@ class HostSection(_Strict):
     wmem_max: SizeBytes | None = None  # net.ipv4.tcp_wmem[2]
     stream_rate_cap: RateBps | None = None  # per-stream send cap (CPU-bound host)
     extra_rtt: ExtraRttS = 0.0  # added delay on this host's access link, round trip
+    ecn: TcpEcn | None = None  # net.ipv4.tcp_ecn (None: Linux's default, 2)
 
 
 class FlowSection(_Strict):
@@ -256,6 +275,7 @@ class FlowSection(_Strict):
     response: SizeBytes | None = None
     concurrency: Annotated[int, Field(ge=1, le=10000)] | None = None
     rate: PerSecond | None = None
+    ecn: TcpEcn | None = None  # net.ipv4.tcp_ecn of this flow's sender, over its host's
 
     @model_validator(mode="after")
     def _kind_fields(self) -> FlowSection:

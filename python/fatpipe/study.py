@@ -53,6 +53,7 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
         wmem_max_bytes=h.wmem_max or spec_mod.LINUX_WMEM_MAX_BYTES,
         stream_rate_cap_bps=h.stream_rate_cap,
         extra_rtt_s=extra_rtt,
+        ecn=spec_mod.LINUX_TCP_ECN if h.ecn is None else h.ecn,
     )
 
 
@@ -78,6 +79,7 @@ def plan_runs(
                 response_bytes=f.response,
                 concurrency=f.concurrency,
                 rate_per_s=f.rate,
+                ecn=f.ecn,
             )
             for i, f in enumerate(point_spec.flows)
         )
@@ -98,6 +100,7 @@ def plan_runs(
                         loss=p.loss,
                         corruption=p.corruption,
                         buffer_bytes=point_spec.buffer_bytes(),
+                        aqm=p.aqm.plan(),
                         mtu_bytes=p.mtu,
                         senders=senders,
                         receiver=_host_limits(point_spec, "receiver"),

@@ -4,9 +4,9 @@
 use crate::app::{App, AppEnv, RpcApp, RpcSpec};
 use crate::cc::CongestionControl;
 use crate::event::{AppTimer, Event, EventQueue, SenderTimer, TimerKind};
-use crate::path::{Bottleneck, LossStage, Pipe};
+use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
-use crate::tcp::{Ack, Receiver, RxAction, Sender, SenderConfig, SenderEnv};
+use crate::tcp::{Ack, Codepoint, Receiver, RxAction, SegEcn, Sender, SenderConfig, SenderEnv};
 use crate::trace::{PathFacts, Row, Rpcs, RunResult, Stats};
 use crate::units::{Bytes, Rate, Time};
 use crate::wire;
@@ -27,6 +27,8 @@ pub struct StreamSpec {
     pub extra_rtt: Time,
     /// RPC application, or `None` for a bulk transfer.
     pub rpc: Option<RpcSpec>,
+    /// ECN negotiated for this stream (tcp/ecn.rs `negotiate`).
+    pub ecn: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -37,6 +39,8 @@ pub struct SimConfig {
     pub rate: Rate,
     pub rtt: Time,
     pub buffer: Bytes,
+    /// The bottleneck's queue discipline.
+    pub aqm: Aqm,
     /// Path MTU (bytes): sets the on-wire size of segments.
     pub mtu: u32,
     /// Per-packet loss probability of each flow group (loss + corruption).
@@ -75,11 +79,13 @@ impl Net {
     }
 }
 
-/// Data packet in flight on the forward path.
+/// Data packet in flight on the forward path (its ECN field as the
+/// bottleneck left it; it fits the padding of the 16-byte item).
 #[derive(Clone, Copy, Debug)]
 struct DataPkt {
     stream: u32,
     seq: u64,
+    ecn: SegEcn,
 }
 
 struct Net {
@@ -109,15 +115,18 @@ struct Tx<'a> {
 
 impl SenderEnv for Tx<'_> {
     #[inline]
-    fn transmit(&mut self, now: Time, seq: u64, _retrans: bool) {
+    fn transmit(&mut self, now: Time, seq: u64, _retrans: bool, mut ecn: SegEcn) {
         let net = &mut *self.net;
         net.packets += 1;
         if net.loss[self.group].lose() {
             net.random_drops += 1;
             return;
         }
-        let Some(dep) = net.bottleneck.enqueue(now, wire::frame_bytes(self.wire)) else { return };
-        net.fwd.push(dep + net.prop, DataPkt { stream: self.stream, seq });
+        let Some(a) = net.bottleneck.offer(now, wire::frame_bytes(self.wire), ecn.is_ect()) else { return };
+        if a.ce {
+            ecn.codepoint = Codepoint::Ce;
+        }
+        net.fwd.push(a.departure + net.prop, DataPkt { stream: self.stream, seq, ecn });
     }
 
     #[inline]
@@ -213,7 +222,7 @@ impl Sim {
             .collect();
         let mut net = Net {
             events: EventQueue::new(),
-            bottleneck: Bottleneck::new(cfg.rate, cfg.buffer),
+            bottleneck: Bottleneck::with_aqm(cfg.rate, cfg.buffer, cfg.aqm),
             fwd: Pipe::default(),
             acks: Vec::new(),
             pipe_events: 0,
@@ -236,8 +245,12 @@ impl Sim {
                 }
             };
             // The receiver's RTO from its handshake sample: srtt + 200 ms.
+            let cc = build_cc(&s.cc, Rng::new(cfg.seed, 0xCC00_0000 + i as u64).next_u64());
+            // The receiver runs the flow's algorithm for its half: DCTCP's
+            // CE echo when it needs ECN (tcp_ca_needs_ecn).
             let receiver = Receiver::new(s.rmem_bytes, s.mss, cfg.rtt + s.extra_rtt + crate::tcp::rtt::RTO_MIN)
-                .with_rtt(cfg.rtt + s.extra_rtt);
+                .with_rtt(cfg.rtt + s.extra_rtt)
+                .with_ecn(s.ecn, cc.needs_ecn());
             let scfg = SenderConfig {
                 mss: s.mss,
                 wmem_bytes: s.wmem_bytes,
@@ -246,9 +259,9 @@ impl Sim {
                 // The SYN/SYN-ACK exchange gives Linux its first RTT sample
                 // (base RTT plus access delay).
                 handshake_rtt: Some(cfg.rtt + s.extra_rtt),
+                ecn: s.ecn,
             };
-            let cc_seed = Rng::new(cfg.seed, 0xCC00_0000 + i as u64).next_u64();
-            let mut sender = Sender::new(&scfg, build_cc(&s.cc, cc_seed));
+            let mut sender = Sender::new(&scfg, cc);
             let app = match s.rpc.clone() {
                 Some(spec) => App::Rpc(RpcApp::new(spec, s.mss, Rng::new(cfg.seed, 0xA990_0000 + i as u64), cfg.duration)),
                 None => App::Bulk,
@@ -294,7 +307,10 @@ impl Sim {
         let Some(pkt) = self.net.fwd.pop_front() else { return };
         let i = pkt.stream;
         let st = &mut self.streams[i as usize];
-        let act = st.receiver.on_data(pkt.seq, now);
+        let act = st.receiver.on_data(pkt.seq, now, pkt.ecn);
+        if let Some(lead) = st.receiver.take_lead_ack() {
+            self.net.acks[st.ack_pipe].push(now + st.ack_delay, (i, lead));
+        }
         self.net.rx_action(i, st.ack_pipe, st.ack_delay, now, act);
         if !matches!(st.app, App::Bulk) {
             let (app, mut env) = Self::app_env(st, &mut self.net, &mut self.result.rpcs, i);
@@ -396,6 +412,7 @@ impl Sim {
             packets: self.net.packets,
             random_drops: self.net.random_drops,
             queue_drops: self.net.bottleneck.drops,
+            ce_marks: self.net.bottleneck.ce_marks,
             bottleneck_bps: self.net.bottleneck.mean_rate(self.end),
             late_p99_s: None,
             late_max_s: None,
@@ -411,6 +428,17 @@ impl Sim {
     /// Read access for tests: the sender of stream `i`.
     pub fn sender(&self, i: usize) -> &Sender {
         &self.streams[i].sender
+    }
+
+    /// Read access for tests: the bottleneck (its counters, and its queue
+    /// through `Bottleneck::occupancy`).
+    pub fn bottleneck(&self) -> &Bottleneck {
+        &self.net.bottleneck
+    }
+
+    /// The current simulated time.
+    pub fn now(&self) -> Time {
+        self.now
     }
 
     /// Runs until `t` (inclusive) without finishing; for tests that inspect

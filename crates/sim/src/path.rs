@@ -1,5 +1,6 @@
-//! The network path: a random-loss stage, one bottleneck FIFO (rate and a
-//! drop-tail byte buffer) and constant-delay pipes.
+//! The network path: a random-loss stage, one bottleneck FIFO (rate, a
+//! byte buffer with tail drop, and a queue discipline, [`Aqm`]) and
+//! constant-delay pipes.
 //!
 //! Neither the bottleneck nor a pipe needs an event per packet: a packet's
 //! bottleneck departure is known when it is enqueued
@@ -44,17 +45,56 @@ impl LossStage {
     }
 }
 
-/// The bottleneck: a FIFO served at `rate` with a drop-tail byte buffer.
+/// The bottleneck's queue discipline, chosen when the path is built. Every
+/// discipline tail-drops when the byte buffer is full; they differ in what
+/// they do to ECN-capable packets they accept. A drop-tail path never looks
+/// at the discipline: only an ECT packet asks it (`Bottleneck::offer`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Aqm {
+    /// Tail drop only; ECT packets pass unmarked.
+    #[default]
+    DropTail,
+    /// DCTCP's recommended switch setting (RFC 8257 §3.1, the DCTCP paper
+    /// §3.1): an arriving ECT packet is marked CE when the instantaneous
+    /// queue it joins exceeds K. Non-ECT packets are only tail-dropped.
+    CeThreshold(CeThreshold),
+}
+
+/// The threshold K of [`Aqm::CeThreshold`], in one of three measures of
+/// the queue an arriving packet finds (including the packet being sent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CeThreshold {
+    /// Packets queued.
+    Packets(u32),
+    /// Bytes queued (frames, as the buffer counts them).
+    Bytes(u64),
+    /// Queueing delay: the time until the queue ahead of the packet drains.
+    Delay(Time),
+}
+
+/// A packet the bottleneck accepted: when it leaves, and whether it was
+/// marked CE on the way in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Admitted {
+    pub departure: Time,
+    pub ce: bool,
+}
+
+/// The bottleneck: a FIFO served at `rate` with a tail-drop byte buffer and
+/// a queue discipline.
 #[derive(Clone, Debug)]
 pub struct Bottleneck {
     rate: Rate,
     buffer: u64,
+    aqm: Aqm,
     last_departure: Time,
     /// (departure time, bytes) of packets not yet fully sent at the last
     /// enqueue; the queue occupancy is their byte sum.
     queue: VecDeque<(Time, u32)>,
     queued: u64,
     pub drops: u64,
+    /// ECT packets marked CE by the discipline.
+    pub ce_marks: u64,
     pub bytes_departed: u64,
     /// Total time spent serializing (busy time).
     pub busy: Time,
@@ -66,23 +106,38 @@ impl Bottleneck {
     /// `buffer` below one packet is raised to one packet at enqueue time
     /// (an empty queue always accepts a packet).
     pub fn new(rate: Rate, buffer: Bytes) -> Bottleneck {
+        Bottleneck::with_aqm(rate, buffer, Aqm::DropTail)
+    }
+
+    /// A bottleneck with queue discipline `aqm`.
+    pub fn with_aqm(rate: Rate, buffer: Bytes, aqm: Aqm) -> Bottleneck {
         Bottleneck {
             rate,
             buffer: buffer.get(),
+            aqm,
             last_departure: Time::ZERO,
             queue: VecDeque::new(),
             queued: 0,
             drops: 0,
+            ce_marks: 0,
             bytes_departed: 0,
             busy: Time::ZERO,
             tx_cache: (0, rate.transmit_time(Bytes(0))),
         }
     }
 
-    /// Offers a packet at `now`; returns its departure time, or `None` if
-    /// the buffer is full (drop-tail).
+    /// Offers a non-ECT packet at `now`; returns its departure time, or
+    /// `None` if the buffer is full (tail drop).
     #[inline]
     pub fn enqueue(&mut self, now: Time, bytes: u32) -> Option<Time> {
+        self.offer(now, bytes, false).map(|a| a.departure)
+    }
+
+    /// Offers a packet at `now`, ECN-capable (ECT) or not; returns its
+    /// departure and whether the discipline marked it CE, or `None` if the
+    /// buffer is full (tail drop).
+    #[inline]
+    pub fn offer(&mut self, now: Time, bytes: u32, ect: bool) -> Option<Admitted> {
         while let Some(&(dep, b)) = self.queue.front() {
             if dep > now {
                 break;
@@ -94,6 +149,10 @@ impl Bottleneck {
             self.drops += 1;
             return None;
         }
+        // Only an ECT packet consults the discipline (non-ECT traffic on
+        // any path, and every packet on a drop-tail path, skips it).
+        let ce = ect && self.marks(now);
+        self.ce_marks += ce as u64;
         if self.tx_cache.0 != bytes {
             self.tx_cache = (bytes, self.rate.transmit_time(Bytes(bytes as u64)));
         }
@@ -104,7 +163,31 @@ impl Bottleneck {
         self.queued += bytes as u64;
         self.bytes_departed += bytes as u64;
         self.busy += tx;
-        Some(dep)
+        Some(Admitted { departure: dep, ce })
+    }
+
+    /// Whether the discipline marks an ECT packet arriving at `now` (the
+    /// queue already drained to `now`, the packet not yet in it).
+    #[inline]
+    fn marks(&self, now: Time) -> bool {
+        match self.aqm {
+            Aqm::DropTail => false,
+            Aqm::CeThreshold(k) => match k {
+                CeThreshold::Packets(n) => self.queue.len() > n as usize,
+                CeThreshold::Bytes(b) => self.queued > b,
+                CeThreshold::Delay(d) => self.last_departure.saturating_sub(now) > d,
+            },
+        }
+    }
+
+    /// The queue at `now` (packets, bytes), including the packet being
+    /// serialized: what a packet arriving at `now` would find. For tests
+    /// and observers; costs a walk of the queue.
+    pub fn occupancy(&self, now: Time) -> (usize, u64) {
+        self.queue
+            .iter()
+            .filter(|&&(dep, _)| dep > now)
+            .fold((0, 0), |(n, b), &(_, bytes)| (n + 1, b + bytes as u64))
     }
 
     /// Bytes queued (including the packet being serialized) at the last
@@ -180,6 +263,62 @@ mod tests {
         assert_eq!(b.drops, 1);
         // After the first departed, there is room again.
         assert_eq!(b.enqueue(Time(1200), 1500), Some(Time(3600)));
+    }
+
+    fn ce_path(k: CeThreshold) -> Bottleneck {
+        // 10 Gbit/s: a 1500-byte frame takes 1.2 µs.
+        Bottleneck::with_aqm(Rate::from_gbps(10), Bytes(1_000_000), Aqm::CeThreshold(k))
+    }
+
+    /// Offers `n` back-to-back packets at t = 0 and returns which were marked.
+    fn marks_of_burst(b: &mut Bottleneck, n: usize, ect: bool) -> Vec<bool> {
+        (0..n).map(|_| b.offer(Time(0), 1500, ect).expect("room").ce).collect()
+    }
+
+    #[test]
+    fn ce_threshold_in_packets_marks_ect_arrivals_finding_more_than_k_queued() {
+        let mut b = ce_path(CeThreshold::Packets(3));
+        // Arrivals find 0, 1, 2, 3 packets (unmarked), then 4, 5 (> K).
+        assert_eq!(marks_of_burst(&mut b, 6, true), [false, false, false, false, true, true]);
+        assert_eq!(b.ce_marks, 2);
+    }
+
+    #[test]
+    fn ce_threshold_in_bytes_marks_when_queued_bytes_exceed_k() {
+        let mut b = ce_path(CeThreshold::Bytes(4000));
+        // Queued before each arrival: 0, 1500, 3000, 4500 > 4000.
+        assert_eq!(marks_of_burst(&mut b, 4, true), [false, false, false, true]);
+    }
+
+    #[test]
+    fn ce_threshold_in_time_marks_when_the_queue_delay_exceeds_k() {
+        let mut b = ce_path(CeThreshold::Delay(Time::from_nanos(2500)));
+        // Queue delay found: 0, 1.2, 2.4, 3.6 µs.
+        assert_eq!(marks_of_burst(&mut b, 4, true), [false, false, false, true]);
+        // The queue drains: at 3.6 µs one packet (1.2 µs) remains.
+        assert!(!b.offer(Time(3600), 1500, true).unwrap().ce);
+    }
+
+    #[test]
+    fn ce_threshold_never_marks_non_ect_packets_and_tail_drops_them() {
+        let mut b = Bottleneck::with_aqm(Rate::from_gbps(10), Bytes(3000), Aqm::CeThreshold(CeThreshold::Packets(0)));
+        assert_eq!(marks_of_burst(&mut b, 2, false), [false, false]);
+        assert_eq!(b.offer(Time(0), 1500, false), None);
+        assert_eq!((b.ce_marks, b.drops), (0, 1));
+    }
+
+    #[test]
+    fn drop_tail_passes_ect_packets_unmarked() {
+        let mut b = Bottleneck::new(Rate::from_gbps(10), Bytes(1_000_000));
+        assert!(marks_of_burst(&mut b, 50, true).iter().all(|&m| !m));
+    }
+
+    #[test]
+    fn occupancy_counts_packets_not_yet_departed() {
+        let mut b = ce_path(CeThreshold::Packets(100));
+        marks_of_burst(&mut b, 3, true);
+        assert_eq!(b.occupancy(Time(0)), (3, 4500));
+        assert_eq!(b.occupancy(Time(1200)), (2, 3000));
     }
 
     #[test]

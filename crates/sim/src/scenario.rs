@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 
 use crate::app::{RpcMode, RpcSpec};
 use crate::engine::{Sim, SimConfig, StreamSpec};
+use crate::path::{Aqm, CeThreshold};
+use crate::tcp::ecn::{negotiate, TCP_ECN_PASSIVE};
 use crate::wire::TCP_IP_HEADER_BYTES;
 use crate::trace::RunResult;
 use crate::units::{Bytes, Rate, Time};
@@ -122,6 +124,47 @@ pub struct HostLimits {
     pub wmem_max_bytes: u64,
     pub stream_rate_cap_bps: Option<f64>,
     pub extra_rtt_s: f64,
+    /// net.ipv4.tcp_ecn: 0, 1 or 2 (the default).
+    pub ecn: u8,
+}
+
+/// An `ecn` field: net.ipv4.tcp_ecn's 0 (off), 1 (request and accept) or
+/// 2 (accept only).
+fn tcp_ecn(o: &Obj<'_>, key: &str) -> Result<Option<u8>, ConfigError> {
+    match o.opt_u64(key)? {
+        None => Ok(None),
+        Some(v @ 0..=2) => Ok(Some(v as u8)),
+        Some(v) => err(o.field(key), format!("must be 0 (off), 1 (request and accept) or 2 (accept only), got {v}")),
+    }
+}
+
+/// The bottleneck discipline (RunPlan.aqm): {"kind": "droptail"} or
+/// {"kind": "ce_threshold"} with exactly one of k_packets, k_bytes, k_s.
+fn aqm(v: Option<&Value>) -> Result<Aqm, ConfigError> {
+    let Some(v) = v else { return Ok(Aqm::DropTail) };
+    let o = Obj::new(v, "aqm")?;
+    match o.str("kind")? {
+        "droptail" => Ok(Aqm::DropTail),
+        "ce_threshold" => {
+            let given: Vec<&str> = ["k_packets", "k_bytes", "k_s"].into_iter().filter(|k| o.opt(k).is_some()).collect();
+            if given.len() != 1 {
+                return err(o.field("k_packets"), "a ce_threshold needs exactly one of k_packets, k_bytes, k_s");
+            }
+            let k = match given[0] {
+                "k_packets" => CeThreshold::Packets(o.u64("k_packets")?.min(u32::MAX as u64) as u32),
+                "k_bytes" => CeThreshold::Bytes(o.u64("k_bytes")?),
+                _ => {
+                    let t = o.f64("k_s")?;
+                    if t < 0.0 {
+                        return err(o.field("k_s"), format!("must be >= 0, got {t}"));
+                    }
+                    CeThreshold::Delay(Time::from_secs_f64(t))
+                }
+            };
+            Ok(Aqm::CeThreshold(k))
+        }
+        k => err(o.field("kind"), format!("unknown queue discipline '{k}'; expected droptail or ce_threshold")),
+    }
 }
 
 fn host_limits(v: &Value, path: &str) -> Result<HostLimits, ConfigError> {
@@ -144,7 +187,8 @@ fn host_limits(v: &Value, path: &str) -> Result<HostLimits, ConfigError> {
     if extra < 0.0 {
         return err(o.field("extra_rtt_s"), format!("must be >= 0, got {extra}"));
     }
-    Ok(HostLimits { rmem_max_bytes: rmem, wmem_max_bytes: wmem, stream_rate_cap_bps: cap, extra_rtt_s: extra })
+    let ecn = tcp_ecn(&o, "ecn")?.unwrap_or(TCP_ECN_PASSIVE);
+    Ok(HostLimits { rmem_max_bytes: rmem, wmem_max_bytes: wmem, stream_rate_cap_bps: cap, extra_rtt_s: extra, ecn })
 }
 
 /// The RPC fields of an "rpc" flow: response_bytes, and either
@@ -188,6 +232,8 @@ pub struct FlowPlan {
     pub start_s: f64,
     /// The RPC application of an "rpc" flow.
     pub rpc: Option<RpcSpec>,
+    /// net.ipv4.tcp_ecn for this flow's sender, overriding its host's.
+    pub ecn: Option<u8>,
 }
 
 /// A validated run plan (RunPlan).
@@ -203,6 +249,7 @@ pub struct Scenario {
     pub loss: f64,
     pub corruption: f64,
     pub buffer_bytes: u64,
+    pub aqm: Aqm,
     pub mtu_bytes: u64,
     pub senders: BTreeMap<String, HostLimits>,
     pub receiver: HostLimits,
@@ -241,6 +288,7 @@ impl Scenario {
             return err("corruption", format!("must be a probability in [0, 1], got {corruption}"));
         }
         let buffer_bytes = o.u64("buffer_bytes")?;
+        let aqm = aqm(o.opt("aqm"))?;
         let mtu_bytes = o.u64("mtu_bytes")?;
         if mtu_bytes <= TCP_IP_HEADER_BYTES as u64 {
             return err("mtu_bytes", format!("must exceed the {TCP_IP_HEADER_BYTES}-byte TCP/IP header, got {mtu_bytes}"));
@@ -305,7 +353,8 @@ impl Scenario {
                 return err(f.field("start_s"), format!("must be >= 0, got {start_s}"));
             }
             let group = f.opt_u64("group")?.unwrap_or(i as u64);
-            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc });
+            let ecn = tcp_ecn(&f, "ecn")?;
+            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn });
         }
         Ok(Scenario {
             run_id,
@@ -318,6 +367,7 @@ impl Scenario {
             loss,
             corruption,
             buffer_bytes,
+            aqm,
             mtu_bytes,
             senders,
             receiver,
@@ -343,6 +393,8 @@ impl Scenario {
         let mut k = 0u64;
         for (gi, f) in self.flows.iter().enumerate() {
             let host = &self.senders[&f.sender];
+            let needs_ecn = crate::cc::by_name(&f.cc).is_some_and(|c| c.needs_ecn());
+            let ecn = negotiate(f.ecn.unwrap_or(host.ecn), self.receiver.ecn, needs_ecn);
             for s in 0..f.streams {
                 streams.push(StreamSpec {
                     group: gi as u32,
@@ -357,6 +409,7 @@ impl Scenario {
                     rate_cap: host.stream_rate_cap_bps.map(|c| Rate(c.round() as u64)),
                     extra_rtt: Time::from_secs_f64(host.extra_rtt_s + self.receiver.extra_rtt_s),
                     rpc: f.rpc.clone(),
+                    ecn,
                 });
                 k += 1;
             }
@@ -368,6 +421,7 @@ impl Scenario {
             rate: Rate(self.rate_bps.round() as u64),
             rtt: Time::from_secs_f64(self.rtt_s),
             buffer: Bytes(self.buffer_bytes),
+            aqm: self.aqm,
             mtu: self.mtu_bytes.min(u32::MAX as u64) as u32,
             group_loss: self.flows.iter().map(|f| self.packet_loss_probability(f.mss_bytes)).collect(),
             streams,

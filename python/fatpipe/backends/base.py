@@ -28,6 +28,7 @@ class HostLimits:
     wmem_max_bytes: int  # tcp_wmem[2]: bounds the sender's unacked + unsent data
     stream_rate_cap_bps: float | None = None  # per-stream send cap (CPU-bound host)
     extra_rtt_s: float = 0.0  # added round-trip delay on this host's access link
+    ecn: int = 2  # net.ipv4.tcp_ecn: 0 off, 1 request and accept, 2 accept only (Linux's default)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class FlowPlan:
     response_bytes: int | None = None
     concurrency: int | None = None  # closed loop: RPCs in flight per stream
     rate_per_s: float | None = None  # open loop: Poisson arrivals per stream
+    ecn: int | None = None  # net.ipv4.tcp_ecn of the sender for this flow (None: its host's)
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,21 @@ class RunPlan:
     receiver: HostLimits
     flows: tuple[FlowPlan, ...]
     swept: dict[str, Any] = field(default_factory=dict)  # dotted key -> value
+    # The bottleneck's queue discipline (aqm.py Aqm.plan()): {"kind": "droptail"}
+    # or {"kind": "ce_threshold", "k_packets" | "k_bytes" | "k_s": K}.
+    aqm: dict[str, Any] = field(default_factory=lambda: {"kind": "droptail"})
+
+    def asks_for_ecn(self) -> list[str]:
+        """The spec keys of this run that ask for ECN or a marking
+        discipline (for backends that cannot do them yet)."""
+        keys = []
+        if self.aqm.get("kind", "droptail") != "droptail":
+            keys.append(f"path.aqm = {self.aqm['kind']!r}")
+        keys += [f"hosts.{name}.ecn = {h.ecn}" for name, h in self.senders.items() if h.ecn != 2]
+        if self.receiver.ecn != 2:
+            keys.append(f"hosts.receiver.ecn = {self.receiver.ecn}")
+        keys += [f"flows.{f.group}.ecn = {f.ecn}" for f in self.flows if f.ecn is not None]
+        return keys
 
     def packet_loss_probability(self, mss_bytes: int) -> float:
         """Loss per data packet from random loss and per-bit corruption

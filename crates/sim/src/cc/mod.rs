@@ -31,6 +31,7 @@
 pub mod bbr;
 pub mod bic;
 pub mod cubic;
+pub mod dctcp;
 pub mod highspeed;
 pub mod htcp;
 pub mod jiffies;
@@ -70,8 +71,8 @@ pub enum CwndEvent {
 pub const CA_ACK_SLOWPATH: u32 = 1 << 0;
 /// `CA_ACK_WIN_UPDATE`: the ACK updated the send window (FLAG_WIN_UPDATE).
 pub const CA_ACK_WIN_UPDATE: u32 = 1 << 1;
-/// `CA_ACK_ECE`: the ACK carried ECN-Echo (FLAG_ECE); never set until the
-/// simulator models ECN.
+/// `CA_ACK_ECE`: the ACK carried ECN-Echo on an ECN connection (FLAG_ECE,
+/// tcp_ecn_rcv_ecn_echo()).
 pub const CA_ACK_ECE: u32 = 1 << 2;
 
 /// A segment's send-time snapshot (TCP_SKB_CB(skb)->tx with BBRv3's
@@ -215,9 +216,11 @@ pub struct ConnState {
     /// restarted by a send with nothing outstanding (tp->delivered_mstamp;
     /// tcp_rate_gen(), tcp_rate_skb_sent()).
     pub delivered_mstamp: Time,
-    /// Segments delivered with CE marks (tp->delivered_ce). Stays 0 until
-    /// the simulator models ECN; the rate sampler already snapshots it.
+    /// Segments delivered by ACKs carrying ECE (tp->delivered_ce,
+    /// tcp_count_delivered()); the rate sampler snapshots it.
     pub delivered_ce: u64,
+    /// ECN was negotiated for this connection (tp->ecn_flags & TCP_ECN_OK).
+    pub ecn_ok: bool,
     /// Earliest departure time of the next paced burst (tp->tcp_wstamp_ns,
     /// advanced by tcp_update_skb_after_send()); what BBR's
     /// bbr_packets_in_net_at_edt() reads as the EDT.
@@ -256,6 +259,7 @@ impl ConnState {
             lsndtime: Time::ZERO,
             delivered_mstamp: Time::ZERO,
             delivered_ce: 0,
+            ecn_ok: false,
             tcp_wstamp: Time::ZERO,
         }
     }
@@ -391,6 +395,19 @@ pub trait CongestionControl: Send {
         tp.snd_cwnd.max(tp.prior_cwnd)
     }
 
+    /// TCP_CONG_NEEDS_ECN (tcp_ca_needs_ecn()): the algorithm asks for ECN
+    /// whatever net.ipv4.tcp_ecn says, sends every data segment ECT
+    /// (retransmissions too, tcp_ecn_send()) and wants the receiver's
+    /// accurate CE echo (dctcp_ece_ack_update()).
+    fn needs_ecn(&self) -> bool {
+        false
+    }
+
+    /// `get_info` (TCP_CC_INFO): the algorithm's own diagnostics, if any.
+    fn get_info(&self) -> Option<CcInfo> {
+        None
+    }
+
     /// A short label of the algorithm's internal state for traces
     /// (e.g. BBR's `startup`/`drain`/`probe_bw`/`probe_rtt`).
     fn state_label(&self) -> &'static str {
@@ -398,8 +415,21 @@ pub trait CongestionControl: Send {
     }
 }
 
+/// `union tcp_cc_info` (include/uapi/linux/inet_diag.h), the members the
+/// simulator's algorithms fill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CcInfo {
+    /// `struct tcp_dctcp_info` (dctcp_get_info()), the fields a sender has.
+    Dctcp {
+        /// dctcp_enabled: DCTCP runs (ECN negotiated), not its Reno fallback.
+        enabled: bool,
+        /// dctcp_alpha: ca->dctcp_alpha, in 1/1024 (DCTCP_MAX_ALPHA).
+        alpha: u32,
+    },
+}
+
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "bic", "highspeed", "scalable", "westwood"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -415,6 +445,7 @@ pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl
         "bbr" => Some(Box::new(bbr::Bbr::with_seed(seed))),
         "cubic" => Some(Box::new(cubic::Cubic::new())),
         "htcp" => Some(Box::new(htcp::Htcp::new())),
+        "dctcp" => Some(Box::new(dctcp::Dctcp::new())),
         "bic" => Some(Box::new(bic::Bic::new())),
         "highspeed" => Some(Box::new(highspeed::HighSpeed::new())),
         "scalable" => Some(Box::new(scalable::Scalable)),

@@ -1,7 +1,7 @@
 //! ACK processing: tcp_ack() and tcp_fastretrans_alert() of Linux
 //! net/ipv4/tcp_input.c, with the CCA hooks called where Linux calls them.
 
-use crate::cc::{AckSample, CaState, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
+use crate::cc::{AckSample, CaState, CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
 use crate::units::Time;
 
 use super::chrono::ChronoKind;
@@ -83,10 +83,12 @@ impl Sender {
             }
         }
         self.range_scratch = ranges;
+        // tcp_ecn_rcv_ecn_echo(): ECE counts on an ECN connection (FLAG_ECE).
+        let ece = ack.ece && self.tp.ecn_ok;
         self.sack_cache = [(0, 0); MAX_SACKS];
         self.sack_cache[..ack.sack_blocks().len()].copy_from_slice(ack.sack_blocks());
         self.tp.sacked_out += newly_sacked;
-        self.tp.delivered += newly_sacked as u64;
+        self.count_delivered(newly_sacked, ece);
 
         // tcp_clean_rtx_queue(): cumulatively acked segments.
         let mut first_ackt: Option<Time> = None;
@@ -126,7 +128,7 @@ impl Sender {
         }
         self.tp.packets_out = self.sb.packets_out();
         self.tp.snd_una = self.sb.snd_una;
-        self.tp.delivered += newly_acked as u64;
+        self.count_delivered(newly_acked, ece);
 
         // tcp_ack_update_rtt(): Karn's rule, SACK RTT as fallback.
         let mut seq_rtt = None;
@@ -168,7 +170,7 @@ impl Sender {
             self.cc.pkts_acked(&mut self.tp, &sample);
         }
 
-        self.cc.in_ack_event(&mut self.tp, ack_event_flags(ack, una_advanced));
+        self.cc.in_ack_event(&mut self.tp, ack_event_flags(ack, una_advanced, ece));
 
         if let Some(seq) = ack.dsack {
             self.undo_on_dsack(seq);
@@ -176,7 +178,7 @@ impl Sender {
         self.process_tlp_ack(ack, una_advanced, newly_sacked > 0);
 
         // tcp_fastretrans_alert(): loss detection and CA state machine.
-        self.fastretrans_alert(now, una_advanced, env);
+        self.fastretrans_alert(now, una_advanced, ece, env);
 
         if newly > 0 {
             self.set_xmit_timer(now, env); // FLAG_SET_XMIT_TIMER
@@ -192,6 +194,16 @@ impl Sender {
             self.chrono.set(now, ChronoKind::None);
         }
         self.push(now, env);
+    }
+
+    /// tcp_count_delivered(): delivered, and delivered_ce when the ACK
+    /// carried ECE.
+    #[inline]
+    fn count_delivered(&mut self, n: u32, ece_ack: bool) {
+        self.tp.delivered += n as u64;
+        if ece_ack {
+            self.tp.delivered_ce += n as u64;
+        }
     }
 
     /// tcp_cong_control().
@@ -263,7 +275,11 @@ impl Sender {
     }
 
     /// tcp_fastretrans_alert() for a SACK connection with RACK.
-    fn fastretrans_alert<E: SenderEnv>(&mut self, now: Time, una_advanced: bool, env: &mut E) {
+    fn fastretrans_alert<E: SenderEnv>(&mut self, now: Time, una_advanced: bool, ece: bool, env: &mut E) {
+        // A. "ECE, hence prohibit cwnd undoing, the reduction is required."
+        if ece {
+            self.prior_ssthresh = 0;
+        }
         // D. Exit states once high_seq is acknowledged.
         let st = self.tp.ca_state;
         if st != CaState::Open && self.sb.snd_una >= self.high_seq {
@@ -291,7 +307,7 @@ impl Sender {
                 }
                 // Undo reverted the state; evident loss starts a new recovery.
                 if self.tp.ca_state != CaState::Recovery && self.tp.lost_out > 0 {
-                    self.enter_recovery();
+                    self.enter_recovery(ece);
                 }
                 return;
             }
@@ -322,13 +338,16 @@ impl Sender {
             self.rack_detect(now, env);
         }
         if self.tp.lost_out == 0 {
-            // tcp_try_to_open().
+            // tcp_try_to_open(): ECE reduces cwnd once (tcp_enter_cwr).
+            if ece {
+                self.enter_cwr();
+            }
             if self.tp.ca_state != CaState::Cwr {
                 self.try_keep_open();
             }
             return;
         }
-        self.enter_recovery();
+        self.enter_recovery(ece);
     }
 }
 
@@ -338,12 +357,15 @@ impl Sender {
 /// advertises a constant one); when that ACK advances snd_una it is a
 /// pure window update (CA_ACK_WIN_UPDATE). Every other ACK takes the slow
 /// path (CA_ACK_SLOWPATH), with CA_ACK_WIN_UPDATE when
-/// tcp_may_update_window() holds, i.e. snd_una advanced. CA_ACK_ECE waits
-/// for ECN.
-fn ack_event_flags(ack: &Ack, una_advanced: bool) -> u32 {
+/// tcp_may_update_window() holds, i.e. snd_una advanced. An ACK with ECE
+/// fails header prediction (its flags differ from pred_flags) and adds
+/// CA_ACK_ECE.
+fn ack_event_flags(ack: &Ack, una_advanced: bool, ece: bool) -> u32 {
     let win_update = if una_advanced { CA_ACK_WIN_UPDATE } else { 0 };
-    if ack.nsacks == 0 && ack.dsack.is_none() && una_advanced {
+    if ack.nsacks == 0 && ack.dsack.is_none() && una_advanced && !ack.ece {
         win_update
+    } else if ece {
+        CA_ACK_SLOWPATH | CA_ACK_ECE | win_update
     } else {
         CA_ACK_SLOWPATH | win_update
     }

@@ -4,6 +4,7 @@
 
 pub mod ack;
 pub mod chrono;
+pub mod ecn;
 pub mod info;
 pub mod prr;
 pub mod rack;
@@ -15,6 +16,7 @@ pub mod sender;
 pub mod timers;
 pub mod undo;
 
+pub use ecn::{Codepoint, SegEcn};
 pub use info::TcpInfo;
 pub use receiver::{Ack, Receiver, RxAction};
 pub use sender::{Sender, SenderConfig, SenderEnv};

@@ -12,6 +12,8 @@ use std::collections::VecDeque;
 use crate::event::{ReceiverTimer, Timer};
 use crate::units::Time;
 
+use super::ecn::{RxEcn, SegEcn};
+
 /// Delayed-ACK timeout (TCP_DELACK_MIN, 40 ms).
 pub const DELACK: Time = Time::from_millis(40);
 /// SACK blocks per ACK (3 fit next to the timestamp option).
@@ -42,6 +44,8 @@ pub struct Ack {
     pub dsack: Option<u64>,
     /// Advertised window in segments, relative to `ack`.
     pub wnd: u32,
+    /// ECN-Echo (tcp_ecn_send(): TCP_ECN_DEMAND_CWR on an ECN connection).
+    pub ece: bool,
 }
 
 impl Ack {
@@ -101,6 +105,11 @@ pub struct Receiver {
     last_rcv: Option<Time>,
     /// Idle gap after which quick-ACK mode restarts (the receiver's RTO).
     idle_gap: Time,
+    /// ECN state (tcp/ecn.rs).
+    pub ecn: RxEcn,
+    /// An ACK to send before whatever `on_data` returns (DCTCP's ACK of
+    /// the prior CE state); the engine takes it with `take_lead_ack`.
+    lead_ack: Option<Ack>,
 }
 
 impl Receiver {
@@ -125,7 +134,55 @@ impl Receiver {
             quick: 0,
             last_rcv: None,
             idle_gap,
+            ecn: RxEcn::default(),
+            lead_ack: None,
         }
+    }
+
+    /// The connection's negotiated ECN (`ok`), and whether its algorithm
+    /// needs DCTCP's accurate echo (tcp_ca_needs_ecn).
+    pub fn with_ecn(mut self, ok: bool, accurate: bool) -> Receiver {
+        self.ecn = RxEcn::new(ok, accurate);
+        self
+    }
+
+    /// DCTCP's ACK of the prior CE state, if the last segment produced one;
+    /// it goes out before the ACK `on_data` returned.
+    #[inline]
+    pub fn take_lead_ack(&mut self) -> Option<Ack> {
+        self.lead_ack.take()
+    }
+
+    /// tcp_enter_quickack_mode() → tcp_incr_quickack(sk, max): ACK the next
+    /// rcv_wnd / (2·MSS) segments at once (2 if that is 0), at most `max`.
+    fn enter_quickack_mode(&mut self, max: u32) {
+        let mut q = self.wnd / 2;
+        if q == 0 {
+            q = 2;
+        }
+        self.quick = self.quick.max(q.min(max));
+    }
+
+    /// tcp_ecn_check_ce() for segment `ecn` with rcv_nxt as it now is;
+    /// returns ICSK_ACK_NOW.
+    fn ecn_check_ce(&mut self, ecn: SegEcn) -> bool {
+        let fx = self.ecn.check_ce(ecn, self.rcv_nxt, self.delack_timer.is_armed());
+        if fx.quickack {
+            self.enter_quickack_mode(2);
+        }
+        if let Some((ack, ece)) = fx.lead_ack {
+            // __tcp_send_ack(sk, prior_rcv_nxt): a special ACK that leaves
+            // the delayed-ACK state alone (tcp_event_ack_sent()).
+            self.acks_sent += 1;
+            let mut a = Ack { ack, wnd: self.wnd, ece, ..Ack::default() };
+            let n = self.sacks.len().min(MAX_SACKS);
+            for (slot, r) in a.sacks.iter_mut().zip(self.sacks.iter()) {
+                *slot = *r;
+            }
+            a.nsacks = n as u8;
+            self.lead_ack = Some(a);
+        }
+        fx.ack_now
     }
 
     /// The receiver's RTT (its handshake sample, about the path's base
@@ -151,14 +208,15 @@ impl Receiver {
         self.last_rcv = Some(now);
     }
 
-    /// Segment `seq` arrived at `now`.
-    pub fn on_data(&mut self, seq: u64, now: Time) -> RxAction {
+    /// Segment `seq` arrived at `now` carrying `ecn`.
+    pub fn on_data(&mut self, seq: u64, now: Time, ecn: SegEcn) -> RxAction {
         self.note_arrival(now);
+        // tcp_data_queue(): tcp_ecn_accept_cwr() first.
+        let mut ack_now = self.ecn.accept_cwr(ecn);
         if seq < self.rcv_nxt || self.ofo_contains(seq) {
             // Duplicate: immediate ACK with D-SACK (tcp_send_dupack).
             return RxAction::AckNow(self.make_ack(Some(seq)));
         }
-        let mut ack_now = false;
         if seq == self.rcv_nxt {
             self.rcv_nxt += 1;
             if !self.ofo.is_empty() {
@@ -168,13 +226,19 @@ impl Receiver {
                 }
                 // tcp_data_queue(): "RFC5681. 4.2. SHOULD send immediate
                 // ACK, when gap in queue is filled" (ICSK_ACK_NOW).
-                ack_now = self.ofo.is_empty();
+                ack_now |= self.ofo.is_empty();
+            }
+            if self.ecn.ok {
+                ack_now |= self.ecn_check_ce(ecn); // tcp_event_data_recv()
             }
         } else {
-            // Out of order: queue it (tcp_data_queue_ofo).
+            // Out of order: tcp_data_queue_ofo() checks CE, then queues it.
+            if self.ecn.ok {
+                ack_now |= self.ecn_check_ce(ecn);
+            }
             self.insert_ofo(seq);
             if let Some(flushed) = self.sack_new_ofo(seq) {
-                return match self.ack_snd_check(now, false) {
+                return match self.ack_snd_check(now, ack_now) {
                     RxAction::Schedule(at, t) => RxAction::AckThenSchedule(flushed, at, t),
                     // Not expected (ACKs were being withheld, so no quick-ACK
                     // mode); the later ACK carries everything the flushed one did.
@@ -330,7 +394,7 @@ impl Receiver {
         self.delack_timer.disarm();
         self.quick = self.quick.saturating_sub(1); // tcp_dec_quickack_mode()
         self.acks_sent += 1;
-        let mut ack = Ack { ack: self.rcv_nxt, dsack, wnd: self.wnd, ..Ack::default() };
+        let mut ack = Ack { ack: self.rcv_nxt, dsack, wnd: self.wnd, ece: self.ecn.demand_cwr, ..Ack::default() };
         let n = self.sacks.len().min(MAX_SACKS);
         for (slot, r) in ack.sacks.iter_mut().zip(self.sacks.iter()) {
             *slot = *r;
@@ -404,12 +468,12 @@ mod tests {
         let mut r = Receiver::new(1 << 20, 1448, Time::from_millis(200));
         let t = Time::from_millis(1);
         for seq in 0..MAX_QUICKACKS as u64 {
-            assert!(matches!(r.on_data(seq, t), RxAction::AckNow(_)), "quick ACK {seq}");
+            assert!(matches!(r.on_data(seq, t, SegEcn::NOT_ECT), RxAction::AckNow(_)), "quick ACK {seq}");
         }
         let q = MAX_QUICKACKS as u64;
         let t = t + Time::from_millis(1);
-        assert_eq!(r.on_data(q, t), RxAction::Schedule(t + DELACK, DelAck));
-        match r.on_data(q + 1, t) {
+        assert_eq!(r.on_data(q, t, SegEcn::NOT_ECT), RxAction::Schedule(t + DELACK, DelAck));
+        match r.on_data(q + 1, t, SegEcn::NOT_ECT) {
             RxAction::AckNow(a) => assert_eq!(a.ack, q + 2),
             x => panic!("expected an ACK, got {x:?}"),
         }
@@ -417,10 +481,10 @@ mod tests {
         // The event still pending at t + 40 ms serves (Timer::arm) and,
         // popping early, is pushed again for the new deadline.
         let t2 = t + Time::from_millis(5);
-        assert_eq!(r.on_data(q + 2, t2), RxAction::None);
+        assert_eq!(r.on_data(q + 2, t2, SegEcn::NOT_ECT), RxAction::None);
         assert!(r.delack_armed());
         assert_eq!(r.on_timer(DelAck, t + DELACK), RxAction::Schedule(t2 + DELACK, DelAck));
-        assert!(matches!(r.on_data(q + 4, t2), RxAction::AckNow(_))); // out of order
+        assert!(matches!(r.on_data(q + 4, t2, SegEcn::NOT_ECT), RxAction::AckNow(_))); // out of order
         assert_eq!(r.on_delack_timer(), None);
     }
 
@@ -439,13 +503,13 @@ mod tests {
         let mut r = receiver_after_a_hole(Time::from_millis(20));
         let t = Time::from_millis(1);
         for seq in 1..=3 {
-            assert!(matches!(r.on_data(seq, t), RxAction::AckNow(_)), "dupack {seq}");
+            assert!(matches!(r.on_data(seq, t, SegEcn::NOT_ECT), RxAction::AckNow(_)), "dupack {seq}");
         }
-        assert_eq!(r.on_data(4, t), RxAction::Schedule(t + COMP_SACK_DELAY, SackCompress));
+        assert_eq!(r.on_data(4, t, SegEcn::NOT_ECT), RxAction::Schedule(t + COMP_SACK_DELAY, SackCompress));
         for seq in 5..=(3 + COMP_SACK_NR as u64) {
-            assert_eq!(r.on_data(seq, t), RxAction::None, "compressed {seq}");
+            assert_eq!(r.on_data(seq, t, SegEcn::NOT_ECT), RxAction::None, "compressed {seq}");
         }
-        match r.on_data(4 + COMP_SACK_NR as u64, t) {
+        match r.on_data(4 + COMP_SACK_NR as u64, t, SegEcn::NOT_ECT) {
             RxAction::AckNow(a) => {
                 assert_eq!(a.ack, 0);
                 assert_eq!(a.sack_blocks()[0], (1, 5 + COMP_SACK_NR as u64));
@@ -454,7 +518,7 @@ mod tests {
         }
         // Same rcv_nxt: the next arrival is compressed at once (the event
         // pending for the same instant serves).
-        assert_eq!(r.on_data(5 + COMP_SACK_NR as u64, t), RxAction::None);
+        assert_eq!(r.on_data(5 + COMP_SACK_NR as u64, t, SegEcn::NOT_ECT), RxAction::None);
         assert_eq!(r.compressed_ack, 1);
         assert!(r.comp_timer.is_armed());
     }
@@ -464,11 +528,11 @@ mod tests {
         let mut r = receiver_after_a_hole(Time::from_millis(2));
         let t = Time::from_millis(1);
         for seq in 1..=3 {
-            let _ = r.on_data(seq, t);
+            let _ = r.on_data(seq, t, SegEcn::NOT_ECT);
         }
         // min(tcp_comp_sack_delay_ns = 1 ms, RTT / 20 = 100 µs).
-        assert_eq!(r.on_data(4, t), RxAction::Schedule(t + Time::from_micros(100), SackCompress));
-        assert_eq!(r.on_data(5, t), RxAction::None);
+        assert_eq!(r.on_data(4, t, SegEcn::NOT_ECT), RxAction::Schedule(t + Time::from_micros(100), SackCompress));
+        assert_eq!(r.on_data(5, t, SegEcn::NOT_ECT), RxAction::None);
         let at = t + Time::from_micros(100);
         let RxAction::AckNow(a) = r.on_timer(SackCompress, at) else { panic!("withheld ACKs are sent") };
         assert_eq!((a.ack, a.sack_blocks()[0]), (0, (1, 6)));
@@ -484,16 +548,16 @@ mod tests {
         // Segments 1, 3, 5, 7: four blocks with holes between; the first
         // three are immediate duplicate ACKs, the fourth is withheld.
         for seq in [1, 3, 5, 7] {
-            let _ = r.on_data(seq, t);
+            let _ = r.on_data(seq, t, SegEcn::NOT_ECT);
         }
-        assert_eq!(r.on_data(8, t), RxAction::None); // extends (7, 8)
-        assert_eq!(r.on_data(10, t), RxAction::None); // a new block, list holds 4
+        assert_eq!(r.on_data(8, t, SegEcn::NOT_ECT), RxAction::None); // extends (7, 8)
+        assert_eq!(r.on_data(10, t, SegEcn::NOT_ECT), RxAction::None); // a new block, list holds 4
         assert_eq!(r.compressed_ack, 3);
-        assert_eq!(r.on_data(11, t), RxAction::None); // extends (10, 11); 4 withheld
+        assert_eq!(r.on_data(11, t, SegEcn::NOT_ECT), RxAction::None); // extends (10, 11); 4 withheld
         // The flushed ACK reports the three newest blocks before (13, 14);
         // compression goes on with the timer re-armed (the event of the
         // first withheld ACK, due at the same instant, is still pending).
-        let x = r.on_data(13, t);
+        let x = r.on_data(13, t, SegEcn::NOT_ECT);
         let RxAction::AckNow(a) = x else { panic!("expected a flushed ACK, got {x:?}") };
         assert_eq!(a.sack_blocks(), &[(10, 12), (7, 9), (5, 6)]);
         assert_eq!(r.comp_timer.deadline(), t + COMP_SACK_DELAY);
@@ -507,32 +571,32 @@ mod tests {
         let mut r = receiver_after_a_hole(Time::from_millis(20));
         let t = Time::from_millis(1);
         for seq in [1, 2, 3, 5, 6, 7, 8] {
-            let _ = r.on_data(seq, t);
+            let _ = r.on_data(seq, t, SegEcn::NOT_ECT);
         }
         // rcv_nxt moves (0 arrives, 1..3 join it): a new duplicate-ACK count.
-        assert!(matches!(r.on_data(0, t), RxAction::AckNow(a) if a.ack == 4));
+        assert!(matches!(r.on_data(0, t, SegEcn::NOT_ECT), RxAction::AckNow(a) if a.ack == 4));
         // The last hole fills: "SHOULD send immediate ACK" (RFC 5681 §4.2).
-        assert!(matches!(r.on_data(4, t), RxAction::AckNow(a) if a.ack == 9 && a.nsacks == 0));
+        assert!(matches!(r.on_data(4, t, SegEcn::NOT_ECT), RxAction::AckNow(a) if a.ack == 9 && a.nsacks == 0));
     }
 
     #[test]
     fn out_of_order_data_is_acked_at_once_with_the_newest_block_first() {
         let mut r = Receiver::new(1 << 20, 1448, Time::from_millis(200));
         let t = Time::ZERO;
-        let _ = r.on_data(0, t);
-        let _ = r.on_data(2, t);
-        let a = match r.on_data(5, t) {
+        let _ = r.on_data(0, t, SegEcn::NOT_ECT);
+        let _ = r.on_data(2, t, SegEcn::NOT_ECT);
+        let a = match r.on_data(5, t, SegEcn::NOT_ECT) {
             RxAction::AckNow(a) => a,
             x => panic!("{x:?}"),
         };
         assert_eq!(a.ack, 1);
         assert_eq!(a.sack_blocks(), &[(5, 6), (2, 3)]);
-        let a = match r.on_data(1, t) {
+        let a = match r.on_data(1, t, SegEcn::NOT_ECT) {
             RxAction::AckNow(a) => a,
             x => panic!("{x:?}"),
         };
         assert_eq!(a.ack, 3);
-        let a = match r.on_data(1, t) {
+        let a = match r.on_data(1, t, SegEcn::NOT_ECT) {
             RxAction::AckNow(a) => a,
             x => panic!("{x:?}"),
         };
@@ -554,10 +618,10 @@ mod quickack_tests {
     fn data_after_an_idle_gap_longer_than_the_rto_is_acked_at_once() {
         let mut r = Receiver::new(1 << 20, 1448, Time::from_millis(200));
         for seq in 0..40 {
-            let _ = r.on_data(seq, Time::from_millis(1));
+            let _ = r.on_data(seq, Time::from_millis(1), SegEcn::NOT_ECT);
         }
-        assert!(!matches!(r.on_data(40, Time::from_millis(2)), RxAction::AckNow(_)), "delayed");
+        assert!(!matches!(r.on_data(40, Time::from_millis(2), SegEcn::NOT_ECT), RxAction::AckNow(_)), "delayed");
         assert!(r.delack_armed());
-        assert!(matches!(r.on_data(41, Time::from_millis(500)), RxAction::AckNow(_)));
+        assert!(matches!(r.on_data(41, Time::from_millis(500), SegEcn::NOT_ECT), RxAction::AckNow(_)));
     }
 }

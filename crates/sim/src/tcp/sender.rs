@@ -11,16 +11,18 @@ use crate::event::{SenderTimer, Timer};
 use crate::units::{Bytes, Rate, Time};
 
 use super::chrono::{Chrono, ChronoKind};
+use super::ecn::{Codepoint, SegEcn};
 use super::prr::Prr;
 use super::rack::Rack;
 use super::rate::RateState;
 use super::rtt::{RttEstimator, RTO_MAX, TIMEOUT_INIT};
 use super::scoreboard::{Scoreboard, Seg, FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED};
 
-/// What a sender needs from the world: put a segment on the wire, and ask
-/// for one of its timers to be called back (through `Sender::on_timer`).
+/// What a sender needs from the world: put a segment on the wire (with its
+/// ECN codepoint and CWR flag), and ask for one of its timers to be called
+/// back (through `Sender::on_timer`).
 pub trait SenderEnv {
-    fn transmit(&mut self, now: Time, seq: u64, retrans: bool);
+    fn transmit(&mut self, now: Time, seq: u64, retrans: bool, ecn: SegEcn);
     fn schedule(&mut self, at: Time, timer: SenderTimer);
 }
 
@@ -36,6 +38,8 @@ pub struct SenderConfig {
     pub initial_rwnd: u32,
     /// RTT measured by the three-way handshake, if modelled.
     pub handshake_rtt: Option<Time>,
+    /// ECN was negotiated by the handshake (tcp/ecn.rs `negotiate`).
+    pub ecn: bool,
 }
 
 /// Counters reported in traces (tcp_info).
@@ -50,6 +54,9 @@ pub struct SenderStats {
     pub recoveries: u64,
     /// Reductions undone after D-SACK showed them spurious.
     pub undos: u64,
+    /// cwnd reductions started by ECN-Echo (tcp_enter_cwr from Open or
+    /// Disorder).
+    pub ecn_reductions: u64,
 }
 
 pub struct Sender {
@@ -101,6 +108,10 @@ pub struct Sender {
     /// SACK blocks of the previous ACK (tp->recv_sack_cache).
     pub(super) sack_cache: [(u64, u64); super::receiver::MAX_SACKS],
     pub(super) handshake_rtt: Option<Time>,
+    /// TCP_ECN_QUEUE_CWR: the next new data segment carries CWR.
+    pub(super) queue_cwr: bool,
+    /// The algorithm needs ECN (tcp_ca_needs_ecn): retransmissions are ECT too.
+    pub(super) cc_needs_ecn: bool,
 }
 
 impl Sender {
@@ -111,7 +122,9 @@ impl Sender {
         if let Some(cap) = cfg.rate_cap {
             tp.max_pacing_rate = cap;
         }
+        tp.ecn_ok = cfg.ecn;
         let owns = cc.owns_cwnd_and_pacing();
+        let cc_needs_ecn = cc.needs_ecn();
         let mut s = Sender {
             tp,
             cc,
@@ -149,6 +162,8 @@ impl Sender {
             range_scratch: Vec::new(),
             sack_cache: [(0, 0); super::receiver::MAX_SACKS],
             handshake_rtt: None,
+            queue_cwr: false,
+            cc_needs_ecn,
         };
         s.handshake_rtt = cfg.handshake_rtt;
         s
@@ -156,6 +171,11 @@ impl Sender {
 
     pub fn cc_name(&self) -> &'static str {
         self.cc.name()
+    }
+
+    /// The algorithm's TCP_CC_INFO, if it has one.
+    pub fn cc_info(&self) -> Option<crate::cc::CcInfo> {
+        self.cc.get_info()
     }
 
     /// Current RTO including exponential backoff (inet_csk_rto_backoff).
@@ -275,6 +295,8 @@ impl Sender {
             self.seed_handshake_rtt(rtt);
         }
         self.cc.init(&mut self.tp);
+        // dctcp_init() may have fallen back to Reno (no TCP_CONG_NEEDS_ECN).
+        self.cc_needs_ecn = self.cc.needs_ecn();
         if !self.owns {
             self.update_pacing_rate();
         }
@@ -418,7 +440,14 @@ impl Sender {
         if self.in_cwnd_reduction() {
             self.prr.on_sent(1);
         }
-        env.transmit(now, seq, false);
+        // tcp_ecn_send(): a new data segment is ECT and takes a queued CWR.
+        let ecn = if self.tp.ecn_ok {
+            let cwr = std::mem::take(&mut self.queue_cwr);
+            SegEcn { codepoint: Codepoint::Ect0, cwr }
+        } else {
+            SegEcn::NOT_ECT
+        };
+        env.transmit(now, seq, false, ecn);
     }
 
     /// __tcp_retransmit_skb().
@@ -443,7 +472,14 @@ impl Sender {
         if self.in_cwnd_reduction() {
             self.prr.on_sent(1);
         }
-        env.transmit(now, seq, true);
+        // tcp_ecn_send(): a retransmission is not ECT unless the algorithm
+        // needs ECN (INET_ECN_dontxmit), and never carries CWR.
+        let ecn = if self.tp.ecn_ok && self.cc_needs_ecn {
+            SegEcn { codepoint: Codepoint::Ect0, cwr: false }
+        } else {
+            SegEcn::NOT_ECT
+        };
+        env.transmit(now, seq, true, ecn);
     }
 
     // ----------------------------------------------------- CA-state helpers
@@ -475,6 +511,29 @@ impl Sender {
         self.tp.prior_cwnd = self.tp.snd_cwnd;
         self.prr.reset();
         self.tp.snd_ssthresh = self.cc.ssthresh(&self.tp);
+        self.ecn_queue_cwr();
+    }
+
+    /// tcp_ecn_queue_cwr(): on an ECN connection, tell the receiver about
+    /// the reduction (CWR on the next new data segment).
+    pub(super) fn ecn_queue_cwr(&mut self) {
+        if self.tp.ecn_ok {
+            self.queue_cwr = true;
+        }
+    }
+
+    /// tcp_enter_cwr(): an ECN-Echo reduces cwnd once, through the same
+    /// tcp_init_cwnd_reduction() and PRR as a loss; no undo
+    /// (prior_ssthresh = 0, undo_marker = 0). In CWR or a deeper state the
+    /// reduction under way is the one for this window.
+    pub(super) fn enter_cwr(&mut self) {
+        self.prior_ssthresh = 0;
+        if self.tp.ca_state < CaState::Cwr {
+            self.stats.ecn_reductions += 1;
+            self.undo_marker = false;
+            self.init_cwnd_reduction();
+            self.set_state(CaState::Cwr);
+        }
     }
 
     /// tcp_end_cwnd_reduction().
@@ -488,13 +547,15 @@ impl Sender {
         self.cc.cwnd_event(&mut self.tp, CwndEvent::CompleteCwr);
     }
 
-    /// tcp_enter_recovery().
-    pub(super) fn enter_recovery(&mut self) {
+    /// tcp_enter_recovery(sk, ece_ack): an ECE on the ACK forbids undo.
+    pub(super) fn enter_recovery(&mut self, ece_ack: bool) {
         self.stats.recoveries += 1;
         self.prior_ssthresh = 0;
         self.init_undo();
         if !self.in_cwnd_reduction() {
-            self.prior_ssthresh = self.current_ssthresh();
+            if !ece_ack {
+                self.prior_ssthresh = self.current_ssthresh();
+            }
             self.init_cwnd_reduction();
         }
         self.set_state(CaState::Recovery);

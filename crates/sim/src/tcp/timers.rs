@@ -174,6 +174,7 @@ impl Sender {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::Loss);
             self.init_undo();
         }
+        self.ecn_queue_cwr(); // tcp_enter_loss()
         // Mark the head and every segment whose RACK timeout (with zero
         // reordering window) has expired as lost.
         // The retransmission queue is rebuilt in sequence order: Linux
@@ -208,7 +209,7 @@ impl Sender {
         self.rack_detect(now, env);
         if prior_in_flight != self.tp.in_flight() {
             if self.tp.ca_state != CaState::Recovery {
-                self.enter_recovery();
+                self.enter_recovery(false);
                 if !self.owns {
                     let in_flight = self.tp.in_flight();
                     if let Some(c) =

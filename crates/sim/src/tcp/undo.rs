@@ -46,6 +46,7 @@ impl Sender {
             self.tp.snd_cwnd = self.cc.undo_cwnd(&mut self.tp).min(self.tp.snd_cwnd_clamp);
             if self.prior_ssthresh > self.tp.snd_ssthresh {
                 self.tp.snd_ssthresh = self.prior_ssthresh;
+                self.queue_cwr = false; // tcp_ecn_withdraw_cwr()
             }
         }
         self.stats.undos += 1;

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use fatpipe_sim::event::SenderTimer;
-use fatpipe_sim::tcp::{Sender, SenderEnv};
+use fatpipe_sim::tcp::{SegEcn, Sender, SenderEnv};
 use fatpipe_sim::units::Time;
 
 #[derive(Default)]
@@ -12,11 +12,14 @@ pub struct Env {
     pub sent: Vec<(Time, u64, bool)>,
     /// Pending timer requests.
     pub timers: Vec<(Time, SenderTimer)>,
+    /// The ECN field of every transmission, in the same order as `sent`.
+    pub ecn: Vec<SegEcn>,
 }
 
 impl SenderEnv for Env {
-    fn transmit(&mut self, now: Time, seq: u64, retrans: bool) {
+    fn transmit(&mut self, now: Time, seq: u64, retrans: bool, ecn: SegEcn) {
         self.sent.push((now, seq, retrans));
+        self.ecn.push(ecn);
     }
     fn schedule(&mut self, at: Time, kind: SenderTimer) {
         self.timers.push((at, kind));

@@ -105,6 +105,11 @@ class KernelBackend:
         return clean_stale()
 
     def check(self, plans: list[RunPlan]) -> None:
+        for plan in plans:
+            ecn_keys = plan.asks_for_ecn()
+            if ecn_keys:
+                raise BackendUnavailable(f"run {plan.run_id}: {', '.join(ecn_keys)}: the kernel backend does not "
+                                         "set up ECN or a marking bottleneck yet (the sim backend does)")
         if os.geteuid() != 0:
             raise BackendUnavailable("the kernel backend needs root (network namespaces); try `sudo fatpipe …` "
                                      "or the sim backend")
