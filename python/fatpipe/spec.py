@@ -15,7 +15,6 @@ limits below, and a sweep's size is computed, and refused above
 from __future__ import annotations
 
 import copy
-import math
 import re
 import tomllib
 from pathlib import Path
@@ -32,8 +31,10 @@ from pydantic import (
     model_validator,
 )
 
+from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
 from .backends import DEFAULT_BACKEND, backend_names
+from .sweep import Sweep
 from .testbed import Testbed, study_problems
 from .units import (
     NUMBER_PATTERN,
@@ -52,7 +53,8 @@ SPEC_VERSION = 1
 # ---- limits: what a spec may ask for ---------------------------------------
 # A study file is a short text; this bounds what reading it can cost.
 MAX_SPEC_BYTES = 1 << 20
-# Deepest nesting a valid spec needs is 4 (sweep."path.buffer"[0].amount).
+# Deepest nesting a valid spec needs is 6
+# (sweep.linked[0]."path.buffer"[0].amount).
 MAX_NESTING_DEPTH = 8
 # Runs of one study (sweep points x repetitions x backends).
 MAX_RUNS = 100_000
@@ -72,17 +74,7 @@ MAX_SIZE_BYTES = 1 << 40
 MIN_EVENT_RATE_PER_S = 1e-3
 MAX_EVENT_RATE_PER_S = 1e7
 
-# What a sweep may vary: the keys that describe the experiment. The study's
-# identity (name, description, backends, seed, repetitions, version), the
-# sampling interval and a flow's kind are fixed for the whole study, and a
-# sweep key names one value, never a whole section.
-SWEEPABLE = {
-    "study": ("duration", "warmup"),
-    "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm"),
-    "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn"),
-    "flows.<index>": ("cc", "streams", "mss", "sender", "start", "request", "response",
-                      "concurrency", "rate", "ecn"),
-}
+# What a sweep may vary: SWEEPABLE (sweep.py).
 TCP_MIN_MSS = 88  # include/net/tcp.h
 # Linux defaults of net.ipv4.tcp_rmem[2] / tcp_wmem[2].
 LINUX_RMEM_MAX_BYTES = 6291456
@@ -304,7 +296,7 @@ class Spec(_Strict):
     path: PathSection
     hosts: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,8}$")], HostSection] = {}
     flows: list[FlowSection] = Field(min_length=1, max_length=64)
-    sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
+    sweep: Sweep = Sweep()  # cartesian axes and linked groups (sweep.py)
     testbed: Testbed | None = None  # the machines of the hosts backend (testbed.py)
 
     # ---- derived values --------------------------------------------------
@@ -364,15 +356,14 @@ def cross_problems(spec: Spec) -> list[tuple[str, str]]:
 def run_count(spec: Spec, backends: list[str] | None = None) -> int:
     """Runs the study asks for (sweep points x repetitions x backends),
     computed without expanding the sweep."""
-    points = math.prod(len(values) for values in spec.sweep.values())
-    return points * spec.study.repetitions * len(backends or spec.study.backends)
+    return spec.sweep.point_count() * spec.study.repetitions * len(backends or spec.study.backends)
 
 
 def check_run_count(spec: Spec, backends: list[str] | None = None, source: str = "") -> None:
     """Refuse a study of more than MAX_RUNS runs, before it is expanded."""
     count = run_count(spec, backends)
     if count > MAX_RUNS:
-        axes = " x ".join(f"{len(v)}" for v in spec.sweep.values()) or "1"
+        axes = " x ".join(spec.sweep.sizes()) or "1"
         raise SpecError([("sweep", (
             f"asks for {count:,} runs ({axes} sweep points x {spec.study.repetitions} "
             f"repetitions x {len(backends or spec.study.backends)} backends); "
@@ -406,7 +397,7 @@ def _problems(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
     out = []
     for e in err.errors():
         loc = tuple(p for p in e["loc"] if not isinstance(p, str) or not _PYDANTIC_TAG.match(p))
-        path = _loc(loc)
+        path = sweep_mod.model_where(loc[1:]) if loc[:1] == ("sweep",) and not prefix else _loc(loc)
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
@@ -424,12 +415,15 @@ def _too_deep(raw: Any) -> list[tuple[str, str]]:
     while stack:
         node, where, depth = stack.pop()
         if depth > MAX_NESTING_DEPTH:
-            keys = []
-            for part in where:
-                if not isinstance(part, str):
-                    break
-                keys.append(part)
-            name = _sweep_where(keys[1]) if keys[:1] == ["sweep"] and len(keys) > 1 else _loc(tuple(keys))
+            if where[:1] == ("sweep",):  # up to the swept key: sweep."k", sweep.linked[i]."k"
+                name = sweep_mod.raw_where(where[1:4] if where[1:2] == (sweep_mod.LINKED,) else where[1:2])
+            else:
+                keys = []
+                for part in where:
+                    if not isinstance(part, str):
+                        break
+                    keys.append(part)
+                name = _loc(tuple(keys))
             return [(name or "spec", (
                 f"nested more than {MAX_NESTING_DEPTH} levels deep; a study spec needs at most "
                 f"{MAX_NESTING_DEPTH} (arrays and tables inside each other)"))]
@@ -451,8 +445,9 @@ def _validated(raw: dict[str, Any]) -> tuple[Spec | None, list[tuple[str, str]]]
 
 
 def validate(raw: dict[str, Any], source: str = "") -> Spec:
-    """Validate a raw spec mapping (no sweep applied yet) and its sweep:
-    every value of every axis alone; the size of the sweep before that."""
+    """Validate a raw spec mapping (no sweep applied yet) and its sweep: its
+    structure and keys, then its size, then every value of every cartesian
+    axis alone and every point of every linked group (its keys together)."""
     if not isinstance(raw, dict):
         raise SpecError([("spec", f"a study spec is a TOML table, got {toml_type(raw)}")], source)
     deep = _too_deep(raw)
@@ -461,60 +456,29 @@ def validate(raw: dict[str, Any], source: str = "") -> Spec:
     spec, problems = _validated(raw)
     if spec is None or problems:
         raise SpecError(problems, source)
-    for key, values in spec.sweep.items():
-        problems += _check_sweep_axis(spec, key, values)
+    problems += spec.sweep.structure_problems()
+    for where, key, values in spec.sweep.entries():
+        problems += sweep_mod.key_problems(where, key, values, len(spec.flows))
     if problems:
         raise SpecError(problems, source)
     check_run_count(spec, source=source)
-    for key, values in spec.sweep.items():
-        problems += _check_sweep_values(spec, raw, key, values)
+    for key, values in spec.sweep.axes.items():
+        problems += _check_sweep_values(spec, raw, sweep_mod.where(key), [{key: v} for v in values])
+    for i, group in enumerate(spec.sweep.linked):
+        rows = [dict(zip(group, row, strict=True)) for row in zip(*group.values(), strict=True)]
+        problems += _check_sweep_values(spec, raw, sweep_mod.group_where(i), rows)
     if problems:
         raise SpecError(problems, source)
     return spec
 
 
-def _sweep_where(key: str) -> str:
-    return f'sweep."{_short(_printable(key), 80)}"'
-
-
-def _sweepable_list() -> str:
-    return "; ".join(f"{head}.{'|'.join(leaves)}" for head, leaves in SWEEPABLE.items())
-
-
-def _check_sweep_axis(spec: Spec, key: str, values: list) -> list[tuple[str, str]]:
-    """The key is on the allow-list and names something that exists; the
-    values are strings or numbers."""
-    where = _sweep_where(key)
-    parts = key.split(".")
-    if len(parts) == 2 and parts[0] in ("study", "path"):
-        allowed = parts[1] in SWEEPABLE[parts[0]]
-    elif len(parts) == 3 and parts[0] == "hosts":
-        allowed = parts[2] in SWEEPABLE["hosts.<host>"] and bool(re.fullmatch(r"[A-Za-z0-9_]{1,8}", parts[1]))
-    elif len(parts) == 3 and parts[0] == "flows":
-        allowed = parts[2] in SWEEPABLE["flows.<index>"]
-        if allowed and not re.fullmatch(r"0|[1-9][0-9]{0,5}", parts[1]):
-            return [(where, f"{_short(parts[1], 20)!r} is not a flow index; write flows.0, flows.1, …")]
-        if allowed and int(parts[1]) >= len(spec.flows):
-            return [(where, f"flows.{parts[1]}: no such flow (there are {len(spec.flows)})")]
-    else:
-        allowed = False
-    if not allowed:
-        return [(where, f"this key cannot be swept; sweepable keys are {_sweepable_list()}")]
+def _check_sweep_values(spec: Spec, raw: dict, where: str, rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each row of overrides (a cartesian axis's value alone, or one point of
+    a linked group) validates when set on the spec; `where` names the axis."""
     problems = []
-    for i, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            problems.append((f"{where}[{i}]",
-                             f"a sweep value is a string or a number, got {toml_type(value)}"))
-    return problems
-
-
-def _check_sweep_values(spec: Spec, raw: dict, key: str, values: list) -> list[tuple[str, str]]:
-    """Each value validates when set alone on the spec."""
-    where = _sweep_where(key)
-    problems = []
-    for i, value in enumerate(values):
+    for i, overrides in enumerate(rows):
         try:
-            found = _validated_point(spec, raw, {key: value})[1]
+            found = _validated_point(spec, raw, overrides)[1]
         except KeyError as e:
             return [(where, str(e.args[0]))]
         problems += [(f"{where}[{i}] ({path})", msg) for path, msg in found]

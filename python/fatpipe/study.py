@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import itertools
 import os
 import platform
 import time
@@ -35,9 +34,9 @@ def derive_seed(study_seed: int, point: int, rep: int) -> int:
 
 
 def sweep_points(spec: spec_mod.Spec) -> list[dict[str, Any]]:
-    """Cartesian product of the sweep axes, in the order written."""
-    keys = list(spec.sweep)
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(spec.sweep[k] for k in keys))]
+    """The sweep's points: the cartesian axes in the order written, then the
+    linked groups, each a zip of its keys (``Sweep.points``)."""
+    return spec.sweep.points()
 
 
 def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
@@ -63,7 +62,7 @@ def plan_runs(
     """Every run of the study, validated before anything starts."""
     spec_mod.check_run_count(spec, backends)
     plans = []
-    for point, overrides in enumerate(sweep_points(spec) or [{}]):
+    for point, overrides in enumerate(sweep_points(spec)):
         point_spec = spec_mod.point_spec(raw, overrides, spec)
         senders = {f.sender: _host_limits(point_spec, f.sender) for f in point_spec.flows}
         flows = tuple(
