@@ -2,8 +2,8 @@
 
 `cases()` builds a deterministic list of malformed, absurd or malicious specs
 (wrong TOML types, inf/nan, overflow, subnormals, binary files, /dev/zero,
-deep nesting, odd sweep keys, sweep bombs, forbidden sweep keys, absurd
-magnitudes, unknown keys, ...). Each case knows whether it must be rejected
+deep nesting, odd sweep keys, sweep bombs, forbidden sweep keys, malformed
+linked sweep groups, absurd magnitudes, unknown keys, ...). Each case knows whether it must be rejected
 and, when it must, which key the rejection has to name.
 
 Outcomes:
@@ -113,8 +113,9 @@ UNIT_SUFFIX = {**{k: "s" for k in TIME_KEYS}, **{k: "Gbit" for k in RATE_KEYS},
 
 
 def render(leaves: dict[str, str | None], sweep: dict[str, str] | None = None,
-           extra: str = "") -> bytes:
-    """TOML text of `leaves` (dotted key -> TOML literal; None drops the key)."""
+           extra: str = "", linked: list[dict[str, str]] | None = None) -> bytes:
+    """TOML text of `leaves` (dotted key -> TOML literal; None drops the key),
+    the cartesian `sweep` and the `linked` groups ([[sweep.linked]] tables)."""
     sections: dict[str, list[str]] = defaultdict(list)
     top: list[str] = []
     for key, literal in leaves.items():
@@ -133,6 +134,9 @@ def render(leaves: dict[str, str | None], sweep: dict[str, str] | None = None,
     if sweep:
         lines.append("[sweep]")
         lines += [f"{_quote(k)} = {v}" for k, v in sweep.items()]
+    for group in linked or []:
+        lines.append("[[sweep.linked]]")
+        lines += [f"{_quote(k)} = {v}" for k, v in group.items()]
     return ("\n".join(lines) + "\n" + extra).encode()
 
 
@@ -306,6 +310,66 @@ def _sweep_values() -> list[Case]:
     return out
 
 
+LINKED_OK = {"flows.1.cc": '["reno", "bbr", "cubic"]', "flows.2.cc": '["reno", "bbr", "cubic"]'}
+
+
+def _linked() -> list[Case]:
+    """[[sweep.linked]] groups: keys that vary together, held to the rules of
+    the cartesian sweep plus their own (equal lengths, a key swept once)."""
+    def case(name: str, linked: list[dict[str, str]], key: str | None = "sweep.linked", **kw) -> Case:
+        return Case(name, "sweep-linked", render(BASE, kw.pop("sweep", None), linked=linked), key=key, **kw)
+    out = [
+        case("linked ok", [LINKED_OK], must_reject=False),
+        case("linked ok, mtu with mss", [{"path.mtu": "[1500, 9000]", "flows.0.mss": "[1460, 8960]"}],
+             must_reject=False),
+        case("two groups ok", [LINKED_OK, {"path.mtu": "[1500, 9000]", "flows.0.mss": "[1000, 8000]"}],
+             must_reject=False),
+        case("lengths differ", [{"flows.1.cc": '["reno", "bbr"]', "flows.2.cc": '["reno"]'}],
+             key="sweep.linked[0]"),
+        case("lengths differ in group 2", [LINKED_OK, {"path.mtu": "[1500]", "flows.0.mss": "[1000, 1001]"}],
+             key="sweep.linked[1]"),
+        case("also cartesian", [{"flows.0.cc": '["reno"]', "path.mtu": "[1500]"}],
+             key='sweep.linked[0]."flows.0.cc"'),
+        case("in two groups", [LINKED_OK, {"flows.2.cc": '["reno"]', "path.mtu": "[1500]"}],
+             key='sweep.linked[1]."flows.2.cc"'),
+        case("one key", [{"flows.1.cc": '["reno"]'}], key="sweep.linked[0]"),
+        case("empty group", [{}], key="sweep.linked[0]"),
+        case("empty lists", [{"flows.1.cc": "[]", "flows.2.cc": "[]"}], key='sweep.linked[0]."flows.1.cc"'),
+        case("mtu with mss apart", [{"path.mtu": "[1500, 9000]", "flows.0.mss": "[8960, 1460]"}],
+             key="sweep.linked[0][0]"),
+        case("bad cc", [{"flows.1.cc": '["reno", "No!"]', "flows.2.cc": '["reno", "bbr"]'}],
+             key="sweep.linked[0][1]"),
+    ]
+    for label, lit in {**WRONG_TYPES, "bool": "true", "inf": "inf"}.items():
+        if label in ("empty-array",):
+            continue
+        out.append(case(f"value {label}", [{"flows.1.streams": f"[1, {lit}]", "flows.2.cc": '["reno", "bbr"]'}],
+                        key="sweep.linked[0]"))
+    for k, v in FORBIDDEN_AXES.items():
+        out.append(case(f"forbidden {k}", [{k: v, "flows.1.cc": '["reno"]'}], key="sweep.linked[0]"))
+    for k in SWEEP_KEYS_BAD:
+        out.append(case(f"bad key {k[:30]!r}", [{k: '["a"]', "flows.1.cc": '["reno"]'}], key="sweep.linked[0]"))
+    for lit in ("1", '"x"', "[1, 2]", "[[]]", '[{ "flows.1.cc" = "reno", "flows.2.cc" = "bbr" }]'):
+        out.append(Case(f"linked = {lit}", "sweep-linked",
+                        render(BASE, {**BASE_SWEEP, "linked": lit}), key="sweep.linked"))
+    out.append(Case("single [sweep.linked] table", "sweep-linked",
+                    render(BASE, extra='[sweep.linked]\n"flows.1.cc" = ["reno"]\n"flows.2.cc" = ["reno"]\n'),
+                    key="sweep.linked"))
+    # Bombs through linked groups: counted from lengths, before any expansion.
+    ten = "[" + ", ".join(str(v + 1) for v in range(10)) + "]"
+    groups = [{f"flows.{i}.streams": ten, f"hosts.s{i}.rmem_max": ten} for i in range(3)]
+    out.append(case("bomb 2 axes x 3 groups of 10", groups, key="sweep", risky=True,
+                    sweep={"path.loss": "[" + ", ".join(f"{i}e-6" for i in range(10)) + "]",
+                           "path.mtu": "[" + ", ".join(str(1500 + i) for i in range(10)) + "]"}))
+    long_zip = "[" + ", ".join(str(v) for v in range(60_000)) + "]"
+    out.append(case("one group of 6*10^4", [{"flows.0.streams": long_zip, "flows.1.concurrency": long_zip}],
+                    key="sweep", risky=True))
+    deep = "[" * 1000 + "]" * 1000
+    out.append(case("linked value 1000 deep", [{"flows.1.cc": f"[{deep}]", "flows.2.cc": '["reno"]'}],
+                    key=None, risky=True))
+    return out
+
+
 def _bombs() -> list[Case]:
     axes = ["path.loss", "path.rate", "path.rtt", "path.mtu", "path.buffer", "flows.0.cc",
             "flows.0.streams", "flows.0.mss", "hosts.default.rmem_max"]
@@ -455,7 +519,7 @@ def _valid() -> list[Case]:
 def cases(tmp: Path) -> list[Case]:
     """Every case, deterministic; `tmp` is a scratch directory that exists."""
     out = (_valid() + _wrong_types() + _nonfinite() + _overflow() + _subnormal() + _magnitude()
-           + _booleans() + _sweep_keys() + _sweep_forbidden() + _sweep_values() + _bombs()
+           + _booleans() + _sweep_keys() + _sweep_forbidden() + _sweep_values() + _linked() + _bombs()
            + _nesting() + _files(tmp) + _unknown_keys() + _structure() + _units())
     names = Counter(f"{c.cls}/{c.name}" for c in out)
     dupes = [n for n, k in names.items() if k > 1]

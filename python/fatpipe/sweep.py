@@ -59,6 +59,8 @@ def _groups(value: Any) -> Any:
         raise ValueError(
             "linked groups are an array of tables: write [[sweep.linked]] (double brackets) "
             "above each group's keys")
+    if not isinstance(value, list):
+        raise ValueError(f"linked groups are [[sweep.linked]] tables of dotted keys, got {toml_type(value)}")
     return value
 
 
