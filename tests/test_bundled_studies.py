@@ -1,8 +1,8 @@
 """Every bundled study validates, and a shrunk copy of each runs on the sim
 backend and produces a report.
 
-Shrunk: 2 s (0.5 s warm-up), 1 repetition, every sweep axis cut to its first
-two values, and, for the 100 Gbit/s studies, the path rate divided until it
+Shrunk: 2 s (0.5 s warm-up), 1 repetition, every sweep axis and linked
+group cut to its first two values, and, for the 100 Gbit/s studies, the path rate divided until it
 is at most 10 Gbit/s (with stream caps scaled alike) so the test stays fast.
 The kernel variants are shrunk and run on the sim backend too: the question
 is whether the spec is runnable and reportable, not what the kernel does.
@@ -48,7 +48,8 @@ def test_bundled_study_validates_with_fatpipe_check(path):
 
 def shrink(raw: dict) -> dict:
     """The study cut down to a smoke test (see the module docstring)."""
-    sweep = {k: list(v)[:2] for k, v in raw.get("sweep", {}).items()}
+    sweep = {k: list(v)[:2] for k, v in raw.get("sweep", {}).items() if k != "linked"}
+    linked = [{k: list(v)[:2] for k, v in group.items()} for group in raw.get("sweep", {}).get("linked", [])]
     out = spec_mod.apply_overrides(raw, {
         "study.duration": "2s",
         "study.warmup": "0.5s",
@@ -67,7 +68,7 @@ def shrink(raw: dict) -> dict:
     for flow in out["flows"]:
         if flow.get("start", 0):
             flow["start"] = "0.2s"
-    out["sweep"] = sweep
+    out["sweep"] = {**sweep, "linked": linked} if linked else sweep
     return out
 
 
@@ -77,7 +78,8 @@ def test_shrunk_bundled_study_runs_on_sim_and_reports(path, tmp_path):
     spec = spec_mod.validate(raw, str(path))
     plans = plan_runs(spec, raw)
     assert plans and all(p.backend == "sim" for p in plans)
-    assert len(plans) <= 2 ** len(raw["sweep"])
+    axes = len(raw["sweep"]) - ("linked" in raw["sweep"]) + len(raw["sweep"].get("linked", []))
+    assert len(plans) <= 2 ** axes
 
     out = tmp_path / "out"
     store = StudyStore(out)

@@ -166,3 +166,14 @@ def test_without_linked_groups_run_ids_and_seeds_are_the_cartesian_product(tmp_p
         for rep in range(2):
             want.append((f"sim-p{point:03d}-r{rep:02d}", derive_seed(5, point, rep), loss, cc))
     assert [(p.run_id, p.seed, p.loss, p.flows[0].cc) for p in plans] == want
+
+
+def test_tables_and_labels_show_keys_swept_together_once():
+    import pandas as pd
+
+    from fatpipe.analysis.stats import display_columns
+    runs = pd.DataFrame({"backend": ["sim"] * 4, "path.loss": [0.0, 0.0, 1e-3, 1e-3],
+                         "flows.1.cc": ["reno", "bbr"] * 2, "flows.2.cc": ["reno", "bbr"] * 2,
+                         "flows.3.cc": ["reno", "reno", "bbr", "reno"], "flow_group": [0] * 4, "cc": ["cubic"] * 4})
+    assert display_columns(runs, ["path.loss", "flows.1.cc", "flows.2.cc", "flows.3.cc"]) == \
+        ["path.loss", "flows.1.cc", "flows.3.cc"]

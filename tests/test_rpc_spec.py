@@ -100,10 +100,15 @@ def test_good_rpc_spec_reaches_the_plan_with_si_units(tmp_path):
     assert plan.senders["s1"].extra_rtt_s == 0.0
 
 
-def test_bundled_size_fairness_studies_are_valid():
+def test_bundled_size_fairness_studies_sweep_every_flows_cca_together():
     from pathlib import Path
-    studies = sorted((Path(__file__).resolve().parents[1] / "studies").glob("netesto-size-fairness*.toml"))
-    assert len(studies) >= 8
-    for path in studies:
-        spec, raw = spec_mod.load(path)
-        assert plan_runs(spec, raw)
+    root = Path(__file__).resolve().parents[1] / "studies"
+    for name, ccas, runs in (("netesto-size-fairness", {"cubic", "reno", "bbr", "htcp"}, 20),
+                             ("netesto-size-fairness-10g", {"cubic", "reno", "bbr", "htcp"}, 4),
+                             ("netesto-size-fairness-kernel", {"cubic", "reno", "bbr"}, 15)):
+        spec, raw = spec_mod.load(root / f"{name}.toml")
+        plans = plan_runs(spec, raw)
+        assert len(plans) == runs
+        for plan in plans:
+            assert len({f.cc for f in plan.flows}) == 1  # one CCA per run, all nine flows
+        assert {p.flows[0].cc for p in plans} == ccas

@@ -159,7 +159,21 @@ def display_columns(runs: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     drop = {k for k in keys if k in runs.columns and own and repeats_group_column(runs, k)}
     if "backend" in runs.columns and runs["backend"].nunique() <= 1:
         drop.add("backend")
-    return [k for k in keys if k not in drop]
+    return without_repeated_swept(runs, [k for k in keys if k not in drop])
+
+
+def without_repeated_swept(table: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """`keys` without a swept key whose column equals an earlier swept key's
+    on every row: keys of one linked group (``flows.1.cc`` and ``flows.2.cc``
+    set together) are shown once, by the first of them."""
+    out: list[str] = []
+    for k in keys:
+        if "." in k and k in table.columns and any(
+                "." in p and p in table.columns and table[k].astype(object).equals(table[p].astype(object))
+                for p in out):
+            continue
+        out.append(k)
+    return out
 
 
 def _flag_union(values: Iterable) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import models
-from ..analysis.stats import repeats_group_column
+from ..analysis.stats import repeats_group_column, without_repeated_swept
 from .page import cc_color, point_label, pyplot, short_key
 
 plt = pyplot()
@@ -24,7 +24,8 @@ def _keys(points: pd.DataFrame) -> list[str]:
 
 
 def _varying(points: pd.DataFrame, keys: Sequence[str]) -> list[str]:
-    return [k for k in keys if points[k].nunique(dropna=False) > 1]
+    """Keys that take more than one value, keys swept together shown once."""
+    return without_repeated_swept(points, [k for k in keys if points[k].nunique(dropna=False) > 1])
 
 
 def line_keys(points: pd.DataFrame, exclude: Sequence[str]) -> list[str]:

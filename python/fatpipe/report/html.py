@@ -20,7 +20,7 @@ import pandas as pd
 
 from .. import analysis as an
 from ..analysis.collapse import loss_axes
-from ..analysis.stats import display_columns, point_columns, swept_columns
+from ..analysis.stats import display_columns, point_columns, swept_columns, without_repeated_swept
 from ..loaded import LoadedStudy
 from ..results import StudyStore
 from . import figures as figs
@@ -205,8 +205,8 @@ def fairness_section(study) -> tuple[tuple | None, list[str]]:
     if fair.empty:
         return None, []
     _csv(study, fair, "fairness")
-    keys = [k for k in ["backend", *swept_columns(study.runs)]
-            if k in fair.columns and fair[k].nunique(dropna=False) > 1]
+    keys = without_repeated_swept(fair, [k for k in ["backend", *swept_columns(study.runs)]
+                                         if k in fair.columns and fair[k].nunique(dropna=False) > 1])
     fig = figs.fairness_figure(fair, keys)
     view = fair[[*keys, "flow_group", "cc", "streams", "kind", "n"]].rename(
         columns={k: figs.short_key(k) for k in keys}).copy()
