@@ -1,12 +1,15 @@
-"""The size-fairness table (STUDIES.md C): per streaming CCA and buffer, the
-latency percentiles of the 10 KB and 1 MB RPCs (pooled over the three
-senders, RPCs issued after warm-up) beside the idle-path latency of a 10 KB
-RPC, plus streaming goodput and queue drops. Prints; asserts nothing.
+"""The size-fairness table (STUDIES.md C): per CCA and buffer, the latency
+percentiles of the 10 KB and 1 MB RPCs (pooled over the three senders and
+the repetitions, RPCs issued after warm-up) beside the idle-path latency of
+a 10 KB RPC, plus streaming goodput and queue drops. Prints; asserts nothing.
 
     python3 bench/size_fairness_table.py IDLE_DIR STUDY_DIR [STUDY_DIR ...]
 
 IDLE_DIR is a finished netesto-size-fairness-kernel-idle run (10 KB RPCs
-alone); each STUDY_DIR a finished netesto-size-fairness-*-<cc> study.
+alone); each STUDY_DIR a finished netesto-size-fairness study (the plain,
+-kernel or -10g one), whose linked group sweeps every flow's CCA together:
+rows are grouped by that linked value (the `flows.N.cc` columns, which agree
+within a run), then by buffer.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ import pandas as pd
 QUANTILES = ((50, "p50"), (90, "p90"), (99, "p99"), (99.9, "p99.9"))
 
 
-def pooled_percentiles_s(rpcs: pd.DataFrame, runs: pd.DataFrame, run_id: str, response_bytes: int) -> dict:
-    """Percentiles of every RPC of this size in a run, issued after warm-up."""
-    warmup_s = float(runs.loc[runs.run_id == run_id, "warmup_s"].iloc[0])
-    d = rpcs[(rpcs.run_id == run_id) & (rpcs.response_bytes == response_bytes) & (rpcs.start_s >= warmup_s)]
+def pooled_percentiles_s(rpcs: pd.DataFrame, runs: pd.DataFrame, run_ids, response_bytes: int) -> dict:
+    """Percentiles of every RPC of this size in these runs, issued after warm-up."""
+    run_ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
+    warmup_s = runs.drop_duplicates("run_id").set_index("run_id").warmup_s
+    d = rpcs[rpcs.run_id.isin(run_ids) & (rpcs.response_bytes == response_bytes)]
+    d = d[d.start_s >= d.run_id.map(warmup_s)]
     out = {"n": len(d)}
     for q, name in QUANTILES:
         out[name] = float(np.percentile(d.duration_s, q)) if len(d) else float("nan")
@@ -32,21 +37,34 @@ def pooled_percentiles_s(rpcs: pd.DataFrame, runs: pd.DataFrame, run_id: str, re
 
 def idle_latency(idle_dir: Path) -> dict:
     runs, rpcs = pd.read_parquet(idle_dir / "runs.parquet"), pd.read_parquet(idle_dir / "rpcs.parquet")
-    return pooled_percentiles_s(rpcs, runs, runs.run_id.iloc[0], 10_000)
+    return pooled_percentiles_s(rpcs, runs, runs.run_id.unique(), 10_000)
+
+
+def linked_cc(runs: pd.DataFrame) -> pd.Series:
+    """Per row, the CCA the linked group set: the swept `flows.N.cc` columns
+    (equal within a run); without them, the run's bulk flows' CCA."""
+    swept = [c for c in runs.columns if c.startswith("flows.") and c.endswith(".cc")]
+    if swept:
+        return runs[swept].astype(str).apply(lambda row: "+".join(dict.fromkeys(row)), axis=1)
+    bulk_cc = runs[runs.kind == "bulk"].groupby("run_id").cc.agg(lambda c: "+".join(dict.fromkeys(c)))
+    return runs.run_id.map(bulk_cc)
 
 
 def study_rows(study_dir: Path) -> list[dict]:
     runs, rpcs = pd.read_parquet(study_dir / "runs.parquet"), pd.read_parquet(study_dir / "rpcs.parquet")
+    runs = runs.assign(linked_cc=linked_cc(runs))
     rows = []
-    for run_id, r in runs.groupby("run_id"):
+    for (backend, cc, buffer_bytes), r in runs.groupby(["backend", "linked_cc", "buffer_bytes"]):
         bdp_bytes = r.rate_bps.iloc[0] * r.rtt_s.iloc[0] / 8
-        bulk = r[r.kind == "bulk"]
-        row = {"backend": r.backend.iloc[0], "cc": bulk.cc.iloc[0], "buffer_bdp": r.buffer_bytes.iloc[0] / bdp_bytes,
-               "stream_Mbps": bulk.goodput_bps.sum() / 1e6,
-               "rpc_Mbps": r[r.kind == "rpc"].rpc_goodput_bps.sum() / 1e6,
-               "queue_drops": int(r.path_queue_drops.iloc[0]) if pd.notna(r.path_queue_drops.iloc[0]) else -1}
+        n_runs = r.run_id.nunique()
+        per_run = r.drop_duplicates("run_id")
+        row = {"backend": backend, "cc": cc, "buffer_bdp": buffer_bytes / bdp_bytes, "runs": n_runs,
+               "stream_Mbps": r[r.kind == "bulk"].goodput_bps.sum() / n_runs / 1e6,
+               "rpc_Mbps": r[r.kind == "rpc"].rpc_goodput_bps.sum() / n_runs / 1e6,
+               "queue_drops": (int(per_run.path_queue_drops.mean()) if per_run.path_queue_drops.notna().all()
+                               else -1)}
         for size, tag in ((10_000, "10KB"), (1_000_000, "1MB")):
-            for k, v in pooled_percentiles_s(rpcs, runs, run_id, size).items():
+            for k, v in pooled_percentiles_s(rpcs, runs, r.run_id.unique(), size).items():
                 row[f"{tag}_{k}"] = v if k == "n" else v * 1e3
         rows.append(row)
     return rows
