@@ -7,7 +7,6 @@ import pytest
 from fatpipe.backends.base import BackendUnavailable
 from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.sim import SimBackend
-
 from test_ecn_spec import plans, problems
 
 DEFAULTS = {"kind": "fq_codel", "target_s": 0.005, "interval_s": 0.1, "limit_packets": 10240,
