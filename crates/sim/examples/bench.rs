@@ -2,7 +2,9 @@
 //!
 //! `cargo run --release -p fatpipe-sim --example bench [-- seconds [cca ...]]`
 //! (FATPIPE_BENCH_STREAMS=1,8 selects the stream counts; FATPIPE_BENCH_RATE,
-//! _RTT and _LOSS override the path for profiling other regimes)
+//! _RTT and _LOSS override the path for profiling other regimes;
+//! FATPIPE_BENCH_AQM=fq_codel runs the bottleneck as fq_codel with Linux's
+//! defaults instead of drop-tail)
 //! For 10 Gbit/s, 20 ms RTT, MTU 1500, loss 1e-5, 1 and 8 streams, and each
 //! CCA in cc::AVAILABLE: wall time, packets transmitted, packet
 //! transmissions per wall-clock second (PTS) and goodput.
@@ -18,6 +20,16 @@ fn env_f64(key: &str, default: f64) -> f64 {
     std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// The bottleneck discipline: FATPIPE_BENCH_AQM=fq_codel or drop-tail.
+fn aqm() -> serde_json::Value {
+    match std::env::var("FATPIPE_BENCH_AQM").as_deref() {
+        Ok("fq_codel") => json!({"kind": "fq_codel", "target_s": 0.005, "interval_s": 0.1, "limit_packets": 10240,
+                                 "ce_threshold_s": null, "quantum_bytes": 1514, "ecn": true}),
+        Ok("droptail") | Err(_) => json!({"kind": "droptail"}),
+        Ok(other) => panic!("FATPIPE_BENCH_AQM={other:?}: expected droptail or fq_codel"),
+    }
+}
+
 fn plan(cc: &str, streams: u64, duration: f64) -> String {
     let (rate, rtt, loss) = (env_f64("FATPIPE_BENCH_RATE", 10e9), env_f64("FATPIPE_BENCH_RTT", 0.02), env_f64("FATPIPE_BENCH_LOSS", 1e-5));
     let host = json!({"rmem_max_bytes": 1u64 << 30, "wmem_max_bytes": 1u64 << 30,
@@ -28,6 +40,7 @@ fn plan(cc: &str, streams: u64, duration: f64) -> String {
         "rate_bps": rate, "rtt_s": rtt, "loss": loss, "corruption": 0.0,
         "buffer_bytes": (rate * rtt / 8.0) as u64, "mtu_bytes": 1500,
         "senders": {"s1": host}, "receiver": host,
+        "aqm": aqm(),
         "flows": [{"group": 0, "kind": "bulk", "cc": cc, "streams": streams, "mss_bytes": 1448,
                    "sender": "s1", "start_s": 0.0}],
     })
@@ -39,10 +52,11 @@ fn main() {
     let duration: f64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(70.0);
     let ccas: Vec<String> = if args.len() > 1 { args[1..].to_vec() } else { AVAILABLE.iter().map(|s| s.to_string()).collect() };
     println!(
-        "{} Gbit/s, {} ms, MTU 1500, loss {:e}, buffer 1 BDP, {duration} s",
+        "{} Gbit/s, {} ms, MTU 1500, loss {:e}, buffer 1 BDP, {}, {duration} s",
         env_f64("FATPIPE_BENCH_RATE", 10e9) / 1e9,
         env_f64("FATPIPE_BENCH_RTT", 0.02) * 1e3,
-        env_f64("FATPIPE_BENCH_LOSS", 1e-5)
+        env_f64("FATPIPE_BENCH_LOSS", 1e-5),
+        aqm()["kind"].as_str().unwrap_or("droptail")
     );
     println!(
         "{:<8} {:>7} {:>9} {:>13} {:>11} {:>12} {:>11} {:>10} {:>6}",

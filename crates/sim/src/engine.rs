@@ -4,6 +4,7 @@
 use crate::app::{App, AppEnv, RpcApp, RpcSpec};
 use crate::cc::CongestionControl;
 use crate::event::{AppTimer, Event, EventQueue, SenderTimer, TimerKind};
+use crate::fq_codel::FqCodel;
 use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
 use crate::tcp::{Ack, Codepoint, Receiver, RxAction, SegEcn, Sender, SenderConfig, SenderEnv};
@@ -77,6 +78,27 @@ impl Net {
             RxAction::None => {}
         }
     }
+
+    /// The link is free at `now`: fq_codel picks the next packet (CoDel
+    /// decides on its sojourn time here), the bottleneck serializes it,
+    /// and one LinkFree event is scheduled for its departure.
+    fn serve_link(&mut self, now: Time) {
+        let Some(fq) = self.fq.as_mut() else { return };
+        match fq.dequeue(now) {
+            Some(q) => {
+                let mut pkt = q.item;
+                if q.ce {
+                    pkt.ecn.codepoint = Codepoint::Ce;
+                }
+                // The link is idle at `now`, so the FIFO accepts the packet.
+                let dep = self.bottleneck.enqueue(now, q.bytes).expect("an idle link accepts a packet");
+                self.fwd.push(dep + self.prop, pkt);
+                self.events.push(dep, Event::LinkFree);
+                self.link_busy = true;
+            }
+            None => self.link_busy = false,
+        }
+    }
 }
 
 /// Data packet in flight on the forward path (its ECN field as the
@@ -91,6 +113,13 @@ struct DataPkt {
 struct Net {
     events: EventQueue,
     bottleneck: Bottleneck,
+    /// A dequeue-driven discipline in front of the bottleneck (fq_codel):
+    /// packets wait here and the bottleneck serializes one at a time, the
+    /// next taken when the link frees (`Event::LinkFree`). `None` for the
+    /// FIFO disciplines, which the bottleneck applies at enqueue.
+    fq: Option<FqCodel<DataPkt>>,
+    /// Whether a LinkFree event is pending (the link is serializing).
+    link_busy: bool,
     /// Forward path after the bottleneck; polled by the event loop.
     fwd: Pipe<DataPkt>,
     /// Reverse (ACK) paths, one per distinct delay, shared by the streams
@@ -120,6 +149,13 @@ impl SenderEnv for Tx<'_> {
         net.packets += 1;
         if net.loss[self.group].lose() {
             net.random_drops += 1;
+            return;
+        }
+        if let Some(fq) = net.fq.as_mut() {
+            fq.enqueue(now, self.stream, wire::frame_bytes(self.wire), ecn.is_ect(), DataPkt { stream: self.stream, seq, ecn });
+            if !net.link_busy {
+                net.serve_link(now);
+            }
             return;
         }
         let Some(a) = net.bottleneck.offer(now, wire::frame_bytes(self.wire), ecn.is_ect()) else { return };
@@ -222,7 +258,16 @@ impl Sim {
             .collect();
         let mut net = Net {
             events: EventQueue::new(),
-            bottleneck: Bottleneck::with_aqm(cfg.rate, cfg.buffer, cfg.aqm),
+            // fq_codel holds the queue; the FIFO behind it only serializes.
+            bottleneck: match cfg.aqm {
+                Aqm::FqCodel(_) => Bottleneck::new(cfg.rate, cfg.buffer),
+                aqm => Bottleneck::with_aqm(cfg.rate, cfg.buffer, aqm),
+            },
+            fq: match cfg.aqm {
+                Aqm::FqCodel(p) => Some(FqCodel::new(&p)),
+                _ => None,
+            },
+            link_busy: false,
             fwd: Pipe::default(),
             acks: Vec::new(),
             pipe_events: 0,
@@ -411,8 +456,8 @@ impl Sim {
             min_rtt_s: min_rtt.map(|t| t.as_secs_f64()),
             packets: self.net.packets,
             random_drops: self.net.random_drops,
-            queue_drops: self.net.bottleneck.drops,
-            ce_marks: self.net.bottleneck.ce_marks,
+            queue_drops: self.net.bottleneck.drops + self.net.fq.as_ref().map_or(0, FqCodel::drops),
+            ce_marks: self.net.bottleneck.ce_marks + self.net.fq.as_ref().map_or(0, |q| q.ce_marks),
             bottleneck_bps: self.net.bottleneck.mean_rate(self.end),
             late_p99_s: None,
             late_max_s: None,
@@ -434,6 +479,12 @@ impl Sim {
     /// through `Bottleneck::occupancy`).
     pub fn bottleneck(&self) -> &Bottleneck {
         &self.net.bottleneck
+    }
+
+    /// Read access for tests: fq_codel's packets and bytes held and its
+    /// (CoDel, overflow) drops, when the path runs fq_codel.
+    pub fn fq_codel_stats(&self) -> Option<((u32, u64), u64, u64)> {
+        self.net.fq.as_ref().map(|q| (q.len(), q.codel_drops, q.overlimit_drops))
     }
 
     /// The current simulated time.
@@ -483,6 +534,7 @@ impl Sim {
                     match ev {
                         Event::Timer(i, kind) => self.on_timer(i, kind, now),
                         Event::Sample => self.on_sample(now),
+                        Event::LinkFree => self.net.serve_link(now),
                     }
                 }
             }

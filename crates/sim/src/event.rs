@@ -55,6 +55,9 @@ pub enum Event {
     Timer(u32, TimerKind),
     /// Periodic sampling of every stream.
     Sample,
+    /// The bottleneck link finished a packet: a dequeue-driven discipline
+    /// (fq_codel) hands it the next one. At most one is pending.
+    LinkFree,
 }
 
 #[derive(Clone, Copy, Debug)]

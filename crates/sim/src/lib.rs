@@ -61,8 +61,10 @@
 //!   ~1 ms of data (tcp_tso_autosize, 2..64 KB).
 pub mod app;
 pub mod cc;
+pub mod codel;
 pub mod engine;
 pub mod event;
+pub mod fq_codel;
 pub mod path;
 pub mod rng;
 pub mod scenario;

@@ -11,6 +11,7 @@
 
 use std::collections::VecDeque;
 
+use crate::fq_codel::FqCodelParams;
 use crate::rng::Rng;
 use crate::units::{Bytes, Rate, Time};
 
@@ -58,6 +59,10 @@ pub enum Aqm {
     /// §3.1): an arriving ECT packet is marked CE when the instantaneous
     /// queue it joins exceeds K. Non-ECT packets are only tail-dropped.
     CeThreshold(CeThreshold),
+    /// fq_codel (fq_codel.rs): per-flow queues, DRR, CoDel at dequeue.
+    /// The engine serves it through an event when the link frees; the
+    /// FIFO `Bottleneck` then only serializes what fq_codel hands it.
+    FqCodel(FqCodelParams),
 }
 
 /// The threshold K of [`Aqm::CeThreshold`], in one of three measures of
@@ -171,7 +176,7 @@ impl Bottleneck {
     #[inline]
     fn marks(&self, now: Time) -> bool {
         match self.aqm {
-            Aqm::DropTail => false,
+            Aqm::DropTail | Aqm::FqCodel(_) => false,
             Aqm::CeThreshold(k) => match k {
                 CeThreshold::Packets(n) => self.queue.len() > n as usize,
                 CeThreshold::Bytes(b) => self.queued > b,

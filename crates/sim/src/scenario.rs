@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::app::{RpcMode, RpcSpec};
 use crate::engine::{Sim, SimConfig, StreamSpec};
+use crate::fq_codel::FqCodelParams;
 use crate::path::{Aqm, CeThreshold};
 use crate::tcp::ecn::{negotiate, TCP_ECN_PASSIVE};
 use crate::wire::TCP_IP_HEADER_BYTES;
@@ -138,8 +139,10 @@ fn tcp_ecn(o: &Obj<'_>, key: &str) -> Result<Option<u8>, ConfigError> {
     }
 }
 
-/// The bottleneck discipline (RunPlan.aqm): {"kind": "droptail"} or
-/// {"kind": "ce_threshold"} with exactly one of k_packets, k_bytes, k_s.
+/// The bottleneck discipline (RunPlan.aqm): {"kind": "droptail"},
+/// {"kind": "ce_threshold"} with exactly one of k_packets, k_bytes, k_s, or
+/// {"kind": "fq_codel"} with target_s, interval_s, limit_packets,
+/// quantum_bytes, ecn and an optional ce_threshold_s.
 fn aqm(v: Option<&Value>) -> Result<Aqm, ConfigError> {
     let Some(v) = v else { return Ok(Aqm::DropTail) };
     let o = Obj::new(v, "aqm")?;
@@ -163,8 +166,38 @@ fn aqm(v: Option<&Value>) -> Result<Aqm, ConfigError> {
             };
             Ok(Aqm::CeThreshold(k))
         }
-        k => err(o.field("kind"), format!("unknown queue discipline '{k}'; expected droptail or ce_threshold")),
+        "fq_codel" => fq_codel(&o).map(Aqm::FqCodel),
+        k => err(o.field("kind"), format!("unknown queue discipline '{k}'; expected droptail, ce_threshold or fq_codel")),
     }
+}
+
+fn fq_codel(o: &Obj<'_>) -> Result<FqCodelParams, ConfigError> {
+    let positive_time = |key: &str| -> Result<Time, ConfigError> {
+        let t = o.f64(key)?;
+        if t <= 0.0 {
+            return err(o.field(key), format!("must be > 0, got {t}"));
+        }
+        Ok(Time::from_secs_f64(t))
+    };
+    let target = positive_time("target_s")?;
+    let interval = positive_time("interval_s")?;
+    let ce_threshold = match o.opt("ce_threshold_s") {
+        None => None,
+        Some(_) => Some(positive_time("ce_threshold_s")?),
+    };
+    let limit = o.u64("limit_packets")?;
+    if limit == 0 || limit > u32::MAX as u64 {
+        return err(o.field("limit_packets"), format!("must be 1 to {}, got {limit}", u32::MAX));
+    }
+    let quantum = o.u64("quantum_bytes")?;
+    if quantum == 0 || quantum > i32::MAX as u64 {
+        return err(o.field("quantum_bytes"), format!("must be 1 to {}, got {quantum}", i32::MAX));
+    }
+    let ecn = match o.req("ecn")?.as_bool() {
+        Some(b) => b,
+        None => return err(o.field("ecn"), "expected true or false"),
+    };
+    Ok(FqCodelParams { target, interval, limit: limit as u32, ce_threshold, quantum: quantum as u32, ecn })
 }
 
 fn host_limits(v: &Value, path: &str) -> Result<HostLimits, ConfigError> {

@@ -258,7 +258,7 @@ facts_struct! {
     min_rtt_s: Option<f64>, "s", "smallest RTT any stream observed";
     packets: u64, "packets", "data packets offered to the loss stage";
     random_drops: u64, "packets", "packets dropped by the configured loss/corruption";
-    queue_drops: u64, "packets", "packets dropped by the bottleneck buffer";
+    queue_drops: u64, "packets", "packets dropped by the bottleneck (buffer overflow; with fq_codel, CoDel and its packet limit)";
     ce_marks: u64, "packets", "ECN-capable packets the bottleneck marked CE (0 without a marking discipline)";
     bottleneck_bps: Option<f64>, "bit/s", "bytes through the bottleneck over the whole run (mean throughput, all flows)";
     late_p99_s: Option<f64>, "s", "delay-line lateness, 99th percentile (None without a delay line)";

@@ -329,7 +329,7 @@ fn the_plans_aqm_becomes_the_bottlenecks_discipline() {
 fn aqm_and_ecn_keys_are_validated_with_the_allowed_values() {
     let bad = |p: Plan| Scenario::from_json(&p.json()).unwrap_err().to_string();
     let e = bad(Plan::new("reno", 1, 1e8, 0.01, 1.0).set("aqm", json!({"kind": "red"})));
-    assert!(e.contains("aqm.kind") && e.contains("droptail or ce_threshold"), "{e}");
+    assert!(e.contains("aqm.kind") && e.contains("droptail, ce_threshold or fq_codel"), "{e}");
     let e = bad(Plan::new("reno", 1, 1e8, 0.01, 1.0).set("aqm", json!({"kind": "ce_threshold"})));
     assert!(e.contains("exactly one of k_packets, k_bytes, k_s"), "{e}");
     let e = bad(Plan::new("reno", 1, 1e8, 0.01, 1.0).flow("ecn", json!(3)));
