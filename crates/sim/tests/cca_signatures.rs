@@ -1,14 +1,18 @@
-//! The signature property of each loss-based high-speed CCA, checked
+//! The signature property of each high-speed and delay-based CCA, checked
 //! through the public trait (`cc::by_name`) and on the simulated path:
 //! Scalable's fixed 1/8 decrease and 0.01 increase per ACK, HighSpeed's
 //! a(w)/b(w) against RFC 3649 at every row of its table, BIC's binary
-//! search toward the window of the last loss, and Westwood+'s ssthresh
-//! from the bandwidth estimate times the minimum RTT.
+//! search toward the window of the last loss, Westwood+'s ssthresh
+//! from the bandwidth estimate times the minimum RTT, and Vegas's 2–4
+//! segments queued at the bottleneck.
 mod common;
 use common::*;
 use fatpipe_sim::cc::highspeed::HSTCP_AIMD_VALS;
 use fatpipe_sim::cc::{self, CongestionControl, ConnState};
+use fatpipe_sim::engine::Sim;
+use fatpipe_sim::scenario::Scenario;
 use fatpipe_sim::trace::RunResult;
+use fatpipe_sim::units::Time;
 use serde_json::json;
 
 fn ca(cc: &str, cwnd: u32) -> (Box<dyn CongestionControl>, ConnState) {
@@ -149,4 +153,44 @@ fn westwood_sets_ssthresh_to_the_estimated_bandwidth_times_min_rtt_after_a_loss(
         checked += 1;
     }
     assert!(checked >= 3, "only {checked} losses after the estimate settled");
+}
+
+/// The bottleneck queue (packets) of `plan` sampled every `step` from
+/// `from` to `to`, sorted, and stream 0's retransmissions in that time.
+fn queue_samples(plan: &Plan, from: Time, to: Time, step: Time) -> (Vec<usize>, u64) {
+    let mut sim = Sim::new(&Scenario::from_json(&plan.json()).unwrap().sim_config());
+    sim.run_until(from);
+    let retrans0 = sim.sender(0).stats.retrans;
+    let mut queue = Vec::new();
+    let mut t = from;
+    while t < to {
+        t += step;
+        sim.run_until(t);
+        queue.push(sim.bottleneck().occupancy(t).0);
+    }
+    queue.sort_unstable();
+    (queue, sim.sender(0).stats.retrans - retrans0)
+}
+
+#[test]
+fn vegas_keeps_two_to_four_segments_queued_on_a_lossless_path() {
+    // 100 Mbit/s, 20 ms, 1 BDP of buffer. Vegas's once-per-round check
+    // sees the queue only after cwnd has passed twice the BDP (the round's
+    // minimum RTT is from its first packets, sent into the queue the
+    // previous round left), as in Linux, so slow start ends in a loss;
+    // Reno's halving then leaves it above the BDP and it steps down by one
+    // segment per RTT until diff = cwnd (rtt - baseRTT) / baseRTT, the
+    // segments it keeps at the bottleneck, is within [alpha, beta] =
+    // [2, 4] (tcp_vegas_cong_avoid()), by about 5 s. From then on: no
+    // loss, and the queue's troughs, which the round's minimum RTT sees,
+    // within [2, 4]; its peaks at most two segments more (each delayed
+    // ACK releases a two-segment burst into the queue).
+    let plan = Plan::new("vegas", 1, 100e6, 0.02, 14.0);
+    let (queue, retrans) = queue_samples(&plan, Time::from_secs(6), Time::from_secs(14), Time::from_micros(500));
+    let mean = queue.iter().sum::<usize>() as f64 / queue.len() as f64;
+    let (p5, p95) = (queue[queue.len() / 20], queue[queue.len() * 19 / 20]);
+    eprintln!("vegas queue mean {mean:.2} p5 {p5} p95 {p95}");
+    assert_eq!(retrans, 0, "lossless");
+    assert!((2..=4).contains(&p5), "queue troughs (p5) {p5} packets");
+    assert!(p95 <= 4 + 2 && mean <= 4.0 + 2.0, "queue p95 {p95} mean {mean:.2}");
 }

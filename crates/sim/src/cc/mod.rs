@@ -37,6 +37,7 @@ pub mod htcp;
 pub mod jiffies;
 pub mod reno;
 pub mod scalable;
+pub mod vegas;
 pub mod westwood;
 
 use crate::units::{Rate, Time};
@@ -288,6 +289,17 @@ impl ConnState {
         acked.saturating_sub(used)
     }
 
+    /// tcp_current_ssthresh(): in CWR/Recovery the ssthresh being reduced
+    /// to, else at least 3/4 of cwnd (the window the flow could fall back
+    /// to without a loss).
+    pub fn current_ssthresh(&self) -> u32 {
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.snd_ssthresh
+        } else {
+            self.snd_ssthresh.max((self.snd_cwnd >> 1) + (self.snd_cwnd >> 2))
+        }
+    }
+
     /// tcp_cong_avoid_ai(): increase cwnd by 1 after `w` segments acked,
     /// accumulating in snd_cwnd_cnt (Linux's appropriate byte counting).
     pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
@@ -426,10 +438,21 @@ pub enum CcInfo {
         /// dctcp_alpha: ca->dctcp_alpha, in 1/1024 (DCTCP_MAX_ALPHA).
         alpha: u32,
     },
+    /// `struct tcpvegas_info` (tcp_vegas_get_info(), tcp_illinois_info()).
+    Vegas {
+        /// tcpv_enabled: Vegas's per-RTT decision runs (doing_vegas_now).
+        enabled: bool,
+        /// tcpv_rttcnt: RTT samples in the current round (cntRTT).
+        rttcnt: u32,
+        /// tcpv_rtt: Vegas's baseRTT, Illinois's average RTT (µs).
+        rtt_us: u32,
+        /// tcpv_minrtt: Vegas's minRTT of the round, Illinois's base RTT (µs).
+        minrtt_us: u32,
+    },
 }
 
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood", "vegas"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -450,6 +473,7 @@ pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl
         "highspeed" => Some(Box::new(highspeed::HighSpeed::new())),
         "scalable" => Some(Box::new(scalable::Scalable)),
         "westwood" => Some(Box::new(westwood::Westwood::new())),
+        "vegas" => Some(Box::new(vegas::Vegas::new())),
         _ => None,
     }
 }
