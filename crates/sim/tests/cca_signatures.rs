@@ -3,8 +3,9 @@
 //! Scalable's fixed 1/8 decrease and 0.01 increase per ACK, HighSpeed's
 //! a(w)/b(w) against RFC 3649 at every row of its table, BIC's binary
 //! search toward the window of the last loss, Westwood+'s ssthresh
-//! from the bandwidth estimate times the minimum RTT, and Vegas's 2–4
-//! segments queued at the bottleneck.
+//! from the bandwidth estimate times the minimum RTT, Vegas's 2–4
+//! segments queued at the bottleneck, and Illinois's alpha falling with
+//! queueing delay.
 mod common;
 use common::*;
 use fatpipe_sim::cc::highspeed::HSTCP_AIMD_VALS;
@@ -193,4 +194,56 @@ fn vegas_keeps_two_to_four_segments_queued_on_a_lossless_path() {
     assert_eq!(retrans, 0, "lossless");
     assert!((2..=4).contains(&p5), "queue troughs (p5) {p5} packets");
     assert!(p95 <= 4 + 2 && mean <= 4.0 + 2.0, "queue p95 {p95} mean {mean:.2}");
+}
+
+#[test]
+fn illinois_alpha_falls_from_alpha_max_at_base_rtt_to_alpha_min_near_max_delay() {
+    use fatpipe_sim::cc::illinois::{Illinois, ALPHA_MAX, ALPHA_MIN, ALPHA_SCALE};
+    use fatpipe_sim::cc::AckSample;
+    // A model path: a BDP of 1000 segments at 100 ms base RTT and 1000
+    // segments of buffer; every segment queued adds 100 µs. The flow has
+    // seen the path empty and the buffer full (a loss at 2 BDP), so the
+    // max delay dm is 100 ms, and restarts from 1 BDP with an empty queue.
+    let (bdp, buf, base_us, per_seg_us) = (1000u32, 1000u32, 100_000u64, 100u64);
+    let mut c = Illinois::new();
+    let mut tp = ConnState::new(1448);
+    c.init(&mut tp);
+    (tp.snd_cwnd, tp.snd_ssthresh, tp.is_cwnd_limited) = (bdp, 2, true);
+    let ack = |us: u64| AckSample { pkts_acked: 1, rtt: Some(Time::from_micros(us)), in_flight: 1 };
+    c.pkts_acked(&mut tp, &ack(base_us));
+    c.pkts_acked(&mut tp, &ack(base_us + buf as u64 * per_seg_us));
+    // Rounds of one cwnd of ACKs at the RTT of the queue at the round's
+    // start: (queue / buffer, alpha after the round, cwnd growth in it).
+    let mut rounds = Vec::new();
+    while tp.snd_cwnd < bdp + buf - 5 {
+        let (w, q) = (tp.snd_cwnd, tp.snd_cwnd - bdp);
+        for _ in 0..w {
+            tp.snd_una += 1;
+            tp.snd_nxt = tp.snd_una + tp.snd_cwnd as u64;
+            c.pkts_acked(&mut tp, &ack(base_us + q as u64 * per_seg_us));
+            c.cong_avoid(&mut tp, 1);
+        }
+        rounds.push((q as f64 / buf as f64, c.alpha(), tp.snd_cwnd - w));
+    }
+    let alpha_segs = |a: u32| a as f64 / ALPHA_SCALE as f64;
+    // At base RTT: ALPHA_MAX, ten segments per RTT, after theta = 5 rounds
+    // of low delay (the round before had the buffer full: alpha() holds
+    // its value until then).
+    let top = rounds.iter().position(|r| r.1 == ALPHA_MAX).expect("alpha reaches ALPHA_MAX");
+    assert!((4..=6).contains(&top), "ALPHA_MAX after {top} rounds: {:?}", &rounds[..top + 1]);
+    assert!(rounds[..=top].iter().all(|r| r.0 < 0.01), "no queue until then");
+    assert!(rounds[top + 1].2 >= 9, "growth at base RTT {:?}", &rounds[top..top + 3]);
+    // From then on alpha never rises while the queue grows, and is near
+    // ALPHA_MIN (0.3 segments per RTT) once the delay nears the maximum.
+    assert!(rounds[top..].windows(2).all(|p| p[1].1 <= p[0].1), "alpha rose with delay");
+    let late: Vec<_> = rounds.iter().filter(|r| r.0 >= 0.9).collect();
+    assert!(!late.is_empty());
+    for r in &late {
+        assert!(alpha_segs(r.1) <= 1.5 * alpha_segs(ALPHA_MIN), "alpha {} at queue {:.2}", alpha_segs(r.1), r.0);
+    }
+    let late_growth = late.iter().map(|r| r.2).sum::<u32>() as f64 / late.len() as f64;
+    assert!(late_growth < 0.5, "growth {late_growth} segments per RTT near max delay");
+    // Halfway up the buffer alpha is already well below one segment per RTT.
+    let mid = rounds.iter().find(|r| r.0 >= 0.5).unwrap();
+    assert!(alpha_segs(mid.1) < 1.0, "alpha {} at half the max delay", alpha_segs(mid.1));
 }

@@ -34,6 +34,7 @@ pub mod cubic;
 pub mod dctcp;
 pub mod highspeed;
 pub mod htcp;
+pub mod illinois;
 pub mod jiffies;
 pub mod reno;
 pub mod scalable;
@@ -452,7 +453,7 @@ pub enum CcInfo {
 }
 
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood", "vegas"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood", "vegas", "illinois"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -474,6 +475,7 @@ pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl
         "scalable" => Some(Box::new(scalable::Scalable)),
         "westwood" => Some(Box::new(westwood::Westwood::new())),
         "vegas" => Some(Box::new(vegas::Vegas::new())),
+        "illinois" => Some(Box::new(illinois::Illinois::new())),
         _ => None,
     }
 }
