@@ -4,8 +4,9 @@
 //! a(w)/b(w) against RFC 3649 at every row of its table, BIC's binary
 //! search toward the window of the last loss, Westwood+'s ssthresh
 //! from the bandwidth estimate times the minimum RTT, Vegas's 2–4
-//! segments queued at the bottleneck, and Illinois's alpha falling with
-//! queueing delay.
+//! segments queued at the bottleneck, Illinois's alpha falling with
+//! queueing delay, and YeAH's fall-back to Reno mode (with precautionary
+//! decongestion) when its queue estimate exceeds ALPHA.
 mod common;
 use common::*;
 use fatpipe_sim::cc::highspeed::HSTCP_AIMD_VALS;
@@ -246,4 +247,48 @@ fn illinois_alpha_falls_from_alpha_max_at_base_rtt_to_alpha_min_near_max_delay()
     // Halfway up the buffer alpha is already well below one segment per RTT.
     let mid = rounds.iter().find(|r| r.0 >= 0.5).unwrap();
     assert!(alpha_segs(mid.1) < 1.0, "alpha {} at half the max delay", alpha_segs(mid.1));
+}
+
+#[test]
+fn yeah_falls_back_to_reno_mode_and_decongests_when_its_queue_exceeds_alpha() {
+    use fatpipe_sim::cc::yeah::{Yeah, TCP_YEAH_ALPHA};
+    use fatpipe_sim::cc::AckSample;
+    // A model path: a BDP of 1000 segments at 100 ms base RTT; every
+    // segment queued adds 100 µs, so YeAH's estimate cwnd (rtt - base) /
+    // rtt is the true queue, and base/PHY (12.5 ms, 125 segments) is above
+    // ALPHA: the queue decides the mode.
+    let (bdp, base_us, per_seg_us) = (1000u32, 100_000u64, 100u64);
+    let mut c = Yeah::new();
+    let mut tp = ConnState::new(1448);
+    c.init(&mut tp);
+    (tp.snd_cwnd, tp.snd_ssthresh, tp.is_cwnd_limited) = (bdp, 2, true);
+    let ack = |us: u64| AckSample { pkts_acked: 1, rtt: Some(Time::from_micros(us)), in_flight: 1 };
+    // Rounds of one cwnd of ACKs at the RTT of the queue at the round's
+    // start: (queue, YeAH's estimate after it, mode, cwnd before, after).
+    let mut rounds = Vec::new();
+    for _ in 0..40 {
+        let (w, q) = (tp.snd_cwnd, tp.snd_cwnd.saturating_sub(bdp));
+        for _ in 0..w {
+            tp.snd_una += 1;
+            tp.snd_nxt = tp.snd_una + tp.snd_cwnd as u64;
+            c.pkts_acked(&mut tp, &ack(base_us + q as u64 * per_seg_us));
+            c.cong_avoid(&mut tp, 1);
+        }
+        rounds.push((q, c.last_queue(), c.state_label(), w, tp.snd_cwnd));
+    }
+    let first_reno = rounds.iter().position(|r| r.2 == "reno").expect("YeAH leaves fast mode");
+    // Fast mode (Scalable: +1 per 100 acked, ten segments per RTT here)
+    // while the estimate stays at most ALPHA.
+    for r in &rounds[1..first_reno] {
+        assert!(r.1 <= TCP_YEAH_ALPHA && r.2 == "fast", "{r:?}");
+        assert!(r.4 - r.3 >= 9, "fast-mode growth {r:?}");
+    }
+    // The round whose estimate exceeds ALPHA switches to Reno mode and
+    // removes the estimated queue from cwnd (precautionary decongestion).
+    let r = rounds[first_reno];
+    assert!(r.1 > TCP_YEAH_ALPHA, "{r:?}");
+    assert!(r.4 + TCP_YEAH_ALPHA <= r.3, "decongestion {r:?}");
+    // With the queue gone, the next round ends back in fast mode.
+    let next = rounds[first_reno + 1..].iter().position(|r| r.2 == "fast").map(|k| k + first_reno + 1);
+    assert!(next.is_some_and(|k| k <= first_reno + 2), "{:?}", &rounds[first_reno..first_reno + 3]);
 }

@@ -40,6 +40,7 @@ pub mod reno;
 pub mod scalable;
 pub mod vegas;
 pub mod westwood;
+pub mod yeah;
 
 use crate::units::{Rate, Time};
 
@@ -453,7 +454,7 @@ pub enum CcInfo {
 }
 
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood", "vegas", "illinois"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood", "vegas", "illinois", "yeah"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -476,6 +477,7 @@ pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl
         "westwood" => Some(Box::new(westwood::Westwood::new())),
         "vegas" => Some(Box::new(vegas::Vegas::new())),
         "illinois" => Some(Box::new(illinois::Illinois::new())),
+        "yeah" => Some(Box::new(yeah::Yeah::new())),
         _ => None,
     }
 }
