@@ -5,8 +5,9 @@
 //! search toward the window of the last loss, Westwood+'s ssthresh
 //! from the bandwidth estimate times the minimum RTT, Vegas's 2–4
 //! segments queued at the bottleneck, Illinois's alpha falling with
-//! queueing delay, and YeAH's fall-back to Reno mode (with precautionary
-//! decongestion) when its queue estimate exceeds ALPHA.
+//! queueing delay, YeAH's fall-back to Reno mode (with precautionary
+//! decongestion) when its queue estimate exceeds ALPHA, and NV's queue
+//! near nv_pad.
 mod common;
 use common::*;
 use fatpipe_sim::cc::highspeed::HSTCP_AIMD_VALS;
@@ -291,4 +292,23 @@ fn yeah_falls_back_to_reno_mode_and_decongests_when_its_queue_exceeds_alpha() {
     // With the queue gone, the next round ends back in fast mode.
     let next = rounds[first_reno + 1..].iter().position(|r| r.2 == "fast").map(|k| k + first_reno + 1);
     assert!(next.is_some_and(|k| k <= first_reno + 2), "{:?}", &rounds[first_reno..first_reno + 3]);
+}
+
+#[test]
+fn nv_keeps_its_queue_near_nv_pad_on_a_lossless_path() {
+    // 100 Mbit/s, 20 ms, 1 BDP of buffer. Once per RTT NV compares cwnd
+    // with max_win = rate × min RTT / mss + nv_pad and removes 30 % of
+    // any excess (tcpnv_acked()), so after its slow-start exit the queue
+    // stays near nv_pad = 10 segments, far below the 167-segment buffer
+    // that Reno would fill, with no loss: its troughs at nv_pad (plus the
+    // packet in service and a delayed ACK's burst), its peaks (growth
+    // between the once-per-RTT decisions) within twice nv_pad.
+    let plan = Plan::new("nv", 1, 100e6, 0.02, 14.0);
+    let (queue, retrans) = queue_samples(&plan, Time::from_secs(6), Time::from_secs(14), Time::from_micros(500));
+    let mean = queue.iter().sum::<usize>() as f64 / queue.len() as f64;
+    let (p5, p95) = (queue[queue.len() / 20], queue[queue.len() * 19 / 20]);
+    eprintln!("nv queue mean {mean:.2} p5 {p5} p95 {p95} retrans {retrans}");
+    assert_eq!(retrans, 0, "lossless");
+    assert!((8..=10 + 2).contains(&p5), "queue troughs (p5) {p5}");
+    assert!(mean <= 2.0 * 10.0 && p95 <= 2 * 10 + 2, "queue mean {mean:.2} p95 {p95}");
 }

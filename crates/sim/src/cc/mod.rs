@@ -36,6 +36,7 @@ pub mod highspeed;
 pub mod htcp;
 pub mod illinois;
 pub mod jiffies;
+pub mod nv;
 pub mod reno;
 pub mod scalable;
 pub mod vegas;
@@ -150,7 +151,10 @@ pub struct AckSample {
     pub pkts_acked: u32,
     /// RTT sample of this ACK (from a never-retransmitted segment), if any.
     pub rtt: Option<Time>,
-    /// Packets in flight before this ACK.
+    /// Bytes delivered between the send of the most recently sent packet
+    /// this ACK delivers and now: mss_cache · (tp->delivered −
+    /// rs->prior_delivered), as tcp_clean_rtx_queue() fills it (NV's
+    /// rate sample).
     pub in_flight: u32,
 }
 
@@ -454,7 +458,7 @@ pub enum CcInfo {
 }
 
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood", "vegas", "illinois", "yeah"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood", "vegas", "illinois", "yeah", "nv"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -463,7 +467,8 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
 
 /// Builds the algorithm named `name` with a per-connection `seed` for the
 /// algorithms that draw random numbers (BBR's probe_bw start phase, as
-/// Linux's prandom_u32_max), so parallel streams do not move in lockstep.
+/// Linux's prandom_u32_max; NV's min-RTT reset period, as its
+/// get_random_bytes), so parallel streams do not move in lockstep.
 pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl>> {
     match name {
         "reno" => Some(Box::new(reno::Reno)),
@@ -478,6 +483,7 @@ pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl
         "vegas" => Some(Box::new(vegas::Vegas::new())),
         "illinois" => Some(Box::new(illinois::Illinois::new())),
         "yeah" => Some(Box::new(yeah::Yeah::new())),
+        "nv" => Some(Box::new(nv::Nv::with_seed(seed))),
         _ => None,
     }
 }
