@@ -34,10 +34,14 @@ pub mod cubic;
 pub mod dctcp;
 pub mod highspeed;
 pub mod htcp;
+pub mod illinois;
 pub mod jiffies;
+pub mod nv;
 pub mod reno;
 pub mod scalable;
+pub mod vegas;
 pub mod westwood;
+pub mod yeah;
 
 use crate::units::{Rate, Time};
 
@@ -147,7 +151,10 @@ pub struct AckSample {
     pub pkts_acked: u32,
     /// RTT sample of this ACK (from a never-retransmitted segment), if any.
     pub rtt: Option<Time>,
-    /// Packets in flight before this ACK.
+    /// Bytes delivered between the send of the most recently sent packet
+    /// this ACK delivers and now: mss_cache · (tp->delivered −
+    /// rs->prior_delivered), as tcp_clean_rtx_queue() fills it (NV's
+    /// rate sample).
     pub in_flight: u32,
 }
 
@@ -288,6 +295,17 @@ impl ConnState {
         acked.saturating_sub(used)
     }
 
+    /// tcp_current_ssthresh(): in CWR/Recovery the ssthresh being reduced
+    /// to, else at least 3/4 of cwnd (the window the flow could fall back
+    /// to without a loss).
+    pub fn current_ssthresh(&self) -> u32 {
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.snd_ssthresh
+        } else {
+            self.snd_ssthresh.max((self.snd_cwnd >> 1) + (self.snd_cwnd >> 2))
+        }
+    }
+
     /// tcp_cong_avoid_ai(): increase cwnd by 1 after `w` segments acked,
     /// accumulating in snd_cwnd_cnt (Linux's appropriate byte counting).
     pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
@@ -426,10 +444,21 @@ pub enum CcInfo {
         /// dctcp_alpha: ca->dctcp_alpha, in 1/1024 (DCTCP_MAX_ALPHA).
         alpha: u32,
     },
+    /// `struct tcpvegas_info` (tcp_vegas_get_info(), tcp_illinois_info()).
+    Vegas {
+        /// tcpv_enabled: Vegas's per-RTT decision runs (doing_vegas_now).
+        enabled: bool,
+        /// tcpv_rttcnt: RTT samples in the current round (cntRTT).
+        rttcnt: u32,
+        /// tcpv_rtt: Vegas's baseRTT, Illinois's average RTT (µs).
+        rtt_us: u32,
+        /// tcpv_minrtt: Vegas's minRTT of the round, Illinois's base RTT (µs).
+        minrtt_us: u32,
+    },
 }
 
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood", "vegas", "illinois", "yeah", "nv"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -438,7 +467,8 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
 
 /// Builds the algorithm named `name` with a per-connection `seed` for the
 /// algorithms that draw random numbers (BBR's probe_bw start phase, as
-/// Linux's prandom_u32_max), so parallel streams do not move in lockstep.
+/// Linux's prandom_u32_max; NV's min-RTT reset period, as its
+/// get_random_bytes), so parallel streams do not move in lockstep.
 pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl>> {
     match name {
         "reno" => Some(Box::new(reno::Reno)),
@@ -450,6 +480,10 @@ pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl
         "highspeed" => Some(Box::new(highspeed::HighSpeed::new())),
         "scalable" => Some(Box::new(scalable::Scalable)),
         "westwood" => Some(Box::new(westwood::Westwood::new())),
+        "vegas" => Some(Box::new(vegas::Vegas::new())),
+        "illinois" => Some(Box::new(illinois::Illinois::new())),
+        "yeah" => Some(Box::new(yeah::Yeah::new())),
+        "nv" => Some(Box::new(nv::Nv::with_seed(seed))),
         _ => None,
     }
 }

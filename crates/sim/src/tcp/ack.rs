@@ -166,7 +166,9 @@ impl Sender {
 
         let newly = (self.tp.delivered - prior_delivered) as u32;
         if newly > 0 {
-            let sample = AckSample { pkts_acked: newly, rtt: ca_rtt, in_flight: prior_in_flight };
+            let since_sent = self.tp.delivered.saturating_sub(self.rate.rs.prior_delivered);
+            let in_flight = (since_sent.saturating_mul(self.tp.mss_bytes as u64)).min(u32::MAX as u64) as u32;
+            let sample = AckSample { pkts_acked: newly, rtt: ca_rtt, in_flight };
             self.cc.pkts_acked(&mut self.tp, &sample);
         }
 

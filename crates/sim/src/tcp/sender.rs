@@ -496,11 +496,7 @@ impl Sender {
 
     /// tcp_current_ssthresh().
     pub(super) fn current_ssthresh(&self) -> u32 {
-        if self.in_cwnd_reduction() {
-            self.tp.snd_ssthresh
-        } else {
-            self.tp.snd_ssthresh.max((self.tp.snd_cwnd >> 1) + (self.tp.snd_cwnd >> 2))
-        }
+        self.tp.current_ssthresh()
     }
 
     /// tcp_init_cwnd_reduction().

@@ -32,7 +32,7 @@ mod minmax;
 mod pacing;
 mod probe_bw;
 mod probe_rtt;
-mod rng;
+pub(crate) mod rng;
 mod startup_drain;
 
 #[cfg(test)]
