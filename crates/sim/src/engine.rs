@@ -64,6 +64,19 @@ struct Stream {
 }
 
 impl Net {
+    /// A data packet enters fq_codel (kept out of line so the drop-tail
+    /// transmit path stays small enough to inline).
+    #[cold]
+    #[inline(never)]
+    fn enqueue_fq(&mut self, now: Time, stream: u32, wire_bytes: u32, seq: u64, ecn: SegEcn) {
+        if let Some(fq) = self.fq.as_mut() {
+            fq.enqueue(now, stream, wire::frame_bytes(wire_bytes), ecn.is_ect(), DataPkt { stream, seq, ecn });
+            if !self.link_busy {
+                self.serve_link(now);
+            }
+        }
+    }
+
     /// Carries out what stream `i`'s receiver asked for at `now`: ACKs go
     /// onto the stream's ACK pipe, timer requests onto the event heap.
     #[inline(always)]
@@ -151,11 +164,8 @@ impl SenderEnv for Tx<'_> {
             net.random_drops += 1;
             return;
         }
-        if let Some(fq) = net.fq.as_mut() {
-            fq.enqueue(now, self.stream, wire::frame_bytes(self.wire), ecn.is_ect(), DataPkt { stream: self.stream, seq, ecn });
-            if !net.link_busy {
-                net.serve_link(now);
-            }
+        if net.fq.is_some() {
+            net.enqueue_fq(now, self.stream, self.wire, seq, ecn);
             return;
         }
         let Some(a) = net.bottleneck.offer(now, wire::frame_bytes(self.wire), ecn.is_ect()) else { return };

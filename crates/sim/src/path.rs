@@ -141,7 +141,7 @@ impl Bottleneck {
     /// Offers a packet at `now`, ECN-capable (ECT) or not; returns its
     /// departure and whether the discipline marked it CE, or `None` if the
     /// buffer is full (tail drop).
-    #[inline]
+    #[inline(always)]
     pub fn offer(&mut self, now: Time, bytes: u32, ect: bool) -> Option<Admitted> {
         while let Some(&(dep, b)) = self.queue.front() {
             if dep > now {
