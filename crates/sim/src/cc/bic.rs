@@ -236,13 +236,7 @@ mod tests {
     use crate::cc::TCP_INFINITE_SSTHRESH;
     use crate::units::Time;
 
-    fn limited(cwnd: u32, ssthresh: u32) -> ConnState {
-        let mut tp = ConnState::new(1448);
-        tp.snd_cwnd = cwnd;
-        tp.snd_ssthresh = ssthresh;
-        tp.is_cwnd_limited = true;
-        tp
-    }
+    use crate::cc::test_support::cwnd_limited as limited;
 
     /// BIC whose ACK ratio is one packet per ACK (delayed_ack = 16).
     fn per_packet_acks(b: &mut Bic) {

@@ -174,13 +174,7 @@ impl CongestionControl for HighSpeed {
 mod tests {
     use super::*;
 
-    fn limited(cwnd: u32, ssthresh: u32) -> ConnState {
-        let mut tp = ConnState::new(1448);
-        tp.snd_cwnd = cwnd;
-        tp.snd_ssthresh = ssthresh;
-        tp.is_cwnd_limited = true;
-        tp
-    }
+    use crate::cc::test_support::cwnd_limited as limited;
 
     #[test]
     fn hstcp_aimd_vals_is_rfc3649_appendix_b() {

@@ -487,3 +487,20 @@ pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl
         _ => None,
     }
 }
+
+/// Shared by the algorithms' unit tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::ConnState;
+
+    /// A connection whose last transmit was cwnd-limited, with the given
+    /// cwnd and ssthresh (segments): what cong_avoid needs to act at all
+    /// (tcp_is_cwnd_limited).
+    pub(crate) fn cwnd_limited(cwnd: u32, ssthresh: u32) -> ConnState {
+        let mut tp = ConnState::new(1448);
+        tp.snd_cwnd = cwnd;
+        tp.snd_ssthresh = ssthresh;
+        tp.is_cwnd_limited = true;
+        tp
+    }
+}

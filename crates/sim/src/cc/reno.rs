@@ -39,13 +39,7 @@ impl CongestionControl for Reno {
 mod tests {
     use super::*;
 
-    fn limited(cwnd: u32, ssthresh: u32) -> ConnState {
-        let mut tp = ConnState::new(1448);
-        tp.snd_cwnd = cwnd;
-        tp.snd_ssthresh = ssthresh;
-        tp.is_cwnd_limited = true;
-        tp
-    }
+    use crate::cc::test_support::cwnd_limited as limited;
 
     #[test]
     fn rfc5681_ssthresh_is_half_cwnd_but_at_least_two() {

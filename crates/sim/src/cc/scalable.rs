@@ -48,13 +48,7 @@ impl CongestionControl for Scalable {
 mod tests {
     use super::*;
 
-    fn limited(cwnd: u32, ssthresh: u32) -> ConnState {
-        let mut tp = ConnState::new(1448);
-        tp.snd_cwnd = cwnd;
-        tp.snd_ssthresh = ssthresh;
-        tp.is_cwnd_limited = true;
-        tp
-    }
+    use crate::cc::test_support::cwnd_limited as limited;
 
     #[test]
     fn tcp_scalable_ssthresh_removes_one_eighth_but_keeps_two() {
