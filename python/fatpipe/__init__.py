@@ -36,6 +36,7 @@ def run(
     jobs: int | None = None,
     progress: Callable[[str], None] | None = print,
     force: bool = False,
+    testbed: str | Path | None = None,
 ) -> LoadedStudy:
     """Run (or resume) the study file `study` as `fatpipe run` does, then load it.
 
@@ -45,11 +46,12 @@ def run(
     (default: the CPU count); `progress`: called with each progress line
     (None: silent); `force`: run even if the cost estimate exceeds the
     limits (fatpipe.estimate; else StudyTooBig is raised before anything
-    runs). Failed runs are recorded in ``runs`` (status, reason) as the CLI
+    runs); `testbed`: a testbed file for the hosts backend (instead of the
+    study's [testbed]). Failed runs are recorded in ``runs`` (status, reason) as the CLI
     records them. A directory another process is writing raises
     fatpipe.results.StudyLocked; one that is not a fatpipe study, StoreError."""
     from .study import run_study
     backends = [backend] if isinstance(backend, str) else backend
     result = run_study(study, backends=backends, out=out, jobs=jobs, emit=progress or (lambda _line: None),
-                       force=force)
+                       force=force, testbed=testbed)
     return result.store.load()

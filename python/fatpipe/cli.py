@@ -80,7 +80,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     say = Output()
     say.stop_when_closed = True
     result = run_study(args.study, backends=args.backend, out=args.out, jobs=args.jobs or None,
-                       emit=say, force=args.force)
+                       emit=say, force=args.force, testbed=args.testbed)
     say.stop_when_closed = False
     out, counts = result.store.root, result.counts
     say(f"\nwrote {out}/runs.parquet ({counts['runs']} rows), series.parquet ({counts.get('series', 0)} rows)")
@@ -193,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=int, default=0,
                      help="runs at once where the backend allows it (default: cores)")
     run.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    run.add_argument("--testbed", help="run on the hosts of this testbed (a TOML file, or a study with one) "
+                                       "instead of the study's own [testbed]")
     run.add_argument("--force", action="store_true",
                      help="run even if the estimate exceeds the limits (disk, memory, series rows per run)")
     run.set_defaults(func=cmd_run)

@@ -39,6 +39,11 @@ class LoadedStudy:
         """Every per-interval sample of every run (empty if none were kept)."""
         return self.store.series_table()
 
+    def run_facts(self, run_id: str) -> dict[str, Any]:
+        """What the backend recorded about one run beyond the tables (the
+        emulator's counters, the hosts' clock offsets, …)."""
+        return self.store.run_facts(run_id)
+
     def read_series(self, columns: list[str] | None = None, run_id: str | None = None) -> pd.DataFrame:
         """Some columns of the series, or one run's samples, without reading the rest."""
         if columns is None and run_id is None:

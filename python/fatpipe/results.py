@@ -286,9 +286,11 @@ class StudyStore:
         series: dict[str, list] | None = None,
         rpcs: dict[str, list] | None = None,
         reason: str = "",
+        facts: dict[str, Any] | None = None,
     ) -> None:
         """Write a run's series and RPCs, then its record (which marks it done
-        and lists the rows of each file, for the check on resume)."""
+        and lists the rows of each file, for the check on resume, and keeps
+        the backend's facts of the run: RunOutcome.facts)."""
         files = {}
         if series is not None and series.get("t_s"):
             table = pa.table(series)
@@ -298,9 +300,19 @@ class StudyStore:
             table = pa.table(rpcs)
             self._write("rpcs", f"{run_id}.parquet", _parquet_writer(table))
             files["rpcs"] = table.num_rows
-        record = {"run_id": run_id, "status": status, "reason": reason, "rows": rows, "files": files}
+        record = {"run_id": run_id, "status": status, "reason": reason, "rows": rows, "files": files,
+                  "facts": facts or {}}
         data = json.dumps(record, default=float).encode()
         self._write("runs", f"{run_id}.json", lambda f: f.write(data))
+
+    def run_facts(self, run_id: str) -> dict[str, Any]:
+        """What the backend recorded about run `run_id` (RunOutcome.facts;
+        empty for a failed run or one written before facts were kept)."""
+        try:
+            data = (self.root / "runs" / f"{run_id}.json").read_bytes()
+        except FileNotFoundError:
+            raise KeyError(f"{self.root}: no run {run_id!r}") from None
+        return json.loads(data).get("facts", {})
 
     # ---- consolidated tables ---------------------------------------------
 

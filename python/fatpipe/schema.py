@@ -77,6 +77,9 @@ class PathReport:
     bottleneck_bps: float | None = None  # bytes through the bottleneck over the run (mean, all flows)
     late_p99_s: float | None = None  # delay-line lateness, 99th percentile
     late_max_s: float | None = None
+    # Hosts on their own clocks: how far a host's clock may be off the
+    # controller's during the run (the largest over the hosts; None: one clock).
+    clock_uncertainty_s: float | None = None
 
     @property
     def loss_rate(self) -> float | None:
@@ -155,11 +158,16 @@ def parquet_version(path: str | Path, default: int) -> int:
 def upgrade_runs(df):
     """A runs DataFrame with the columns added since it was written:
     ``path_ce_marks`` = 0 after ``path_queue_drops`` (no bottleneck marked
-    CE before the column existed)."""
-    if "path_ce_marks" in df.columns or "path_queue_drops" not in df.columns:
+    CE before the column existed); ``path_clock_uncertainty_s`` = None after
+    ``path_late_max_s`` (every run before it ran on one clock)."""
+    if "path_queue_drops" not in df.columns:
         return df
-    df = df.copy()
-    df.insert(df.columns.get_loc("path_queue_drops") + 1, "path_ce_marks", 0)
+    if "path_ce_marks" not in df.columns:
+        df = df.copy()
+        df.insert(df.columns.get_loc("path_queue_drops") + 1, "path_ce_marks", 0)
+    if "path_clock_uncertainty_s" not in df.columns and "path_late_max_s" in df.columns:
+        df = df.copy()
+        df.insert(df.columns.get_loc("path_late_max_s") + 1, "path_clock_uncertainty_s", None)
     return df
 
 

@@ -26,6 +26,7 @@ from .backends.base import FlowPlan, HostLimits, RunPlan
 from .results import StoreError, StudyStore
 from .schema import path_columns
 from .summary import series_with_goodput, summarize
+from .testbed import Testbed, load_testbed, study_problems
 
 
 def derive_seed(study_seed: int, point: int, rep: int) -> int:
@@ -57,10 +58,16 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
 
 
 def plan_runs(
-    spec: spec_mod.Spec, raw: dict[str, Any], backends: list[str] | None = None
+    spec: spec_mod.Spec, raw: dict[str, Any], backends: list[str] | None = None, testbed: Testbed | None = None
 ) -> list[RunPlan]:
-    """Every run of the study, validated before anything starts."""
+    """Every run of the study, validated before anything starts. `testbed`
+    (--testbed FILE) replaces the study's own [testbed]."""
     spec_mod.check_run_count(spec, backends)
+    if testbed is not None:
+        problems = study_problems(testbed, {f.sender for f in spec.flows})
+        if problems:
+            raise spec_mod.SpecError(problems, "--testbed")
+    testbed = testbed if testbed is not None else spec.testbed
     plans = []
     for point, overrides in enumerate(sweep_points(spec)):
         point_spec = spec_mod.point_spec(raw, overrides, spec)
@@ -105,6 +112,7 @@ def plan_runs(
                         receiver=_host_limits(point_spec, "receiver"),
                         flows=flows,
                         swept=dict(overrides),
+                        testbed=testbed,
                     )
                 )
     return plans
@@ -175,7 +183,7 @@ def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
     n = len(series["t_s"])
     series = {"run_id": [plan.run_id] * n, "backend": [plan.backend] * n, **series}
     rpcs = {"run_id": [plan.run_id] * len(outcome.rpcs["start_s"]), **outcome.rpcs}
-    store.write_run(plan.run_id, "ok", full_rows, series, rpcs)
+    store.write_run(plan.run_id, "ok", full_rows, series, rpcs, facts=outcome.facts)
     goodputs = " ".join(
         f"{r['cc']}x{r['streams']}={(r['goodput_bps'] or 0) / 1e6:.1f}Mbit/s" for r in rows
     )
@@ -270,6 +278,7 @@ def run_study(
     jobs: int | None = None,
     emit: Callable[[str], None] = print,
     force: bool = False,
+    testbed: str | Path | Testbed | None = None,
 ) -> StudyRun:
     """Run (or resume) the study in `study_file`: validate it, plan its runs
     on `backends` (default: the study's own), check every backend can carry
@@ -277,10 +286,13 @@ def run_study(
     limits (refused with StudyTooBig unless `force`), then, holding the
     directory's lock, run them into `out` (default results/<study name>) and
     consolidate the tables, also when interrupted. `jobs` bounds the runs at
-    once (default: the CPU count). `fatpipe run` and fatpipe.run() both come
-    here."""
+    once (default: the CPU count). `testbed` (a Testbed or a file) replaces
+    the study's [testbed] for backends that run on one. `fatpipe run` and
+    fatpipe.run() both come here."""
     spec, raw = spec_mod.load(study_file)
-    plans = plan_runs(spec, raw, list(backends) if backends else None)
+    if testbed is not None and not isinstance(testbed, Testbed):
+        testbed = load_testbed(testbed)
+    plans = plan_runs(spec, raw, list(backends) if backends else None, testbed)
     root = Path(out) if out else study_dir_default(spec)
     jobs = jobs or os.cpu_count() or 1
     for name in sorted({p.backend for p in plans}):

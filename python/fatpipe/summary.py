@@ -29,6 +29,10 @@ LATENESS_FRACTION_OF_RTT = 0.05
 # this fraction of its rate is flagged `rate_short`: the path did not carry
 # its configured rate (a kernel path whose machine cannot keep up).
 RATE_SHORT_FRACTION = 0.5
+# Hosts on their own clocks (hosts backend): a run whose clock offsets are
+# uncertain by more than this fraction of the sampling interval is flagged
+# `clock_uncertain` (its hosts' samples may be misaligned by that much).
+CLOCK_FRACTION_OF_INTERVAL = 0.1
 
 
 def _percentile(values: np.ndarray, q: float) -> float | None:
@@ -151,6 +155,9 @@ def path_flags(plan: RunPlan, path: PathReport) -> list[str]:
             flags.append("loss_off")
     if emulator_late(path.late_p99_s, plan.rtt_s):
         flags.append("emulator_late")
+    if path.clock_uncertainty_s is not None and \
+            path.clock_uncertainty_s > CLOCK_FRACTION_OF_INTERVAL * plan.sample_interval_s:
+        flags.append("clock_uncertain")
     return flags
 
 

@@ -6,6 +6,8 @@ passed with ``--testbed FILE`` (so one study runs on several testbeds)::
 
     [testbed]
     connect_timeout = "10s"
+    keepalive = "15s"                   # SSH keepalive interval (3 unanswered: connection lost)
+    lease = "30s"                       # an agent that hears nothing for this long cleans up
     [testbed.hosts.alpha]
     ssh = "fatpipe@alpha.example.org"   # user@host[:port]; ~/.ssh/config applies
     address = "10.1.0.1"                # the address its test traffic uses
@@ -46,6 +48,9 @@ DEFAULT_MAX_SESSIONS = 8
 MAX_MAX_SESSIONS = 64
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_KEEPALIVE_S = 15.0
+# How long a host's agent outlives a controller it no longer hears from
+# (renewed three times per lease): then it stops the run and undoes it.
+DEFAULT_LEASE_S = 30.0
 
 _NO_PASSWORDS = ("fatpipe never takes passwords: authenticate with an SSH key (ssh-agent, or IdentityFile "
                  "in your ssh_config)")
@@ -161,6 +166,7 @@ class Testbed(_Strict):
     max_sessions: Annotated[int, Field(ge=1, le=MAX_MAX_SESSIONS)] = DEFAULT_MAX_SESSIONS
     connect_timeout: Annotated[float, _time_s(0.1, 600.0)] = DEFAULT_CONNECT_TIMEOUT_S
     keepalive: Annotated[float, _time_s(1.0, 3600.0)] = DEFAULT_KEEPALIVE_S
+    lease: Annotated[float, _time_s(2.0, 3600.0)] = DEFAULT_LEASE_S
     password: Secret = None
     passphrase: Secret = None
 

@@ -1,6 +1,7 @@
 """A testbed on one machine: network namespaces that play hosts, each with a
 real OpenSSH server, reached from the root namespace through
-``ProxyCommand ip netns exec NS nc %h %p`` (the code path of a bastion).
+``ProxyCommand ip netns exec NS python3 tcp_relay.py %h %p`` (the code path
+of a bastion; tcp_relay.py is nc with TCP_NODELAY).
 
 Topology (veth, as the kernel backend wires its namespaces)::
 
@@ -19,6 +20,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -30,6 +32,8 @@ from fatpipe.backends.kernel.cleanup import stop_process
 from fatpipe.backends.kernel.netns import Namespace, add_veth
 
 LAB_PREFIX = "fph-"
+# The lab's ProxyCommand: nc with TCP_NODELAY (see tcp_relay.py).
+RELAY = Path(__file__).with_name("tcp_relay.py")
 SSHD = "/usr/sbin/sshd"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 MTU_BYTES = 1500
@@ -181,7 +185,7 @@ class Lab:
         and known_hosts (every namespace's key under its addresses)."""
         blocks = []
         hosts = {a: {"Hostname": d.address, "Port": str(d.port), "ProxyCommand":
-                     f"ip netns exec {d.ns.name} nc %h %p"} for a, d in self.daemons.items()}
+                     f"ip netns exec {d.ns.name} {sys.executable} {RELAY} %h %p"} for a, d in self.daemons.items()}
         hosts.update(extra_hosts or {})
         for alias, opts in hosts.items():
             merged = {"User": "root", "IdentityFile": str(self.dir / "client_key"), "IdentitiesOnly": "yes",

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from .. import wire
 from ..schema import RPC_COLUMNS, SERIES_COLUMNS, PathReport
+from ..testbed import Testbed
 
 __all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Backend", "BackendUnavailable", "FlowPlan", "HostLimits",
            "PathReport", "RunOutcome", "RunPlan"]
@@ -75,6 +76,9 @@ class RunPlan:
     # The bottleneck's queue discipline (aqm.py Aqm.plan()): {"kind": "droptail"}
     # or {"kind": "ce_threshold", "k_packets" | "k_bytes" | "k_s": K}.
     aqm: dict[str, Any] = field(default_factory=lambda: {"kind": "droptail"})
+    # The machines a testbed backend runs on (the study's [testbed], or
+    # --testbed FILE); None for backends that build their own path.
+    testbed: Testbed | None = None
 
     def asks_for_ecn(self) -> list[str]:
         """The spec keys of this run that ask for ECN or a marking

@@ -1,11 +1,13 @@
 """The hosts backend: the same study on real machines reached over SSH.
 
-What exists so far: the testbed description (fatpipe.testbed), the SSH
-transport (transport.py), clock offsets (clock.py), `fatpipe doctor
---testbed FILE` (doctor.py), `fatpipe clean --testbed FILE` (cleanup.py),
-and the agent on each host (agent.py, driven by agent_client.py). Flows do
-not run through the agent yet, so :meth:`HostsBackend.check` refuses every
-run, saying so.
+The testbed (fatpipe.testbed) names the hosts: senders, a receiver and an
+optional emulator box. :meth:`HostsBackend.check` reaches every host before
+a study starts (`fatpipe doctor --testbed FILE`'s checks, doctor.py) and
+refuses, naming the host, what the hosts cannot do; each run then goes
+through an agent on every host it uses (hostrun.py: agent_client.py,
+remote_path.py, remote_traffic.py) and leaves nothing behind on them.
+`fatpipe clean --testbed FILE` (cleanup.py) removes what a run killed with
+its controller left.
 
 A backend that works on a testbed sets ``takes_testbed = True``: the CLI
 then hands ``testbed=`` to its ``doctor()`` and ``clean()``.
@@ -16,12 +18,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...testbed import Testbed
+from ...testbed import RECEIVER_ROLE, Testbed
 from ..base import BackendUnavailable, RunOutcome, RunPlan
 
-NOT_YET = ("the hosts backend cannot run traffic yet: running flows through the agent on each host is still "
-           "to come; `fatpipe doctor --testbed FILE` checks a testbed and `fatpipe clean --testbed FILE` "
-           "cleans it")
+NO_TESTBED = ("the hosts backend runs on a testbed: add a [testbed] section to the study or pass "
+              "`fatpipe run --testbed FILE` (docs/hosts.md)")
 
 
 class NoTestbedReport:
@@ -34,21 +35,67 @@ class NoTestbedReport:
         return f"  {self.verdict}"
 
 
+def plan_problems(plan: RunPlan, report: Any) -> list[str]:
+    """What the testbed's hosts (a doctor report) cannot do of `plan` (pure)."""
+    problems = []
+    ecn_keys = plan.asks_for_ecn()
+    if ecn_keys:
+        problems.append(f"run {plan.run_id}: {', '.join(ecn_keys)}: the hosts backend does not set up ECN or a "
+                        "marking bottleneck yet (the sim backend does)")
+    tb = plan.testbed
+    for f in plan.flows:
+        if f.kind not in ("bulk", "rpc"):
+            problems.append(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not supported by the "
+                            "hosts backend (bulk, rpc)")
+        # The sender's sockets carry the CCA; an RPC client's too (rpc_engine.py).
+        for role in (f.sender, RECEIVER_ROLE) if f.kind == "rpc" else (f.sender,):
+            found = tb.host_for_role(role) if tb is not None else None
+            if found is None:
+                continue
+            probe = report.host(found[0]).probe
+            if probe is not None and probe.ccas is not None and f.cc not in probe.ccas:
+                problems.append(f"run {plan.run_id}: flow group {f.group}: host {found[0]} ({role}) has no CCA "
+                                f"{f.cc!r} (it has: {' '.join(probe.ccas)})")
+    return problems
+
+
 class HostsBackend:
     name = "hosts"
     takes_testbed = True
 
+    def __init__(self) -> None:
+        self._facts: dict[str, Any] = {}
+
     def max_parallel_runs(self, jobs: int) -> int:  # noqa: ARG002 - runs share the testbed's path
         return 1
 
-    def check(self, plans: list[RunPlan]) -> None:  # noqa: ARG002 - refuses every run for now
-        raise BackendUnavailable(NOT_YET)
+    def check(self, plans: list[RunPlan]) -> None:
+        testbeds = {id(p.testbed): p.testbed for p in plans}
+        if not plans:
+            return
+        if None in testbeds.values():
+            raise BackendUnavailable(NO_TESTBED)
+        from .doctor import doctor
+        problems: list[str] = []
+        for testbed in testbeds.values():
+            report = doctor(testbed)
+            if not report.usable:
+                raise BackendUnavailable(report.verdict)
+            for p in plans:
+                if p.testbed is testbed:
+                    problems += plan_problems(p, report)
+            self._facts = {"testbed": {h.name: h.facts() for h in report.hosts}}
+        if problems:
+            raise BackendUnavailable("; ".join(dict.fromkeys(problems)))
 
     def facts(self) -> dict[str, Any]:
-        return {}
+        return dict(self._facts)
 
-    def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:  # noqa: ARG002 - see check()
-        raise BackendUnavailable(NOT_YET)
+    def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:
+        if plan.testbed is None:
+            raise BackendUnavailable(NO_TESTBED)
+        from .hostrun import run
+        return run(plan, workdir)
 
     def doctor(self, testbed: Testbed | None = None) -> Any:
         if testbed is None:

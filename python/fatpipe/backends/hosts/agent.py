@@ -11,7 +11,10 @@ the run directory (layout.py) and starts it over one SSH channel::
 Protocol: one JSON object per line on stdin, one answer per line on stdout
 (``{"id": N, "ok": true, ...}`` or ``{"id": N, "ok": false, "error": ...}``);
 the first line out is ``{"event": "ready", "pid": ...}``. Operations: start,
-stop, sysctl_set, put, get, clock, status, renew (see OPS).
+stop, wait, signal, sysctl_set, change, put, get, clock, status, renew (see
+OPS). Answers come in request order except ``wait``'s, which come when what
+it waits for happens (a line in a process's output, or its exit), so a run
+can wait for many processes at once while the lease is renewed.
 
 Lifecycle: the agent writes OWNER_FILE (its pid and lease deadline, on this
 host's clock) and STATE_FILE (what to undo) before each change. It cleans up
@@ -58,6 +61,17 @@ SYSCTL_ALLOWED = frozenset({
     "net.core.wmem_max",
 })
 PROTECTED = frozenset({OWNER_FILE, STATE_FILE, AGENT_FILE})
+# Programs of the "change" op: what the emulator box needs (qdiscs, the
+# delay line's NFQUEUE rules). Each change comes with the command that undoes
+# it, saved before the change is made and run at exit.
+CHANGE_PROGRAMS = frozenset({"tc", "iptables", "iptables-legacy", "iptables-nft"})
+CHANGE_TIMEOUT_S = 20.0
+# Signals the "signal" op sends to a group the agent started (linkem's
+# SIGUSR1: forget lateness so far).
+SIGNALS = {"USR1": signal.SIGUSR1, "USR2": signal.SIGUSR2}
+WAIT_POLL_S = 0.02
+MAX_WAIT_S = 3600.0
+TAIL_BYTES = 2000
 
 
 class Refused(Exception):
@@ -150,6 +164,21 @@ def group_members(pgid, marker):
         if st and st[1] == pgid and st[0] != "Z" and has_marker(int(name), marker):
             out.append(int(name))
     return out
+
+
+def leader_exit_status(proc):
+    """The exit status of the agent's child `proc` as Popen.returncode
+    would give it (negative: killed by that signal), or None while it runs;
+    the child stays unreaped."""
+    if proc.returncode is not None:
+        return proc.returncode
+    try:
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return None
+    if info is None:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
 def leader_exited(proc):
@@ -261,7 +290,8 @@ class Agent:
         self.marker = (f"{ENV_MARKER}={self.run_dir}").encode()
         self.children = {}  # pgid -> Popen (leader, unreaped until its group is gone)
         self.state = {"run_id": run_id, "boot_id": boot_id(), "netns": netns_id(), "marker": self.marker.decode(),
-                      "groups": [], "sysctls": {}, "keep_results": keep_results}
+                      "groups": [], "sysctls": {}, "changes": [], "keep_results": keep_results}
+        self.waits = []  # pending "wait" requests: (request, deadline on the monotonic clock)
         self.lease_deadline = time.monotonic() + lease_s
         self.stop_reason = None
 
@@ -322,6 +352,108 @@ class Agent:
         self.save_state()
         return {"pgid": pgid, "returncode": code}
 
+    def op_wait(self, req):
+        """Registers the wait; :meth:`poll_waits` answers it."""
+        pgid = req.get("pgid")
+        if pgid not in self.children:
+            raise Refused(f"wait: {pgid!r} is not a process group this agent started")
+        timeout = req.get("timeout_s", 60.0)
+        if not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_WAIT_S:
+            raise Refused(f"wait: timeout_s {timeout!r}: a number of seconds in (0, {MAX_WAIT_S:g}]")
+        word = req.get("word")
+        if word is not None:
+            if not isinstance(word, str) or not word or "\n" in word:
+                raise Refused("wait: word must be a non-empty string without a newline")
+            components(req.get("stdout"))  # the file the word will appear in
+        self.waits.append((req, time.monotonic() + timeout))
+        return None  # answered later
+
+    def _tail(self, rel):
+        if not rel:
+            return ""
+        try:
+            fd = open_in(self.run_dir, rel, os.O_RDONLY)
+        except Refused:
+            return ""
+        with os.fdopen(fd, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - TAIL_BYTES))
+            return f.read().decode("utf-8", "replace")
+
+    def _has_line(self, rel, word):
+        try:
+            fd = open_in(self.run_dir, rel, os.O_RDONLY)
+        except Refused:
+            return False
+        with os.fdopen(fd, "rb") as f:
+            return any(line.strip() == word.encode() for line in f.read(1 << 20).splitlines())
+
+    def poll_waits(self):
+        """Answers every wait whose condition holds (or whose time is up)."""
+        still = []
+        for req, deadline in self.waits:
+            proc = self.children.get(req["pgid"])
+            status = leader_exit_status(proc) if proc is not None else None
+            answer = None
+            if req.get("word") is not None and self._has_line(req["stdout"], req["word"]):
+                answer = {"ok": True, "pgid": req["pgid"], "seen": req["word"]}
+            elif proc is None or status is not None:
+                if req.get("word") is None:
+                    answer = {"ok": True, "pgid": req["pgid"], "returncode": status,
+                              "stderr_tail": self._tail(req.get("stderr"))}
+                else:
+                    answer = {"ok": False, "error": "wait: process group {} exited ({}) before printing {!r}: {}"
+                              .format(req["pgid"], status, req["word"], self._tail(req.get("stderr")).strip()[-600:])}
+            elif time.monotonic() > deadline:
+                what = "printing {!r}".format(req["word"]) if req.get("word") is not None else "exiting"
+                answer = {"ok": False, "error": "wait: process group {} not {} within {:g} s: {}".format(
+                    req["pgid"], what, req.get("timeout_s", 60.0), self._tail(req.get("stderr")).strip()[-600:])}
+            if answer is None:
+                still.append((req, deadline))
+                continue
+            answer["id"] = req.get("id")
+            if not self.send(answer):
+                self.stop_reason = "stdout closed"
+        self.waits = still
+
+    def op_signal(self, req):
+        pgid = req.get("pgid")
+        if pgid not in self.children:
+            raise Refused(f"signal: {pgid!r} is not a process group this agent started")
+        name = req.get("signal")
+        if name not in SIGNALS:
+            raise Refused("signal: {!r} is not one the agent sends (allowed: {})".format(name, ", ".join(SIGNALS)))
+        if leader_exited(self.children[pgid]):
+            raise Refused(f"signal: process group {pgid} has exited")
+        os.killpg(pgid, SIGNALS[name])  # the leader is unreaped: the group id is still this one
+        return {"pgid": pgid, "signal": name}
+
+    def op_change(self, req):
+        do, undo = req.get("do"), req.get("undo")
+        for key, argv in (("do", do), ("undo", undo)):
+            if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+                raise Refused(f"change: {key} must be a non-empty list of strings")
+            if argv[0] not in CHANGE_PROGRAMS:
+                raise Refused("change: {} runs {!r}; the agent changes a host only with {}".format(
+                    key, argv[0], ", ".join(sorted(CHANGE_PROGRAMS))))
+        if do[0] != undo[0]:
+            raise Refused(f"change: undo runs {undo[0]!r}, do runs {do[0]!r}: the same program undoes a change")
+        self.state["changes"].append(undo)  # saved before the change: a crash in between is undone too
+        self.save_state()
+        try:
+            done = subprocess.run(do, stdin=subprocess.DEVNULL, capture_output=True, timeout=CHANGE_TIMEOUT_S,
+                                  check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            done = None
+            problem = str(e)
+        if done is None or done.returncode != 0:
+            self.state["changes"].pop()
+            self.save_state()
+            if done is not None:
+                problem = "exit {}: {}".format(done.returncode, done.stderr.decode("utf-8", "replace").strip()[-500:])
+            raise Refused("change `{}` failed ({})".format(" ".join(do), problem))
+        return {"changes": len(self.state["changes"])}
+
     def op_sysctl_set(self, req):
         key = req.get("key")
         value = check_sysctl_value(key, req.get("value"))
@@ -374,7 +506,7 @@ class Agent:
         self.write_owner()
         return {"lease_s": self.lease_s}
 
-    OPS = ("start", "stop", "sysctl_set", "put", "get", "clock", "status", "renew")
+    OPS = ("start", "stop", "wait", "signal", "sysctl_set", "change", "put", "get", "clock", "status", "renew")
 
     def handle(self, line):
         try:
@@ -388,6 +520,8 @@ class Agent:
             if op not in self.OPS:
                 raise Refused("unknown op {!r} (known: {})".format(op, ", ".join(self.OPS)))
             answer = getattr(self, "op_" + op)(req)
+            if answer is None:
+                return None  # answered later (wait)
             answer.update({"id": req.get("id"), "ok": True})
         except Refused as e:
             answer = {"id": req.get("id"), "ok": False, "error": str(e)}
@@ -415,7 +549,9 @@ class Agent:
             left = self.lease_deadline - time.monotonic()
             if left <= 0:
                 return "lease passed without a renew"
-            ready, _, _ = select.select([fd, wakeup_fd], [], [], left)
+            ready, _, _ = select.select([fd, wakeup_fd], [], [], min(left, WAIT_POLL_S) if self.waits else left)
+            if self.waits:
+                self.poll_waits()
             if fd not in ready:
                 continue
             chunk = os.read(fd, 1 << 20)
@@ -426,7 +562,10 @@ class Agent:
                 return f"a request line over {MAX_LINE_BYTES} bytes"
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
-                if line.strip() and not self.send(self.handle(line.decode("utf-8", "replace"))):
+                if not line.strip():
+                    continue
+                answer = self.handle(line.decode("utf-8", "replace"))
+                if answer is not None and not self.send(answer):
                     return "stdout closed"
         return self.stop_reason
 
@@ -448,6 +587,27 @@ def cleanup(run_dir, state, held=None):
         if held and pgid in held:
             held.pop(pgid).wait()
         state["groups"].remove(pgid)
+    changes = state.setdefault("changes", [])
+    while changes:
+        undo = changes[-1]
+        if same_boot and not same_netns:
+            problems.append("{} was changed in another network namespace ({})".format(
+                " ".join(undo), state.get("netns")))
+            break
+        if same_boot:  # another boot has none of these changes left
+            try:
+                done = subprocess.run(undo, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, timeout=CHANGE_TIMEOUT_S, check=False)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                problems.append("cannot undo with `{}`: {}".format(" ".join(undo), e))
+                break
+            if done.returncode != 0:
+                err = done.stderr.decode("utf-8", "replace").strip()[-300:]
+                problems.append("`{}` failed: {}".format(" ".join(undo), err))
+                break
+        changes.pop()
+        if run_dir and os.path.isdir(run_dir):
+            write_json_atomic(os.path.join(run_dir, STATE_FILE), state)  # an undone change is never replayed
     for key, old in list(state.get("sysctls", {}).items()):
         if same_boot and not same_netns:
             problems.append("sysctl {} was changed in another network namespace ({})".format(key, state.get("netns")))

@@ -141,9 +141,9 @@ class AgentClient:
             if not self._ready.done():
                 self._ready.set_exception(self._error(self._gone))
 
-    async def request(self, op: str, timeout_s: float = REQUEST_TIMEOUT_S, **fields: Any) -> dict:
+    async def request(self, op: str, answer_within_s: float = REQUEST_TIMEOUT_S, **fields: Any) -> dict:
         """Send one request and wait for its answer (AgentError naming the
-        host if the agent refuses it, is gone, or takes over `timeout_s`)."""
+        host if the agent refuses it, is gone, or takes over `answer_within_s`)."""
         if self._gone is not None:
             raise self._error(self._gone)
         async with self._lock:
@@ -157,10 +157,10 @@ class AgentClient:
                 self._pending.pop(rid, None)
                 raise self._error(f"{op}: the channel is gone ({e})") from None
         try:
-            answer = await asyncio.wait_for(fut, timeout_s)
+            answer = await asyncio.wait_for(fut, answer_within_s)
         except TimeoutError:
             self._pending.pop(rid, None)
-            raise self._error(f"{op}: no answer within {timeout_s:g} s") from None
+            raise self._error(f"{op}: no answer within {answer_within_s:g} s") from None
         if not answer.get("ok"):
             raise self._error(f"{op} refused: {answer.get('error')}")
         return answer
@@ -176,9 +176,28 @@ class AgentClient:
 
     async def stop(self, pgid: int, grace_s: float = agent.STOP_GRACE_S) -> int | None:
         """SIGTERM group `pgid`, SIGKILL after `grace_s`; its leader's exit code."""
-        answer = await self.request("stop", timeout_s=grace_s + agent.KILL_WAIT_S + REQUEST_TIMEOUT_S, pgid=pgid,
+        answer = await self.request("stop", answer_within_s=grace_s + agent.KILL_WAIT_S + REQUEST_TIMEOUT_S, pgid=pgid,
                                     grace_s=grace_s)
         return answer["returncode"]
+
+    async def wait_line(self, pgid: int, word: str, stdout: str, stderr: str | None, timeout_s: float) -> None:
+        """Wait until group `pgid`'s output file `stdout` has the line `word`
+        (AgentError with its stderr if it exits first or takes longer)."""
+        await self.request("wait", answer_within_s=timeout_s + REQUEST_TIMEOUT_S, pgid=pgid, word=word,
+                           stdout=stdout, stderr=stderr, timeout_s=timeout_s)
+
+    async def wait_exit(self, pgid: int, timeout_s: float, stderr: str | None = None) -> tuple[int, str]:
+        """Wait for group `pgid`'s leader to exit: (exit status, its stderr's tail)."""
+        answer = await self.request("wait", answer_within_s=timeout_s + REQUEST_TIMEOUT_S, pgid=pgid,
+                                    stderr=stderr, timeout_s=timeout_s)
+        return int(answer["returncode"]), str(answer.get("stderr_tail", ""))
+
+    async def signal(self, pgid: int, name: str) -> None:
+        await self.request("signal", pgid=pgid, signal=name)
+
+    async def change(self, do: Sequence[str], undo: Sequence[str]) -> None:
+        """Run `do` on the host; `undo` runs when the agent ends (saved first)."""
+        await self.request("change", do=list(do), undo=list(undo))
 
     async def sysctl_set(self, key: str, value: str) -> str:
         """Set an allowed sysctl (restored when the agent ends); its old value."""

@@ -19,6 +19,8 @@ from ..kernel.doctor import Check
 from . import clock, layout, remote_probe, transport
 
 PROBE_TIMEOUT_S = 30.0
+# What remote_probe.py reports beyond the checks: the host's facts for the manifest.
+FACT_KEYS = ("machine", "cpu_model", "cpus", "driver", "offloads", "tcp_rmem", "tcp_wmem")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Probe:
     addresses: tuple[str, ...] | None  # None: `ip` is missing on the host
     tc: str | None
     qdiscs: dict[str, tuple[bool | None, str]]  # kind -> (available, how it was decided)
+    facts: dict = field(default_factory=dict)  # machine, cpu_model, driver, offloads, tcp_rmem, ... (manifest)
 
 
 def parse_probe(text: str) -> Probe:
@@ -46,7 +49,8 @@ def parse_probe(text: str) -> Probe:
             allowed_ccas=tuple(d["allowed_ccas"]) if d["allowed_ccas"] is not None else None,
             mtu_bytes=d["mtu"], addresses=tuple(d["addresses"]) if d["addresses"] is not None else None,
             tc=d["tc"],
-            qdiscs={k: (v["available"], str(v["how"])) for k, v in d["qdiscs"].items()})
+            qdiscs={k: (v["available"], str(v["how"])) for k, v in d["qdiscs"].items()},
+            facts={k: d.get(k) for k in FACT_KEYS if k in d})
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"the host's probe answered something else than expected ({e}): {text[:200]!r}") from None
 
@@ -91,6 +95,19 @@ class HostReport:
     host: TestbedHost
     checks: list[Check] = field(default_factory=list)
     offset: clock.ClockOffset | None = None
+    probe: Probe | None = None
+
+    def facts(self) -> dict:
+        """What the study's manifest records of this host."""
+        p = self.probe
+        out: dict = {"role": self.host.role, "ssh": str(self.host.ssh), "address": self.host.address,
+                     "interface": self.host.interface}
+        if p is not None:
+            out.update({"kernel": p.kernel, "python": p.python, "ccas": list(p.ccas or ()), "mtu": p.mtu_bytes,
+                        "qdiscs": {k: v[0] for k, v in p.qdiscs.items()}, **p.facts})
+        if self.offset is not None:
+            out["clock_offset_s"], out["clock_uncertainty_s"] = self.offset.offset_s, self.offset.uncertainty_s
+        return out
 
     @property
     def ready(self) -> bool:
@@ -155,7 +172,8 @@ async def _check_host(ep: transport.Endpoint, host: TestbedHost) -> HostReport:
                                        "python3 on every host"))
         else:
             try:
-                report.checks += probe_checks(host, parse_probe(result.stdout))
+                report.probe = parse_probe(result.stdout)
+                report.checks += probe_checks(host, report.probe)
             except ValueError as e:
                 report.checks.append(Check("probe", False, str(e)))
         try:

@@ -87,6 +87,37 @@ def interface_addresses(interface):
     return [a["local"] for link in links for a in link.get("addr_info", []) if "local" in a]
 
 
+def cpu_model():
+    for line in (read_text("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def nic_driver(interface):
+    try:
+        return os.path.basename(os.readlink("/sys/class/net/" + interface + "/device/driver"))
+    except OSError:
+        return None  # virtual (veth, bridge) or no such interface
+
+
+def offloads(interface):
+    """{feature: "on"/"off"} of `ethtool -k`, for the features that shape
+    TCP's packets (None without ethtool)."""
+    if not shutil.which("ethtool"):
+        return None
+    proc = subprocess.run(["ethtool", "-k", interface], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True, check=False)
+    wanted = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",
+              "large-receive-offload")
+    out = {}
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in wanted:
+            out[key.strip()] = value.split()[0] if value.split() else ""
+    return out
+
+
 def split_words(text):
     return text.split() if text is not None else None
 
@@ -105,6 +136,14 @@ def probe(interface):
         "addresses": interface_addresses(interface),
         "tc": shutil.which("tc"),
         "qdiscs": {kind: qdisc_availability(kind, release) for kind in QDISCS},
+        # Facts for the study's manifest (not checks).
+        "machine": os.uname().machine,
+        "cpu_model": cpu_model(),
+        "cpus": os.cpu_count(),
+        "driver": nic_driver(interface),
+        "offloads": offloads(interface),
+        "tcp_rmem": " ".join((read_text("/proc/sys/net/ipv4/tcp_rmem") or "").split()) or None,
+        "tcp_wmem": " ".join((read_text("/proc/sys/net/ipv4/tcp_wmem") or "").split()) or None,
     }
 
 

@@ -121,6 +121,14 @@ def tbf_args(ifname: str, rate_bps: float, burst_bytes: int, limit_bytes: int) -
             "rate", f"{int(rate_bps)}bit", "burst", str(burst_bytes), "limit", str(limit_bytes)]
 
 
+def netem_args(ifname: str, delay_s: float, loss: float, parent: str | None = None) -> list[str]:
+    """`tc` arguments of a netem delay (and loss) stage (pure, tested):
+    the root qdisc of `ifname`, or the child of `parent` (below a tbf)."""
+    where = ["parent", parent, "handle", "10:"] if parent else ["root"]
+    return ["tc", "qdisc", "replace", "dev", ifname, *where, "netem", "limit", "1000000",
+            "delay", f"{delay_s * 1e3:.6f}ms", "loss", f"{loss * 100:.9f}%"]
+
+
 def nfqueue_rules(iptables: str, sender_queues: dict[str, int] | None = None) -> list[list[str]]:
     """iptables commands (run in the router namespace) that send each
     direction through its NFQUEUE. No --queue-bypass: without linkem
@@ -260,15 +268,12 @@ class EmulatedPath:
 
     def _add_netem(self) -> None:
         c = self.cfg
-        half_ms = f"{c.rtt_s / 2 * 1e3:.6f}ms"
         for name, ns in self.senders.items():
             set_offloads(ns, "eth0", False, ("tso", "gso"))  # netem must see MSS segments
             # Extra RTT of this sender (and of the receiver) on its own egress.
             extra_s = c.senders[name].extra_rtt_s + c.receiver.extra_rtt_s
-            ns.run("tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "limit", "1000000",
-                   "delay", f"{(c.rtt_s / 2 + extra_s) * 1e3:.6f}ms", "loss", f"{c.loss * 100:.9f}%")
-        self.receiver.run("tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "limit", "1000000",
-                          "delay", half_ms)
+            ns.run(*netem_args("eth0", c.rtt_s / 2 + extra_s, c.loss))
+        self.receiver.run(*netem_args("eth0", c.rtt_s / 2, 0.0))
 
     def _add_linkem(self) -> None:
         c = self.cfg
