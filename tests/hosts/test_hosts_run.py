@@ -21,10 +21,18 @@ RUN_HOSTS = {
     "beta": {"ssh": "lab-rx", "address": "198.19.2.1", "interface": "eth0", "role": "receiver"},
 }
 AGREEMENT = 0.10  # the issue's bound: goodput per grid point within 10 %
-# The bulk flow is BBR: its queue stays short and steady, so the RPCs that
-# share the bottleneck see the same delay on both backends. Behind CUBIC
-# (a ~6 s sawtooth at 100 Mbit/s, 20 ms, 1 BDP) each RPC's time depends on
-# where in the sawtooth the 6 s run falls: ±9 % between two runs of one backend.
+# What the physics fixes, so that a 6 s run can be compared: the bulk flow
+# fills the link, and the RPCs arrive open loop (Poisson, 50/s, seeded: the
+# same arrivals on both backends), so their goodput is what was offered as
+# long as they are not lost. The buffer is 2 BDP: BBR's inflight cap of
+# 2 BDP then never overflows it (with 1 BDP it does, the RPCs lose packets
+# and stall behind RTOs: 6.0 to 8.7 Mbit/s from run to run, whichever
+# backend); CUBIC keeps the link full without loss. With random loss the
+# bulk flow is BBR, which holds the link full up to a few % of loss: CUBIC
+# sees 0 or 1 drop in a 6 s run under 1e-5 (81-87 Mbit/s) and about 15
+# under 1e-3 (goodput ~ 1/sqrt(drops): ±13 %). Measured spread of this
+# test: at most 1.8 % between the backends over three runs.
+
 
 STUDY = """version = 1
 [study]
@@ -38,12 +46,12 @@ seed = 3
 [path]
 rate = "100Mbit"
 rtt = "20ms"
-buffer = "1bdp"
+buffer = "2bdp"
 [hosts.default]
 rmem_max = "8MiB"
 wmem_max = "8MiB"
 [[flows]]
-cc = "bbr"
+cc = "cubic"
 sender = "s1"
 [[flows]]
 kind = "rpc"
@@ -51,14 +59,16 @@ cc = "cubic"
 sender = "s1"
 request = "1KB"
 response = "20KB"
-concurrency = 1
-[sweep]
+rate = 50
+[[sweep.linked]]
 "path.loss" = {losses}
+"flows.0.cc" = {ccs}
 """
 
 
-def write_study(path: Path, name: str, duration: str = "6s", losses: str = "[0.0, 1e-5]") -> Path:
-    path.write_text(STUDY.format(name=name, duration=duration, losses=losses))
+def write_study(path: Path, name: str, duration: str = "6s", losses: str = "[0.0, 1e-4]",
+                ccs: str = '["cubic", "bbr"]') -> Path:
+    path.write_text(STUDY.format(name=name, duration=duration, losses=losses, ccs=ccs))
     return path
 
 
@@ -96,9 +106,9 @@ def test_hosts_and_kernel_agree_on_goodput_and_columns(lab, testbed, tmp_path):
     assert [c for c in series_h.columns if c in SERIES_COLUMNS] == [c for c in series_k.columns if c in SERIES_COLUMNS]
     assert list(hosts.rpcs.columns) == list(kernel.rpcs.columns)
     assert set(RPC_COLUMNS) <= set(hosts.rpcs.columns) and len(hosts.rpcs) > 0
-    both = pd.merge(h, k, on=["path.loss", "flow_group"], suffixes=("_h", "_k"))
+    both = pd.merge(h, k, on=["path.loss", "flows.0.cc", "flow_group"], suffixes=("_h", "_k"))
     assert len(both) == 4
-    table = both[["path.loss", "flow_group", "kind_h", "goodput_bps_h", "goodput_bps_k"]].to_string()
+    table = both[["path.loss", "flows.0.cc", "flow_group", "kind_h", "goodput_bps_h", "goodput_bps_k"]].to_string()
     print("\nhosts vs kernel goodput:\n" + table)
     for _, row in both.iterrows():
         diff = abs(row["goodput_bps_h"] - row["goodput_bps_k"]) / row["goodput_bps_k"]
