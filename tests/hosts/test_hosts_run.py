@@ -116,3 +116,16 @@ def test_hosts_and_kernel_agree_on_goodput_and_columns(lab, testbed, tmp_path):
     # The hosts' clocks were measured and the run recorded how well.
     assert h["path_clock_uncertainty_s"].notna().all() and (h["path_clock_uncertainty_s"] < 0.01).all()
     assert k["path_clock_uncertainty_s"].isna().all()
+
+
+def test_without_an_emulator_the_path_is_what_it_is(lab, tmp_path):
+    hosts = {k: v for k, v in RUN_HOSTS.items() if v["role"] != "emulator"}
+    testbed = write_testbed(lab, tmp_path / "testbed.toml", hosts)
+    study = write_study(tmp_path / "study.toml", "real-path", duration="3s", losses="[0.0]", ccs='["cubic"]')
+    done = fatpipe.run(study, backend="hosts", out=tmp_path / "out", testbed=testbed, progress=None)
+    runs = done.runs
+    assert list(runs["status"].unique()) == ["ok"], runs["reason"].to_string()
+    assert runs["path_emulator"].iloc[0].startswith("none")
+    # Nothing delays the lab's veth path: the flows see well under the 20 ms the study names.
+    assert runs["path_min_rtt_s"].iloc[0] < 0.005
+    assert leftovers_on_hosts(lab) == []

@@ -1,0 +1,73 @@
+"""Pure parts of a hosts run: the delay line's iptables rules, the port
+range, the clock's uncertainty over a run, which hosts a run uses, and what
+the hosts cannot do of a plan."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
+from fatpipe.backends.hosts import plan_problems
+from fatpipe.backends.hosts.clock import ClockOffset
+from fatpipe.backends.hosts.hostrun import ClockReading, run_hosts
+from fatpipe.backends.hosts.remote_path import nfqueue_rule_specs, port_range
+from fatpipe.testbed import validate_testbed
+
+TESTBED = validate_testbed({"hosts": {
+    "a": {"ssh": "a", "address": "10.0.0.1", "interface": "eth0", "role": "s1"},
+    "e": {"ssh": "e", "address": "10.0.1.254", "interface": "eth1", "role": "emulator"},
+    "r": {"ssh": "r", "address": "10.0.1.1", "interface": "eth0", "role": "receiver"}}})
+HOST = HostLimits(rmem_max_bytes=1 << 20, wmem_max_bytes=1 << 20)
+
+
+def plan(*flows: FlowPlan, testbed=TESTBED) -> RunPlan:
+    return RunPlan(run_id="hosts-p000-r00", backend="hosts", rep=0, seed=1, duration_s=5.0, warmup_s=1.0,
+                   sample_interval_s=0.1, rate_bps=1e8, rtt_s=0.02, loss=0.0, corruption=0.0, buffer_bytes=250_000,
+                   mtu_bytes=1500, senders={"s1": HOST}, receiver=HOST, flows=flows, testbed=testbed)
+
+
+BULK = FlowPlan(group=0, kind="bulk", cc="cubic", streams=1, mss_bytes=1448, sender="s1")
+RPC = FlowPlan(group=1, kind="rpc", cc="bbr", streams=1, mss_bytes=1448, sender="s1", request_bytes=100,
+               response_bytes=1000, concurrency=1)
+
+
+def test_delay_line_rules_take_only_the_runs_tcp_between_test_addresses():
+    rules = nfqueue_rule_specs("eth1", "10.0.1.1", {"10.0.0.1": 1, "10.0.0.2": 3}, "5201:5202")
+    assert rules[0] == ["-o", "eth1", "-p", "tcp", "-s", "10.0.0.1", "-d", "10.0.1.1", "-m", "multiport",
+                        "--ports", "5201:5202", "-j", "NFQUEUE", "--queue-num", "0"]
+    assert rules[1][:8] == ["-i", "eth1", "-p", "tcp", "-s", "10.0.1.1", "-d", "10.0.0.1"]
+    assert rules[1][-1] == "1" and rules[3][-1] == "3"  # each sender's ACKs to its own queue
+    assert all("--queue-bypass" not in r for r in rules)  # fail-closed
+
+
+def test_port_range_spans_the_groups_ports():
+    assert port_range([0]) == "5201:5201"
+    assert port_range([2, 0, 1]) == "5201:5203"
+
+
+def test_clock_uncertainty_covers_the_drift_to_the_reading_after():
+    before = ClockOffset(offset_s=1.0, uncertainty_s=0.001, rtt_s=0.002, samples=9)
+    assert ClockReading(before).uncertainty_s == 0.001
+    steady = ClockOffset(offset_s=1.0002, uncertainty_s=0.0005, rtt_s=0.001, samples=9)
+    assert ClockReading(before, steady).uncertainty_s == pytest.approx(0.001)  # within before's bound
+    drifted = ClockOffset(offset_s=1.004, uncertainty_s=0.0005, rtt_s=0.001, samples=9)
+    assert ClockReading(before, drifted).uncertainty_s == pytest.approx(0.0045)
+
+
+def test_run_uses_receiver_senders_and_emulator():
+    assert run_hosts(plan(BULK)) == {"receiver": "r", "s1": "a", "emulator": "e"}
+
+
+def _report(ccas_by_host: dict[str, tuple[str, ...]]):
+    return SimpleNamespace(host=lambda name: SimpleNamespace(probe=SimpleNamespace(ccas=ccas_by_host[name])))
+
+
+def test_plan_problems_name_the_host_lacking_a_cca():
+    report = _report({"a": ("reno", "cubic"), "r": ("reno", "cubic"), "e": ("reno",)})
+    problems = plan_problems(plan(BULK, RPC), report)
+    # The RPC group's CCA is needed on its sender and on the receiver (its client's sockets).
+    assert problems == ["run hosts-p000-r00: flow group 1: host a (s1) has no CCA 'bbr' (it has: reno cubic)",
+                        "run hosts-p000-r00: flow group 1: host r (receiver) has no CCA 'bbr' (it has: reno cubic)"]
+    assert plan_problems(plan(BULK), report) == []
