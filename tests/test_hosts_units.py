@@ -176,10 +176,17 @@ def test_run_directories_are_named_from_safe_run_ids():
 # ---- the backend in the registry ------------------------------------------------------
 
 
-def test_hosts_backend_is_registered_and_refuses_runs_until_its_agent_exists():
+def test_hosts_backend_is_registered_and_refuses_runs_without_a_testbed():
+    from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
     backend = get_backend("hosts")
-    with pytest.raises(BackendUnavailable, match="cannot run traffic yet"):
-        backend.check([])
+    host = HostLimits(rmem_max_bytes=1 << 20, wmem_max_bytes=1 << 20)
+    plan = RunPlan(run_id="hosts-p000-r00", backend="hosts", rep=0, seed=1, duration_s=1.0, warmup_s=0.0,
+                   sample_interval_s=0.1, rate_bps=1e8, rtt_s=0.02, loss=0.0, corruption=0.0, buffer_bytes=250_000,
+                   mtu_bytes=1500, senders={"s1": host}, receiver=host,
+                   flows=(FlowPlan(group=0, kind="bulk", cc="cubic", streams=1, mss_bytes=1448, sender="s1"),))
+    with pytest.raises(BackendUnavailable, match=r"add a \[testbed\] section to the study or pass"):
+        backend.check([plan])
+    backend.check([])  # nothing to run: nothing to check
     assert backend.clean() == []
     assert "--testbed" in backend.doctor().render()
 

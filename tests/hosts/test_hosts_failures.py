@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 
 import pytest
+import sshlab
+from test_hosts_run import RUN_HOSTS, leftovers_on_hosts, write_study
 
 import fatpipe
-import sshlab
 from conftest import write_testbed
 from fatpipe.backends.base import BackendUnavailable
 from fatpipe.backends.hosts import layout
-from test_hosts_run import RUN_HOSTS, leftovers_on_hosts, write_study
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 SYSCTLS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_no_metrics_save")

@@ -471,6 +471,7 @@ impl Sim {
             bottleneck_bps: self.net.bottleneck.mean_rate(self.end),
             late_p99_s: None,
             late_max_s: None,
+            clock_uncertainty_s: None, // one clock: the simulator's
         };
         self.result.stats = Stats {
             events: self.net.events.popped + self.net.pipe_events,

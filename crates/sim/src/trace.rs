@@ -263,6 +263,7 @@ facts_struct! {
     bottleneck_bps: Option<f64>, "bit/s", "bytes through the bottleneck over the whole run (mean throughput, all flows)";
     late_p99_s: Option<f64>, "s", "delay-line lateness, 99th percentile (None without a delay line)";
     late_max_s: Option<f64>, "s", "delay-line lateness, largest (None without a delay line)";
+    clock_uncertainty_s: Option<f64>, "s", "how far a host's clock may have been off the controller's during the run (None: one clock)";
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
