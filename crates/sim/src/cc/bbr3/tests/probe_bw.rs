@@ -86,8 +86,8 @@ fn probe_wait_is_two_s_plus_up_to_one_s_and_zero_or_one_round() {
         lo = lo.min(b.probe_wait_us);
         hi = hi.max(b.probe_wait_us);
     }
-    assert!(lo >= 2_000_000 && lo < 2_010_000, "{lo}");
-    assert!(hi < 3_000_000 && hi > 2_990_000, "{hi}");
+    assert!((2_000_000..2_010_000).contains(&lo), "{lo}");
+    assert!((2_990_001..3_000_000).contains(&hi), "{hi}");
 }
 
 #[test]
