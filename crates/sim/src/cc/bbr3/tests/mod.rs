@@ -9,7 +9,7 @@ mod probe_rtt;
 mod startup;
 
 use super::*;
-use crate::cc::{CaState, CongestionControl, ConnState, RateSample};
+use crate::cc::{CaState, CcInfo, CongestionControl, ConnState, RateSample, CA_ACK_ECE};
 use crate::units::Time;
 
 pub(super) const MSS: u32 = 1448;
