@@ -77,7 +77,7 @@ def test_unknown_cca_is_rejected_by_check(tmp_path):
 
 def test_check_accepts_every_cca_the_native_simulator_lists(tmp_path):
     names = list(_native.available_ccas())
-    assert {"bic", "highspeed", "scalable", "westwood", "vegas", "illinois", "yeah", "nv"} <= set(names)
+    assert {"bbr3", "bic", "highspeed", "scalable", "westwood", "vegas", "illinois", "yeah", "nv"} <= set(names)
     plans = plans_for(SPEC.replace('["reno", "cubic", "htcp", "bbr"]', json.dumps(names)), tmp_path)
     SimBackend().check(plans)
     assert {p.flows[0].cc for p in plans} == set(names)

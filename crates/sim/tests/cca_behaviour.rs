@@ -117,3 +117,21 @@ fn loss_free_repetitions_differ_by_seed_through_start_jitter() {
     assert_eq!(a, run(1), "same seed must give the same run");
     assert!((2..12).any(|seed| run(seed) != a), "every seed gave the same loss-free run");
 }
+
+/// BBRv3 reacts to loss above bbr_loss_thresh (2 %) where v1 ignores it
+/// below ~20 % (issue P1.3): 1 Gbit/s, 100 ms, 20 s, one stream.
+#[test]
+fn bbr3_holds_up_to_one_percent_random_loss_and_drops_by_five_percent_where_v1_holds() {
+    let run = |cc: &str, p: f64| {
+        let r = Plan::new(cc, 1, 1e9, 0.1, 20.0).set("loss", json!(p)).set("seed", json!(7)).run();
+        goodput(&r, 5.0, 20.0)
+    };
+    let payload_rate = 1e9 * MSS / 1500.0;
+    for p in [1e-3, 1e-2] {
+        let g = run("bbr3", p);
+        assert!(g >= 0.7 * payload_rate, "bbr3 at loss {p}: {g:.3e} < 70 % of {payload_rate:.3e}");
+    }
+    let (v3, v1) = (run("bbr3", 5e-2), run("bbr", 5e-2));
+    assert!(v1 >= 0.5 * payload_rate, "bbr v1 at 5 % loss: {v1:.3e}");
+    assert!(v3 <= 0.25 * v1, "bbr3 at 5 % loss {v3:.3e} is not far below v1's {v1:.3e}");
+}

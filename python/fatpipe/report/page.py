@@ -40,7 +40,8 @@ nav a { margin-right: 1em; }
 
 
 CC_COLORS = {"bbr": "#1f77b4", "cubic": "#d62728", "reno": "#2ca02c", "htcp": "#9467bd",
-             "dctcp": "#8c564b", "bic": "#e377c2", "yeah": "#7f7f7f", "nv": "#bcbd22"}
+             "dctcp": "#8c564b", "bic": "#e377c2", "yeah": "#7f7f7f", "nv": "#bcbd22",
+             "bbr3": "#17becf"}
 
 
 def short_key(key: str) -> str:

@@ -29,6 +29,7 @@
 //! the Linux function or RFC section it implements.
 
 pub mod bbr;
+pub mod bbr3;
 pub mod bic;
 pub mod cubic;
 pub mod dctcp;
@@ -444,6 +445,22 @@ pub enum CcInfo {
         /// dctcp_alpha: ca->dctcp_alpha, in 1/1024 (DCTCP_MAX_ALPHA).
         alpha: u32,
     },
+    /// `struct tcp_bbr_info` (bbr_get_info()), the fields BBRv3 fills
+    /// beyond v1's bandwidth.
+    Bbr {
+        /// bbr_version: BBR_VERSION of the algorithm.
+        version: u8,
+        /// bbr_min_rtt: bbr->min_rtt_us (u32::MAX before a sample).
+        min_rtt_us: u32,
+        /// bbr_pacing_gain, in 1/256.
+        pacing_gain: u32,
+        /// bbr_cwnd_gain, in 1/256.
+        cwnd_gain: u32,
+        /// bbr_inflight_lo in packets (u32::MAX: no bound).
+        inflight_lo: u32,
+        /// bbr_inflight_hi in packets (u32::MAX: no bound).
+        inflight_hi: u32,
+    },
     /// `struct tcpvegas_info` (tcp_vegas_get_info(), tcp_illinois_info()).
     Vegas {
         /// tcpv_enabled: Vegas's per-RTT decision runs (doing_vegas_now).
@@ -458,7 +475,7 @@ pub enum CcInfo {
 }
 
 /// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "dctcp", "bic", "highspeed", "scalable", "westwood", "vegas", "illinois", "yeah", "nv"];
+pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "bbr3", "dctcp", "bic", "highspeed", "scalable", "westwood", "vegas", "illinois", "yeah", "nv"];
 
 /// Builds the algorithm named `name`, or `None` if it is unknown.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -467,12 +484,13 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
 
 /// Builds the algorithm named `name` with a per-connection `seed` for the
 /// algorithms that draw random numbers (BBR's probe_bw start phase, as
-/// Linux's prandom_u32_max; NV's min-RTT reset period, as its
+/// Linux's prandom_u32_max; BBRv3's probe waits, as get_random_u32_below; NV's min-RTT reset period, as its
 /// get_random_bytes), so parallel streams do not move in lockstep.
 pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl>> {
     match name {
         "reno" => Some(Box::new(reno::Reno)),
         "bbr" => Some(Box::new(bbr::Bbr::with_seed(seed))),
+        "bbr3" => Some(Box::new(bbr3::Bbr3::with_seed(seed))),
         "cubic" => Some(Box::new(cubic::Cubic::new())),
         "htcp" => Some(Box::new(htcp::Htcp::new())),
         "dctcp" => Some(Box::new(dctcp::Dctcp::new())),

@@ -1,11 +1,10 @@
 //! Congestion window (tcp_bbr.c: bbr_bdp, bbr_quantization_budget,
-//! bbr_inflight, bbr_packets_in_net_at_edt, bbr_update_ack_aggregation,
-//! bbr_ack_aggregation_cwnd, bbr_set_cwnd_to_recover_or_restore,
+//! bbr_inflight, bbr_packets_in_net_at_edt, the ACK-aggregation
+//! calls (ack_aggregation.rs), bbr_set_cwnd_to_recover_or_restore,
 //! bbr_set_cwnd).
 
 use super::{
-    Bbr, Mode, BBR_ACK_EPOCH_ACKED_RESET_THRESH, BBR_CWND_MIN_TARGET, BBR_EXTRA_ACKED_GAIN,
-    BBR_EXTRA_ACKED_MAX_US, BBR_EXTRA_ACKED_WIN_RTTS, BBR_SCALE, BBR_UNIT, BW_UNIT,
+    Bbr, Mode, BBR_CWND_MIN_TARGET, BBR_EXTRA_ACKED_WIN_RTTS, BBR_SCALE, BBR_UNIT, BW_UNIT,
     TCP_INIT_CWND,
 };
 use crate::cc::{CaState, ConnState, RateSample};
@@ -72,72 +71,19 @@ impl Bbr {
         inflight_at_edt - interval_delivered as u32
     }
 
-    /// bbr_ack_aggregation_cwnd(): "Find the cwnd increment based on
-    /// estimate of ack aggregation", only once the pipe is full, clamped to
-    /// bw * 100 ms.
+    /// bbr_ack_aggregation_cwnd(), only once the pipe is full (v1).
     pub(super) fn ack_aggregation_cwnd(&self) -> u32 {
-        let mut aggr_cwnd = 0;
-        if BBR_EXTRA_ACKED_GAIN != 0 && self.full_bw_reached {
-            let max_aggr_cwnd = (self.bw() as u128 * BBR_EXTRA_ACKED_MAX_US as u128
-                / BW_UNIT as u128)
-                .min(u32::MAX as u128) as u32;
-            aggr_cwnd = ((BBR_EXTRA_ACKED_GAIN as u64 * self.extra_acked_max() as u64)
-                >> BBR_SCALE) as u32;
-            aggr_cwnd = aggr_cwnd.min(max_aggr_cwnd);
+        if self.full_bw_reached {
+            self.aggr.cwnd(self.bw())
+        } else {
+            0
         }
-        aggr_cwnd
     }
 
-    /// bbr_update_ack_aggregation(): "Estimates the windowed max degree of
-    /// ack aggregation ... estimated as extra data acked beyond expected.
-    /// max_extra_acked = maximum recent excess data ACKed beyond max_bw *
-    /// interval". The max filter is "an approximate sliding window of 5-10
-    /// (packet timed) round trips".
+    /// bbr_update_ack_aggregation() with v1's fixed 5-round window.
     pub(super) fn update_ack_aggregation(&mut self, tp: &ConnState, rs: &RateSample) {
-        if BBR_EXTRA_ACKED_GAIN == 0
-            || rs.acked_sacked == 0
-            || rs.delivered < 0
-            || rs.interval.as_micros() == 0
-        {
-            return;
-        }
-
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1F);
-            if self.extra_acked_win_rtts >= BBR_EXTRA_ACKED_WIN_RTTS {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx = if self.extra_acked_win_idx != 0 { 0 } else { 1 };
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-
-        // "Compute how many packets we expected to be delivered over epoch."
-        let epoch_us = tp
-            .delivered_mstamp
-            .as_micros()
-            .saturating_sub(self.ack_epoch_mstamp.as_micros());
-        let mut expected_acked =
-            (self.bw() as u128 * epoch_us as u128 / BW_UNIT as u128).min(u32::MAX as u128) as u32;
-
-        // "Reset the aggregation epoch if ACK rate is below expected rate or
-        // significantly large no. of ack received since epoch (potentially
-        // quite old epoch)."
-        if self.ack_epoch_acked <= expected_acked
-            || self.ack_epoch_acked.saturating_add(rs.acked_sacked)
-                >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
-        {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = tp.delivered_mstamp;
-            expected_acked = 0;
-        }
-
-        // "Compute excess data delivered, beyond what was expected."
-        self.ack_epoch_acked = self.ack_epoch_acked.saturating_add(rs.acked_sacked).min(0xFFFFF);
-        let mut extra_acked = self.ack_epoch_acked.saturating_sub(expected_acked);
-        extra_acked = extra_acked.min(tp.snd_cwnd);
-        if extra_acked > self.extra_acked[self.extra_acked_win_idx] {
-            self.extra_acked[self.extra_acked_win_idx] = extra_acked;
-        }
+        let bw = self.bw();
+        self.aggr.update(tp, rs, bw, self.round_start, BBR_EXTRA_ACKED_WIN_RTTS);
     }
 
     /// bbr_set_cwnd_to_recover_or_restore(): "On the first round of

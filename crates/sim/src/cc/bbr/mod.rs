@@ -18,6 +18,7 @@
 //! Layout (split by concern):
 //! * `mod.rs`        — state, constants, `bbr_main`/`bbr_update_model`, hooks
 //! * `minmax.rs`     — Kathleen Nichols' windowed min/max (lib/win_minmax.c)
+//! * `ack_aggregation.rs` — extra_acked estimator (shared with BBRv3)
 //! * `startup_drain.rs` — full-pipe detection and DRAIN
 //! * `probe_bw.rs`   — the eight-phase pacing-gain cycle
 //! * `probe_rtt.rs`  — min_rtt filter and PROBE_RTT
@@ -26,10 +27,11 @@
 //! * `cwnd.rs`       — BDP, quantization budget, ACK aggregation, cwnd
 //! * `rng.rs`        — seeded deterministic replacement for prandom_u32_max
 
+pub(crate) mod ack_aggregation;
 mod cwnd;
 mod lt_bw;
 mod minmax;
-mod pacing;
+pub(crate) mod pacing;
 mod probe_bw;
 mod probe_rtt;
 pub(crate) mod rng;
@@ -42,6 +44,7 @@ pub use minmax::Minmax;
 
 use super::{CaState, CongestionControl, ConnState, CwndEvent, RateSample, TCP_INFINITE_SSTHRESH};
 use crate::units::{Rate, Time};
+use ack_aggregation::AckAggregation;
 use rng::Rng;
 
 /// `BW_SCALE`: "Scale factor for rate in pkt/uSec unit to avoid truncation
@@ -218,17 +221,9 @@ pub struct Bbr {
     prior_cwnd: u32,
     /// recent bw, to estimate if pipe is full.
     full_bw: u64,
-    /// start of ACK sampling epoch.
-    ack_epoch_mstamp: Time,
-    /// max excess data ACKed in epoch (u16 in Linux; kept wide here so a
-    /// cwnd above 65535 packets cannot wrap it).
-    extra_acked: [u32; 2],
-    /// packets (S)ACKed in sampling epoch.
-    ack_epoch_acked: u32,
-    /// age of extra_acked, in round trips.
-    extra_acked_win_rtts: u32,
-    /// current index in extra_acked array.
-    extra_acked_win_idx: usize,
+    /// ACK-aggregation tracking (ack_epoch_mstamp, extra_acked[2],
+    /// ack_epoch_acked, extra_acked_win_rtts, extra_acked_win_idx).
+    aggr: AckAggregation,
 
     /// Seeded replacement for prandom_u32_max().
     rng: Rng,
@@ -273,11 +268,7 @@ impl Bbr {
             has_seen_rtt: false,
             prior_cwnd: 0,
             full_bw: 0,
-            ack_epoch_mstamp: Time::ZERO,
-            extra_acked: [0; 2],
-            ack_epoch_acked: 0,
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
+            aggr: AckAggregation::default(),
             rng: Rng::new(seed),
         }
     }
@@ -335,11 +326,6 @@ impl Bbr {
         } else {
             self.max_bw()
         }
-    }
-
-    /// bbr_extra_acked(): "maximum extra acked in past k-2k round trips".
-    fn extra_acked_max(&self) -> u32 {
-        self.extra_acked[0].max(self.extra_acked[1])
     }
 
     /// tcp_jiffies32 at HZ = 1000.
@@ -472,11 +458,7 @@ impl CongestionControl for Bbr {
         self.reset_lt_bw_sampling(tp);
         self.reset_startup_mode();
 
-        self.ack_epoch_mstamp = tp.now;
-        self.ack_epoch_acked = 0;
-        self.extra_acked_win_rtts = 0;
-        self.extra_acked_win_idx = 0;
-        self.extra_acked = [0; 2];
+        self.aggr.reset(tp.now);
 
         // cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
         tp.pacing_enabled = true;
@@ -523,8 +505,7 @@ impl CongestionControl for Bbr {
         }
         if tp.app_limited != 0 {
             self.idle_restart = true;
-            self.ack_epoch_mstamp = tp.now;
-            self.ack_epoch_acked = 0;
+            self.aggr.restart_epoch(tp.now);
             // "Avoid pointless buffer overflows: pace at est. bw if we don't
             // need more speed (we're restarting from idle and app-limited)."
             if self.mode == Mode::ProbeBw {

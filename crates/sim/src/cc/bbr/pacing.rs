@@ -26,33 +26,39 @@ pub const MAX_TCP_HEADER: u64 = 320;
 pub const SK_PACING_SHIFT: u32 = 10;
 
 /// sk->sk_pacing_rate in bytes per second.
-pub(super) fn pacing_bytes(tp: &ConnState) -> u64 {
+pub(crate) fn pacing_bytes(tp: &ConnState) -> u64 {
     tp.pacing_rate.bps() / 8
 }
 
 /// sk->sk_max_pacing_rate in bytes per second.
-fn max_pacing_bytes(tp: &ConnState) -> u64 {
+pub(crate) fn max_pacing_bytes(tp: &ConnState) -> u64 {
     tp.max_pacing_rate.bps() / 8
 }
 
-fn set_pacing_bytes(tp: &mut ConnState, bytes_per_sec: u64) {
+/// Sets sk->sk_pacing_rate from bytes per second.
+pub(crate) fn set_pacing_bytes(tp: &mut ConnState, bytes_per_sec: u64) {
     tp.pacing_rate = Rate(bytes_per_sec.saturating_mul(8));
 }
 
+/// bbr_rate_bytes_per_sec() (v1 and v3): "Return rate in bytes per
+/// second, optionally with a gain": rate * mss * gain >> BBR_SCALE *
+/// (USEC_PER_SEC / 100 * (100 - margin)) >> BW_SCALE. v1 always passes
+/// bbr_pacing_margin_percent; v3 passes it for pacing and 0 for
+/// bbr_bw_bytes_per_sec(). Computed in u128 and saturated instead of
+/// Linux's u64 (documented to hold up to 2.9 Tbit/s at gain 2.89).
+pub(crate) fn rate_bytes_per_sec(tp: &ConnState, rate: u64, gain: u32, margin_percent: u64) -> u64 {
+    let mut r = rate as u128;
+    r *= tp.mss_bytes as u128;
+    r *= gain as u128;
+    r >>= BBR_SCALE;
+    r *= (USEC_PER_SEC / 100 * (100 - margin_percent)) as u128;
+    (r >> BW_SCALE).min(u64::MAX as u128) as u64
+}
+
 impl Bbr {
-    /// bbr_rate_bytes_per_sec(): "Return rate in bytes per second,
-    /// optionally with a gain", including the 1% pacing margin:
-    /// rate * mss * gain >> BBR_SCALE * (USEC_PER_SEC / 100 * (100 -
-    /// bbr_pacing_margin_percent)) >> BW_SCALE. Computed in u128 and
-    /// saturated instead of Linux's u64 (which is documented to hold up to
-    /// 2.9 Tbit/s at gain 2.89).
+    /// bbr_rate_bytes_per_sec() with v1's 1% pacing margin.
     pub(super) fn rate_bytes_per_sec(tp: &ConnState, rate: u64, gain: u32) -> u64 {
-        let mut r = rate as u128;
-        r *= tp.mss_bytes as u128;
-        r *= gain as u128;
-        r >>= BBR_SCALE;
-        r *= (USEC_PER_SEC / 100 * (100 - BBR_PACING_MARGIN_PERCENT)) as u128;
-        (r >> BW_SCALE).min(u64::MAX as u128) as u64
+        rate_bytes_per_sec(tp, rate, gain, BBR_PACING_MARGIN_PERCENT)
     }
 
     /// bbr_bw_to_pacing_rate(): "Convert a BBR bw and gain factor to a
