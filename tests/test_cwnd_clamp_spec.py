@@ -74,7 +74,7 @@ def test_cwnd_clamp_is_sweepable_and_swept_values_are_validated(tmp_path):
 def test_the_simulator_holds_each_flow_at_its_clamp(tmp_path):
     (plan,) = plans(tmp_path, flow="cwnd_clamp = 25")
     out = SimBackend().run(plan, tmp_path)
-    cwnd = {g: max(c for f, c in zip(out.series["flow_group"], out.series["cwnd_segments"]) if f == g)
+    cwnd = {g: max(c for f, c in zip(out.series["flow_group"], out.series["cwnd_segments"], strict=True) if f == g)
             for g in (0, 1)}
     assert cwnd[0] == 25
     assert cwnd[1] > 25
@@ -105,3 +105,27 @@ def test_cached_metrics_reads_ip_tcp_metrics_show():
     line = "198.19.0.1 age 0.016sec ssthresh 20 cwnd 20 rtt 69us rttvar 69us source 198.18.1.1\n"
     assert cached_metrics(line) == {"ssthresh": 20, "cwnd": 20}
     assert cached_metrics("") == {}
+
+
+def test_the_runs_table_and_the_report_group_flows_by_their_clamp(tmp_path):
+    from fatpipe.report import write_report
+    from fatpipe.results import StudyStore
+    from fatpipe.study import run_plans
+
+    spec, raw = spec_mod.load(_write(tmp_path, flow="cwnd_clamp = 25"))
+    store = StudyStore(tmp_path / "out")
+    store.prepare("# clamp\n")
+    run_plans(plan_runs(spec, raw), store, jobs=1, emit=lambda _line: None)
+    store.consolidate()
+    runs = store.runs_table().sort_values("flow_group")
+    assert runs["cwnd_clamp"].iloc[0] == 25 and runs["cwnd_clamp"].isna().iloc[1]
+    html = write_report(tmp_path / "out").read_text()
+    assert "cwnd clamp (segments)" in html
+
+
+def test_studies_without_a_clamp_have_no_clamp_column(tmp_path):
+    from fatpipe.backends.base import RunOutcome
+    from fatpipe.summary import summarize
+
+    (plan,) = plans(tmp_path)
+    assert all("cwnd_clamp" not in row for row in summarize(plan, RunOutcome()))

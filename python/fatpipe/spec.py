@@ -103,7 +103,8 @@ MAX_CWND_CLAMP_SEGMENTS = 2**31 - 1
 
 def _cwnd_clamp(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CWND_CLAMP_SEGMENTS:
-        shown = repr(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else toml_type(value)
+        scalar = isinstance(value, (int, float, str)) and not isinstance(value, bool)
+        shown = repr(value) if scalar else toml_type(value)
         raise ValueError(f"got {shown}; cwnd_clamp is a whole number of segments from 1 to "
                          f"{MAX_CWND_CLAMP_SEGMENTS} (tp->snd_cwnd_clamp, as TCP_BPF_SNDCWND_CLAMP sets it)")
     return value
