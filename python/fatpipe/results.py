@@ -60,6 +60,7 @@ __all__ = ["RUN_COLUMNS", "SCHEMA_VERSION", "STORED_RPC_COLUMNS", "STORED_SERIES
 RUN_COLUMNS = [
     "run_id", "backend", "rep", "seed", "status", "reason",
     "flow_group", "kind", "cc", "streams", "mss_bytes", "sender", "start_s",
+    "cwnd_clamp",  # segments; present only in studies that clamp a flow
     "rate_bps", "rtt_s", "loss", "corruption", "buffer_bytes", "mtu_bytes",
     "duration_s", "warmup_s",
     "goodput_bps", "stream_goodput_min_bps", "stream_goodput_max_bps",

@@ -96,6 +96,22 @@ def _tcp_ecn(value: Any) -> Any:
 
 TcpEcn = Annotated[int, BeforeValidator(_tcp_ecn)]
 
+# A flow's cwnd clamp in segments: TCP_BPF_SNDCWND_CLAMP takes a C int > 0
+# (net/core/filter.c bpf_sol_tcp_setsockopt rejects val <= 0).
+MAX_CWND_CLAMP_SEGMENTS = 2**31 - 1
+
+
+def _cwnd_clamp(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CWND_CLAMP_SEGMENTS:
+        scalar = isinstance(value, (int, float, str)) and not isinstance(value, bool)
+        shown = repr(value) if scalar else toml_type(value)
+        raise ValueError(f"got {shown}; cwnd_clamp is a whole number of segments from 1 to "
+                         f"{MAX_CWND_CLAMP_SEGMENTS} (tp->snd_cwnd_clamp, as TCP_BPF_SNDCWND_CLAMP sets it)")
+    return value
+
+
+CwndClamp = Annotated[int, BeforeValidator(_cwnd_clamp)]
+
 
 class SpecError(ValueError):
     """The spec is invalid. ``problems`` lists (key path, message) pairs."""
@@ -268,6 +284,7 @@ class FlowSection(_Strict):
     concurrency: Annotated[int, Field(ge=1, le=10000)] | None = None
     rate: PerSecond | None = None
     ecn: TcpEcn | None = None  # net.ipv4.tcp_ecn of this flow's sender, over its host's
+    cwnd_clamp: CwndClamp | None = None  # segments; tp->snd_cwnd_clamp (TCP_BPF_SNDCWND_CLAMP)
 
     @model_validator(mode="after")
     def _kind_fields(self) -> FlowSection:

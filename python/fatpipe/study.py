@@ -86,6 +86,7 @@ def plan_runs(
                 concurrency=f.concurrency,
                 rate_per_s=f.rate,
                 ecn=f.ecn,
+                cwnd_clamp=f.cwnd_clamp,
             )
             for i, f in enumerate(point_spec.flows)
         )

@@ -204,6 +204,9 @@ def summarize(plan: RunPlan, outcome: RunOutcome) -> list[dict[str, Any]]:
             "sender": flow.sender,
             "start_s": flow.start_s,
         }
+        if any(f.cwnd_clamp is not None for f in plan.flows):
+            # Only in runs that clamp a flow, so other tables keep their columns.
+            row["cwnd_clamp"] = flow.cwnd_clamp
         row.update(group_metrics(plan, outcome, group))
         if flow.kind == "rpc":
             row.update(rpc_metrics(plan, outcome, group))

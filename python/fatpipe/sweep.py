@@ -45,7 +45,7 @@ SWEEPABLE = {
     "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm"),
     "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn"),
     "flows.<index>": ("cc", "streams", "mss", "sender", "start", "request", "response",
-                      "concurrency", "rate", "ecn"),
+                      "concurrency", "rate", "ecn", "cwnd_clamp"),
 }
 # The key of the sweep table that holds the linked groups ([[sweep.linked]]);
 # no dotted key can be named so.

@@ -30,6 +30,9 @@ pub struct StreamSpec {
     pub rpc: Option<RpcSpec>,
     /// ECN negotiated for this stream (tcp/ecn.rs `negotiate`).
     pub ecn: bool,
+    /// Per-connection cwnd clamp in segments (tp->snd_cwnd_clamp as
+    /// TCP_BPF_SNDCWND_CLAMP sets it), or `None` for Linux's default.
+    pub cwnd_clamp: Option<u32>,
 }
 
 #[derive(Clone, Debug)]
@@ -317,6 +320,9 @@ impl Sim {
                 ecn: s.ecn,
             };
             let mut sender = Sender::new(&scfg, cc);
+            if let Some(clamp) = s.cwnd_clamp {
+                sender.tp.set_cwnd_clamp(clamp);
+            }
             let app = match s.rpc.clone() {
                 Some(spec) => App::Rpc(RpcApp::new(spec, s.mss, Rng::new(cfg.seed, 0xA990_0000 + i as u64), cfg.duration)),
                 None => App::Bulk,

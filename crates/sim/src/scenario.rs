@@ -139,6 +139,19 @@ fn tcp_ecn(o: &Obj<'_>, key: &str) -> Result<Option<u8>, ConfigError> {
     }
 }
 
+/// Largest cwnd clamp: TCP_BPF_SNDCWND_CLAMP takes a positive C int.
+pub const MAX_CWND_CLAMP: u64 = i32::MAX as u64;
+
+/// A `cwnd_clamp` field: segments, 1 to [`MAX_CWND_CLAMP`]
+/// (bpf_sol_tcp_setsockopt rejects `val <= 0`).
+fn cwnd_clamp(o: &Obj<'_>, key: &str) -> Result<Option<u32>, ConfigError> {
+    match o.opt_u64(key)? {
+        None => Ok(None),
+        Some(v @ 1..=MAX_CWND_CLAMP) => Ok(Some(v as u32)),
+        Some(v) => err(o.field(key), format!("must be 1 to {MAX_CWND_CLAMP} segments, got {v}")),
+    }
+}
+
 /// The bottleneck discipline (RunPlan.aqm): {"kind": "droptail"},
 /// {"kind": "ce_threshold"} with exactly one of k_packets, k_bytes, k_s, or
 /// {"kind": "fq_codel"} with target_s, interval_s, limit_packets,
@@ -267,6 +280,8 @@ pub struct FlowPlan {
     pub rpc: Option<RpcSpec>,
     /// net.ipv4.tcp_ecn for this flow's sender, overriding its host's.
     pub ecn: Option<u8>,
+    /// Per-connection cwnd clamp in segments (TCP_BPF_SNDCWND_CLAMP).
+    pub cwnd_clamp: Option<u32>,
 }
 
 /// A validated run plan (RunPlan).
@@ -387,7 +402,8 @@ impl Scenario {
             }
             let group = f.opt_u64("group")?.unwrap_or(i as u64);
             let ecn = tcp_ecn(&f, "ecn")?;
-            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn });
+            let cwnd_clamp = cwnd_clamp(&f, "cwnd_clamp")?;
+            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn, cwnd_clamp });
         }
         Ok(Scenario {
             run_id,
@@ -443,6 +459,7 @@ impl Scenario {
                     extra_rtt: Time::from_secs_f64(host.extra_rtt_s + self.receiver.extra_rtt_s),
                     rpc: f.rpc.clone(),
                     ecn,
+                    cwnd_clamp: f.cwnd_clamp,
                 });
                 k += 1;
             }

@@ -22,6 +22,8 @@ fn out_of_range_values_name_their_field() {
     assert!(error_of(Plan::new("reno", 1, 1e8, 0.02, 1.0).flow("mss_bytes", json!(9000))).starts_with("flows[0].mss_bytes:"));
     assert!(error_of(Plan::new("reno", 1, 1e8, 0.02, 1.0).flow("sender", json!("nope"))).starts_with("flows[0].sender:"));
     assert!(error_of(Plan::new("reno", 1, 1e8, 0.02, 1.0).rmem(0)).starts_with("receiver.rmem_max_bytes:"));
+    let e = error_of(Plan::new("reno", 1, 1e8, 0.02, 1.0).flow("cwnd_clamp", json!(0)));
+    assert_eq!(e, "flows[0].cwnd_clamp: must be 1 to 2147483647 segments, got 0");
     let mut p = Plan::new("reno", 1, 1e8, 0.02, 1.0);
     p.0.as_object_mut().unwrap().remove("duration_s");
     assert_eq!(error_of(p), "duration_s: missing");

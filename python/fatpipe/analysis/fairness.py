@@ -39,8 +39,8 @@ def run_fairness(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per run: (jain, shares).
 
     ``jain``: run_id, backend, swept keys, flows, total_bps, jain.
-    ``shares``: run_id, backend, swept keys, flow_group, cc, streams, kind,
-    goodput_bps, share.
+    ``shares``: run_id, backend, swept keys, flow_group, cc, cwnd_clamp
+    (None if unclamped), streams, kind, goodput_bps, share.
     """
     swept = swept_columns(runs)
     ident = [c for c in ["run_id", "backend", *swept] if c in runs.columns]
@@ -58,11 +58,12 @@ def run_fairness(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                        "jain": jain_index(pool["goodput_bps"])})
         for _, r in g.iterrows():
             s_rows.append({**base, "flow_group": r["flow_group"], "cc": r["cc"],
+                           "cwnd_clamp": r.get("cwnd_clamp"),
                            "streams": r["streams"], "kind": r.get("kind"),
                            "goodput_bps": r["goodput_bps"],
                            "share": r["goodput_bps"] / total if total > 0 else math.nan})
     jain = pd.DataFrame(j_rows, columns=[*ident, "flows", "total_bps", "jain"])
-    shares = pd.DataFrame(s_rows, columns=[*ident, "flow_group", "cc", "streams", "kind",
+    shares = pd.DataFrame(s_rows, columns=[*ident, "flow_group", "cc", "cwnd_clamp", "streams", "kind",
                                            "goodput_bps", "share"])
     return jain, shares
 
@@ -82,7 +83,8 @@ def fairness_summary(runs: pd.DataFrame) -> pd.DataFrame:
         jmask = np.ones(len(jain), dtype=bool)
         for c in point:
             jmask &= (jain[c] == k[c]).to_numpy() | (jain[c].isna() & pd.isna(k[c])).to_numpy()
-        rows.append({**k, "cc": g["cc"].iloc[0], "streams": g["streams"].iloc[0],
+        rows.append({**k, "cc": g["cc"].iloc[0], "cwnd_clamp": g["cwnd_clamp"].iloc[0],
+                     "streams": g["streams"].iloc[0],
                      "kind": g["kind"].iloc[0], "n": s["n"],
                      "goodput_bps": g["goodput_bps"].mean(),
                      "share": s["mean"], "share_ci_low": s["ci_low"], "share_ci_high": s["ci_high"],

@@ -23,7 +23,8 @@ import pandas as pd
 CONFIDENCE = 0.95
 
 # The flow group's own columns, which identify it within a sweep point.
-GROUP_COLUMNS = ["flow_group", "kind", "cc", "streams", "mss_bytes"]
+# cwnd_clamp is in the runs table only when a flow of the study is clamped.
+GROUP_COLUMNS = ["flow_group", "kind", "cc", "cwnd_clamp", "streams", "mss_bytes"]
 
 
 # ---- Student t quantile (no scipy) -------------------------------------------

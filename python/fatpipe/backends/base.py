@@ -50,6 +50,7 @@ class FlowPlan:
     concurrency: int | None = None  # closed loop: RPCs in flight per stream
     rate_per_s: float | None = None  # open loop: Poisson arrivals per stream
     ecn: int | None = None  # net.ipv4.tcp_ecn of the sender for this flow (None: its host's)
+    cwnd_clamp: int | None = None  # segments: tp->snd_cwnd_clamp of every stream (None: Linux's default)
 
 
 @dataclass(frozen=True)

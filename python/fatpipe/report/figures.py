@@ -223,7 +223,9 @@ def fairness_figure(fair: pd.DataFrame, point_keys: Sequence[str]):
             color = f"C{int(r['flow_group']) % 10}"
             ax.bar(x, r["share"] * 100, bottom=bottom, color=color, edgecolor="white", width=0.7)
             if r["share"] > 0.06:
-                ax.text(x, bottom + r["share"] * 50, f"{r['cc']}\n{r['share'] * 100:.0f} %",
+                clamp = r.get("cwnd_clamp")
+                name = r["cc"] if clamp is None or pd.isna(clamp) else f"{r['cc']} ≤{int(clamp)}"
+                ax.text(x, bottom + r["share"] * 50, f"{name}\n{r['share'] * 100:.0f} %",
                         ha="center", va="center", fontsize=8, color="white")
             bottom += r["share"] * 100
         ax.text(x, 102, f"J={g['jain'].iloc[0]:.2f}", ha="center", va="bottom", fontsize=9)

@@ -208,8 +208,9 @@ def fairness_section(study) -> tuple[tuple | None, list[str]]:
     keys = without_repeated_swept(fair, [k for k in ["backend", *swept_columns(study.runs)]
                                          if k in fair.columns and fair[k].nunique(dropna=False) > 1])
     fig = figs.fairness_figure(fair, keys)
-    view = fair[[*keys, "flow_group", "cc", "streams", "kind", "n"]].rename(
-        columns={k: figs.short_key(k) for k in keys}).copy()
+    clamp = ["cwnd_clamp"] if fair["cwnd_clamp"].notna().any() else []
+    view = fair[[*keys, "flow_group", "cc", *clamp, "streams", "kind", "n"]].rename(
+        columns={k: figs.short_key(k) for k in [*keys, *clamp]}).copy()
     unit = rate_unit(fair["goodput_bps"].max())
     view[f"goodput ({unit[1]})"] = fair["goodput_bps"] / unit[0]
     view["share (%)"] = fair["share"] * 100

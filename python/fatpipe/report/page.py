@@ -51,7 +51,8 @@ def short_key(key: str) -> str:
     if key.startswith("flows."):
         _, g, rest = key.split(".", 2)
         return f"flow {g} {rest}"
-    return {"mss_bytes": "MSS B", "flow_group": "flow", "streams": "streams"}.get(key, key)
+    return {"mss_bytes": "MSS B", "flow_group": "flow", "streams": "streams",
+            "cwnd_clamp": "cwnd clamp (segments)"}.get(key, key)
 
 
 def point_label(row, keys: Sequence[str]) -> str:
@@ -64,6 +65,8 @@ def point_label(row, keys: Sequence[str]) -> str:
             parts.append(f"MSS {v} B")
         elif k == "cc":
             parts.append(str(v))
+        elif k == "cwnd_clamp":
+            parts.append("no clamp" if pd.isna(v) else f"clamp {int(v)}")
         else:
             parts.append(f"{short_key(k)} {v:g}" if isinstance(v, float) else f"{short_key(k)} {v}")
     return ", ".join(parts)

@@ -272,6 +272,22 @@ impl ConnState {
         }
     }
 
+    /// A per-connection cwnd clamp of `clamp` segments, set before the
+    /// algorithm's init as both ways Linux offers do it:
+    /// bpf_sol_tcp_setsockopt(TCP_BPF_SNDCWND_CLAMP) (net/core/filter.c:
+    /// `tp->snd_cwnd_clamp = val; tp->snd_ssthresh = val;`), and a route
+    /// with `cwnd lock N ssthresh lock N` read by tcp_init_metrics()
+    /// (snd_cwnd_clamp from the locked cwnd metric, snd_ssthresh at most
+    /// the clamp), after which tcp_init_cwnd() caps the initial window at
+    /// the clamp. Every later rule that raises cwnd takes the min with
+    /// `snd_cwnd_clamp` (tcp_slow_start, tcp_cong_avoid_ai, bbr_set_cwnd …).
+    pub fn set_cwnd_clamp(&mut self, clamp: u32) {
+        let clamp = clamp.max(1);
+        self.snd_cwnd_clamp = clamp;
+        self.snd_ssthresh = clamp;
+        self.snd_cwnd = self.snd_cwnd.min(clamp);
+    }
+
     /// tcp_packets_in_flight(): packets_out - left_out + retrans_out.
     pub fn in_flight(&self) -> u32 {
         self.packets_out

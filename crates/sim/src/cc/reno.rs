@@ -66,6 +66,41 @@ mod tests {
         assert_eq!(tp.snd_cwnd, 21);
     }
 
+    /// tcp_slow_start(): `tcp_snd_cwnd_set(tp, min(cwnd, tp->snd_cwnd_clamp))`.
+    #[test]
+    fn slow_start_stops_at_cwnd_clamp() {
+        let mut tp = limited(10, 1000);
+        tp.snd_cwnd_clamp = 16;
+        let left = tp.slow_start(20);
+        assert_eq!(tp.snd_cwnd, 16);
+        assert_eq!(left, 0, "the acks used up to ssthresh are consumed, the clamp does not return them");
+    }
+
+    /// tcp_cong_avoid_ai(): `tcp_snd_cwnd_set(tp, min(tcp_snd_cwnd(tp), tp->snd_cwnd_clamp))`.
+    #[test]
+    fn cong_avoid_ai_stops_at_cwnd_clamp() {
+        let mut tp = limited(20, 10);
+        tp.snd_cwnd_clamp = 21;
+        for _ in 0..200 {
+            Reno.cong_avoid(&mut tp, 1);
+        }
+        assert_eq!(tp.snd_cwnd, 21);
+    }
+
+    /// TCP_BPF_SNDCWND_CLAMP (`snd_cwnd_clamp = val; snd_ssthresh = val`)
+    /// and tcp_init_cwnd()'s min with the clamp: a flow clamped at 6
+    /// starts at 6 segments in congestion avoidance.
+    #[test]
+    fn cwnd_clamp_sets_ssthresh_and_caps_the_initial_window() {
+        let mut tp = crate::cc::ConnState::new(1448);
+        tp.set_cwnd_clamp(6);
+        assert_eq!((tp.snd_cwnd, tp.snd_ssthresh, tp.snd_cwnd_clamp), (6, 6, 6));
+        assert!(!tp.in_slow_start());
+        let mut tp = crate::cc::ConnState::new(1448);
+        tp.set_cwnd_clamp(500);
+        assert_eq!((tp.snd_cwnd, tp.snd_ssthresh), (10, 500), "IW 10 below the clamp stays");
+    }
+
     #[test]
     fn no_growth_when_not_cwnd_limited() {
         let mut tp = limited(20, 10);

@@ -20,6 +20,10 @@ pub const DELACK: Time = Time::from_millis(40);
 pub const MAX_SACKS: usize = 3;
 /// TCP_NUM_SACKS: blocks the receiver remembers (tp->selective_acks).
 const NUM_SACKS: usize = 4;
+/// TCP_SACK_BLOCKS_EXPECTED: blocks an ACK is counted on to carry ("The max
+/// is 4, but this becomes 3 if TCP timestamps are there. Given that SACK
+/// packets might be lost, be conservative and use 2.")
+const SACK_BLOCKS_EXPECTED: usize = 2;
 /// TCP_MAX_QUICKACKS.
 pub const MAX_QUICKACKS: u32 = 16;
 /// net.ipv4.tcp_comp_sack_nr default: at most this many ACKs are folded into
@@ -403,13 +407,15 @@ impl Receiver {
         ack
     }
 
-    /// tcp_sack_new_ofo_skb(): segment `seq` arrived out of order. A block
-    /// it touches grows and moves to the front (merging with blocks it now
-    /// overlaps, tcp_sack_maybe_coalesce); otherwise a new block goes in
-    /// front and, past NUM_SACKS blocks, the oldest is forgotten. When that
-    /// happens while more than TCP_FASTRETRANS_THRESH ACKs are withheld,
-    /// Linux first sends an ACK with the blocks as they were (so the three
-    /// newest reach the sender); that ACK is returned.
+    /// tcp_sack_new_ofo_skb() (Linux 5.8+): segment `seq` arrived out of
+    /// order. A block it touches grows and moves to the front (merging with
+    /// blocks it now overlaps, tcp_sack_maybe_coalesce); otherwise a new
+    /// block goes in front and, past NUM_SACKS blocks, the oldest is
+    /// forgotten. Before a block at index TCP_SACK_BLOCKS_EXPECTED (2) or
+    /// deeper grows, or a new block pushes the list down past it, withheld
+    /// ACKs are sent at once (tcp_sack_compress_send_ack), so every block
+    /// reaches the sender in some ACK before it can fall off the list; that
+    /// ACK is returned.
     fn sack_new_ofo(&mut self, seq: u64) -> Option<Ack> {
         let (s, e) = (seq, seq + 1);
         // Fast path (in-order arrivals above a hole): the segment extends the
@@ -422,8 +428,10 @@ impl Receiver {
         }
         // tcp_sack_extend(): adjacent or overlapping.
         if let Some(i) = self.sacks.iter().position(|&(bs, be)| s <= be && bs <= e) {
+            // The block grows in place; a deep one is flushed with it.
+            self.sacks[i] = (self.sacks[i].0.min(s), self.sacks[i].1.max(e));
+            let flushed = if i >= SACK_BLOCKS_EXPECTED { self.sack_compress_send_ack() } else { None };
             let mut b = self.sacks.remove(i).expect("index from position");
-            b = (b.0.min(s), b.1.max(e));
             // tcp_sack_maybe_coalesce(): fold blocks the grown one overlaps.
             self.sacks.retain(|&(os, oe)| {
                 let overlaps = os <= b.1 && b.0 <= oe;
@@ -433,13 +441,17 @@ impl Receiver {
                 !overlaps
             });
             self.sacks.push_front(b);
-            return None;
+            return flushed;
         }
-        let flushed = (self.sacks.len() >= NUM_SACKS && self.compressed_ack > FASTRETRANS_THRESH)
-            .then(|| self.make_ack(None));
+        let flushed = if self.sacks.len() >= SACK_BLOCKS_EXPECTED { self.sack_compress_send_ack() } else { None };
         self.sacks.push_front((s, e));
         self.sacks.truncate(NUM_SACKS);
         flushed
+    }
+
+    /// tcp_sack_compress_send_ack(): if ACKs are withheld, send one now.
+    fn sack_compress_send_ack(&mut self) -> Option<Ack> {
+        (self.compressed_ack > 0).then(|| self.make_ack(None))
     }
 
     /// tcp_sack_remove(): blocks that rcv_nxt now covers are gone.
@@ -539,31 +551,59 @@ mod tests {
         assert_eq!(r.on_sack_compress_timer(), None); // nothing withheld any more
     }
 
+    /// The ACK a flush returned: alone, or before a new timer event.
+    fn flushed(x: RxAction) -> Ack {
+        match x {
+            RxAction::AckNow(a) | RxAction::AckThenSchedule(a, ..) => a,
+            x => panic!("expected a flushed ACK, got {x:?}"),
+        }
+    }
+
     #[test]
-    fn a_full_sack_list_is_flushed_before_its_oldest_block_is_forgotten() {
-        // tcp_sack_new_ofo_skb(): with 4 blocks remembered and more than 3
-        // ACKs withheld, a new block first sends an ACK with the old list.
+    fn withheld_acks_are_sent_before_a_new_block_pushes_the_list_down() {
+        // tcp_sack_new_ofo_skb(): with TCP_SACK_BLOCKS_EXPECTED (2) blocks
+        // or more, a new block first sends the withheld ACKs
+        // (tcp_sack_compress_send_ack), so no block is forgotten unreported.
         let mut r = receiver_after_a_hole(Time::from_millis(20));
         let t = Time::from_millis(1);
-        // Segments 1, 3, 5, 7: four blocks with holes between; the first
-        // three are immediate duplicate ACKs, the fourth is withheld.
-        for seq in [1, 3, 5, 7] {
+        for seq in [1, 3, 5] {
+            assert!(matches!(r.on_data(seq, t, SegEcn::NOT_ECT), RxAction::AckNow(_)), "dupack {seq}");
+        }
+        // Nothing withheld yet: no flush; this block's own ACK is withheld.
+        assert_eq!(r.on_data(7, t, SegEcn::NOT_ECT), RxAction::Schedule(t + COMP_SACK_DELAY, SackCompress));
+        assert_eq!(r.on_data(8, t, SegEcn::NOT_ECT), RxAction::None); // extends the front block
+        assert_eq!(r.compressed_ack, 2);
+        let a = flushed(r.on_data(10, t, SegEcn::NOT_ECT));
+        assert_eq!(a.sack_blocks(), &[(7, 9), (5, 6), (3, 4)]);
+        // Compression goes on for the new block's own ACK.
+        assert_eq!(r.compressed_ack, 1);
+        assert!(r.comp_timer.is_armed());
+        assert_eq!(r.sacks, [(10, 11), (7, 9), (5, 6), (3, 4)]);
+        // The next new block forgets (3, 4): reported by the last ACK.
+        let a = flushed(r.on_data(12, t, SegEcn::NOT_ECT));
+        assert_eq!(a.sack_blocks(), &[(10, 11), (7, 9), (5, 6)]);
+        assert_eq!(r.sacks, [(12, 13), (10, 11), (7, 9), (5, 6)]);
+    }
+
+    #[test]
+    fn a_deep_block_that_grows_flushes_withheld_acks_first() {
+        // tcp_sack_new_ofo_skb(): tcp_sack_extend() on a block at index
+        // TCP_SACK_BLOCKS_EXPECTED or deeper sends the withheld ACKs (with
+        // the block grown in place), then rotates it to the front.
+        let mut r = receiver_after_a_hole(Time::from_millis(20));
+        let t = Time::from_millis(1);
+        for seq in [1, 4, 7, 10] {
             let _ = r.on_data(seq, t, SegEcn::NOT_ECT);
         }
-        assert_eq!(r.on_data(8, t, SegEcn::NOT_ECT), RxAction::None); // extends (7, 8)
-        assert_eq!(r.on_data(10, t, SegEcn::NOT_ECT), RxAction::None); // a new block, list holds 4
-        assert_eq!(r.compressed_ack, 3);
-        assert_eq!(r.on_data(11, t, SegEcn::NOT_ECT), RxAction::None); // extends (10, 11); 4 withheld
-        // The flushed ACK reports the three newest blocks before (13, 14);
-        // compression goes on with the timer re-armed (the event of the
-        // first withheld ACK, due at the same instant, is still pending).
-        let x = r.on_data(13, t, SegEcn::NOT_ECT);
-        let RxAction::AckNow(a) = x else { panic!("expected a flushed ACK, got {x:?}") };
-        assert_eq!(a.sack_blocks(), &[(10, 12), (7, 9), (5, 6)]);
-        assert_eq!(r.comp_timer.deadline(), t + COMP_SACK_DELAY);
         assert_eq!(r.compressed_ack, 1);
-        assert_eq!(r.sacks.len(), NUM_SACKS);
-        assert_eq!(r.sacks[0], (13, 14));
+        // (4, 5) at index 2 grows to (4, 6): flushed as it is, then moved
+        // to the front.
+        let a = flushed(r.on_data(5, t, SegEcn::NOT_ECT));
+        assert_eq!(a.sack_blocks(), &[(10, 11), (7, 8), (4, 6)]);
+        assert_eq!(r.sacks, [(4, 6), (10, 11), (7, 8), (1, 2)]);
+        // A block at index 1 grows without a flush.
+        assert_eq!(r.on_data(11, t, SegEcn::NOT_ECT), RxAction::None);
+        assert_eq!(r.sacks, [(10, 12), (4, 6), (7, 8), (1, 2)]);
     }
 
     #[test]

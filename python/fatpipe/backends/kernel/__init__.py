@@ -34,6 +34,7 @@ from ...summary import emulator_late
 from ...wire import TCP_IP_HEADER_BYTES
 from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, PathReport, RunOutcome, RunPlan
 from . import cleanup
+from .clamp import sender_cwnd_clamps
 from .cleanup import clean, clean_stale
 from .doctor import DoctorReport, available_ccas, doctor
 from .path import RECEIVER_ADDR, EmulatedPath, HostConfig, PathConfig, rate_above_ceiling
@@ -46,7 +47,9 @@ MAX_SENDERS = 200
 
 
 def path_config(plan: RunPlan) -> PathConfig:
-    """RunPlan → PathConfig (pure)."""
+    """RunPlan → PathConfig (pure). ValueError if flows of one sender ask
+    for different cwnd clamps (clamp.sender_cwnd_clamps)."""
+    clamps = sender_cwnd_clamps(plan.flows)
     mss = max((f.mss_bytes for f in plan.flows), default=plan.mtu_bytes - TCP_IP_HEADER_BYTES)
     return PathConfig(
         rate_bps=plan.rate_bps,
@@ -54,7 +57,7 @@ def path_config(plan: RunPlan) -> PathConfig:
         loss=plan.packet_loss_probability(mss),
         buffer_bytes=plan.buffer_bytes,
         mtu_bytes=plan.mtu_bytes,
-        senders={name: HostConfig(h.rmem_max_bytes, h.wmem_max_bytes, h.extra_rtt_s)
+        senders={name: HostConfig(h.rmem_max_bytes, h.wmem_max_bytes, h.extra_rtt_s, clamps.get(name))
                  for name, h in plan.senders.items()},
         receiver=HostConfig(plan.receiver.rmem_max_bytes, plan.receiver.wmem_max_bytes, plan.receiver.extra_rtt_s),
         seed=plan.seed,
@@ -110,6 +113,10 @@ class KernelBackend:
             if ecn_keys:
                 raise BackendUnavailable(f"run {plan.run_id}: {', '.join(ecn_keys)}: the kernel backend does not "
                                          "set up ECN or a marking bottleneck yet (the sim backend does)")
+            try:
+                sender_cwnd_clamps(plan.flows)
+            except ValueError as e:
+                raise BackendUnavailable(f"run {plan.run_id}: {e}") from None
         if os.geteuid() != 0:
             raise BackendUnavailable("the kernel backend needs root (network namespaces); try `sudo fatpipe …` "
                                      "or the sim backend")

@@ -29,6 +29,7 @@ PER_NETNS_SYSCTLS = frozenset({
     "net.ipv4.tcp_wmem",
     "net.ipv4.tcp_congestion_control",
     "net.ipv4.tcp_no_metrics_save",
+    "net.ipv4.tcp_no_ssthresh_metrics_save",
     "net.ipv4.tcp_sack",
     "net.ipv4.tcp_timestamps",
     "net.ipv4.tcp_window_scaling",

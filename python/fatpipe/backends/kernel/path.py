@@ -50,6 +50,7 @@ from pathlib import Path
 from ...units import format_rate
 from ...wire import frame_bytes
 from . import cmd, parse
+from .clamp import prime_metrics_cache, route_metric_args
 from .delayline import RT_PRIORITY, Linkem, QueueConfig, build_linkem, find_linkem, summarize
 from .netns import Namespace, add_veth, new_prefix, receive_in_rt_napi_thread, set_offloads, veth_tx_drops
 from .ownership import OwnershipRecord
@@ -92,6 +93,7 @@ class HostConfig:
     rmem_max_bytes: int
     wmem_max_bytes: int
     extra_rtt_s: float = 0.0  # added round-trip delay of this host's access link
+    cwnd_clamp_segments: int | None = None  # a sender's tp->snd_cwnd_clamp (clamp.py)
 
 
 @dataclass(frozen=True)
@@ -243,8 +245,12 @@ class EmulatedPath:
             add_veth(self.router, router_if, ns, "eth0", c.mtu_bytes)
             self.router.ip("addr", "add", f"198.18.{i + 1}.254/24", "dev", router_if)
             ns.ip("addr", "add", f"{sender_addr(i)}/24", "dev", "eth0")
-            ns.ip("route", "add", "default", "via", f"198.18.{i + 1}.254")
+            clamp = host.cwnd_clamp_segments
+            ns.ip("route", "add", "default", "via", f"198.18.{i + 1}.254", *(route_metric_args(clamp) if clamp else []))
             self._host_sysctls(ns, host)
+            if clamp:
+                # tcp_init_metrics() takes the route's locked ssthresh only then.
+                ns.sysctl("net.ipv4.tcp_no_ssthresh_metrics_save", 0)
             self.senders[name] = ns
             self.sender_addrs[name] = sender_addr(i)
         emulator = c.emulator
@@ -265,6 +271,10 @@ class EmulatedPath:
         else:
             self._add_linkem()
         self.emulator = emulator
+        for name, ns in self.senders.items():
+            clamp = c.senders[name].cwnd_clamp_segments
+            if clamp:
+                prime_metrics_cache(ns, self.receiver, RECEIVER_ADDR, clamp)
 
     def _add_netem(self) -> None:
         c = self.cfg

@@ -136,3 +136,18 @@ fn startup_cwnd_grows_by_acked_and_is_never_cut() {
     s.ack(Ack::round(20).acked(10));
     assert_eq!(s.tp.snd_cwnd, 5000);
 }
+
+/// bbr_set_cwnd(): "done: tcp_snd_cwnd_set(tp, min(cwnd, tp->snd_cwnd_clamp))"
+/// — STARTUP's 2/ln2 growth stops at a TCP_BPF_SNDCWND_CLAMP.
+#[test]
+fn bbr_cwnd_capped_by_clamp() {
+    let mut s = Synth::new();
+    s.tp.set_cwnd_clamp(40);
+    let mut most = 0;
+    for _ in 0..12 {
+        s.ack(Ack::round(PKTS_PER_RTT).in_flight(40));
+        most = most.max(s.tp.snd_cwnd);
+    }
+    assert_eq!(most, 40, "grows to the clamp and no further");
+    assert_eq!(s.tp.snd_cwnd, 40);
+}
