@@ -188,3 +188,23 @@ def test_sim_loss_matches_the_python_loss_from_corruption_formula():
     n = path["packets"]
     expected, sd = n * p, (n * p * (1 - p)) ** 0.5
     assert abs(path["random_drops"] - expected) < 4 * sd, (path["random_drops"], expected)
+
+
+# ---- the path series -------------------------------------------------------------
+
+
+def test_rust_path_series_columns_equal_python_path_series_columns():
+    rust = [(name, kind) for name, kind, _unit, _doc in _native.path_series_columns()]
+    assert rust == list(schema.PATH_SERIES_COLUMNS.items())
+
+
+def test_docs_path_series_table_lists_exactly_the_path_series_columns():
+    docs = [(name, kind) for name, kind, *_ in _docs_table("path_series.parquet")]
+    assert docs == list(schema.PATH_SERIES_COLUMNS.items())
+
+
+def test_a_study_written_before_the_path_series_reads_it_empty(tmp_path):
+    root = _write_study(tmp_path / "v2", 2, V1_SERIES.assign(ca_state="open", cc_mode=""))
+    got = StudyStore(root).path_series_table()
+    assert got.empty and list(got.columns) == ["run_id", *schema.PATH_SERIES_COLUMNS]
+    assert fatpipe.load(root).path_series.empty

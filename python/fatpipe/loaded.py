@@ -3,7 +3,8 @@
 
 Tables are pandas DataFrames with the columns docs/results.md describes:
 ``runs`` (one row per run × flow group) and ``rpcs`` are read at once;
-``series`` (per-interval samples, the large one) is read on first use, and
+``series`` (per-interval samples, the large one) and ``path_series`` (the
+bottleneck per interval) are read on first use, and
 :meth:`LoadedStudy.read_series` reads only some columns or one run.
 """
 
@@ -49,6 +50,13 @@ class LoadedStudy:
         if columns is None and run_id is None:
             return self.series
         return self.store.series_table(columns=columns, run_id=run_id)
+
+    @cached_property
+    def path_series(self) -> pd.DataFrame:
+        """The bottleneck's queue and counters per sampling interval of every
+        run (empty for studies written before the table, and for backends
+        that cannot observe their bottleneck)."""
+        return self.store.path_series_table()
 
     @cached_property
     def spec(self) -> Spec | None:

@@ -7,11 +7,12 @@ Layout (documented for users in docs/results.md)::
     DIR/study.toml          the spec as run
     DIR/manifest.json       fatpipe version, schema version, backends' facts, seeds
     DIR/runs/<run_id>.json  one record per finished run (written last, atomically)
-    DIR/series/<run_id>.parquet, DIR/rpcs/<run_id>.parquet
+    DIR/series/<run_id>.parquet, DIR/rpcs/<run_id>.parquet, DIR/path_series/<run_id>.parquet
     DIR/work/<run_id>/      a backend's scratch files for the run (raw samples)
     DIR/runs.parquet        consolidated: one row per run x flow group
     DIR/series.parquet      consolidated per-interval samples per stream
     DIR/rpcs.parquet        consolidated per-RPC completions
+    DIR/path_series.parquet consolidated per-interval samples of the bottleneck
 
 A run counts as finished once its record exists and its files check out
 (:meth:`StudyStore.check_run`); records are written to a temporary file and
@@ -39,6 +40,7 @@ import pyarrow.parquet as pq
 from . import storefs
 from .schema import (
     PATH_COLUMNS,
+    PATH_SERIES_COLUMNS,
     RPC_COLUMNS,
     SCHEMA_VERSION,
     SERIES_COLUMNS,
@@ -52,8 +54,8 @@ from .storefs import StoreError, StudyLocked
 if TYPE_CHECKING:
     from .loaded import LoadedStudy
 
-__all__ = ["RUN_COLUMNS", "SCHEMA_VERSION", "STORED_RPC_COLUMNS", "STORED_SERIES_COLUMNS", "StoreError",
-           "StudyLocked", "StudyStore"]
+__all__ = ["RUN_COLUMNS", "SCHEMA_VERSION", "STORED_PATH_SERIES_COLUMNS", "STORED_RPC_COLUMNS",
+           "STORED_SERIES_COLUMNS", "StoreError", "StudyLocked", "StudyStore"]
 
 # Columns every runs row has, in order; swept keys (dotted names) follow the
 # identity columns. Units are in the names.
@@ -73,14 +75,20 @@ RUN_COLUMNS = [
     "flags", "wall_s",
 ]
 
-# The columns of the per-run series and RPC files (study.execute_one adds
-# the run's identity and summary.series_with_goodput the goodput).
+# The columns of the per-run series, RPC and path series files
+# (study.execute_one adds the run's identity and summary.series_with_goodput
+# the goodput).
 STORED_SERIES_COLUMNS = ["run_id", "backend", *SERIES_COLUMNS, "goodput_bps"]
 STORED_RPC_COLUMNS = ["run_id", *RPC_COLUMNS]
+STORED_PATH_SERIES_COLUMNS = ["run_id", *PATH_SERIES_COLUMNS]
+# Per-run table files: directory (and consolidated name), columns, and the
+# column whose values say the table has rows.
+PER_RUN_TABLES = (("series", STORED_SERIES_COLUMNS), ("rpcs", STORED_RPC_COLUMNS),
+                  ("path_series", STORED_PATH_SERIES_COLUMNS))
 
 MARKER_NAME = ".fatpipe-study"
 MARKER_TEXT = b"fatpipe study directory: written by fatpipe, see docs/results.md\n"
-PER_RUN_DIRS = ("runs", "series", "rpcs", "work")
+PER_RUN_DIRS = ("runs", "series", "rpcs", "path_series", "work")
 
 
 def _with_schema_meta(table: pa.Table, kind: str) -> pa.Table:
@@ -226,7 +234,7 @@ class StudyStore:
         if not isinstance(rec, dict) or rec.get("run_id") != run_id or not isinstance(rec.get("rows"), list):
             return None, f"record {path.name} is not a fatpipe run record"
         files = rec.get("files") or {}
-        for kind, columns in (("series", STORED_SERIES_COLUMNS), ("rpcs", STORED_RPC_COLUMNS)):
+        for kind, columns in PER_RUN_TABLES:
             problem = _check_parquet(self.root / kind / f"{run_id}.parquet", columns, files.get(kind))
             if problem:
                 return None, problem
@@ -258,8 +266,8 @@ class StudyStore:
     def discard(self, run_id: str) -> None:
         """Remove every file of a run (record first, so a crash in between
         never leaves a record without its files), before it is redone."""
-        for sub, name in (("runs", f"{run_id}.json"), ("series", f"{run_id}.parquet"),
-                          ("rpcs", f"{run_id}.parquet"), ("work", run_id)):
+        for sub, name in (("runs", f"{run_id}.json"), *((kind, f"{run_id}.parquet") for kind, _ in PER_RUN_TABLES),
+                          ("work", run_id)):
             with self._dir(sub) as fd:
                 try:
                     storefs.remove_entry(fd, name)
@@ -287,20 +295,20 @@ class StudyStore:
         series: dict[str, list] | None = None,
         rpcs: dict[str, list] | None = None,
         reason: str = "",
+        path_series: dict[str, list] | None = None,
         facts: dict[str, Any] | None = None,
     ) -> None:
-        """Write a run's series and RPCs, then its record (which marks it done
-        and lists the rows of each file, for the check on resume, and keeps
-        the backend's facts of the run: RunOutcome.facts)."""
+        """Write a run's series, RPCs and path series, then its record (which
+        marks it done, lists the rows of each file, for the check on
+        resume, and keeps the backend's facts of the run: RunOutcome.facts).
+        A table without rows writes no file."""
         files = {}
-        if series is not None and series.get("t_s"):
-            table = pa.table(series)
-            self._write("series", f"{run_id}.parquet", _parquet_writer(table))
-            files["series"] = table.num_rows
-        if rpcs is not None and rpcs.get("start_s"):
-            table = pa.table(rpcs)
-            self._write("rpcs", f"{run_id}.parquet", _parquet_writer(table))
-            files["rpcs"] = table.num_rows
+        for kind, table_columns in (("series", series), ("rpcs", rpcs), ("path_series", path_series)):
+            table = pa.table(table_columns or {})
+            if table.num_rows == 0:
+                continue
+            self._write(kind, f"{run_id}.parquet", _parquet_writer(table))
+            files[kind] = table.num_rows
         record = {"run_id": run_id, "status": status, "reason": reason, "rows": rows, "files": files,
                   "facts": facts or {}}
         data = json.dumps(record, default=float).encode()
@@ -335,7 +343,7 @@ class StudyStore:
             columns = _ordered_columns(rows)
             table = pa.table({c: [r.get(c) for r in rows] for c in columns})
             self._write(None, "runs.parquet", _parquet_writer(_with_schema_meta(table, "runs")))
-        for kind in ("series", "rpcs"):
+        for kind, _ in PER_RUN_TABLES:
             parts = []
             for p in sorted((self.root / kind).glob("*.parquet")):
                 if p.stem not in kept:
@@ -361,6 +369,19 @@ class StudyStore:
         import pandas as pd
         path = self.root / "rpcs.parquet"
         return pd.read_parquet(path) if path.exists() else pd.DataFrame()
+
+    def path_series_table(self, run_id: str | None = None):
+        """The consolidated path series (the bottleneck per sampling
+        interval), or one run's rows, with the stored columns; empty for a
+        study written before the table existed or whose backend could not
+        observe its bottleneck."""
+        import pandas as pd
+        path = self.root / "path_series.parquet"
+        if not path.exists():
+            return pd.DataFrame(columns=STORED_PATH_SERIES_COLUMNS)
+        parquet_version(path, default=study_version(self.root))
+        filters = [("run_id", "==", run_id)] if run_id else None
+        return pd.read_parquet(path, filters=filters)
 
     def series_table(self, columns: list[str] | None = None, run_id: str | None = None):
         """The consolidated series, or some of its columns, or one run's rows

@@ -1,5 +1,5 @@
-"""The result schema, defined once for Python: the series and RPC columns
-every backend returns, the path facts, the schema version, and the upgrade of
+"""The result schema, defined once for Python: the series, RPC and path
+series columns every backend returns, the path facts, the schema version, and the upgrade of
 older results on read.
 
 The Rust side of the same schema is one macro invocation per table in
@@ -15,8 +15,10 @@ Schema versions (stored in manifest.json and each table's Parquet metadata
 * 2 — ``ca_state`` is Linux's ``tcpi_ca_state`` name on every backend; the
   new ``cc_mode`` column holds the CCA's own mode ("" when none is known).
 
-Columns are added within a version; a column added later is filled on read
-(``path_ce_marks``: 0, since no bottleneck marked CE before it existed).
+Columns and tables are added within a version; a column added later is
+filled on read (``path_ce_marks``: 0, since no bottleneck marked CE before it
+existed), and the path series, added later, reads as an empty table from a
+study written before it.
 """
 
 from __future__ import annotations
@@ -59,6 +61,23 @@ RPC_COLUMNS: dict[str, str] = {
     "duration_s": "float",  # until the last response byte arrived
     "response_bytes": "int",
 }
+
+# Columns of RunOutcome.path_series, one row per sampling interval: the
+# bottleneck's queue at the sample instant and its counters so far. A backend
+# that cannot observe its bottleneck returns it empty (docs/results.md).
+PATH_SERIES_COLUMNS: dict[str, str] = {
+    "t_s": "float",
+    "queue_bytes": "int",  # frames queued, as the buffer counts them, incl. the one being sent
+    "queue_packets": "int",
+    "queue_drops": "int",  # cumulative: path fact queue_drops so far
+    "ce_marks": "int",  # cumulative: path fact ce_marks so far
+}
+
+
+def empty_path_series() -> dict[str, list]:
+    """A path series with no rows (a backend that cannot observe its queue)."""
+    return {k: [] for k in PATH_SERIES_COLUMNS}
+
 
 # enum tcp_ca_state (include/uapi/linux/tcp.h), the values of `ca_state`.
 LINUX_CA_STATES = ("open", "disorder", "cwr", "recovery", "loss")

@@ -184,7 +184,8 @@ def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
     n = len(series["t_s"])
     series = {"run_id": [plan.run_id] * n, "backend": [plan.backend] * n, **series}
     rpcs = {"run_id": [plan.run_id] * len(outcome.rpcs["start_s"]), **outcome.rpcs}
-    store.write_run(plan.run_id, "ok", full_rows, series, rpcs, facts=outcome.facts)
+    path_series = {"run_id": [plan.run_id] * len(outcome.path_series["t_s"]), **outcome.path_series}
+    store.write_run(plan.run_id, "ok", full_rows, series, rpcs, path_series=path_series, facts=outcome.facts)
     goodputs = " ".join(
         f"{r['cc']}x{r['streams']}={(r['goodput_bps'] or 0) / 1e6:.1f}Mbit/s" for r in rows
     )

@@ -2,10 +2,11 @@
 //!
 //! `simulate(plan_json: str) -> dict` runs one RunPlan (the JSON of
 //! `dataclasses.asdict(plan)`) with the GIL released and returns
-//! {"series": {col: list}, "rpcs": {col: list}, "path": {...}, "stats": {...}},
+//! {"series": {col: list}, "rpcs": {col: list}, "path_series": {col: list},
+//! "path": {...}, "stats": {...}},
 //! walking the tables' typed column iterators (fatpipe_sim::trace), so no
-//! column is named here. `series_columns()`, `rpc_columns()` and
-//! `path_facts()` expose the schema for python/fatpipe/schema.py's test.
+//! column is named here. `series_columns()`, `rpc_columns()`,
+//! `path_series_columns()` and `path_facts()` expose the schema for python/fatpipe/schema.py's test.
 //! Configuration errors become ValueError; a panic inside the simulator
 //! becomes `SimulationPanic` (a RuntimeError) carrying the panic message, so
 //! the study records that one run as failed and goes on (the release
@@ -19,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use fatpipe_sim::scenario::Scenario;
-use fatpipe_sim::trace::{Column, Fact, FieldDef, RunResult, PATH_SCHEMA, RPC_SCHEMA, SERIES_SCHEMA};
+use fatpipe_sim::trace::{Column, Fact, FieldDef, RunResult, PATH_SCHEMA, PATH_SERIES_SCHEMA, RPC_SCHEMA, SERIES_SCHEMA};
 
 fn column_to_py<'py>(py: Python<'py>, c: Column<'_>) -> PyResult<Bound<'py, PyList>> {
     match c {
@@ -50,6 +51,12 @@ fn to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDict>> {
         rpcs.set_item(name, column_to_py(py, col)?)?;
     }
     out.set_item("rpcs", rpcs)?;
+
+    let path_series = PyDict::new(py);
+    for (name, col) in r.path_series.columns() {
+        path_series.set_item(name, column_to_py(py, col)?)?;
+    }
+    out.set_item("path_series", path_series)?;
 
     let path = PyDict::new(py);
     for (name, fact) in r.path.facts() {
@@ -113,6 +120,12 @@ fn rpc_columns() -> Vec<(&'static str, &'static str, &'static str, &'static str)
     schema(RPC_SCHEMA)
 }
 
+/// The path series columns in order, as `series_columns()`.
+#[pyfunction]
+fn path_series_columns() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    schema(PATH_SERIES_SCHEMA)
+}
+
 /// The path facts in order, as `series_columns()` (kind may be "float | None").
 #[pyfunction]
 fn path_facts() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -146,6 +159,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(available_ccas, m)?)?;
     m.add_function(wrap_pyfunction!(series_columns, m)?)?;
     m.add_function(wrap_pyfunction!(rpc_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(path_series_columns, m)?)?;
     m.add_function(wrap_pyfunction!(path_facts, m)?)?;
     m.add_function(wrap_pyfunction!(wire_constants, m)?)?;
     Ok(())

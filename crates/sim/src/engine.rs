@@ -8,7 +8,7 @@ use crate::fq_codel::FqCodel;
 use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
 use crate::tcp::{Ack, Codepoint, Receiver, RxAction, SegEcn, Sender, SenderConfig, SenderEnv};
-use crate::trace::{PathFacts, Row, Rpcs, RunResult, Stats};
+use crate::trace::{PathFacts, PathRow, Row, Rpcs, RunResult, Stats};
 use crate::units::{Bytes, Rate, Time};
 use crate::wire;
 
@@ -95,6 +95,21 @@ impl Net {
         }
     }
 
+    /// The bottleneck's queue at `now` (packets, bytes): fq_codel's backlog
+    /// (if any) plus the FIFO's packets not yet fully sent.
+    fn queue_at(&self, now: Time) -> (u64, u64) {
+        let (fifo_packets, fifo_bytes) = self.bottleneck.occupancy(now);
+        let (fq_packets, fq_bytes) = self.fq.as_ref().map_or((0, 0), FqCodel::len);
+        (fifo_packets as u64 + fq_packets as u64, fifo_bytes + fq_bytes)
+    }
+
+    /// The bottleneck's (drops, CE marks) so far, fq_codel's included.
+    fn queue_counters(&self) -> (u64, u64) {
+        let drops = self.bottleneck.drops + self.fq.as_ref().map_or(0, FqCodel::drops);
+        let ce_marks = self.bottleneck.ce_marks + self.fq.as_ref().map_or(0, |q| q.ce_marks);
+        (drops, ce_marks)
+    }
+
     /// The link is free at `now`: fq_codel picks the next packet (CoDel
     /// decides on its sojourn time here), the bottleneck serializes it,
     /// and one LinkFree event is scheduled for its departure.
@@ -150,15 +165,20 @@ struct Net {
     random_drops: u64,
 }
 
-/// The sender's view of the world for one stream.
-struct Tx<'a> {
+/// The sender's view of the world for one stream. `ECN` and `FQ` say
+/// whether the run may carry ECN (some stream negotiated it) and may have
+/// fq_codel at the bottleneck; `false` compiles that work out of the
+/// per-packet path (`Sim::run_until` picks the instance once per call).
+struct Tx<'a, const ECN: bool, const FQ: bool> {
     net: &'a mut Net,
     stream: u32,
     wire: u32,
     group: usize,
 }
 
-impl SenderEnv for Tx<'_> {
+impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
+    const ECN: bool = ECN;
+
     #[inline]
     fn transmit(&mut self, now: Time, seq: u64, _retrans: bool, mut ecn: SegEcn) {
         let net = &mut *self.net;
@@ -167,11 +187,11 @@ impl SenderEnv for Tx<'_> {
             net.random_drops += 1;
             return;
         }
-        if net.fq.is_some() {
+        if FQ && net.fq.is_some() {
             net.enqueue_fq(now, self.stream, self.wire, seq, ecn);
             return;
         }
-        let Some(a) = net.bottleneck.offer(now, wire::frame_bytes(self.wire), ecn.is_ect()) else { return };
+        let Some(a) = net.bottleneck.offer(now, wire::frame_bytes(self.wire), ECN && ecn.is_ect()) else { return };
         if a.ce {
             ecn.codepoint = Codepoint::Ce;
         }
@@ -186,8 +206,8 @@ impl SenderEnv for Tx<'_> {
 
 /// The application's view of one stream (app.rs): its sender, receiver,
 /// the engine's queues and the RPC table.
-struct StreamApp<'a> {
-    tx: Tx<'a>,
+struct StreamApp<'a, const ECN: bool, const FQ: bool> {
+    tx: Tx<'a, ECN, FQ>,
     sender: &'a mut Sender,
     receiver: &'a mut Receiver,
     started: &'a mut bool,
@@ -198,7 +218,7 @@ struct StreamApp<'a> {
     rpcs: &'a mut Rpcs,
 }
 
-impl AppEnv for StreamApp<'_> {
+impl<const ECN: bool, const FQ: bool> AppEnv for StreamApp<'_, ECN, FQ> {
     fn schedule(&mut self, at: Time, timer: AppTimer) {
         self.tx.net.events.push(at, Event::Timer(self.tx.stream, TimerKind::App(timer)));
     }
@@ -246,6 +266,8 @@ enum Src {
 }
 
 pub struct Sim {
+    /// Some stream negotiated ECN: the run needs the ECN steps per packet.
+    any_ecn: bool,
     now: Time,
     end: Time,
     sample_interval: Time,
@@ -350,6 +372,7 @@ impl Sim {
             end: cfg.duration,
             sample_interval: cfg.sample_interval,
             next_sample: 1,
+            any_ecn: cfg.streams.iter().any(|s| s.ecn),
             streams,
             net,
             result: RunResult::default(),
@@ -364,24 +387,31 @@ impl Sim {
 
     /// The head of the forward pipe reaches its receiver; the application
     /// sees the data (RPC completions).
-    fn on_data(&mut self, now: Time) {
+    fn on_data<const ECN: bool, const FQ: bool>(&mut self, now: Time) {
         let Some(pkt) = self.net.fwd.pop_front() else { return };
         let i = pkt.stream;
         let st = &mut self.streams[i as usize];
-        let act = st.receiver.on_data(pkt.seq, now, pkt.ecn);
-        if let Some(lead) = st.receiver.take_lead_ack() {
-            self.net.acks[st.ack_pipe].push(now + st.ack_delay, (i, lead));
+        let act = st.receiver.on_segment::<ECN>(pkt.seq, now, pkt.ecn);
+        if ECN {
+            if let Some(lead) = st.receiver.take_lead_ack() {
+                self.net.acks[st.ack_pipe].push(now + st.ack_delay, (i, lead));
+            }
         }
         self.net.rx_action(i, st.ack_pipe, st.ack_delay, now, act);
         if !matches!(st.app, App::Bulk) {
-            let (app, mut env) = Self::app_env(st, &mut self.net, &mut self.result.rpcs, i);
+            let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
             app.on_data(now, &mut env);
         }
     }
 
     /// Splits stream `i` into its application and the application's view
     /// of the rest.
-    fn app_env<'a>(st: &'a mut Stream, net: &'a mut Net, rpcs: &'a mut Rpcs, i: u32) -> (&'a mut App, StreamApp<'a>) {
+    fn app_env<'a, const ECN: bool, const FQ: bool>(
+        st: &'a mut Stream,
+        net: &'a mut Net,
+        rpcs: &'a mut Rpcs,
+        i: u32,
+    ) -> (&'a mut App, StreamApp<'a, ECN, FQ>) {
         let tx = Tx { net, stream: i, wire: st.wire, group: st.group as usize };
         let env = StreamApp {
             tx,
@@ -398,19 +428,19 @@ impl Sim {
     }
 
     /// The head of ACK pipe `k` reaches its sender.
-    fn on_ack(&mut self, k: usize, now: Time) {
+    fn on_ack<const ECN: bool, const FQ: bool>(&mut self, k: usize, now: Time) {
         let Some((i, ack)) = self.net.acks[k].pop_front() else { return };
         let st = &mut self.streams[i as usize];
-        let mut tx = Tx { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize };
+        let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize };
         st.sender.on_ack(now, &ack, &mut tx);
     }
 
     /// A timer of stream `i` fired: its owner handles it.
-    fn on_timer(&mut self, i: u32, kind: TimerKind, now: Time) {
+    fn on_timer<const ECN: bool, const FQ: bool>(&mut self, i: u32, kind: TimerKind, now: Time) {
         let st = &mut self.streams[i as usize];
         match kind {
             TimerKind::Sender(t) => {
-                let mut tx = Tx { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize };
+                let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize };
                 st.sender.on_timer(t, now, &mut tx);
             }
             TimerKind::Receiver(t) => {
@@ -418,14 +448,16 @@ impl Sim {
                 self.net.rx_action(i, st.ack_pipe, st.ack_delay, now, act);
             }
             TimerKind::App(t) => {
-                let (app, mut env) = Self::app_env(st, &mut self.net, &mut self.result.rpcs, i);
+                let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
                 app.on_timer(t, now, &mut env);
             }
         }
     }
 
     /// Records one row per started stream from its sender's tcp_info, as
-    /// the kernel backend samples TCP_INFO.
+    /// the kernel backend samples TCP_INFO, and one row of the bottleneck
+    /// (its queue now and its counters so far; a walk of the FIFO, once
+    /// per interval, off the per-packet path).
     fn on_sample(&mut self, now: Time) {
         let t_s = now.as_secs_f64();
         for st in &mut self.streams {
@@ -453,6 +485,15 @@ impl Sim {
                 busy_s: info.busy_time.as_secs_f64(),
             });
         }
+        let (queue_packets, queue_bytes) = self.net.queue_at(now);
+        let (queue_drops, ce_marks) = self.net.queue_counters();
+        self.result.path_series.push(PathRow {
+            t_s,
+            queue_bytes: queue_bytes as i64,
+            queue_packets: queue_packets as i64,
+            queue_drops: queue_drops as i64,
+            ce_marks: ce_marks as i64,
+        });
         self.next_sample += 1;
         let next = self.sample_interval.mul(self.next_sample);
         if next <= self.end {
@@ -467,13 +508,14 @@ impl Sim {
             .map(|s| s.sender.rtt.min_rtt)
             .filter(|&t| t != Time::MAX)
             .min();
+        let (queue_drops, ce_marks) = self.net.queue_counters();
         self.result.path = PathFacts {
             emulator: "sim",
             min_rtt_s: min_rtt.map(|t| t.as_secs_f64()),
             packets: self.net.packets,
             random_drops: self.net.random_drops,
-            queue_drops: self.net.bottleneck.drops + self.net.fq.as_ref().map_or(0, FqCodel::drops),
-            ce_marks: self.net.bottleneck.ce_marks + self.net.fq.as_ref().map_or(0, |q| q.ce_marks),
+            queue_drops,
+            ce_marks,
             bottleneck_bps: self.net.bottleneck.mean_rate(self.end),
             late_p99_s: None,
             late_max_s: None,
@@ -510,8 +552,18 @@ impl Sim {
     }
 
     /// Runs until `t` (inclusive) without finishing; for tests that inspect
-    /// state mid-run.
+    /// state mid-run. The event loop is compiled per kind of run: without
+    /// ECN and fq_codel (the common drop-tail case) the per-packet path
+    /// carries no ECN step and no fq_codel branch; with ECN; with fq_codel.
     pub fn run_until(&mut self, t: Time) {
+        match (self.any_ecn, self.net.fq.is_some()) {
+            (false, false) => self.run_loop::<false, false>(t),
+            (true, false) => self.run_loop::<true, false>(t),
+            (_, true) => self.run_loop::<true, true>(t),
+        }
+    }
+
+    fn run_loop<const ECN: bool, const FQ: bool>(&mut self, t: Time) {
         let limit = t.min(self.end);
         loop {
             // The earliest of: the timer heap, the forward pipe's head, each
@@ -540,16 +592,16 @@ impl Sim {
             match src {
                 Src::Data => {
                     self.net.pipe_events += 1;
-                    self.on_data(best);
+                    self.on_data::<ECN, FQ>(best);
                 }
                 Src::Ack(k) => {
                     self.net.pipe_events += 1;
-                    self.on_ack(k, best);
+                    self.on_ack::<ECN, FQ>(k, best);
                 }
                 Src::Heap => {
                     let (now, ev) = self.net.events.pop().expect("peeked");
                     match ev {
-                        Event::Timer(i, kind) => self.on_timer(i, kind, now),
+                        Event::Timer(i, kind) => self.on_timer::<ECN, FQ>(i, kind, now),
                         Event::Sample => self.on_sample(now),
                         Event::LinkFree => self.net.serve_link(now),
                     }

@@ -1,5 +1,6 @@
-//! Output tables: per-stream samples (the series), per-RPC rows, path facts
-//! and run statistics. Column-oriented so the binding can hand each column
+//! Output tables: per-stream samples (the series), per-RPC rows, per-interval
+//! samples of the bottleneck (the path series), path facts and run
+//! statistics. Column-oriented so the binding can hand each column
 //! to Python as one list.
 //!
 //! Each table's columns are listed once, in a `series_table!` or
@@ -248,6 +249,34 @@ series_table! {
     response_bytes: i64, "bytes", "response size";
 }
 
+series_table! {
+    /// PATH_SERIES_COLUMNS: one row per sampling interval, the bottleneck's
+    /// queue at the sample instant (as `tc -s qdisc show` reports a
+    /// backlog) and its counters so far.
+    table PathSeries;
+    /// One sample of the bottleneck.
+    row PathRow;
+    /// The path series columns (PATH_SERIES_COLUMNS of python/fatpipe/schema.py).
+    defs PATH_SERIES_SCHEMA;
+    /// Names of the path series columns, in order.
+    names PATH_SERIES_COLUMNS;
+    t_s: f64, "s", "sample time since the run started";
+    queue_bytes: i64, "bytes", "bytes queued at the bottleneck (frames, as its buffer counts them), including the packet being sent";
+    queue_packets: i64, "packets", "packets queued at the bottleneck, including the packet being sent";
+    queue_drops: i64, "packets", "cumulative packets dropped by the bottleneck (the path fact queue_drops so far)";
+    ce_marks: i64, "packets", "cumulative packets the bottleneck marked CE (the path fact ce_marks so far)";
+}
+
+impl PathSeries {
+    pub fn len(&self) -> usize {
+        self.t_s.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t_s.is_empty()
+    }
+}
+
 facts_struct! {
     /// What the path really did during the run (PathReport of
     /// python/fatpipe/schema.py).
@@ -281,21 +310,25 @@ pub struct Stats {
 pub struct RunResult {
     pub series: Series,
     pub rpcs: Rpcs,
+    pub path_series: PathSeries,
     pub path: PathFacts,
     pub stats: Stats,
 }
 
 impl RunResult {
-    /// The result as JSON: {"series": {col: [..]}, "rpcs": {..}, "path": {..},
-    /// "stats": {..}}.
+    /// The result as JSON: {"series": {col: [..]}, "rpcs": {..},
+    /// "path_series": {..}, "path": {..}, "stats": {..}}.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::{json, Map, Value};
         let series: Map<String, Value> = self.series.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         let rpcs: Map<String, Value> = self.rpcs.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
+        let path_series: Map<String, Value> =
+            self.path_series.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         let path: Map<String, Value> = self.path.facts().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         json!({
             "series": Value::Object(series),
             "rpcs": Value::Object(rpcs),
+            "path_series": Value::Object(path_series),
             "path": Value::Object(path),
             "stats": {"events": self.stats.events, "packets_sent": self.stats.packets_sent,
                       "max_pending_events": self.stats.max_pending_events},

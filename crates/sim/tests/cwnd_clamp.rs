@@ -47,14 +47,20 @@ fn cwnd_never_exceeds_the_clamp_for_every_cca() {
 /// clamp × MSS / RTT exactly; with no queue (the clamp is a quarter of the
 /// BDP) the RTT is the base RTT plus a segment's serialization (1514 bytes
 /// at 100 Mbit/s: 0.12 ms, 0.6 %) and the ACK's, so goodput comes within
-/// 3 % of the bound (measured: 98.8 % for every algorithm).
+/// 3 % of the bound (measured: 98.8 % for every algorithm but bbr3).
+/// BBRv3 enters ProbeRTT every 5 s (bbr_probe_rtt_mode_ms) and holds half
+/// its BDP estimate, here half the clamp, for 200 ms plus a round
+/// (bbr_probe_rtt_cwnd_gain = 0.5): up to half of (0.2 + RTT) / 5 s less
+/// (measured: 96.5 %).
 #[test]
 fn lossless_goodput_is_clamp_times_mss_per_rtt() {
     let bound = CLAMP as f64 * MSS_BYTES * 8.0 / RTT_S;
     for cc in AVAILABLE {
         let g = goodput(&clamped(cc, 0.0), 2.0, 10.0);
+        let probe_rtt_share = if cc == "bbr3" { 0.5 * (0.2 + RTT_S) / 5.0 } else { 0.0 };
         assert!(g <= bound * 1.001, "{cc}: {g:.4e} bit/s above the window bound {bound:.4e}");
-        assert!(g >= bound * 0.97, "{cc}: {g:.4e} bit/s, expected within 3 % of {bound:.4e}");
+        let least = bound * (0.97 - probe_rtt_share);
+        assert!(g >= least, "{cc}: {g:.4e} bit/s, expected at least {least:.4e} (bound {bound:.4e})");
     }
 }
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .. import wire
-from ..schema import RPC_COLUMNS, SERIES_COLUMNS, PathReport
+from ..schema import RPC_COLUMNS, SERIES_COLUMNS, PathReport, empty_path_series
 from ..testbed import Testbed
 
 __all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Backend", "BackendUnavailable", "FlowPlan", "HostLimits",
@@ -103,6 +103,9 @@ class RunPlan:
 class RunOutcome:
     series: dict[str, list] = field(default_factory=lambda: {k: [] for k in SERIES_COLUMNS})
     rpcs: dict[str, list] = field(default_factory=lambda: {k: [] for k in RPC_COLUMNS})
+    # schema.PATH_SERIES_COLUMNS: the bottleneck per sampling interval (empty
+    # when the backend cannot observe it).
+    path_series: dict[str, list] = field(default_factory=empty_path_series)
     path: PathReport = field(default_factory=lambda: PathReport(emulator="unknown"))
     facts: dict[str, Any] = field(default_factory=dict)  # for the manifest
 

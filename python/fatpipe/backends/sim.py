@@ -93,6 +93,7 @@ class SimBackend:
         return RunOutcome(
             series=result["series"],
             rpcs=result["rpcs"],
+            path_series=result["path_series"],
             path=PathReport.from_facts(result["path"]),
             facts={"stats": result.get("stats", {})},
         )

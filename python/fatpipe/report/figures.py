@@ -209,6 +209,37 @@ def time_series(series: pd.DataFrame, groups: pd.DataFrame, title: str, unit: tu
     return fig
 
 
+def queue_figure(path_series: pd.DataFrame, title: str, buffer_bytes: float | None, warmup_s: float | None):
+    """The bottleneck of one run: queue occupancy at each sample (with the
+    buffer size), and drops and CE marks per interval (differences of the
+    cumulative counters). None without samples."""
+    if path_series.empty:
+        return None
+    p = path_series.sort_values("t_s")
+    counters = p[["queue_drops", "ce_marks"]].diff().fillna(p[["queue_drops", "ce_marks"]]).clip(lower=0)
+    marks = bool((counters.to_numpy() > 0).any())
+    fig, axes = plt.subplots(2 if marks else 1, 1, figsize=(12, 6.5 if marks else 3.8), sharex=True, squeeze=False)
+    axes = axes[:, 0]
+    axes[0].plot(p["t_s"], p["queue_bytes"] / 1e3, color="C0", linewidth=1.1, label="queued")
+    if buffer_bytes:
+        axes[0].axhline(buffer_bytes / 1e3, color="k", linestyle="--", linewidth=0.8, label="buffer")
+    axes[0].set_ylabel("bottleneck queue (kB)")
+    axes[0].set_ylim(bottom=0)
+    axes[0].legend(loc="upper right")
+    axes[0].set_title(title)
+    if marks:
+        axes[1].plot(p["t_s"], counters["queue_drops"], color="C3", label="drops", drawstyle="steps-pre")
+        axes[1].plot(p["t_s"], counters["ce_marks"], color="C2", label="CE marks", drawstyle="steps-pre")
+        axes[1].set_ylabel("packets / interval")
+        axes[1].legend(loc="upper right")
+    for ax in axes:
+        if warmup_s:
+            ax.axvspan(0, warmup_s, color="0.85", alpha=0.5, linewidth=0)
+    axes[-1].set_xlabel("time since start (s); grey: warm-up")
+    fig.tight_layout()
+    return fig
+
+
 def fairness_figure(fair: pd.DataFrame, point_keys: Sequence[str]):
     """Stacked bars of each flow group's mean share per sweep point, with the
     mean Jain index above each bar."""

@@ -5,8 +5,10 @@ Sections appear only when the data supports them: goodput vs loss and
 collapse points when loss or corruption is swept; goodput vs streams and the
 improvement-factor table when the stream count varies; goodput vs MSS when
 the MSS varies; sharing with ≥ 2 flow groups; RPC latency when RPCs exist;
-a time series when series exist. The table of every grid point is always
-there.
+a time series when series exist; the bottleneck's queue of the same run
+when the backend sampled it (the path series), and the median queue and
+CE marks in the grid table when there are any. The table of every grid
+point is always there.
 """
 
 from __future__ import annotations
@@ -78,10 +80,32 @@ def _spread(values: list, k: int) -> list:
 # ---- sections -----------------------------------------------------------------
 
 
+def runs_with_queue(study: ReportStudy) -> pd.DataFrame:
+    """The runs table plus ``queue_p50_bytes``: the median of each run's
+    sampled bottleneck queue after warm-up (NaN where the backend did not
+    sample it)."""
+    runs, ps = study.runs, study.path_series
+    if ps.empty:
+        return runs.assign(queue_p50_bytes=float("nan"))
+    warm = runs.groupby("run_id")["warmup_s"].first() if "warmup_s" in runs.columns else pd.Series(dtype=float)
+    after = ps[ps["t_s"] > ps["run_id"].map(warm).fillna(0.0)]
+    return runs.assign(queue_p50_bytes=runs["run_id"].map(after.groupby("run_id")["queue_bytes"].median()))
+
+
 def grid_section(study: ReportStudy, points: pd.DataFrame, keys: list[str], unit) -> tuple:
-    """Every grid point: n, mean, sd, 95 % CI of goodput, retransmissions, flags."""
-    retrans = an.grid_summary(study.runs, "retrans_rate", keys)[[*keys, "mean"]]
+    """Every grid point: n, mean, sd, 95 % CI of goodput, retransmissions,
+    the median bottleneck queue and CE marks where they exist, flags."""
+    runs = runs_with_queue(study)
+    retrans = an.grid_summary(runs, "retrans_rate", keys)[[*keys, "mean"]]
     t = points.merge(retrans.rename(columns={"mean": "retrans"}), on=keys, how="left")
+    extra = {}  # column in t -> (shown name, scale)
+    if runs["queue_p50_bytes"].notna().any():
+        extra["queue_p50_bytes"] = ("queue p50 (kB)", 1e-3)
+    if "path_ce_marks" in runs.columns and (runs["path_ce_marks"].fillna(0) > 0).any():
+        extra["path_ce_marks"] = ("CE marks", 1.0)
+    for col in extra:
+        m = an.grid_summary(runs, col, keys)[[*keys, "mean"]]
+        t = t.merge(m.rename(columns={"mean": col}), on=keys, how="left")
     _csv(study, t.rename(columns={"mean": "goodput_mean_bps", "sd": "goodput_sd_bps",
                                   "ci_low": "goodput_ci95_low_bps",
                                   "ci_high": "goodput_ci95_high_bps",
@@ -95,12 +119,18 @@ def grid_section(study: ReportStudy, points: pd.DataFrame, keys: list[str], unit
     view["95 % CI"] = [f"{lo / div:.3g} – {hi / div:.3g}" if pd.notna(lo) else "–"
                        for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)]
     view["retrans (%)"] = t["retrans"] * 100
+    for col, (name, scale) in extra.items():
+        view[name] = t[col] * scale
     view["failed"] = t["failed"]
     view["flags"] = t["flags"]
     body = table_html(view, scroll=len(view) > 25)
     return section("grid", "All grid points", body,
                    "Mean goodput over repetitions after warm-up; 95 % CI = mean ± t(0.975, n−1)·sd/√n "
-                   "(Student t). Flags are the union over repetitions.")
+                   "(Student t). Flags are the union over repetitions."
+                   + (" Queue p50: median of the bottleneck queue sampled after warm-up, mean over "
+                      "repetitions." if "queue_p50_bytes" in extra else "")
+                   + (" CE marks: packets the bottleneck marked CE in the whole run, mean over "
+                      "repetitions." if "path_ce_marks" in extra else ""))
 
 
 def loss_section(study, points, axis, unit) -> tuple:
@@ -310,7 +340,19 @@ def series_section(study, collapses, run_id, unit) -> tuple | None:
     fig = figs.time_series(s, rows, title, su)
     body = _fig(study, fig, "timeseries", f"Per-stream samples of run {rid}, {why}. "
                 "Choose another with `fatpipe report DIR --run RUN_ID`.")
+    body += queue_figure_html(study, rid, rows)
     return section("timeseries", "Time series of one run", body) if body else None
+
+
+def queue_figure_html(study: ReportStudy, rid: str, rows: pd.DataFrame) -> str:
+    """The bottleneck's queue (and drops and CE marks) during run `rid`,
+    when its backend sampled it ("" otherwise)."""
+    ps = study.path_series
+    ps = ps[ps["run_id"] == rid]
+    first = rows.iloc[0] if len(rows) else {}
+    fig = figs.queue_figure(ps, f"Bottleneck of run {rid}", first.get("buffer_bytes"), first.get("warmup_s"))
+    return _fig(study, fig, "queue", f"Bottleneck queue of run {rid} at each sample (dashed: buffer size); "
+                "drops and CE marks per interval when there were any.")
 
 
 def failed_section(study) -> tuple | None:

@@ -84,7 +84,7 @@ impl Sender {
         }
         self.range_scratch = ranges;
         // tcp_ecn_rcv_ecn_echo(): ECE counts on an ECN connection (FLAG_ECE).
-        let ece = ack.ece && self.tp.ecn_ok;
+        let ece = E::ECN && ack.ece && self.tp.ecn_ok;
         self.sack_cache = [(0, 0); MAX_SACKS];
         self.sack_cache[..ack.sack_blocks().len()].copy_from_slice(ack.sack_blocks());
         self.tp.sacked_out += newly_sacked;

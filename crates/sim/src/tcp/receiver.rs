@@ -214,9 +214,18 @@ impl Receiver {
 
     /// Segment `seq` arrived at `now` carrying `ecn`.
     pub fn on_data(&mut self, seq: u64, now: Time, ecn: SegEcn) -> RxAction {
+        self.on_segment::<true>(seq, now, ecn)
+    }
+
+    /// `on_data` with its ECN steps compiled in only when `ECN`: the engine
+    /// passes `false` when no connection of the run negotiated ECN (every
+    /// segment is then Not-ECT and `self.ecn.ok` false, so the steps would
+    /// do nothing).
+    #[inline]
+    pub(crate) fn on_segment<const ECN: bool>(&mut self, seq: u64, now: Time, ecn: SegEcn) -> RxAction {
         self.note_arrival(now);
         // tcp_data_queue(): tcp_ecn_accept_cwr() first.
-        let mut ack_now = self.ecn.accept_cwr(ecn);
+        let mut ack_now = ECN && self.ecn.accept_cwr(ecn);
         if seq < self.rcv_nxt || self.ofo_contains(seq) {
             // Duplicate: immediate ACK with D-SACK (tcp_send_dupack).
             return RxAction::AckNow(self.make_ack(Some(seq)));
@@ -232,12 +241,12 @@ impl Receiver {
                 // ACK, when gap in queue is filled" (ICSK_ACK_NOW).
                 ack_now |= self.ofo.is_empty();
             }
-            if self.ecn.ok {
+            if ECN && self.ecn.ok {
                 ack_now |= self.ecn_check_ce(ecn); // tcp_event_data_recv()
             }
         } else {
             // Out of order: tcp_data_queue_ofo() checks CE, then queues it.
-            if self.ecn.ok {
+            if ECN && self.ecn.ok {
                 ack_now |= self.ecn_check_ce(ecn);
             }
             self.insert_ofo(seq);

@@ -22,6 +22,11 @@ use super::scoreboard::{Scoreboard, Seg, FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETR
 /// ECN codepoint and CWR flag), and ask for one of its timers to be called
 /// back (through `Sender::on_timer`).
 pub trait SenderEnv {
+    /// Whether a connection on this path may have negotiated ECN. An
+    /// environment where none did says `false`, and the sender's ECN steps
+    /// (ECT and CWR on data, ECE on ACKs) compile away: with no ECN
+    /// connection they would do nothing (tp.ecn_ok is false everywhere).
+    const ECN: bool = true;
     fn transmit(&mut self, now: Time, seq: u64, retrans: bool, ecn: SegEcn);
     fn schedule(&mut self, at: Time, timer: SenderTimer);
 }
@@ -441,7 +446,7 @@ impl Sender {
             self.prr.on_sent(1);
         }
         // tcp_ecn_send(): a new data segment is ECT and takes a queued CWR.
-        let ecn = if self.tp.ecn_ok {
+        let ecn = if E::ECN && self.tp.ecn_ok {
             let cwr = std::mem::take(&mut self.queue_cwr);
             SegEcn { codepoint: Codepoint::Ect0, cwr }
         } else {
@@ -474,7 +479,7 @@ impl Sender {
         }
         // tcp_ecn_send(): a retransmission is not ECT unless the algorithm
         // needs ECN (INET_ECN_dontxmit), and never carries CWR.
-        let ecn = if self.tp.ecn_ok && self.cc_needs_ecn {
+        let ecn = if E::ECN && self.tp.ecn_ok && self.cc_needs_ecn {
             SegEcn { codepoint: Codepoint::Ect0, cwr: false }
         } else {
             SegEcn::NOT_ECT
