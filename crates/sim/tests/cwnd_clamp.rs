@@ -57,7 +57,7 @@ fn lossless_goodput_is_clamp_times_mss_per_rtt() {
     let bound = CLAMP as f64 * MSS_BYTES * 8.0 / RTT_S;
     for cc in AVAILABLE {
         let g = goodput(&clamped(cc, 0.0), 2.0, 10.0);
-        let probe_rtt_share = if cc == "bbr3" { 0.5 * (0.2 + RTT_S) / 5.0 } else { 0.0 };
+        let probe_rtt_share = if *cc == "bbr3" { 0.5 * (0.2 + RTT_S) / 5.0 } else { 0.0 };
         assert!(g <= bound * 1.001, "{cc}: {g:.4e} bit/s above the window bound {bound:.4e}");
         let least = bound * (0.97 - probe_rtt_share);
         assert!(g >= least, "{cc}: {g:.4e} bit/s, expected at least {least:.4e} (bound {bound:.4e})");
