@@ -465,7 +465,10 @@ def _structure() -> list[Case]:
     for section in ("study", "path", "flows"):
         leaves = {k: v for k, v in BASE.items() if not k.startswith(section + ".")}
         sweep = {} if section == "flows" else None
-        out.append(Case(f"no {section}", "structure", render(leaves, sweep), key=section))
+        # Without [path] the path is the real one (spec.PathSection); what
+        # is rejected then is the sweep of a path key that is not there.
+        key = "sweep" if section == "path" else section
+        out.append(Case(f"no {section}", "structure", render(leaves, sweep), key=key))
     flows_off = {k: v for k, v in BASE.items() if not k.startswith("flows.")}
     for lit in ("[]", "1", '"x"', "{}"):
         out.append(Case(f"flows = {lit}", "structure", _prepend(render(flows_off, {}), f"flows = {lit}"),

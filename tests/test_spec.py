@@ -125,3 +125,14 @@ def test_buffer_forms(tmp_path):
     for text, expected in (('"0.5bdp"', 1_250_000), ('"100pkts"', 150_000), ('"1.5MB"', 1_500_000)):
         spec, raw = load(GOOD.replace('"1bdp"', text), tmp_path)
         assert spec.buffer_bytes() == expected
+
+
+def test_path_keys_left_out_mean_the_real_path_and_nothing_else_can_be_applied(tmp_path):
+    import re
+    bare = re.sub(r"\[path\]\n(?:[a-z]+ = [^\n]*\n)*", "", GOOD).replace('"path.loss" = [0.0, 1e-3]\n', "")
+    assert "[path]" not in bare and "path.loss" not in bare
+    s, _ = load(bare, tmp_path)
+    assert s.path_unset() == ["path.rate", "path.rtt"] and s.buffer_bytes() is None
+    # Without rate and rtt there is no emulated path to put a buffer, loss or AQM on.
+    p = problems(bare.replace("[hosts.default]", '[path]\nloss = 0.01\nbuffer = "1MB"\n[hosts.default]'), tmp_path)
+    assert "path.rtt are left out" in p["path.loss"] and "path.buffer" in p

@@ -76,16 +76,22 @@ class RunCost:
         return 2 * (self.series_rows * SERIES_ROW_BYTES + self.rpc_rows * RPC_ROW_BYTES)
 
 
+# A run on the real path (no path.rate) is estimated as if the path ran at
+# this rate: an upper bound on its packets and RPC rows.
+UNKNOWN_RATE_BPS = 100e9
+
+
 def run_cost(plan: RunPlan) -> RunCost:
     """One run's cost by the formulas of the module doc (wall_s as if it ran alone)."""
-    packets = plan.rate_bps * plan.duration_s / (8 * (plan.mtu_bytes + ETH_HEADER_BYTES))
+    rate_bps = plan.rate_bps if plan.rate_bps is not None else UNKNOWN_RATE_BPS
+    packets = rate_bps * plan.duration_s / (8 * (plan.mtu_bytes + ETH_HEADER_BYTES))
     intervals = math.floor(plan.duration_s / plan.sample_interval_s) if plan.sample_interval_s > 0 else 0
     series_rows = sum(f.streams for f in plan.flows) * intervals
     rpc_rows = 0.0
     for f in plan.flows:
         if f.kind != "rpc":
             continue
-        carried = plan.rate_bps * plan.duration_s / (8 * max(1, f.response_bytes or 1))
+        carried = rate_bps * plan.duration_s / (8 * max(1, f.response_bytes or 1))
         arrivals = f.rate_per_s * f.streams * plan.duration_s if f.rate_per_s else math.inf
         rpc_rows += min(carried, arrivals)
     wall = getattr(get_backend(plan.backend), "estimated_wall_s", None)

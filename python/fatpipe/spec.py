@@ -255,8 +255,10 @@ def _parse_buffer(value: Any) -> Any:
 
 
 class PathSection(_Strict):
-    rate: RateBps
-    rtt: RttS
+    # None: not emulated, the path is what it is and the run measures it
+    # (only on a backend that runs on a real path: Backend.measures_path).
+    rate: RateBps | None = None
+    rtt: RttS | None = None
     loss: Probability = 0.0  # random loss per packet
     corruption: Annotated[float, Field(ge=0, le=1e-3)] = 0.0  # per bit
     buffer: Annotated[Buffer, BeforeValidator(_parse_buffer)] = Buffer(amount=1, unit="bdp")
@@ -310,7 +312,7 @@ class Spec(_Strict):
 
     version: Annotated[int, BeforeValidator(_version)]
     study: StudySection
-    path: PathSection
+    path: PathSection = PathSection()  # left out: the real path (a backend that measures it)
     hosts: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,8}$")], HostSection] = {}
     flows: list[FlowSection] = Field(min_length=1, max_length=64)
     sweep: Sweep = Sweep()  # cartesian axes and linked groups (sweep.py)
@@ -331,8 +333,16 @@ class Spec(_Strict):
         mss = flow.mss if flow.mss is not None else self.path.mtu - TCP_IP_HEADER_BYTES
         return mss - TIMESTAMP_OPTION_BYTES
 
-    def buffer_bytes(self) -> int:
-        return self.path.buffer.to_bytes(self.path.rate, self.path.rtt, self.path.mtu)
+    def path_unset(self) -> list[str]:
+        """The path keys left out (the real path is measured instead)."""
+        return [f"path.{k}" for k in ("rate", "rtt") if getattr(self.path, k) is None]
+
+    def buffer_bytes(self) -> int | None:
+        """The bottleneck buffer in bytes; None when it is a multiple of a
+        BDP the spec leaves to the real path."""
+        if self.path_unset() and self.path.buffer.unit == "bdp":
+            return None
+        return self.path.buffer.to_bytes(self.path.rate or 0.0, self.path.rtt or 0.0, self.path.mtu)
 
 
 # ---- checks across sections ----------------------------------------------
@@ -354,8 +364,15 @@ def cross_problems(spec: Spec) -> list[tuple[str, str]]:
                 f"(at most mtu - {TCP_IP_HEADER_BYTES} = {spec.path.mtu - TCP_IP_HEADER_BYTES})")))
         if flow.start >= spec.study.duration:
             problems.append((f"flows.{i}.start", f"flows.{i}.start must be before study.duration"))
-    buffer_bytes = spec.path.buffer.nominal_bytes(spec.path.rate, spec.path.rtt, spec.path.mtu)
-    if not 1 <= buffer_bytes <= MAX_SIZE_BYTES:
+    unset = spec.path_unset()
+    for key in ("buffer", "loss", "corruption", "aqm"):
+        if unset and key in spec.path.model_fields_set:
+            problems.append((f"path.{key}", (
+                f"{' and '.join(unset)} {'is' if len(unset) == 1 else 'are'} left out (the path is what it is, "
+                f"not emulated), so path.{key} cannot be applied: leave it out too, or give path.rate and "
+                "path.rtt")))
+    buffer_bytes = spec.path.buffer.nominal_bytes(spec.path.rate or 0.0, spec.path.rtt or 0.0, spec.path.mtu)
+    if not unset and not 1 <= buffer_bytes <= MAX_SIZE_BYTES:
         problems.append(("path.buffer", (
             f"comes to {buffer_bytes:.4g} bytes; a buffer holds from 1 byte to "
             f"{MAX_SIZE_BYTES} bytes (1 TiB)")))

@@ -90,6 +90,12 @@ def plan_runs(
             )
             for i, f in enumerate(point_spec.flows)
         )
+        unset = point_spec.path_unset()
+        for backend in backends or point_spec.study.backends:
+            if unset and not getattr(get_backend(backend), "measures_path", False):
+                raise spec_mod.SpecError([(key, f"missing: backend {backend!r} emulates the path and needs "
+                                                "path.rate and path.rtt (only a backend that runs on a real path "
+                                                "measures it instead)") for key in unset])
         s, p = point_spec.study, point_spec.path
         for backend in backends or s.backends:
             for rep in range(s.repetitions):

@@ -102,7 +102,7 @@ def rpc_metrics(plan: RunPlan, outcome: RunOutcome, group: int) -> dict[str, Any
     dur = np.asarray(r["duration_s"], dtype=float)[mask]
     size = np.asarray(r["response_bytes"], dtype=float)[mask]
     measured_s = plan.duration_s - plan.warmup_s
-    ideal_s = ideal_rpc_time_s(plan, group)
+    ideal_s = ideal_rpc_time_s(plan, group, outcome.path.min_rtt_s)
     out: dict[str, Any] = {
         "rpc_count": int(mask.sum()),
         "rpc_goodput_bps": float(size.sum() * 8 / measured_s) if measured_s > 0 else None,
@@ -110,16 +110,21 @@ def rpc_metrics(plan: RunPlan, outcome: RunOutcome, group: int) -> dict[str, Any
     }
     for q, name in ((50, "p50"), (90, "p90"), (99, "p99"), (99.9, "p999")):
         out[f"rpc_{name}_s"] = _percentile(dur, q)
-    out["rpc_slowdown_p50"] = out["rpc_p50_s"] / ideal_s if out["rpc_p50_s"] else None
-    out["rpc_slowdown_p99"] = out["rpc_p99_s"] / ideal_s if out["rpc_p99_s"] else None
+    out["rpc_slowdown_p50"] = out["rpc_p50_s"] / ideal_s if out["rpc_p50_s"] and ideal_s else None
+    out["rpc_slowdown_p99"] = out["rpc_p99_s"] / ideal_s if out["rpc_p99_s"] and ideal_s else None
     return out
 
 
-def ideal_rpc_time_s(plan: RunPlan, group: int) -> float:
+def ideal_rpc_time_s(plan: RunPlan, group: int, measured_rtt_s: float | None = None) -> float | None:
     """Completion time of one RPC on an empty path with no window limit: one
-    round trip plus the response's serialization at the bottleneck rate."""
+    round trip plus the response's serialization at the bottleneck rate. On
+    a real path (no path.rtt) the round trip is the smallest the run
+    measured and the rate unknown (no serialization term); None if neither."""
     flow = plan.flows[group]
-    return _flow_rtt_s(plan, flow.sender) + (flow.response_bytes or 0) * 8 / plan.rate_bps
+    rtt_s = _flow_rtt_s(plan, flow.sender) if plan.rtt_s is not None else measured_rtt_s
+    if rtt_s is None:
+        return None
+    return rtt_s + ((flow.response_bytes or 0) * 8 / plan.rate_bps if plan.rate_bps else 0.0)
 
 
 def _flow_rtt_s(plan: RunPlan, sender_name: str) -> float:
@@ -145,6 +150,8 @@ def path_flags(plan: RunPlan, path: PathReport) -> list[str]:
     carried well below its rate while the flows could have filled it is
     flagged `rate_short` by summarize() (see rate_short())."""
     flags = []
+    if plan.rtt_s is None:  # the real path, not emulated: nothing to compare with
+        return ["clock_uncertain"] if _clock_uncertain(plan, path) else []
     if path.min_rtt_s is not None and path.min_rtt_s > plan.rtt_s * (1 + PATH_TOLERANCE) + 1e-4:
         flags.append("rtt_inflated")
     expected = plan.packet_loss_probability(plan.flows[0].mss_bytes) if plan.flows else plan.loss
@@ -155,10 +162,14 @@ def path_flags(plan: RunPlan, path: PathReport) -> list[str]:
             flags.append("loss_off")
     if emulator_late(path.late_p99_s, plan.rtt_s):
         flags.append("emulator_late")
-    if path.clock_uncertainty_s is not None and \
-            path.clock_uncertainty_s > CLOCK_FRACTION_OF_INTERVAL * plan.sample_interval_s:
+    if _clock_uncertain(plan, path):
         flags.append("clock_uncertain")
     return flags
+
+
+def _clock_uncertain(plan: RunPlan, path: PathReport) -> bool:
+    return path.clock_uncertainty_s is not None and \
+        path.clock_uncertainty_s > CLOCK_FRACTION_OF_INTERVAL * plan.sample_interval_s
 
 
 def rate_short(plan: RunPlan, rows: list[dict[str, Any]]) -> bool:
@@ -171,7 +182,7 @@ def rate_short(plan: RunPlan, rows: list[dict[str, Any]]) -> bool:
     warm-up adds up to less than RATE_SHORT_FRACTION of the rate. A link
     left idle by the traffic itself (RPCs, a loss-bound CCA, a host limit)
     is not flagged."""
-    if not rows or any(f.kind != "bulk" for f in plan.flows):
+    if not rows or plan.rate_bps is None or any(f.kind != "bulk" for f in plan.flows):
         return False
     if any(r["goodput_bps"] is None or (r.get("rwnd_limited_frac") or 0) > HOST_LIMIT_FRACTION
            or (r.get("sndbuf_limited_frac") or 0) > HOST_LIMIT_FRACTION for r in rows):

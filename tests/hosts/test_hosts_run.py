@@ -118,14 +118,40 @@ def test_hosts_and_kernel_agree_on_goodput_and_columns(lab, testbed, tmp_path):
     assert k["path_clock_uncertainty_s"].isna().all()
 
 
+def real_path_study(path: Path) -> Path:
+    """The study with no path keys: the path is what it is."""
+    text = write_study(path, "real-path", duration="3s", losses="[0.0]", ccs='["cubic"]').read_text()
+    head, tail = text.split("[path]\n", 1)
+    tail = tail.split("[hosts.default]", 1)[1]
+    path.write_text(head + "[hosts.default]" + tail.split("[[sweep.linked]]", 1)[0])
+    return path
+
+
 def test_without_an_emulator_the_path_is_what_it_is(lab, tmp_path):
     hosts = {k: v for k, v in RUN_HOSTS.items() if v["role"] != "emulator"}
     testbed = write_testbed(lab, tmp_path / "testbed.toml", hosts)
-    study = write_study(tmp_path / "study.toml", "real-path", duration="3s", losses="[0.0]", ccs='["cubic"]')
+    study = real_path_study(tmp_path / "study.toml")
+    assert "[path]" not in study.read_text() and "rate =" in study.read_text()  # only the RPC flow's rate
     done = fatpipe.run(study, backend="hosts", out=tmp_path / "out", testbed=testbed, progress=None)
     runs = done.runs
     assert list(runs["status"].unique()) == ["ok"], runs["reason"].to_string()
     assert runs["path_emulator"].iloc[0].startswith("none")
-    # Nothing delays the lab's veth path: the flows see well under the 20 ms the study names.
+    assert runs["rate_bps"].isna().all() and runs["rtt_s"].isna().all()
+    # What the run measured: nothing delays the lab's veth path, and its veth carried the bulk flow
+    # far above the 100 Mbit/s the emulated studies use.
     assert runs["path_min_rtt_s"].iloc[0] < 0.005
+    assert runs["goodput_bps"].iloc[0] > 200e6
     assert leftovers_on_hosts(lab) == []
+
+
+def test_an_emulator_needs_the_path_and_other_backends_need_it_always(testbed, tmp_path):
+    from fatpipe.backends.base import BackendUnavailable
+    from fatpipe.spec import SpecError
+    study = real_path_study(tmp_path / "study.toml")
+    with pytest.raises(BackendUnavailable, match="path.rate and path.rtt are needed: testbed host gamma is the "
+                                                 "emulator"):
+        fatpipe.run(study, backend="hosts", out=tmp_path / "out", testbed=testbed, progress=None)
+    for backend in ("sim", "kernel"):
+        with pytest.raises(SpecError, match=f"path.rate: missing: backend '{backend}' emulates the path"):
+            fatpipe.run(study, backend=backend, out=tmp_path / "out", progress=None)
+    assert not (tmp_path / "out").exists()

@@ -64,11 +64,11 @@ class RunPlan:
     duration_s: float
     warmup_s: float
     sample_interval_s: float
-    rate_bps: float  # bottleneck rate
-    rtt_s: float  # base round-trip propagation delay
+    rate_bps: float | None  # bottleneck rate (None: not emulated, the real path's)
+    rtt_s: float | None  # base round-trip propagation delay (None: the real path's)
     loss: float  # random loss probability per packet, each direction's data
     corruption: float  # per-bit corruption probability (packet lost if hit)
-    buffer_bytes: int  # bottleneck buffer
+    buffer_bytes: int | None  # bottleneck buffer (None: the real path's)
     mtu_bytes: int
     senders: dict[str, HostLimits]
     receiver: HostLimits
@@ -116,6 +116,9 @@ class BackendUnavailable(RuntimeError):
 
 class Backend(Protocol):
     name: str
+    # Optional attributes: ``takes_testbed`` (doctor/clean take a testbed)
+    # and ``measures_path`` (runs without path.rate/path.rtt on the real
+    # path, measuring it; every other backend emulates the path and needs them).
 
     def check(self, plans: list[RunPlan]) -> None:
         """Raise BackendUnavailable (naming what is missing) if these runs

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...testbed import RECEIVER_ROLE, Testbed
+from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
 from ..base import BackendUnavailable, RunOutcome, RunPlan
 
 NO_TESTBED = ("the hosts backend runs on a testbed: add a [testbed] section to the study or pass "
@@ -43,6 +43,11 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
         problems.append(f"run {plan.run_id}: {', '.join(ecn_keys)}: the hosts backend does not set up ECN or a "
                         "marking bottleneck yet (the sim backend does)")
     tb = plan.testbed
+    emulator = tb.host_for_role(EMULATOR_ROLE) if tb is not None else None
+    if emulator is not None and (plan.rate_bps is None or plan.rtt_s is None):
+        problems.append(f"run {plan.run_id}: path.rate and path.rtt are needed: testbed host {emulator[0]} is the "
+                        "emulator and applies the path (leave the emulator out of the testbed to run on the path "
+                        "as it is)")
     for f in plan.flows:
         if f.kind not in ("bulk", "rpc"):
             problems.append(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not supported by the "
@@ -62,6 +67,7 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
 class HostsBackend:
     name = "hosts"
     takes_testbed = True
+    measures_path = True  # without an emulator host the path is what it is
 
     def __init__(self) -> None:
         self._facts: dict[str, Any] = {}
