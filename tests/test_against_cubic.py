@@ -3,6 +3,7 @@ its report section, on constructed runs tables."""
 
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -94,6 +95,10 @@ def test_report_has_the_table_against_cubic_and_its_csv(tmp_path):
     path = write_report(sharing_study(tmp_path / "sharing"))
     html = path.read_text()
     assert '<h2 id="against-cubic">Fairness against CUBIC</h2>' in html
+    table = html[html.index('<h2 id="against-cubic">'):]
+    table = table[: table.index("</table>")]
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", table)[:2] == ["X", "X flows"]  # rows read by X
+    assert ">CUBIC share (%)</th>" in table and ">Jain</th>" in table
     t = pd.read_csv(path.parent / "fairness_vs_cubic.csv")
     assert set(t["cc"]) == {"bbr", "reno"}  # cubic vs cubic is no pair against CUBIC
     bbr = t[t["cc"] == "bbr"].iloc[0]

@@ -265,9 +265,9 @@ def against_cubic_section(study) -> tuple[tuple | None, list[str]]:
     _csv(study, t, "fairness_vs_cubic")
     point = [c for c in t.columns[: list(t.columns).index("cc")]
              if c != "backend" or t[c].nunique() > 1]
-    view = t[point].rename(columns={k: figs.short_key(k) for k in point}).copy()
-    view["X"] = t["cc"]
-    view["X flows"] = t["cc_flows"]
+    view = pd.DataFrame({"X": t["cc"], "X flows": t["cc_flows"]})
+    for k in point:
+        view[figs.short_key(k)] = t[k]
     view["n"] = t["n"]
     view["CUBIC share (%)"] = t["cubic_share"] * 100
     view["95 % CI (%)"] = [f"{lo * 100:.1f} – {hi * 100:.1f}" if pd.notna(lo) else "–"
