@@ -11,6 +11,17 @@ Rules
 * Jain's index is taken over the bulk flow groups when a run has at least
   two (RPC flows are not meant to take an equal share); otherwise over all.
 * Only runs whose flow groups all finished ok with a goodput count.
+
+Fairness against CUBIC (the Netesto talk's slide of that name)
+------------------------------------------------------------
+* A run counts when its bulk flow groups (RPC groups left out) are exactly
+  one CUBIC group and one or more groups that all run one other CCA X.
+* CUBIC's share is its goodput over the bulk groups' total; X's share is
+  the rest (all X groups together); the fair share of CUBIC is 1 / (number
+  of bulk groups). Jain's index is over the bulk groups.
+* Rows pool runs by backend, X, the number of X groups and the swept keys
+  other than CCAs (``flows.N.cc``): "1 cubic vs 1 X" with CUBIC as flow 0 or
+  as flow 1 is one row.
 """
 
 from __future__ import annotations
@@ -90,3 +101,67 @@ def fairness_summary(runs: pd.DataFrame) -> pd.DataFrame:
                      "share": s["mean"], "share_ci_low": s["ci_low"], "share_ci_high": s["ci_high"],
                      "jain": float(jain.loc[jmask, "jain"].mean())})
     return pd.DataFrame(rows)
+
+
+REFERENCE_CC = "cubic"
+
+# Numeric columns of the runs table that order the rows of the table against
+# CUBIC (swept values such as "0.5bdp" / "16bdp" do not sort as text).
+_ORDER_COLUMNS = ["rate_bps", "rtt_s", "buffer_bytes"]
+
+
+def against_cubic_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run of one CUBIC bulk group against bulk groups of one other CCA:
+    run_id, backend, swept keys, cc (X), cc_flows, flows, cubic_bps, cc_bps,
+    cubic_share, cc_share, fair_share, jain (and the path's rate_bps, rtt_s,
+    buffer_bytes where the runs table has them)."""
+    swept = swept_columns(runs)
+    ident = [c for c in ["run_id", "backend", *swept, *_ORDER_COLUMNS] if c in runs.columns]
+    cols = [*ident, "cc", "cc_flows", "flows", "cubic_bps", "cc_bps", "cubic_share", "cc_share",
+            "fair_share", "jain"]
+    rows = []
+    for _run_id, g in runs.groupby("run_id", sort=True):
+        if (g["status"] != "ok").any() or g["goodput_bps"].isna().any():
+            continue
+        bulk = g[g["kind"] != "rpc"] if "kind" in g.columns else g
+        cc = bulk["cc"].astype(str).str.lower()
+        is_ref = (cc == REFERENCE_CC).to_numpy()
+        others = set(cc[~is_ref])
+        total = float(bulk["goodput_bps"].sum())
+        if is_ref.sum() != 1 or len(others) != 1 or total <= 0:
+            continue
+        ref_bps = float(bulk["goodput_bps"][is_ref].sum())
+        first = g.iloc[0]
+        rows.append({**{c: first[c] for c in ident}, "cc": others.pop(),
+                     "cc_flows": int((~is_ref).sum()), "flows": len(bulk),
+                     "cubic_bps": ref_bps, "cc_bps": total - ref_bps,
+                     "cubic_share": ref_bps / total, "cc_share": 1.0 - ref_bps / total,
+                     "fair_share": 1.0 / len(bulk), "jain": jain_index(bulk["goodput_bps"])})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def against_cubic(runs: pd.DataFrame) -> pd.DataFrame:
+    """The table "fairness against CUBIC": one row per backend, X, number of
+    X groups and non-CCA sweep point, ordered by X, X groups, rate, RTT and
+    buffer: n runs, CUBIC's mean share with its 95 % CI, X's share, CUBIC's
+    fair share, mean goodput of CUBIC and of the X groups together, mean
+    Jain index."""
+    per_run = against_cubic_runs(runs)
+    point = [c for c in ["backend", *swept_columns(runs)]
+             if c in per_run.columns and not c.endswith(".cc")]
+    keys = [*point, "cc", "cc_flows"]
+    cols = [*keys, "n", "cubic_share", "cubic_share_ci_low", "cubic_share_ci_high", "cc_share",
+            "fair_share", "cubic_bps", "cc_bps", "jain"]
+    if per_run.empty:
+        return pd.DataFrame(columns=cols)
+    order = ["cc", "cc_flows", *[c for c in _ORDER_COLUMNS if c in per_run.columns], *point]
+    per_run = per_run.sort_values(order, kind="stable")
+    rows = []
+    for key, g in per_run.groupby(keys, dropna=False, sort=False):
+        s = mean_ci(g["cubic_share"])
+        rows.append({**dict(zip(keys, key, strict=True)), "n": s["n"], "cubic_share": s["mean"],
+                     "cubic_share_ci_low": s["ci_low"], "cubic_share_ci_high": s["ci_high"],
+                     "cc_share": float(g["cc_share"].mean()), "fair_share": float(g["fair_share"].iloc[0]),
+                     "cubic_bps": float(g["cubic_bps"].mean()), "cc_bps": float(g["cc_bps"].mean()),
+                     "jain": float(g["jain"].mean())})
+    return pd.DataFrame(rows, columns=cols)

@@ -144,6 +144,23 @@ def fairness_lines(fair: pd.DataFrame, keys: list[str]) -> list[str]:
             f"with J = {worst['jain'].iloc[0]:.2f} ({shares})."]
 
 
+def against_cubic_lines(table: pd.DataFrame) -> list[str]:
+    """Per number of X groups: CUBIC's mean share against each X, lowest
+    first, with its range over the table's sweep points."""
+    out = []
+    for k, g in table.groupby("cc_flows", sort=True):
+        per = []
+        for cc, gx in g.groupby("cc", sort=False):
+            sh = gx["cubic_share"] * 100
+            span = f" ({sh.min():.0f}–{sh.max():.0f} % over {len(gx)} points)" if len(gx) > 1 else ""
+            per.append((sh.mean(), f"{cc} {sh.mean():.0f} %{span}"))
+        fair = g["fair_share"].iloc[0] * 100
+        listed = "; ".join(text for _, text in sorted(per))
+        out.append(f"Against CUBIC (1 cubic vs {k} X, fair share {fair:.0f} %), CUBIC's mean share: "
+                   f"{listed}.")
+    return out
+
+
 def series_collapse_lines(collapses: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     hit = collapses[collapses["collapses"] > 0]
     if collapses.empty:

@@ -4,7 +4,8 @@ figure as PNG and SVG and every table as CSV in DIR/report/.
 Sections appear only when the data supports them: goodput vs loss and
 collapse points when loss or corruption is swept; goodput vs streams and the
 improvement-factor table when the stream count varies; goodput vs MSS when
-the MSS varies; sharing with ≥ 2 flow groups; RPC latency when RPCs exist;
+the MSS varies; sharing with ≥ 2 flow groups, and the table against CUBIC
+when one CUBIC group meets groups of one other CCA; RPC latency when RPCs exist;
 a time series when series exist; the bottleneck's queue of the same run
 when the backend sampled it (the path series), and the median queue and
 CE marks in the grid table when there are any. The table of every grid
@@ -255,6 +256,33 @@ def fairness_section(study) -> tuple[tuple | None, list[str]]:
         fnd.fairness_lines(fair, keys)
 
 
+def against_cubic_section(study) -> tuple[tuple | None, list[str]]:
+    """The Netesto talk's "fairness against CUBIC" slide as a table: runs of
+    one CUBIC flow group against one or more groups of another CCA X."""
+    t = an.against_cubic(study.runs)
+    if t.empty:
+        return None, []
+    _csv(study, t, "fairness_vs_cubic")
+    point = [c for c in t.columns[: list(t.columns).index("cc")]
+             if c != "backend" or t[c].nunique() > 1]
+    view = pd.DataFrame({"X": t["cc"], "X flows": t["cc_flows"]})
+    for k in point:
+        view[figs.short_key(k)] = t[k]
+    view["n"] = t["n"]
+    view["CUBIC share (%)"] = t["cubic_share"] * 100
+    view["95 % CI (%)"] = [f"{lo * 100:.1f} – {hi * 100:.1f}" if pd.notna(lo) else "–"
+                           for lo, hi in zip(t["cubic_share_ci_low"], t["cubic_share_ci_high"], strict=True)]
+    view["X share (%)"] = t["cc_share"] * 100
+    view["fair CUBIC share (%)"] = t["fair_share"] * 100
+    view["Jain"] = t["jain"]
+    return section("against-cubic", "Fairness against CUBIC", table_html(view, scroll=len(view) > 25),
+                   "Runs of one CUBIC flow group against one or more flow groups of one other CCA X "
+                   "(RPC flows left out): CUBIC's share of the bulk goodput, X's share (all X groups "
+                   "together), CUBIC's fair share 1/(flow groups) and Jain's index over the groups, "
+                   "mean over repetitions (CUBIC as flow 0 or as a later flow pooled)."), \
+        fnd.against_cubic_lines(t)
+
+
 def rpc_section(study, keys: list[str]) -> tuple | None:
     runs = study.runs
     if study.rpcs.empty or "rpc_p50_s" not in runs.columns:
@@ -405,6 +433,9 @@ def build_sections(study: ReportStudy, run_id: str | None = None) -> tuple[list,
     sec_f, fl = fairness_section(study)
     sections += [sec_f] if sec_f else []
     lines += fl
+    sec_c, cl = against_cubic_section(study)
+    sections += [sec_c] if sec_c else []
+    lines += cl
     rpc = rpc_section(study, keys)
     sections += [rpc] if rpc else []
     collapses = pd.DataFrame(columns=["run_id", "flow_group", "collapses", "collapsed_s"])
