@@ -11,7 +11,7 @@ from fatpipe import spec as spec_mod
 from fatpipe.backends.base import BackendUnavailable
 from fatpipe.backends.kernel import KernelBackend, path_config
 from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args
-from fatpipe.backends.kernel.ecn import linkem_threshold
+from fatpipe.backends.kernel.ecn import linkem_threshold, path_refusal
 from fatpipe.backends.sim import SimBackend
 from fatpipe.schema import path_columns
 from fatpipe.study import plan_runs
@@ -168,3 +168,14 @@ def test_the_kernel_backend_refuses_only_fq_codel_naming_the_key(tmp_path):
     with pytest.raises(BackendUnavailable, match="kernel backend takes 'droptail' or 'ce_threshold'") as e:
         KernelBackend().check(plans(tmp_path, path='aqm = "fq_codel"'))
     assert "path.aqm = 'fq_codel'" in str(e.value)
+
+
+def test_a_ce_threshold_needs_linkem_and_fq_codel_is_refused_before_the_path_is_built():
+    ce = {"kind": "ce_threshold", "k_packets": 20}
+    assert path_refusal(ce, "auto", "auto") is None
+    assert path_refusal(ce, "linkem-nfqueue", "linkem") is None
+    for emulator, bottleneck in (("auto", "tbf"), ("netem", "auto"), ("linkem-nfqueue", "tbf")):
+        msg = path_refusal(ce, emulator, bottleneck)
+        assert msg and "path.aqm = 'ce_threshold'" in msg and "tbf does not mark" in msg, msg
+    assert path_refusal({"kind": "droptail"}, "netem", "tbf") is None
+    assert "no fq_codel" in path_refusal({"kind": "fq_codel"}, "auto", "auto")

@@ -69,6 +69,20 @@ def unsupported_aqm(aqm: Mapping[str, Any]) -> str | None:
     return f"path.aqm kind {kind!r}: the kernel backend takes 'droptail' or 'ce_threshold'"
 
 
+def path_refusal(aqm: Mapping[str, Any], emulator: str, bottleneck: str) -> str | None:
+    """Why a path with discipline `aqm`, delay line `emulator` and
+    `bottleneck` as asked for (PathConfig; "auto" lets the path choose)
+    cannot be built, or None (pure)."""
+    refused = unsupported_aqm(aqm)
+    if refused or not marks(aqm):
+        return refused
+    if bottleneck == "tbf" or emulator == "netem":
+        return (f"path.aqm = 'ce_threshold' needs fatpipe-linkem as delay line and bottleneck (emulator="
+                f"{emulator!r}, bottleneck={bottleneck!r} were asked for): tbf does not mark CE, and this kernel "
+                "has neither red nor fq_codel")
+    return None
+
+
 def marks(aqm: Mapping[str, Any]) -> bool:
     """Whether the bottleneck marks CE (a CE threshold)."""
     return aqm.get("kind", "droptail") == "ce_threshold"
@@ -86,4 +100,4 @@ def linkem_threshold(aqm: Mapping[str, Any]) -> str | None:
     raise ValueError(f"path.aqm {dict(aqm)!r}: a ce_threshold needs one of k_packets, k_bytes, k_s")
 
 
-__all__ = ["LINUX_TCP_ECN", "linkem_threshold", "marks", "sender_tcp_ecn", "unsupported_aqm"]
+__all__ = ["LINUX_TCP_ECN", "linkem_threshold", "marks", "path_refusal", "sender_tcp_ecn", "unsupported_aqm"]

@@ -58,7 +58,7 @@ from ...wire import frame_bytes
 from . import cmd, parse
 from .clamp import prime_metrics_cache, route_metric_args
 from .delayline import RT_PRIORITY, Linkem, QueueConfig, build_linkem, find_linkem, summarize
-from .ecn import LINUX_TCP_ECN, linkem_threshold, marks, unsupported_aqm
+from .ecn import LINUX_TCP_ECN, linkem_threshold, marks, path_refusal
 from .netns import Namespace, add_veth, new_prefix, receive_in_rt_napi_thread, set_offloads, veth_tx_drops
 from .ownership import OwnershipRecord
 
@@ -244,8 +244,8 @@ class EmulatedPath:
 
     def build(self) -> None:
         c = self.cfg
-        refused = unsupported_aqm(c.aqm)
-        if refused:
+        refused = path_refusal(c.aqm, c.emulator, c.bottleneck)
+        if refused:  # before anything is built
             raise ValueError(refused)
         self.router = self._ns("r")
         self.router.sysctl("net.ipv4.ip_forward", 1)
@@ -279,9 +279,6 @@ class EmulatedPath:
             bottleneck = "linkem" if emulator == "linkem-nfqueue" else "tbf"
         if bottleneck == "linkem" and emulator != "linkem-nfqueue":
             raise ValueError("bottleneck='linkem' needs the linkem-nfqueue emulator")
-        if bottleneck == "tbf" and marks(c.aqm):
-            raise ValueError("path.aqm = 'ce_threshold' needs fatpipe-linkem's bottleneck: tbf does not mark CE "
-                             "(bottleneck='tbf' was asked for)")
         self.bottleneck = bottleneck
         if bottleneck == "tbf":
             burst = c.burst_bytes or tbf_burst_bytes(c.rate_bps, c.mtu_bytes)
