@@ -3,12 +3,15 @@ and flows — validation naming key and allowed values, sweeps, the run plan
 the simulator reads, and the backends' answers."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from fatpipe import spec as spec_mod
 from fatpipe.backends.base import BackendUnavailable
-from fatpipe.backends.kernel import KernelBackend
+from fatpipe.backends.kernel import KernelBackend, path_config
+from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args
+from fatpipe.backends.kernel.ecn import linkem_threshold, path_refusal
 from fatpipe.backends.sim import SimBackend
 from fatpipe.schema import path_columns
 from fatpipe.study import plan_runs
@@ -126,13 +129,53 @@ def test_the_sim_marks_ce_for_an_ecn_flow_and_reports_path_ce_marks(tmp_path):
     assert backend.run(plan, tmp_path).path.ce_marks > 0, "DCTCP asks for ECN itself"
 
 
-@pytest.mark.parametrize("parts, key", [
-    ({"path": 'aqm = "ce_threshold:20pkts"'}, "path.aqm = 'ce_threshold'"),
-    ({"hosts": "[hosts.s1]\necn = 1"}, "hosts.s1.ecn = 1"),
-    ({"hosts": "[hosts.receiver]\necn = 0"}, "hosts.receiver.ecn = 0"),
-    ({"flow": "ecn = 2"}, "flows.0.ecn = 2"),
+@pytest.mark.parametrize("parts, sender, receiver", [
+    ({}, 2, 2),
+    ({"hosts": "[hosts.s1]\necn = 1"}, 1, 2),
+    ({"hosts": "[hosts.receiver]\necn = 0"}, 2, 0),
+    ({"flow": "ecn = 1"}, 1, 2),
+    ({"hosts": "[hosts.s1]\necn = 1", "flow": "ecn = 0"}, 0, 2),
 ])
-def test_the_kernel_backend_refuses_ecn_and_aqm_naming_the_key(tmp_path, parts, key):
-    with pytest.raises(BackendUnavailable, match="kernel backend does not set up ECN") as e:
-        KernelBackend().check(plans(tmp_path, **parts))
-    assert key in str(e.value)
+def test_the_kernel_path_sets_tcp_ecn_per_namespace_a_flows_value_over_its_hosts(tmp_path, parts, sender, receiver):
+    cfg = path_config(plans(tmp_path, **parts)[0])
+    assert (cfg.senders["s1"].tcp_ecn, cfg.receiver.tcp_ecn) == (sender, receiver)
+
+
+def test_the_kernel_path_carries_the_ce_threshold_to_linkems_bottleneck_queue(tmp_path):
+    cfg = path_config(plans(tmp_path, path='aqm = {kind = "ce_threshold", k = "20pkts"}')[0])
+    assert cfg.aqm == {"kind": "ce_threshold", "k_packets": 20}
+    assert linkem_threshold(cfg.aqm) == "ce_k_packets=20"
+    assert linkem_threshold({"kind": "ce_threshold", "k_bytes": 30000}) == "ce_k_bytes=30000"
+    assert linkem_threshold({"kind": "ce_threshold", "k_s": 1e-4}) == "ce_k_s=0.0001"
+    assert linkem_threshold({"kind": "droptail"}) is None
+    q = QueueConfig(0, "data", 0.01, 0.0, 1e8, 500_000, "ce_k_packets=20")
+    args = linkem_args(Path("/bin/linkem"), [q], 1, Path("/tmp/s.json"))
+    assert "num=0,delay_s=0.010000000,loss=0,name=data,rate_bps=100000000,buffer_bytes=500000,ce_k_packets=20" in args
+
+
+def test_flows_of_one_sender_asking_different_tcp_ecn_are_refused_naming_the_keys(tmp_path):
+    two = 'ecn = 1\n[[flows]]\ncc = "cubic"'
+    with pytest.raises(BackendUnavailable) as e:
+        KernelBackend().check(plans(tmp_path, flow=two))
+    msg = str(e.value)
+    assert "flows.0.ecn = 1" in msg and "flows.1 (hosts.s1.ecn = 2)" in msg and "net.ipv4.tcp_ecn" in msg, msg
+    # On two senders the same values are fine.
+    cfg = path_config(plans(tmp_path, flow=two + '\nsender = "s2"')[0])
+    assert (cfg.senders["s1"].tcp_ecn, cfg.senders["s2"].tcp_ecn) == (1, 2)
+
+
+def test_the_kernel_backend_refuses_only_fq_codel_naming_the_key(tmp_path):
+    with pytest.raises(BackendUnavailable, match="kernel backend takes 'droptail' or 'ce_threshold'") as e:
+        KernelBackend().check(plans(tmp_path, path='aqm = "fq_codel"'))
+    assert "path.aqm = 'fq_codel'" in str(e.value)
+
+
+def test_a_ce_threshold_needs_linkem_and_fq_codel_is_refused_before_the_path_is_built():
+    ce = {"kind": "ce_threshold", "k_packets": 20}
+    assert path_refusal(ce, "auto", "auto") is None
+    assert path_refusal(ce, "linkem-nfqueue", "linkem") is None
+    for emulator, bottleneck in (("auto", "tbf"), ("netem", "auto"), ("linkem-nfqueue", "tbf")):
+        msg = path_refusal(ce, emulator, bottleneck)
+        assert msg and "path.aqm = 'ce_threshold'" in msg and "tbf does not mark" in msg, msg
+    assert path_refusal({"kind": "droptail"}, "netem", "tbf") is None
+    assert "no fq_codel" in path_refusal({"kind": "fq_codel"}, "auto", "auto")

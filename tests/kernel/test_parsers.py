@@ -110,6 +110,9 @@ def test_linkem_summary_totals():
          "late_max_s": 1e-3, "max_packet_bytes": 1488, "gso_packets": 0, "queue_drops": 3, "bottleneck_bytes": 10}
     s = summarize({"queues": [q, dict(q, data_packets=0, dropped=0, late_p99_s=5e-4)]})
     assert s["data_packets"] == 1000 and s["dropped"] == 1 and s["late_p99_s"] == 5e-4 and s["queue_drops"] == 6
+    assert s["ce_marks"] == 0, "statistics of a linkem without marking read as no marks"
+    s = summarize({"queues": [dict(q, ce_marks=7, ce_unmarkable=0), dict(q, ce_marks=0, ce_unmarkable=1)]})
+    assert (s["ce_marks"], s["ce_unmarkable"]) == (7, 1)
 
 
 def test_tbf_and_nfqueue_commands():
@@ -152,3 +155,25 @@ def test_parse_samples_reads_ca_state_from_tcp_info_and_cc_mode_from_cc_info():
     (row,) = traffic.parse_samples(line + "\n", group=2, cc="bbr")
     assert set(row) == set(SERIES_COLUMNS)
     assert (row["flow_group"], row["stream"], row["ca_state"], row["cc_mode"]) == (2, 1, "open", "drain")
+
+
+def _tcp_info_with(options: int, delivered_ce: int) -> bytes:
+    """CAPTURED_TCP_INFO with tcpi_options and tcpi_delivered_ce replaced."""
+    raw = bytearray(CAPTURED_TCP_INFO)
+    raw[5] = options  # tcpi_options: the sixth byte
+    names = [n for n, _ in tcpinfo._FIELDS]
+    at = struct.calcsize("<" + "".join(c for _, c in tcpinfo._FIELDS[: names.index("delivered_ce")]))
+    struct.pack_into("<I", raw, at, delivered_ce)
+    return bytes(raw)
+
+
+def test_ecn_counts_take_tcpi_opt_ecn_per_stream_and_the_last_delivered_ce_of_each():
+    def line(stream: int, options: int, delivered_ce: int) -> str:
+        info = base64.b64encode(_tcp_info_with(options, delivered_ce)).decode()
+        return json.dumps({"t_s": 0.1, "stream": stream, "tcp_info": info})
+
+    text = "\n".join([line(0, tcpinfo.TCPI_OPT_ECN | 7, 5), line(0, tcpinfo.TCPI_OPT_ECN | 7, 40),
+                      line(1, 7, 0), line(1, 7, 0)]) + "\n"
+    assert tcpinfo.parse(_tcp_info_with(7, 40))["delivered_ce"] == 40
+    assert traffic.ecn_counts(text) == {"streams": 1, "delivered_ce": 40}
+    assert traffic.ecn_counts("") == {"streams": 0, "delivered_ce": 0}

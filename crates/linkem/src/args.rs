@@ -9,6 +9,9 @@
 
 use std::fmt;
 
+use fatpipe_sim::path::{Aqm, CeThreshold};
+use fatpipe_sim::units::Time;
+
 /// One direction of the path: an NFQUEUE number, its one-way delay and loss.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueSpec {
@@ -23,6 +26,18 @@ pub struct QueueSpec {
     /// Bottleneck buffer of frames (tail drop when queued + arriving bytes
     /// would exceed it; an empty queue always accepts a packet).
     pub buffer_bytes: u64,
+    /// The bottleneck's discipline: drop-tail, or a CE threshold K
+    /// (`ce_k_packets`, `ce_k_bytes` or `ce_k_s`), the simulator's
+    /// [`Aqm::CeThreshold`] rule. Needs a bottleneck (`rate_bps`).
+    pub aqm: Aqm,
+}
+
+impl QueueSpec {
+    /// Whether this queue marks CE (it then copies whole packets, so that
+    /// it can hand a marked one back with its verdict).
+    pub fn marks(&self) -> bool {
+        matches!(self.aqm, Aqm::CeThreshold(_))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +84,8 @@ impl fmt::Display for ArgError {
 pub const USAGE: &str = "usage: fatpipe-linkem --queue num=N,delay_s=SECONDS[,loss=P][,name=NAME] \
 [--queue ...] [--seed N] [--stats PATH] [--stats-interval-s S] [--maxlen N] \
 [--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--rt-priority N] [--parent-pid PID] [--gso]\n\
-  queue keys: num, delay_s, loss, name, rate_bps (bottleneck after the delay), buffer_bytes";
+  queue keys: num, delay_s, loss, name, rate_bps (bottleneck after the delay), buffer_bytes,\n\
+  and at most one CE threshold of that bottleneck: ce_k_packets, ce_k_bytes, ce_k_s";
 
 fn parse_num<T: std::str::FromStr>(what: &str, text: &str) -> Result<T, ArgError> {
     text.parse::<T>()
@@ -84,6 +100,7 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
     let mut name = None;
     let mut rate_bps = 0.0;
     let mut buffer_bytes = u64::MAX;
+    let mut thresholds = Vec::new();
     for part in text.split(',') {
         let (key, value) = part
             .split_once('=')
@@ -95,6 +112,18 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
             "name" => name = Some(value.to_string()),
             "rate_bps" => rate_bps = parse_num::<f64>("--queue rate_bps", value)?,
             "buffer_bytes" => buffer_bytes = parse_num::<u64>("--queue buffer_bytes", value)?,
+            // The simulator's units (scenario.rs): packets clamped to u32,
+            // bytes of frames, seconds rounded to the nanosecond.
+            "ce_k_packets" => thresholds
+                .push(CeThreshold::Packets(parse_num::<u64>("--queue ce_k_packets", value)?.min(u32::MAX as u64) as u32)),
+            "ce_k_bytes" => thresholds.push(CeThreshold::Bytes(parse_num::<u64>("--queue ce_k_bytes", value)?)),
+            "ce_k_s" => {
+                let s = parse_num::<f64>("--queue ce_k_s", value)?;
+                if !(s >= 0.0 && s.is_finite()) {
+                    return Err(ArgError(format!("--queue {text:?}: ce_k_s must be a time >= 0, got {value:?}")));
+                }
+                thresholds.push(CeThreshold::Delay(Time::from_secs_f64(s)));
+            }
             _ => return Err(ArgError(format!("--queue {text:?}: unknown key {key:?}"))),
         }
     }
@@ -106,6 +135,17 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
     if !(0.0..=1.0).contains(&loss) {
         return Err(ArgError(format!("--queue {text:?}: loss must be in [0, 1]")));
     }
+    let aqm = match thresholds[..] {
+        [] => Aqm::DropTail,
+        [k] if rate_bps > 0.0 => Aqm::CeThreshold(k),
+        [_] => return Err(ArgError(format!("--queue {text:?}: a CE threshold needs a bottleneck (rate_bps=)"))),
+        _ => {
+            return Err(ArgError(format!(
+                "--queue {text:?}: give one CE threshold (ce_k_packets, ce_k_bytes or ce_k_s), got {}",
+                thresholds.len()
+            )))
+        }
+    };
     Ok(QueueSpec {
         num,
         name: name.unwrap_or_else(|| format!("q{num}")),
@@ -113,6 +153,7 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
         loss,
         rate_bps,
         buffer_bytes,
+        aqm,
     })
 }
 
@@ -235,6 +276,23 @@ mod tests {
         assert!(parse_args(&argv(&["--seed"])).is_err());
         assert!(parse_args(&argv(&[])).is_err());
         assert!(parse_args(&argv(&["--queue", "num=0,delay_s=0", "--queue", "num=0,delay_s=0"])).is_err());
+    }
+
+    #[test]
+    fn a_ce_threshold_is_read_in_the_simulators_units_and_needs_a_bottleneck() {
+        let q = parse_queue("num=0,delay_s=0.01,rate_bps=1e8,buffer_bytes=500000,ce_k_packets=20").unwrap();
+        assert_eq!(q.aqm, Aqm::CeThreshold(CeThreshold::Packets(20)));
+        assert!(q.marks());
+        let q = parse_queue("num=0,delay_s=0.01,rate_bps=1e8,ce_k_bytes=30000").unwrap();
+        assert_eq!(q.aqm, Aqm::CeThreshold(CeThreshold::Bytes(30_000)));
+        let q = parse_queue("num=0,delay_s=0.01,rate_bps=1e8,ce_k_s=0.0001").unwrap();
+        assert_eq!(q.aqm, Aqm::CeThreshold(CeThreshold::Delay(Time::from_micros(100))));
+        let q = parse_queue("num=0,delay_s=0.01,rate_bps=1e8").unwrap();
+        assert_eq!(q.aqm, Aqm::DropTail);
+        assert!(!q.marks());
+        assert!(parse_queue("num=0,delay_s=0.01,ce_k_packets=20").is_err()); // no bottleneck
+        assert!(parse_queue("num=0,delay_s=0.01,rate_bps=1e8,ce_k_packets=2,ce_k_bytes=3").is_err());
+        assert!(parse_queue("num=0,delay_s=0.01,rate_bps=1e8,ce_k_s=-1").is_err());
     }
 
     #[test]

@@ -9,8 +9,15 @@
 //! software-segments GSO packets before queueing and loss hits single MSS
 //! segments as on a router. Statistics (including lateness = verdict time −
 //! due time) go to `--stats` as JSON every interval and on SIGINT/SIGTERM.
+//!
+//! A queue with a bottleneck CE threshold (`ce_k_*`) marks per segment,
+//! since GSO packets arrive segmented: an ECN-capable packet that joins more
+//! than K queued is marked CE when it is enqueued (link.rs, the simulator's
+//! rule), kept in full until due, and handed back with its verdict
+//! (NFQA_PAYLOAD); such a queue copies whole packets (copy range 64 KiB).
 
 mod args;
+mod ecn;
 mod link;
 mod netlink;
 mod rng;
@@ -60,25 +67,35 @@ const RECV_BATCH: usize = 64;
 /// Bytes per message buffer: a packet message carries at most copy_range
 /// (128) bytes of packet plus attributes, well under this.
 const RECV_MSG_BYTES: usize = 4096;
+/// Copy range of a marking queue: whole packets (NFQNL_MAX_COPY_RANGE), as
+/// a verdict's NFQA_PAYLOAD replaces the packet and trims it to its length.
+const WHOLE_PACKET_COPY: u32 = 0xffff;
+/// Message buffer of a marking queue: a whole packet plus attributes.
+const WHOLE_PACKET_MSG_BYTES: usize = WHOLE_PACKET_COPY as usize + 1024;
+/// Verdict bytes gathered before a send(2): well under a netlink socket's
+/// default send buffer (wmem_default, 208 KiB) with one more whole packet.
+const VERDICT_FLUSH_BYTES: usize = 64 * 1024;
 
 /// Buffers and headers for one recvmmsg(2) call.
 struct RecvBuffers {
     data: Vec<u8>,
+    msg_bytes: usize,
     iovs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
 }
 
 impl RecvBuffers {
-    fn new() -> Self {
+    fn new(msg_bytes: usize) -> Self {
         let mut b = RecvBuffers {
-            data: vec![0u8; RECV_BATCH * RECV_MSG_BYTES],
+            data: vec![0u8; RECV_BATCH * msg_bytes],
+            msg_bytes,
             iovs: Vec::with_capacity(RECV_BATCH),
             hdrs: Vec::with_capacity(RECV_BATCH),
         };
         for i in 0..RECV_BATCH {
             // SAFETY: the pointer stays inside `data`, which is never resized.
-            let base = unsafe { b.data.as_mut_ptr().add(i * RECV_MSG_BYTES) };
-            b.iovs.push(libc::iovec { iov_base: base.cast(), iov_len: RECV_MSG_BYTES });
+            let base = unsafe { b.data.as_mut_ptr().add(i * msg_bytes) };
+            b.iovs.push(libc::iovec { iov_base: base.cast(), iov_len: msg_bytes });
         }
         for i in 0..RECV_BATCH {
             // SAFETY: a zeroed mmsghdr is valid; we then point it at iovs[i].
@@ -102,8 +119,8 @@ impl RecvBuffers {
     }
 
     fn message(&self, i: usize) -> &[u8] {
-        let len = (self.hdrs[i].msg_len as usize).min(RECV_MSG_BYTES);
-        &self.data[i * RECV_MSG_BYTES..i * RECV_MSG_BYTES + len]
+        let len = (self.hdrs[i].msg_len as usize).min(self.msg_bytes);
+        &self.data[i * self.msg_bytes..i * self.msg_bytes + len]
     }
 }
 
@@ -113,8 +130,14 @@ struct QueueSocket {
     spec: QueueSpec,
     gate: LossGate,
     bottleneck: Option<Bottleneck>,
-    /// Held packets: (id, due time in CLOCK_MONOTONIC ns), FIFO.
-    held: VecDeque<(u32, u64)>,
+    /// Held packets: (id, due time in CLOCK_MONOTONIC ns, marked CE), FIFO.
+    held: VecDeque<(u32, u64, bool)>,
+    /// The whole packets of the held CE-marked ones, in the same order.
+    marked: VecDeque<Vec<u8>>,
+    /// Packet buffers to reuse (no allocation per mark once warm).
+    spare: Vec<Vec<u8>>,
+    /// Verdict messages being gathered for one send(2).
+    out: Vec<u8>,
     stats: QueueStats,
     enobufs: u64,
 }
@@ -179,12 +202,24 @@ impl QueueSocket {
         let seq = spec.num as u32 * 10 + 1;
         send_all(fd, &netlink::encode_bind(seq, spec.num))?;
         wait_ack(fd, seq).map_err(|e| io::Error::new(e.kind(), format!("bind queue {}: {e}", spec.num)))?;
-        send_all(fd, &netlink::encode_params(seq + 1, spec.num, a.copy_range, a.maxlen, a.gso))?;
+        let copy_range = if spec.marks() { WHOLE_PACKET_COPY } else { a.copy_range };
+        send_all(fd, &netlink::encode_params(seq + 1, spec.num, copy_range, a.maxlen, a.gso))?;
         wait_ack(fd, seq + 1).map_err(|e| io::Error::new(e.kind(), format!("configure queue {}: {e}", spec.num)))?;
         // Non-blocking from now on: the main loop drains with MSG_DONTWAIT.
         let gate = LossGate::new(spec.loss);
-        let bottleneck = (spec.rate_bps > 0.0).then(|| link::bottleneck(spec.rate_bps, spec.buffer_bytes));
-        Ok(QueueSocket { fd, spec, gate, bottleneck, held: VecDeque::new(), stats: QueueStats::default(), enobufs: 0 })
+        let bottleneck = (spec.rate_bps > 0.0).then(|| link::bottleneck(spec.rate_bps, spec.buffer_bytes, spec.aqm));
+        Ok(QueueSocket {
+            fd,
+            spec,
+            gate,
+            bottleneck,
+            held: VecDeque::new(),
+            marked: VecDeque::new(),
+            spare: Vec::new(),
+            out: Vec::new(),
+            stats: QueueStats::default(),
+            enobufs: 0,
+        })
     }
 
     /// Reads every message waiting in the socket, up to RECV_BATCH netlink
@@ -208,9 +243,10 @@ impl QueueSocket {
             let now = mono_ns();
             let now_real = clock_ns(libc::CLOCK_REALTIME);
             for i in 0..n as usize {
-                for m in netlink::decode(bufs.message(i)) {
+                let datagram = bufs.message(i);
+                for m in netlink::decode(datagram) {
                     if let Message::Packet(p) = m {
-                        self.on_packet(&p, now, now_real, rng)?;
+                        self.on_packet(&p, datagram, now, now_real, rng)?;
                     }
                 }
             }
@@ -220,7 +256,9 @@ impl QueueSocket {
         }
     }
 
-    fn on_packet(&mut self, p: &Packet, now: u64, now_real: u64, rng: &mut Rng) -> io::Result<()> {
+    /// `datagram` is the netlink datagram `p` was decoded from (its
+    /// `data` range holds the copied packet).
+    fn on_packet(&mut self, p: &Packet, datagram: &[u8], now: u64, now_real: u64, rng: &mut Rng) -> io::Result<()> {
         let s = &mut self.stats;
         s.packets += 1;
         s.bytes += p.len as u64;
@@ -247,13 +285,17 @@ impl QueueSocket {
             _ => now,
         };
         let mut due = arrival + self.spec.delay_ns;
+        let mut ce = false;
         if let Some(b) = self.bottleneck.as_mut() {
             // The bottleneck queue follows the delay line (propagation
-            // upstream of the router's egress queue).
-            match link::admit(b, due, p.len) {
-                Some((depart, frame_bytes)) => {
-                    due = depart;
-                    s.bottleneck_bytes += frame_bytes;
+            // upstream of the router's egress queue). Only an ECN-capable
+            // packet consults the discipline (a drop-tail queue ignores it).
+            let ect = p.ecn.is_some_and(ecn::is_ect);
+            match link::admit(b, due, p.len, ect) {
+                Some(a) => {
+                    due = a.depart_ns;
+                    s.bottleneck_bytes += a.frame_bytes;
+                    ce = a.ce;
                 }
                 None => {
                     s.queue_drops += 1;
@@ -261,41 +303,109 @@ impl QueueSocket {
                 }
             }
         }
-        self.held.push_back((p.id, due));
-        s.held_max = s.held_max.max(self.held.len());
+        if ce {
+            ce = self.mark(p, datagram);
+        }
+        self.held.push_back((p.id, due, ce));
+        self.stats.held_max = self.stats.held_max.max(self.held.len());
         Ok(())
+    }
+
+    /// Keeps a CE-marked copy of `p` to hand back with its verdict; false
+    /// (counted in ce_unmarkable) if the copy is not the whole packet.
+    fn mark(&mut self, p: &Packet, datagram: &[u8]) -> bool {
+        let Some(bytes) = datagram.get(p.data.clone()).filter(|d| d.len() == p.len as usize) else {
+            self.stats.ce_unmarkable += 1;
+            return false;
+        };
+        let mut packet = self.spare.pop().unwrap_or_default();
+        packet.clear();
+        packet.extend_from_slice(bytes);
+        if !ecn::set_ce(&mut packet) {
+            self.spare.push(packet);
+            self.stats.ce_unmarkable += 1;
+            return false;
+        }
+        self.stats.ce_marks += 1;
+        self.marked.push_back(packet);
+        true
+    }
+
+    /// Sends the gathered verdicts (if any) in one send(2).
+    fn flush_verdicts(&mut self) -> io::Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let t0 = mono_ns();
+        let r = send_all(self.fd, &self.out);
+        self.stats.verdict_call.record(mono_ns() - t0, 1);
+        self.stats.verdict_batches += 1;
+        self.out.clear();
+        r
     }
 
     /// Accepts every held packet due before `now + early_ns`, in one batch
     /// (a release window of ±early_ns around the due time saves wake-ups).
+    /// Unmarked packets leave in batch verdicts (every id up to the last
+    /// unmarked one before a marked packet); a marked packet leaves in its
+    /// own verdict carrying its CE-marked bytes, so order is kept.
     fn release_due(&mut self, now: u64, early_ns: u64) -> io::Result<()> {
         let mut last = None;
-        while let Some(&(id, due)) = self.held.front() {
+        while let Some(&(id, due, ce)) = self.held.front() {
             if due > now + early_ns {
                 break;
             }
             self.stats.late.record(now.saturating_sub(due), 1);
-            last = Some(id);
             self.held.pop_front();
+            if ce {
+                self.append_marked(last.take(), id);
+                if self.out.len() >= VERDICT_FLUSH_BYTES {
+                    self.flush_verdicts()?;
+                }
+            } else {
+                last = Some(id);
+            }
         }
         if let Some(id) = last {
-            let t0 = mono_ns();
-            send_all(self.fd, &netlink::encode_verdict_batch(self.spec.num, id, netlink::NF_ACCEPT))?;
-            self.stats.verdict_call.record(mono_ns() - t0, 1);
-            self.stats.verdict_batches += 1;
+            self.out = netlink::append_verdict_batch(std::mem::take(&mut self.out), self.spec.num, id, netlink::NF_ACCEPT);
         }
-        Ok(())
+        self.flush_verdicts()
     }
 
-    fn release_all(&mut self) {
-        if let Some(&(id, _)) = self.held.back() {
-            let _ = send_all(self.fd, &netlink::encode_verdict_batch(self.spec.num, id, netlink::NF_ACCEPT));
-            self.held.clear();
+    /// Appends the batch verdict of the unmarked run ending at `plain` (if
+    /// any), then the verdict of marked packet `id` with its bytes.
+    fn append_marked(&mut self, plain: Option<u32>, id: u32) {
+        let q = self.spec.num;
+        let mut out = std::mem::take(&mut self.out);
+        if let Some(p) = plain {
+            out = netlink::append_verdict_batch(out, q, p, netlink::NF_ACCEPT);
         }
+        let packet = self.marked.pop_front().unwrap_or_default();
+        self.out = netlink::append_verdict_with_packet(out, q, id, netlink::NF_ACCEPT, &packet);
+        self.spare.push(packet);
+    }
+
+    /// Releases everything held at once (on exit), marked packets included.
+    fn release_all(&mut self) {
+        let mut last = None;
+        while let Some((id, _, ce)) = self.held.pop_front() {
+            if ce {
+                self.append_marked(last.take(), id);
+                if self.out.len() >= VERDICT_FLUSH_BYTES {
+                    let _ = self.flush_verdicts();
+                }
+            } else {
+                last = Some(id);
+            }
+        }
+        if let Some(id) = last {
+            self.out = netlink::append_verdict_batch(std::mem::take(&mut self.out), self.spec.num, id, netlink::NF_ACCEPT);
+        }
+        let _ = self.flush_verdicts();
     }
 
     fn next_due(&self) -> Option<u64> {
-        self.held.front().map(|&(_, due)| due)
+        self.held.front().map(|&(_, due, _)| due)
     }
 }
 
@@ -401,7 +511,8 @@ fn run(a: Args) -> io::Result<()> {
         queues.push(QueueSocket::open(spec, &a)?);
     }
     let mut rng = Rng::new(a.seed, rng::LOSS_STREAM);
-    let mut bufs = RecvBuffers::new();
+    let msg_bytes = if queues.iter().any(|q| q.spec.marks()) { WHOLE_PACKET_MSG_BYTES } else { RECV_MSG_BYTES };
+    let mut bufs = RecvBuffers::new(msg_bytes);
     let mut pfds: Vec<libc::pollfd> =
         queues.iter().map(|q| libc::pollfd { fd: q.fd, events: libc::POLLIN, revents: 0 }).collect();
     println!("ready");

@@ -46,14 +46,21 @@ fn align4(n: usize) -> usize {
     (n + 3) & !3
 }
 
-/// Builds one netlink message for the queue subsystem.
+/// Builds one netlink message for the queue subsystem, at the end of `buf`
+/// (several messages in one buffer go out in one send(2): the kernel's
+/// netlink_rcv_skb processes each in turn).
 struct MsgBuilder {
     buf: Vec<u8>,
+    start: usize,
 }
 
 impl MsgBuilder {
     fn new(msg_type: u16, flags: u16, seq: u32, family: u8, queue: u16) -> Self {
-        let mut buf = Vec::with_capacity(64);
+        Self::append_to(Vec::with_capacity(64), msg_type, flags, seq, family, queue)
+    }
+
+    fn append_to(mut buf: Vec<u8>, msg_type: u16, flags: u16, seq: u32, family: u8, queue: u16) -> Self {
+        let start = buf.len();
         buf.extend_from_slice(&0u32.to_ne_bytes()); // nlmsg_len, patched in finish()
         buf.extend_from_slice(&((NFNL_SUBSYS_QUEUE << 8) | msg_type).to_ne_bytes());
         buf.extend_from_slice(&(NLM_F_REQUEST | flags).to_ne_bytes());
@@ -62,7 +69,7 @@ impl MsgBuilder {
         buf.push(family); // nfgenmsg.nfgen_family
         buf.push(0); // NFNETLINK_V0
         buf.extend_from_slice(&queue.to_be_bytes()); // res_id
-        MsgBuilder { buf }
+        MsgBuilder { buf, start }
     }
 
     fn attr(mut self, attr_type: u16, payload: &[u8]) -> Self {
@@ -75,8 +82,8 @@ impl MsgBuilder {
     }
 
     fn finish(mut self) -> Vec<u8> {
-        let len = self.buf.len() as u32;
-        self.buf[0..4].copy_from_slice(&len.to_ne_bytes());
+        let len = (self.buf.len() - self.start) as u32;
+        self.buf[self.start..self.start + 4].copy_from_slice(&len.to_ne_bytes());
         self.buf
     }
 }
@@ -115,14 +122,28 @@ pub fn encode_verdict(queue: u16, id: u32, verdict: u32) -> Vec<u8> {
         .finish()
 }
 
-/// NFQNL_MSG_VERDICT_BATCH: the verdict applies to every queued packet with
-/// an id <= `id` (nfqnl_recv_verdict_batch), which is what a FIFO delay line
-/// with constant delay needs.
-pub fn encode_verdict_batch(queue: u16, id: u32, verdict: u32) -> Vec<u8> {
-    let mut hdr = verdict.to_be_bytes().to_vec();
-    hdr.extend_from_slice(&id.to_be_bytes());
-    MsgBuilder::new(NFQNL_MSG_VERDICT_BATCH, 0, 0, AF_UNSPEC, queue)
+/// Appends to `out` a NFQNL_MSG_VERDICT_BATCH: the verdict applies to every
+/// queued packet with an id <= `id` (nfqnl_recv_verdict_batch), which is
+/// what a FIFO delay line with constant delay needs.
+pub fn append_verdict_batch(out: Vec<u8>, queue: u16, id: u32, verdict: u32) -> Vec<u8> {
+    let mut hdr = [0u8; 8];
+    hdr[..4].copy_from_slice(&verdict.to_be_bytes());
+    hdr[4..].copy_from_slice(&id.to_be_bytes());
+    MsgBuilder::append_to(out, NFQNL_MSG_VERDICT_BATCH, 0, 0, AF_UNSPEC, queue)
         .attr(NFQA_VERDICT_HDR, &hdr)
+        .finish()
+}
+
+/// Appends to `out` a verdict for one packet that also replaces its
+/// contents with `packet` (NFQA_PAYLOAD; nfqnl_mangle). `packet` must be
+/// the whole packet: the kernel trims the skb to the length given.
+pub fn append_verdict_with_packet(out: Vec<u8>, queue: u16, id: u32, verdict: u32, packet: &[u8]) -> Vec<u8> {
+    let mut hdr = [0u8; 8];
+    hdr[..4].copy_from_slice(&verdict.to_be_bytes());
+    hdr[4..].copy_from_slice(&id.to_be_bytes());
+    MsgBuilder::append_to(out, NFQNL_MSG_VERDICT, 0, 0, AF_UNSPEC, queue)
+        .attr(NFQA_VERDICT_HDR, &hdr)
+        .attr(NFQA_PAYLOAD, packet)
         .finish()
 }
 
@@ -139,6 +160,11 @@ pub struct Packet {
     pub tstamp_ns: Option<u64>,
     /// TCP payload bytes of an IPv4/TCP packet, None for other packets.
     pub tcp_payload: Option<u32>,
+    /// The IPv4 ECN codepoint (ecn.rs), None for other packets.
+    pub ecn: Option<u8>,
+    /// Where the copied packet bytes (NFQA_PAYLOAD) sit in the datagram
+    /// given to [`decode`]; shorter than `len` when the copy was truncated.
+    pub data: std::ops::Range<usize>,
 }
 
 /// One decoded netlink message.
@@ -168,7 +194,8 @@ pub fn ipv4_tcp_payload(ip: &[u8]) -> Option<u32> {
     Some(total.saturating_sub(ihl + doff) as u32)
 }
 
-fn decode_packet(queue: u16, mut attrs: &[u8]) -> Option<Packet> {
+/// `attrs` starts `at` bytes into the datagram.
+fn decode_packet(queue: u16, mut attrs: &[u8], mut at: usize) -> Option<Packet> {
     let mut p = Packet { queue, ..Default::default() };
     let mut have_id = false;
     let mut cap_len = None;
@@ -187,6 +214,8 @@ fn decode_packet(queue: u16, mut attrs: &[u8]) -> Option<Packet> {
             NFQA_PAYLOAD => {
                 p.len = body.len() as u32;
                 p.tcp_payload = ipv4_tcp_payload(body);
+                p.ecn = crate::ecn::ipv4_codepoint(body);
+                p.data = at + 4..at + len;
             }
             NFQA_CAP_LEN if body.len() >= 4 => cap_len = Some(be32(body)),
             NFQA_SKB_INFO if body.len() >= 4 => p.gso = be32(body) & NFQA_SKB_GSO != 0,
@@ -196,7 +225,9 @@ fn decode_packet(queue: u16, mut attrs: &[u8]) -> Option<Packet> {
             }
             _ => {}
         }
-        attrs = &attrs[align4(len).min(attrs.len())..];
+        let step = align4(len).min(attrs.len());
+        attrs = &attrs[step..];
+        at += step;
     }
     if let Some(c) = cap_len {
         p.len = c;
@@ -207,6 +238,7 @@ fn decode_packet(queue: u16, mut attrs: &[u8]) -> Option<Packet> {
 /// Decodes every netlink message in one datagram.
 pub fn decode(mut buf: &[u8]) -> Vec<Message> {
     let mut out = Vec::new();
+    let mut at = 0; // offset of `buf` in the datagram
     while buf.len() >= 16 {
         let len = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
         let ty = u16::from_ne_bytes([buf[4], buf[5]]);
@@ -220,14 +252,16 @@ pub fn decode(mut buf: &[u8]) -> Vec<Message> {
             out.push(Message::Error { seq, errno });
         } else if ty == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET && body.len() >= 4 {
             let queue = u16::from_be_bytes([body[2], body[3]]);
-            match decode_packet(queue, &body[4..]) {
+            match decode_packet(queue, &body[4..], at + 16 + 4) {
                 Some(p) => out.push(Message::Packet(p)),
                 None => out.push(Message::Other { msg_type: ty }),
             }
         } else {
             out.push(Message::Other { msg_type: ty });
         }
-        buf = &buf[align4(len).min(buf.len())..];
+        let step = align4(len).min(buf.len());
+        buf = &buf[step..];
+        at += step;
     }
     out
 }
@@ -235,6 +269,10 @@ pub fn decode(mut buf: &[u8]) -> Vec<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn encode_verdict_batch(queue: u16, id: u32, verdict: u32) -> Vec<u8> {
+        append_verdict_batch(Vec::new(), queue, id, verdict)
+    }
 
     /// A NFQNL_MSG_PACKET as the kernel sends it (captured on x86-64 from
     /// queue 0 of the router namespace, copy_range 128, 1500-byte MTU):
@@ -267,6 +305,37 @@ mod tests {
         assert_eq!(p.tcp_payload, Some(1448));
         assert!(!p.gso);
         assert_eq!(p.tstamp_ns, None);
+        assert_eq!(p.ecn, Some(crate::ecn::NOT_ECT));
+    }
+
+    #[test]
+    fn packet_data_range_points_at_the_copied_ip_packet_in_the_datagram() {
+        // Second of two messages, so the range must carry the first one's length.
+        let mut buf = captured_packet();
+        let first = buf.len();
+        let mut second = captured_packet();
+        second[first - 52 + 1] = crate::ecn::ECT_0; // TOS of the second's IP header
+        buf.extend_from_slice(&second);
+        let msgs = decode(&buf);
+        let Message::Packet(p) = &msgs[1] else { panic!("{msgs:?}") };
+        assert_eq!(p.data.len(), 52);
+        assert_eq!(&buf[p.data.clone()], &second[first - 52..]);
+        assert_eq!(p.ecn, Some(crate::ecn::ECT_0));
+    }
+
+    #[test]
+    fn verdicts_append_into_one_buffer_each_with_its_own_length() {
+        let out = append_verdict_batch(Vec::new(), 0, 9, NF_ACCEPT);
+        let n1 = out.len();
+        let out = append_verdict_with_packet(out, 0, 10, NF_ACCEPT, &[0x45, 3, 0, 5, 1]);
+        assert_eq!(&out[..n1], &encode_verdict_batch(0, 9, NF_ACCEPT)[..]);
+        let second = &out[n1..];
+        assert_eq!(u32::from_ne_bytes(second[0..4].try_into().unwrap()) as usize, second.len()); // the 5-byte payload padded to 8
+        assert_eq!(u16::from_ne_bytes(second[4..6].try_into().unwrap()), (3 << 8) | NFQNL_MSG_VERDICT);
+        assert_eq!(&second[28..32], &10u32.to_be_bytes()); // id
+        assert_eq!(u16::from_ne_bytes(second[32..34].try_into().unwrap()), 9); // payload attr len
+        assert_eq!(u16::from_ne_bytes(second[34..36].try_into().unwrap()), NFQA_PAYLOAD);
+        assert_eq!(&second[36..41], &[0x45, 3, 0, 5, 1]);
     }
 
     #[test]

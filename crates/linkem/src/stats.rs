@@ -55,6 +55,13 @@ pub struct QueueStats {
     pub queue_drops: u64,
     /// Wire bytes accepted into the bottleneck (sent once due).
     pub bottleneck_bytes: u64,
+    /// ECN-capable packets the bottleneck's CE threshold marked (the CE
+    /// codepoint written into the packet handed back with its verdict).
+    pub ce_marks: u64,
+    /// Packets the threshold would have marked but whose copy was
+    /// truncated, so they passed unmarked (0 unless the kernel copied less
+    /// than the 64 KiB a marking queue asks for).
+    pub ce_unmarkable: u64,
     pub gso_packets: u64,
     pub max_packet_bytes: u32,
     pub held_max: usize,
@@ -75,7 +82,7 @@ impl QueueStats {
         format!(
             concat!(
                 "{{\"name\":\"{}\",\"num\":{},\"delay_s\":{},\"loss\":{},",
-                "\"packets\":{},\"bytes\":{},\"data_packets\":{},\"dropped\":{},\"queue_drops\":{},\"bottleneck_bytes\":{},",
+                "\"packets\":{},\"bytes\":{},\"data_packets\":{},\"dropped\":{},\"queue_drops\":{},\"bottleneck_bytes\":{},\"ce_marks\":{},\"ce_unmarkable\":{},",
                 "\"gso_packets\":{},\"max_packet_bytes\":{},\"held_max\":{},",
                 "\"timestamps_seen\":{},\"late_p50_s\":{:e},\"late_p99_s\":{:e},\"late_max_s\":{:e},",
                 "\"verdict_batches\":{},\"read_wait_p99_s\":{:e},\"read_wait_max_s\":{:e},\"verdict_call_p99_s\":{:e},\"verdict_call_max_s\":{:e}}}"
@@ -90,6 +97,8 @@ impl QueueStats {
             self.dropped,
             self.queue_drops,
             self.bottleneck_bytes,
+            self.ce_marks,
+            self.ce_unmarkable,
             self.gso_packets,
             self.max_packet_bytes,
             self.held_max,

@@ -37,6 +37,7 @@ from . import cleanup
 from .clamp import sender_cwnd_clamps
 from .cleanup import clean, clean_stale
 from .doctor import DoctorReport, available_ccas, doctor
+from .ecn import marks, sender_tcp_ecn, unsupported_aqm
 from .path import RECEIVER_ADDR, EmulatedPath, HostConfig, PathConfig, rate_above_ceiling
 from .traffic import FlowSpec, run_traffic
 
@@ -48,8 +49,10 @@ MAX_SENDERS = 200
 
 def path_config(plan: RunPlan) -> PathConfig:
     """RunPlan → PathConfig (pure). ValueError if flows of one sender ask
-    for different cwnd clamps (clamp.sender_cwnd_clamps)."""
+    for different cwnd clamps (clamp.sender_cwnd_clamps) or tcp_ecn values
+    (ecn.sender_tcp_ecn)."""
     clamps = sender_cwnd_clamps(plan.flows)
+    tcp_ecn = sender_tcp_ecn(plan.flows, {name: h.ecn for name, h in plan.senders.items()})
     mss = max((f.mss_bytes for f in plan.flows), default=plan.mtu_bytes - TCP_IP_HEADER_BYTES)
     return PathConfig(
         rate_bps=plan.rate_bps,
@@ -57,10 +60,13 @@ def path_config(plan: RunPlan) -> PathConfig:
         loss=plan.packet_loss_probability(mss),
         buffer_bytes=plan.buffer_bytes,
         mtu_bytes=plan.mtu_bytes,
-        senders={name: HostConfig(h.rmem_max_bytes, h.wmem_max_bytes, h.extra_rtt_s, clamps.get(name))
+        senders={name: HostConfig(h.rmem_max_bytes, h.wmem_max_bytes, h.extra_rtt_s, clamps.get(name),
+                                  tcp_ecn.get(name, h.ecn))
                  for name, h in plan.senders.items()},
-        receiver=HostConfig(plan.receiver.rmem_max_bytes, plan.receiver.wmem_max_bytes, plan.receiver.extra_rtt_s),
+        receiver=HostConfig(plan.receiver.rmem_max_bytes, plan.receiver.wmem_max_bytes, plan.receiver.extra_rtt_s,
+                            tcp_ecn=plan.receiver.ecn),
         seed=plan.seed,
+        aqm=dict(plan.aqm),
     )
 
 
@@ -109,12 +115,11 @@ class KernelBackend:
 
     def check(self, plans: list[RunPlan]) -> None:
         for plan in plans:
-            ecn_keys = plan.asks_for_ecn()
-            if ecn_keys:
-                raise BackendUnavailable(f"run {plan.run_id}: {', '.join(ecn_keys)}: the kernel backend does not "
-                                         "set up ECN or a marking bottleneck yet (the sim backend does)")
+            refused = unsupported_aqm(plan.aqm)
+            if refused:
+                raise BackendUnavailable(f"run {plan.run_id}: {refused}")
             try:
-                sender_cwnd_clamps(plan.flows)
+                path_config(plan)  # flows of one sender agree on cwnd_clamp and ecn
             except ValueError as e:
                 raise BackendUnavailable(f"run {plan.run_id}: {e}") from None
         if os.geteuid() != 0:
@@ -139,11 +144,15 @@ class KernelBackend:
         if not report.usable:
             raise BackendUnavailable(report.verdict)
         from .delayline import build_linkem, find_linkem
-        if not any(c.name == "netem" and c.ok for c in report) and find_linkem() is None:
+        # linkem is the delay line without netem, and the bottleneck of every
+        # marking path (a CE threshold marks in linkem, ecn.py).
+        needs_linkem = not any(c.name == "netem" and c.ok for c in report) or any(marks(p.aqm) for p in plans)
+        if needs_linkem and find_linkem() is None:
             try:
                 build_linkem()
             except Exception as e:
-                raise BackendUnavailable(f"no netem and fatpipe-linkem cannot be built: {e}") from e
+                raise BackendUnavailable(f"fatpipe-linkem is needed (no netem, or path.aqm marks CE) and cannot "
+                                         f"be built: {e}") from e
 
     def facts(self) -> dict[str, Any]:
         return {"kernel": platform.release(), "ccas": available_ccas(),
@@ -182,6 +191,7 @@ class KernelBackend:
             packets=stats.packets,
             random_drops=stats.random_drops,
             queue_drops=stats.queue_drops,
+            ce_marks=stats.ce_marks,
             bottleneck_bps=stats.bottleneck_bytes * 8 / busy_s if busy_s > 0 else None,
             late_p99_s=stats.late_p99_s,
             late_max_s=stats.late_max_s,
@@ -191,6 +201,9 @@ class KernelBackend:
                  # The same rule as the runs table's flag (summary.emulator_late).
                  "emulator_late": emulator_late(stats.late_p99_s, plan.rtt_s),
                  "late_p50_s": stats.late_p50_s, "engine_errors": traffic.errors,
+                 # Per flow group, from TCP_INFO: streams that negotiated ECN
+                 # (TCPI_OPT_ECN) and segments acked with ECE (tcpi_delivered_ce).
+                 "ecn": traffic.ecn,
                  "linkem": stats.details.get("linkem_summary"),
                  "ack_napi": stats.details.get("ack_napi"), "ack_ring_drops": stats.details.get("ack_ring_drops")}
         if stats.details.get("ack_ring_drops"):

@@ -3,7 +3,8 @@ reading its statistics.
 
 linkem holds each packet of an NFQUEUE until arrival + one-way delay and
 drops TCP data segments with the configured probability
-(crates/linkem/src/main.rs). It writes JSON statistics to a file every
+(crates/linkem/src/main.rs); a queue with a bottleneck applies its rate,
+buffer and, with a CE threshold, marks ECN-capable segments CE. It writes JSON statistics to a file every
 second and on SIGTERM.
 """
 
@@ -60,6 +61,7 @@ class QueueConfig:
     loss: float
     rate_bps: float = 0.0  # bottleneck after the delay; 0 = none
     buffer_bytes: int = 0
+    ce_threshold: str | None = None  # the bottleneck's CE threshold key (ecn.linkem_threshold), e.g. "ce_k_packets=20"
 
 
 RT_PRIORITY = 50  # SCHED_FIFO: wake-ups on time even when other work loads the CPUs
@@ -73,6 +75,8 @@ def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: 
         spec = f"num={q.num},delay_s={q.delay_s:.9f},loss={q.loss:.9g},name={q.name}"
         if q.rate_bps > 0:
             spec += f",rate_bps={q.rate_bps:.0f},buffer_bytes={q.buffer_bytes}"
+            if q.ce_threshold:
+                spec += f",{q.ce_threshold}"
         args += ["--queue", spec]
     args += ["--seed", str(seed), "--stats", str(stats_path), "--stats-interval-s", "0.5",
              "--rt-priority", str(rt_priority)]
@@ -135,6 +139,8 @@ def summarize(stats: dict) -> dict:
         "gso_packets": sum(q["gso_packets"] for q in qs),
         "queue_drops": sum(q.get("queue_drops", 0) for q in qs),
         "bottleneck_bytes": sum(q.get("bottleneck_bytes", 0) for q in qs),
+        "ce_marks": sum(q.get("ce_marks", 0) for q in qs),
+        "ce_unmarkable": sum(q.get("ce_unmarkable", 0) for q in qs),
         "overflows": sum(q.get("enobufs", 0) + q.get("kernel_queue_dropped", 0) + q.get("kernel_user_dropped", 0)
                          for q in qs),
     }

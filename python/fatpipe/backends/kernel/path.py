@@ -16,7 +16,12 @@
   packet (each one a VM exit), ~50 % of the path's CPU at 83 kpkt/s; with
   the bottleneck in linkem, packets leave in batch verdicts instead and
   1 Gbit/s at MTU 1500 runs without lateness. Both count wire bytes as
-  IP length + 14 (Ethernet header).
+  IP length + 14 (Ethernet header). A CE threshold (``PathConfig.aqm``,
+  ecn.py) marks inside linkem's bottleneck, per segment, so a marking path
+  always takes linkem (emulator and bottleneck), even where netem exists;
+  tbf with a CE threshold is refused.
+* **ECN negotiation**: ``net.ipv4.tcp_ecn`` of each sender and of the
+  receiver namespace (``HostConfig.tcp_ecn``, per-netns sysctl).
 * **Delay + loss, linkem** (kernels without netem, like this one):
   ``iptables -j NFQUEUE`` in the router's FORWARD chain sends each direction
   to its own queue; fatpipe-linkem holds every packet RTT/2 and drops TCP
@@ -46,12 +51,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...units import format_rate
 from ...wire import frame_bytes
 from . import cmd, parse
 from .clamp import prime_metrics_cache, route_metric_args
 from .delayline import RT_PRIORITY, Linkem, QueueConfig, build_linkem, find_linkem, summarize
+from .ecn import LINUX_TCP_ECN, linkem_threshold, marks, path_refusal
 from .netns import Namespace, add_veth, new_prefix, receive_in_rt_napi_thread, set_offloads, veth_tx_drops
 from .ownership import OwnershipRecord
 
@@ -94,6 +101,7 @@ class HostConfig:
     wmem_max_bytes: int
     extra_rtt_s: float = 0.0  # added round-trip delay of this host's access link
     cwnd_clamp_segments: int | None = None  # a sender's tp->snd_cwnd_clamp (clamp.py)
+    tcp_ecn: int = LINUX_TCP_ECN  # net.ipv4.tcp_ecn of this host's namespace (ecn.py)
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,8 @@ class PathConfig:
     emulator: str = "auto"  # "auto" | "netem" | "linkem-nfqueue"
     bottleneck: str = "auto"  # "auto" | "tbf" | "linkem" (linkem only with the linkem emulator)
     burst_bytes: int | None = None
+    # The bottleneck's discipline (RunPlan.aqm): droptail or ce_threshold.
+    aqm: dict[str, Any] = field(default_factory=lambda: {"kind": "droptail"})
 
 
 def tbf_burst_bytes(rate_bps: float, mtu_bytes: int) -> int:
@@ -180,6 +190,7 @@ class PathStats:
     packets: int = 0  # data segments offered to the loss stage
     random_drops: int = 0
     queue_drops: int = 0  # tbf drops
+    ce_marks: int = 0  # ECN-capable segments the bottleneck marked CE
     bottleneck_bytes: int = 0
     late_p50_s: float | None = None
     late_p99_s: float | None = None
@@ -217,6 +228,8 @@ class EmulatedPath:
         ns.sysctl("net.ipv4.tcp_wmem", f"4096 16384 {host.wmem_max_bytes}")
         # Each run starts from a clean slate: no cached ssthresh/RTT.
         ns.sysctl("net.ipv4.tcp_no_metrics_save", 1)
+        # ECN negotiation (tcp_ecn_send_syn / tcp_ecn_create_request).
+        ns.sysctl("net.ipv4.tcp_ecn", host.tcp_ecn)
 
     def __enter__(self) -> EmulatedPath:
         try:
@@ -231,6 +244,9 @@ class EmulatedPath:
 
     def build(self) -> None:
         c = self.cfg
+        refused = path_refusal(c.aqm, c.emulator, c.bottleneck)
+        if refused:  # before anything is built
+            raise ValueError(refused)
         self.router = self._ns("r")
         self.router.sysctl("net.ipv4.ip_forward", 1)
         self.receiver = self._ns("rx")
@@ -255,7 +271,9 @@ class EmulatedPath:
             self.sender_addrs[name] = sender_addr(i)
         emulator = c.emulator
         if emulator == "auto":
-            emulator = "netem" if netem_available(self.router, ROUTER_TO_RECEIVER_IF) else "linkem-nfqueue"
+            # Marking is linkem's: a CE threshold takes it even where netem exists.
+            emulator = "linkem-nfqueue" if marks(c.aqm) or not netem_available(self.router, ROUTER_TO_RECEIVER_IF) \
+                else "netem"
         bottleneck = c.bottleneck
         if bottleneck == "auto":
             bottleneck = "linkem" if emulator == "linkem-nfqueue" else "tbf"
@@ -296,7 +314,7 @@ class EmulatedPath:
         data = QueueConfig(QUEUE_DATA, "data", half, c.loss)
         if self.bottleneck == "linkem":
             buffer_bytes = max(c.buffer_bytes, frame_bytes(c.mtu_bytes))
-            data = QueueConfig(QUEUE_DATA, "data", half, c.loss, c.rate_bps, buffer_bytes)
+            data = QueueConfig(QUEUE_DATA, "data", half, c.loss, c.rate_bps, buffer_bytes, linkem_threshold(c.aqm))
         shared, own = reverse_delays(c)
         queues = [data, QueueConfig(QUEUE_ACK, "ack", shared, c.loss)]
         sender_queues = {}
@@ -342,6 +360,7 @@ class EmulatedPath:
             stats.packets, stats.random_drops = s["data_packets"], s["dropped"]
             if self.bottleneck == "linkem":
                 stats.queue_drops, stats.bottleneck_bytes = s["queue_drops"], s["bottleneck_bytes"]
+                stats.ce_marks = s["ce_marks"]
             stats.late_p50_s, stats.late_p99_s, stats.late_max_s = s["late_p50_s"], s["late_p99_s"], s["late_max_s"]
             stats.details.update({"linkem": raw, "linkem_summary": s})  # keeps "bottleneck"
             sender_ifs = [f"s{i}" for i in range(len(self.senders))]

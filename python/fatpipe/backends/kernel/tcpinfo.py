@@ -31,6 +31,11 @@ _FIELDS: list[tuple[str, str]] = [
 # The prefix every kernel since 4.19 returns (through tcpi_sndbuf_limited).
 MIN_BYTES = struct.calcsize("<" + "".join(c for n, c in _FIELDS[: _FIELDS.index(("sndbuf_limited_us", "Q")) + 1]))
 
+# tcpi_options bits (include/uapi/linux/tcp.h): ECN was negotiated at
+# connection setup; at least one ECT packet was received.
+TCPI_OPT_ECN = 8
+TCPI_OPT_ECN_SEEN = 16
+
 CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}  # enum tcp_ca_state
 
 # BBR v1's gains in units of BBR_UNIT = 256 (net/ipv4/tcp_bbr.c), as

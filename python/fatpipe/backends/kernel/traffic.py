@@ -123,12 +123,30 @@ def parse_samples(text: str, group: int, cc: str = "") -> list[dict]:
     return rows
 
 
+def ecn_counts(text: str) -> dict[str, int]:
+    """ECN as one group's TCP_INFO samples (JSON lines) tell it (pure):
+    ``streams`` that negotiated ECN (TCPI_OPT_ECN) and ``delivered_ce``,
+    the senders' tcpi_delivered_ce summed over streams (segments acked with
+    ECE, tcp_count_delivered), from each stream's last sample."""
+    negotiated: set[int] = set()
+    delivered_ce: dict[int, int] = {}
+    for line in text.splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            info = tcpinfo.parse(base64.b64decode(rec["tcp_info"]))
+            if info["options"] & tcpinfo.TCPI_OPT_ECN:
+                negotiated.add(rec["stream"])
+            delivered_ce[rec["stream"]] = info.get("delivered_ce", 0)  # Linux >= 4.18
+    return {"streams": len(negotiated), "delivered_ce": sum(delivered_ce.values())}
+
+
 @dataclass
 class TrafficResult:
     rows: list[dict]
     t0_wall_s: float
     errors: list[str]
     rpcs: list[dict] = field(default_factory=list)  # rows of base.RPC_COLUMNS
+    ecn: dict[int, dict[str, int]] = field(default_factory=dict)  # flow group -> ecn_counts()
 
 
 def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str, Namespace],
@@ -190,12 +208,15 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
             if err.strip():
                 errors.append(err.strip())
         rows = []
+        ecn = {}
         for f, path in samples:
-            rows += parse_samples(path.read_text(), f.group, f.cc)
+            text = path.read_text()
+            rows += parse_samples(text, f.group, f.cc)
+            ecn[f.group] = ecn_counts(text)
         rpcs = []
         for f, path in rpc_files:
             rpcs += parse_rpcs(path.read_text(), f.group, int(f.response_bytes or 0))
-        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs)
+        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, ecn=ecn)
     finally:
         for _, p in reversed(procs):
             stop_process(p)
