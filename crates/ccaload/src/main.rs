@@ -8,7 +8,7 @@
 //!
 //! `--list` prints one line per built-in port: name, source file, source
 //! SHA-256 (tab-separated). Otherwise each NAME is loaded and registered
-//! with `bpf_map__attach_struct_ops` (a BPF link), `ready NAME...` is
+//! with `bpf_map__attach_struct_ops` (a BPF link), `ready` is
 //! printed once all are listed in tcp_available_congestion_control, and the
 //! process waits until its standard input closes or its parent dies. A link
 //! lives as long as its file descriptor: when this process exits for any
@@ -175,7 +175,7 @@ fn run(argv: &[String]) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    println!("ready {}", args.names.join(" "));
+    println!("ready");
     let _ = std::io::stdout().flush();
     hold(args.parent_pid);
     drop(held); // closing the links unregisters the CCAs
