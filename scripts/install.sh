@@ -12,10 +12,15 @@ if [ "$(id -u)" = 0 ]; then
   # iperf3: cross-check of the traffic engine; ethtool: offload settings;
   # chromium: renders reports headless for the report test;
   # openssh-server, netcat-openbsd, faketime: the hosts backend's tests run
-  # real sshd in namespaces, reached through `nc`, one with a skewed clock.
+  # real sshd in namespaces, reached through `nc`, one with a skewed clock;
+  # clang: compiles the BPF congestion controls (bpf/cca); libelf-dev,
+  # zlib1g-dev, pkg-config, make: libbpf-sys builds libbpf for the loader
+  # (crates/ccaload); bpftool: `fatpipe clean` lists struct_ops left by
+  # other tools (docs/bpf-ccas.md).
   apt-get install -y -qq --no-install-recommends \
     iproute2 iptables iperf3 ethtool procps kmod build-essential pkg-config \
-    ca-certificates python3-pip chromium openssh-server netcat-openbsd faketime >/dev/null
+    ca-certificates python3-pip chromium openssh-server netcat-openbsd faketime \
+    clang llvm libelf-dev zlib1g-dev make bpftool >/dev/null
 else
   echo "install.sh: not root, skipping Debian packages (the kernel backend needs root anyway)" >&2
 fi
@@ -39,4 +44,6 @@ PY=${PYTHON:-python3}
 # Builds the Rust simulator (release profile) into fatpipe._native.
 "$PY" -m pip install -q --root-user-action=ignore -e ".[test]"
 cargo build -q --release -p fatpipe-linkem
+# The BPF congestion-control loader, with the ports compiled in (build.rs).
+cargo build -q --release -p fatpipe-ccaload
 echo "fatpipe installed: $("$PY" -m fatpipe --version)"

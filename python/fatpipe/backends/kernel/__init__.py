@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import Any
 from ...summary import emulator_late
 from ...wire import TCP_IP_HEADER_BYTES
 from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, PathReport, RunOutcome, RunPlan
-from . import cleanup
+from . import bpfcca, cleanup
 from .clamp import sender_cwnd_clamps
 from .cleanup import clean, clean_stale
 from .doctor import DoctorReport, available_ccas, doctor
@@ -108,7 +109,7 @@ class KernelBackend:
         return doctor()
 
     def clean(self) -> list[str]:
-        return clean()
+        return clean() + bpfcca.struct_ops_left()
 
     def clean_stale(self) -> list[str]:
         return clean_stale()
@@ -126,14 +127,16 @@ class KernelBackend:
             raise BackendUnavailable("the kernel backend needs root (network namespaces); try `sudo fatpipe …` "
                                      "or the sim backend")
         ccas = set(available_ccas())
+        ports = self._ports_for({f.cc for plan in plans for f in plan.flows} - ccas)
         for plan in plans:
             for f in plan.flows:
                 if f.kind not in ("bulk", "rpc"):
                     raise BackendUnavailable(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not "
                                              "supported by the kernel backend (bulk, rpc)")
-                if f.cc not in ccas:
-                    raise BackendUnavailable(f"run {plan.run_id}: CCA {f.cc!r} is not available in this kernel "
-                                             f"(have: {' '.join(sorted(ccas))}); BPF struct_ops CCAs come later")
+                if f.cc not in ccas and f.cc not in ports:
+                    raise BackendUnavailable(f"run {plan.run_id}: CCA {f.cc!r} is neither in this kernel "
+                                             f"(have: {' '.join(sorted(ccas))}) nor one of fatpipe's BPF ports "
+                                             f"(bpf/cca: {' '.join(sorted(ports)) or 'none built'})")
             too_fast = rate_above_ceiling(plan.rate_bps)
             if too_fast:
                 raise BackendUnavailable(f"run {plan.run_id}: {too_fast}")
@@ -154,8 +157,26 @@ class KernelBackend:
                 raise BackendUnavailable(f"fatpipe-linkem is needed (no netem, or path.aqm marks CE) and cannot "
                                          f"be built: {e}") from e
 
+    @staticmethod
+    def _ports_for(missing: set[str]) -> dict[str, bpfcca.Port]:
+        """fatpipe's BPF ports, when the plans name CCAs the kernel lacks
+        (building the loader if needed); {} when they name none."""
+        if not missing:
+            return {}
+        try:
+            return bpfcca.loader()[1]
+        except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+            raise BackendUnavailable(f"CCA {' '.join(sorted(missing))} not in this kernel, and fatpipe's BPF "
+                                     f"ports are unavailable: {e}") from e
+
     def facts(self) -> dict[str, Any]:
+        try:
+            ports = bpfcca.loader(build=False)[1]
+        except (OSError, RuntimeError):
+            ports = {}
         return {"kernel": platform.release(), "ccas": available_ccas(),
+                # Per CCA: the kernel's own or fatpipe's BPF port (file, source hash).
+                "cca_sources": bpfcca.describe(sorted(set(available_ccas()) | set(ports)), ports),
                 "checks": {c.name: {"ok": c.ok, "detail": c.detail} for c in doctor()}}
 
     def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:
@@ -163,7 +184,13 @@ class KernelBackend:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = path_config(plan)
-        with EmulatedPath(cfg, workdir) as path:
+        # CCAs the kernel lacks are registered from fatpipe's BPF ports for
+        # this run only (bpfcca.py); the kernel's own always win.
+        used = sorted({f.cc for f in plan.flows})
+        binary, ports = bpfcca.loader() if set(used) - set(available_ccas()) else (None, {})
+        cca_facts = bpfcca.describe(used, ports)
+        with bpfcca.Registration(binary, bpfcca.ports_to_load(used, available_ccas(), ports)), \
+                EmulatedPath(cfg, workdir) as path:
             # Lateness counts after the warm-up (slow-start bursts excluded,
             # as they are from the summary statistics).
             warmup_timer: list[threading.Timer] = []
@@ -197,6 +224,7 @@ class KernelBackend:
             late_max_s=stats.late_max_s,
         )
         facts = {"emulator": stats.emulator, "bottleneck": stats.details.get("bottleneck"),
+                 "ccas": cca_facts, "ccas_seen": {str(g): n for g, n in traffic.ccas_seen.items()},
                  "configured_loss": cfg.loss,
                  # The same rule as the runs table's flag (summary.emulator_late).
                  "emulator_late": emulator_late(stats.late_p99_s, plan.rtt_s),

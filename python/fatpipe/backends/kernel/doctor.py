@@ -80,6 +80,28 @@ def _probe_in_namespace(report: DoctorReport) -> None:
         ns.delete()
 
 
+def _bpf_ccas_check(kernel: list[str]) -> Check:
+    """Which CCAs come from where: the kernel's own, and fatpipe's BPF ports
+    (docs/bpf-ccas.md) that a run would register for the names the kernel
+    lacks. Does not build the loader."""
+    from . import bpfcca
+
+    btf = Path("/sys/kernel/btf/vmlinux").exists()
+    try:
+        binary, ports = bpfcca.loader(build=False)
+        stale = " (stale: rebuilt on first use)" if bpfcca.is_stale(ports) else ""
+        where = f"{binary}{stale}"
+    except (OSError, RuntimeError) as e:
+        ports, where = {}, f"loader not built ({e})"
+    sources = bpfcca.cca_sources(sorted(set(ports)), kernel, ports)
+    loadable = sorted(n for n, s in sources.items() if s == bpfcca.FATPIPE_BPF)
+    shadowed = sorted(n for n, s in sources.items() if s == bpfcca.KERNEL)
+    detail = (f"kernel's own: {' '.join(kernel) or 'none'}; fatpipe BPF ports: {' '.join(loadable) or 'none'}"
+              + (f"; kernel's own used instead of the ports {' '.join(shadowed)}" if shadowed else "")
+              + f"; BTF {'present' if btf else 'absent'}; {where}")
+    return Check("bpf-ccas", btf and bool(ports), detail, required=False)
+
+
 def doctor() -> DoctorReport:
     """Run every check. Returns a DoctorReport: a ``list[Check]`` (name, ok,
     detail, required) with ``.usable``, ``.verdict`` and ``.render()``."""
@@ -103,11 +125,7 @@ def doctor() -> DoctorReport:
     report.append(Check("fatpipe-linkem", linkem is not None,
                         str(linkem) if linkem else "not built (cargo build --release -p fatpipe-linkem)",
                         required=False))
-    btf = Path("/sys/kernel/btf/vmlinux").exists()
-    bpftool = cmd.which("bpftool")
-    report.append(Check("bpf-struct-ops", btf and bool(bpftool),
-                        f"BTF {'present' if btf else 'absent'}, bpftool {bpftool or 'absent'} "
-                        "(needed to load CCAs the kernel lacks)", required=False))
+    report.append(_bpf_ccas_check(ccas))
     iperf3 = cmd.which("iperf3")
     report.append(Check("iperf3", bool(iperf3), iperf3 or "absent (cross-check unavailable)", required=False))
     return report

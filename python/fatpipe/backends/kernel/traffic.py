@@ -140,6 +140,18 @@ def ecn_counts(text: str) -> dict[str, int]:
     return {"streams": len(negotiated), "delivered_ce": sum(delivered_ce.values())}
 
 
+def ccas_in_samples(text: str) -> list[str]:
+    """The CCA names the kernel reported for the sampled sockets (the
+    samples' "cc", TCP_CONGESTION), sorted (pure)."""
+    names = set()
+    for line in text.splitlines():
+        if line.strip():
+            cc = json.loads(line).get("cc")
+            if cc:
+                names.add(cc)
+    return sorted(names)
+
+
 @dataclass
 class TrafficResult:
     rows: list[dict]
@@ -147,6 +159,7 @@ class TrafficResult:
     errors: list[str]
     rpcs: list[dict] = field(default_factory=list)  # rows of base.RPC_COLUMNS
     ecn: dict[int, dict[str, int]] = field(default_factory=dict)  # flow group -> ecn_counts()
+    ccas_seen: dict[int, list[str]] = field(default_factory=dict)  # flow group -> TCP_CONGESTION names
 
 
 def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str, Namespace],
@@ -208,15 +221,16 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
             if err.strip():
                 errors.append(err.strip())
         rows = []
-        ecn = {}
+        ecn, ccas_seen = {}, {}
         for f, path in samples:
             text = path.read_text()
             rows += parse_samples(text, f.group, f.cc)
             ecn[f.group] = ecn_counts(text)
+            ccas_seen[f.group] = ccas_in_samples(text)
         rpcs = []
         for f, path in rpc_files:
             rpcs += parse_rpcs(path.read_text(), f.group, int(f.response_bytes or 0))
-        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, ecn=ecn)
+        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, ecn=ecn, ccas_seen=ccas_seen)
     finally:
         for _, p in reversed(procs):
             stop_process(p)
