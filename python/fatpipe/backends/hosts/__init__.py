@@ -49,7 +49,7 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
                         "emulator and applies the path (leave the emulator out of the testbed to run on the path "
                         "as it is)")
     for f in plan.flows:
-        if getattr(f, "cwnd_clamp", None) is not None:
+        if f.cwnd_clamp is not None:
             problems.append(f"run {plan.run_id}: flows.{f.group}.cwnd_clamp: the hosts backend does not clamp "
                             "cwnd yet (the sim and kernel backends do)")
         if f.kind not in ("bulk", "rpc"):
