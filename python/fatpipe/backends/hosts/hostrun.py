@@ -27,7 +27,7 @@ from typing import Any
 
 from ...summary import emulator_late
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
-from ..base import PathReport, RunOutcome, RunPlan
+from ..base import RunOutcome, RunPlan
 from ..kernel import flow_specs, path_config, rows_to_rpcs, rows_to_series
 from ..kernel.path import PathStats
 from . import clock, transport
@@ -172,7 +172,8 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
         traffic = RemoteTraffic(receiver, senders)
         result = await traffic.run(flow_specs(plan), plan.duration_s, plan.sample_interval_s, plan.seed, at_start)
         await traffic.stop_all()
-        stats = await path.finish() if path is not None else PathStats(emulator="none (the real path)")
+        stats = await path.finish() if path is not None else \
+            PathStats(emulator="none (the real path)", counts_bottleneck=False)
         if "linkem" in stats.details:  # what the emulator box counted, kept with the run
             (workdir / "linkem-stats.json").write_text(json.dumps(stats.details["linkem"]))
         after = await _clocks(agents)
@@ -202,18 +203,7 @@ async def _has_netem(conn: transport.HostConnection, interface: str) -> bool:
 
 def _outcome(plan: RunPlan, hosts: dict[str, str], traffic, stats: PathStats,
              clocks: dict[str, ClockReading]) -> RunOutcome:
-    min_rtts = [r["min_rtt_s"] for r in traffic.rows if r["min_rtt_s"] > 0]
-    report = PathReport(
-        emulator=stats.emulator,
-        min_rtt_s=min(min_rtts) if min_rtts else None,
-        packets=stats.packets,
-        random_drops=stats.random_drops,
-        queue_drops=stats.queue_drops,
-        bottleneck_bps=stats.bottleneck_bytes * 8 / plan.duration_s if stats.bottleneck_bytes else None,
-        late_p99_s=stats.late_p99_s,
-        late_max_s=stats.late_max_s,
-        clock_uncertainty_s=max(c.uncertainty_s for c in clocks.values()),
-    )
+    report = stats.report(traffic.rows, plan.duration_s, max(c.uncertainty_s for c in clocks.values()))
     facts = {"hosts": {role: name for role, name in hosts.items()},
              "clock": {name: c.facts() for name, c in clocks.items()},
              "emulator": stats.emulator, "bottleneck": stats.details.get("bottleneck"),

@@ -33,7 +33,7 @@ from typing import Any
 
 from ...summary import emulator_late
 from ...wire import TCP_IP_HEADER_BYTES
-from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, PathReport, RunOutcome, RunPlan
+from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, RunOutcome, RunPlan
 from . import bpfcca, cleanup
 from .clamp import sender_cwnd_clamps
 from .cleanup import clean, clean_stale
@@ -210,19 +210,7 @@ class KernelBackend:
                 for t in warmup_timer:
                     t.cancel()
             stats = path.finish()
-        min_rtts = [r["min_rtt_s"] for r in traffic.rows if r["min_rtt_s"] > 0]
-        busy_s = plan.duration_s
-        report = PathReport(
-            emulator=stats.emulator,
-            min_rtt_s=min(min_rtts) if min_rtts else None,
-            packets=stats.packets,
-            random_drops=stats.random_drops,
-            queue_drops=stats.queue_drops,
-            ce_marks=stats.ce_marks,
-            bottleneck_bps=stats.bottleneck_bytes * 8 / busy_s if busy_s > 0 else None,
-            late_p99_s=stats.late_p99_s,
-            late_max_s=stats.late_max_s,
-        )
+        report = stats.report(traffic.rows, plan.duration_s)
         facts = {"emulator": stats.emulator, "bottleneck": stats.details.get("bottleneck"),
                  "ccas": cca_facts, "ccas_seen": {str(g): n for g, n in traffic.ccas_seen.items()},
                  "configured_loss": cfg.loss,

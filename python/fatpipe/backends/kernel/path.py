@@ -55,6 +55,7 @@ from typing import Any
 
 from ...units import format_rate
 from ...wire import frame_bytes
+from ..base import PathReport
 from . import cmd, parse
 from .clamp import prime_metrics_cache, route_metric_args
 from .delayline import RT_PRIORITY, Linkem, QueueConfig, build_linkem, find_linkem, summarize
@@ -196,6 +197,26 @@ class PathStats:
     late_p99_s: float | None = None
     late_max_s: float | None = None
     details: dict = field(default_factory=dict)
+    counts_bottleneck: bool = True  # False: nothing counted the bottleneck's bytes (a real path)
+
+    def report(self, traffic_rows: list[dict], duration_s: float,
+               clock_uncertainty_s: float | None = None) -> PathReport:
+        """The run's PathReport (kernel and hosts backends): these counters
+        and the smallest RTT any sampled stream saw."""
+        min_rtts = [r["min_rtt_s"] for r in traffic_rows if r["min_rtt_s"] > 0]
+        counted = self.counts_bottleneck and duration_s > 0
+        return PathReport(
+            emulator=self.emulator,
+            min_rtt_s=min(min_rtts) if min_rtts else None,
+            packets=self.packets,
+            random_drops=self.random_drops,
+            queue_drops=self.queue_drops,
+            ce_marks=self.ce_marks,
+            bottleneck_bps=self.bottleneck_bytes * 8 / duration_s if counted else None,
+            late_p99_s=self.late_p99_s,
+            late_max_s=self.late_max_s,
+            clock_uncertainty_s=clock_uncertainty_s,
+        )
 
 
 class EmulatedPath:
