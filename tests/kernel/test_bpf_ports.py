@@ -34,6 +34,10 @@ FLOOR_SHARE = {
     "scalable": 0.90,  # cuts by 1/8
     "highspeed": 0.90,  # cuts by at most 1/2 (row 0 of RFC 3649's table)
     "bic": 0.90,  # cuts by 1 - 819/1024 = 20 % (half below low_window)
+    "illinois": 0.90,  # cuts by 1/8 to 1/2 (beta() with the queueing delay)
+    # cuts by at most half at a loss; its early decongestion removes at
+    # most the queue it measures (min(queue, cwnd/2) once > 80 queued)
+    "yeah": 0.90,
 }
 # Ports whose rule sets cwnd from an estimate that is not the BDP when the
 # first loss comes: their floor is the simulator's goodput for the same
@@ -42,8 +46,12 @@ FLOOR_SHARE = {
 # the loss that ends slow start (tcp_westwood_event), and its estimate is
 # a two-stage 7/8 low-pass over >= 50 ms windows seeded in slow start, far
 # below the link rate ~0.2 s in; then it grows by one segment per RTT
-# (measured: kernel 66.5, simulator 63.6 Mbit/s).
-SIM_FLOOR = {"westwood": 0.85}
+# (measured: kernel 66.5, simulator 63.6 Mbit/s). Vegas and NV are
+# delay-based: they leave slow start when the queue they measure passes a
+# few segments, at a cwnd set from the rate they measured, and the rate
+# they then settle at depends on those RTT samples (measured: vegas 95.6 on
+# both; nv kernel 84.8, simulator 87.3 Mbit/s).
+SIM_FLOOR = {"westwood": 0.85, "vegas": 0.85, "nv": 0.85}
 
 
 def _toolchain_missing() -> str | None:
