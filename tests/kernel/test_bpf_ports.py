@@ -104,8 +104,9 @@ def floor_bps(cc: str, tmp_path: Path) -> float:
     return FLOOR_SHARE[cc] * RATE_BPS * MSS_BYTES / MTU_BYTES
 
 
+@pytest.mark.usefixtures("ports")  # every port built before the runs
 @pytest.mark.parametrize("cc", sorted(set(FLOOR_SHARE) | set(SIM_FLOOR)))
-def test_a_kernel_run_uses_the_port_at_the_goodput_its_rule_allows_and_unregisters_it(cc, ports, tmp_path):
+def test_a_kernel_run_uses_the_port_at_the_goodput_its_rule_allows_and_unregisters_it(cc, tmp_path):
     if cc in bpfcca.kernel_ccas():
         pytest.skip(f"this kernel has its own {cc}: the port is not used")
     before = bpfcca.kernel_ccas()
