@@ -71,3 +71,8 @@ def test_plan_problems_name_the_host_lacking_a_cca():
     assert problems == ["run hosts-p000-r00: flow group 1: host a (s1) has no CCA 'bbr' (it has: reno cubic)",
                         "run hosts-p000-r00: flow group 1: host r (receiver) has no CCA 'bbr' (it has: reno cubic)"]
     assert plan_problems(plan(BULK), report) == []
+    # A bulk group's receiver runs the flow's CCA too (its listener, engine.run_receiver).
+    bulk_bbr = FlowPlan(group=0, kind="bulk", cc="bbr", streams=1, mss_bytes=1448, sender="s1")
+    assert plan_problems(plan(bulk_bbr), report) == [
+        "run hosts-p000-r00: flow group 0: host a (s1) has no CCA 'bbr' (it has: reno cubic)",
+        "run hosts-p000-r00: flow group 0: host r (receiver) has no CCA 'bbr' (it has: reno cubic)"]

@@ -67,6 +67,7 @@ def test_engine_configs_route_rpc_groups_to_server_and_client():
                    request_bytes=100, response_bytes=10_000, rate_per_s=20.0)
     rx = receiver_config("198.19.0.1", [bulk, rpc], 99.0)
     assert [g["group"] for g in rx["groups"]] == [0]  # RPC groups listen on the sender side
+    assert rx["groups"][0]["cc"] == "cubic"  # the listener runs the flow's CCA (engine.run_receiver)
     srv = server_config(rpc, "198.18.2.1", 10.0, 5.0, 0.1, Path("/tmp/s"))
     assert (srv["addr"], srv["port"], srv["cc"], srv["mss_bytes"], srv["response_bytes"]) == \
         ("198.18.2.1", 5202, "bbr", 1448, 10_000)

@@ -55,8 +55,9 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
         if f.kind not in ("bulk", "rpc"):
             problems.append(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not supported by the "
                             "hosts backend (bulk, rpc)")
-        # The sender's sockets carry the CCA; an RPC client's too (rpc_engine.py).
-        for role in (f.sender, RECEIVER_ROLE) if f.kind == "rpc" else (f.sender,):
+        # The sender's sockets carry the CCA, and so do the receiver's: a bulk
+        # receiver's listener and an RPC client (engine.run_receiver, rpc_engine.py).
+        for role in (f.sender, RECEIVER_ROLE):
             found = tb.host_for_role(role) if tb is not None else None
             if found is None:
                 continue

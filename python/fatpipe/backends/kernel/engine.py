@@ -5,7 +5,10 @@ CONFIG_JSON``) so it needs nothing from the fatpipe package inside the
 namespace. The host side is traffic.py.
 
 * ``receiver``: listens on one port per flow group, reads and discards
-  everything, prints ``ready`` once listening, exits at the deadline.
+  everything, prints ``ready`` once listening, exits at the deadline. Each
+  listener carries its group's CCA (TCP_CONGESTION), which the accepted
+  sockets inherit: the receiving end runs the flow's CCA, as the RPC
+  client does (see run_receiver).
 * ``sender``: opens `streams` TCP connections of one flow group with
   TCP_CONGESTION = cc and TCP_MAXSEG = mss, prints ``connected``, waits for
   the common start time, sends bulk data until the end time and samples
@@ -87,6 +90,17 @@ def run_receiver(cfg: dict) -> int:
             raise NotImplementedError(f"flow kind {kind!r} is not implemented by the kernel engine yet")
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # The receiving end runs the flow's CCA: Linux gives an accepted
+        # socket its listener's CCA when that was set with TCP_CONGESTION
+        # (tcp_ca_openreq_child(): icsk_ca_setsockopt), the namespace default
+        # otherwise. It matters for CCAs with receiver-side hooks: a DCTCP
+        # listener accepts the ECT SYN of a DCTCP sender (tcp_ca_needs_ecn(
+        # listen_sk) in tcp_ecn_create_request()) and its sockets ACK at once
+        # when the CE state flips (dctcp_ece_ack_update()); the simulator's
+        # receiver models the same (DCTCP on both ends). A pure receiver
+        # sends no data, so a loss-based CCA there changes nothing.
+        if group.get("cc"):
+            ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, group["cc"].encode())
         ls.bind((cfg["addr"], group["port"]))
         ls.listen(1024)
         t = threading.Thread(target=RECEIVERS[kind], args=(ls, deadline, threads), daemon=True)

@@ -52,9 +52,10 @@ def group_port(group: int) -> int:
 
 
 def receiver_config(addr: str, flows: list[FlowSpec], deadline_wall_s: float) -> dict:
-    """Bulk groups only: RPC groups listen on the sender side."""
+    """Bulk groups only: RPC groups listen on the sender side. Each listener
+    runs its group's CCA (engine.run_receiver says why)."""
     return {"addr": addr, "deadline_wall_s": deadline_wall_s,
-            "groups": [{"group": f.group, "kind": f.kind, "port": group_port(f.group)} for f in flows
+            "groups": [{"group": f.group, "kind": f.kind, "port": group_port(f.group), "cc": f.cc} for f in flows
                        if f.kind == "bulk"]}
 
 
