@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
-from fatpipe.backends.kernel import KernelBackend, bpfcca, cmd
+from fatpipe.backends.kernel import KernelBackend, bpfcca
 from fatpipe.backends.sim import SimBackend
 from fatpipe.goodput import total_goodput_bps
 
@@ -57,11 +57,7 @@ SIM_FLOOR = {"westwood": 0.85, "vegas": 0.85, "nv": 0.85}
 def _toolchain_missing() -> str | None:
     if os.geteuid() != 0:
         return "needs root (BPF struct_ops, network namespaces)"
-    if not Path("/sys/kernel/btf/vmlinux").exists():
-        return "the kernel has no BTF (/sys/kernel/btf/vmlinux): BPF struct_ops CCAs cannot load"
-    if bpfcca.find_loader() is None and not (cmd.which("clang") and cmd.which("cargo")):
-        return "no fatpipe-ccaload and no clang/cargo to build it (scripts/install.sh installs them)"
-    return None
+    return bpfcca.ports_unavailable()
 
 
 pytestmark = pytest.mark.skipif(_toolchain_missing() is not None, reason=_toolchain_missing() or "")

@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
-from fatpipe.backends.kernel import KernelBackend, bpfcca, cmd
+from fatpipe.backends.kernel import KernelBackend, bpfcca
 from fatpipe.backends.sim import SimBackend
 from fatpipe.goodput import total_goodput_bps
 from fatpipe.wire import frame_bytes
@@ -57,12 +57,8 @@ def _toolchain_missing() -> str | None:
         return "needs root (network namespaces, BPF struct_ops)"
     if "dctcp" in bpfcca.kernel_ccas():
         return None  # the kernel's own dctcp
-    if not Path("/sys/kernel/btf/vmlinux").exists():
-        return "no dctcp in this kernel and no BTF (/sys/kernel/btf/vmlinux) to load the BPF port"
-    if bpfcca.find_loader() is None and not (cmd.which("clang") and cmd.which("cargo")):
-        return ("no dctcp in this kernel, and no fatpipe-ccaload nor clang/cargo to build the BPF port "
-                "(scripts/install.sh installs clang and libbpf's build needs)")
-    return None
+    missing = bpfcca.ports_unavailable()
+    return f"no dctcp in this kernel, and its BPF port cannot load: {missing}" if missing else None
 
 
 def plan(backend: str) -> RunPlan:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -24,9 +23,10 @@ from pathlib import Path
 
 from . import cmd
 from .cleanup import stop_process
+from .workspace_binary import REPO_ROOT, build_binary, find_binary
 
-REPO_ROOT = Path(__file__).resolve().parents[4]
 PORTS_DIR = REPO_ROOT / "bpf" / "cca"
+BTF = Path("/sys/kernel/btf/vmlinux")  # the kernel's types: struct_ops programs need them
 BINARY = "fatpipe-ccaload"
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 READY_TIMEOUT_S = 30.0  # loading and verifying a few programs takes well under a second
@@ -90,24 +90,23 @@ def kernel_ccas() -> list[str]:
 
 
 def find_loader() -> Path | None:
-    """$FATPIPE_CCALOAD, then PATH, then the workspace's target directory."""
-    env = os.environ.get("FATPIPE_CCALOAD")
-    if env and Path(env).is_file():
-        return Path(env)
-    found = shutil.which(BINARY)
-    if found:
-        return Path(found)
-    p = REPO_ROOT / "target" / "release" / BINARY
-    return p if p.is_file() else None
+    """$FATPIPE_CCALOAD, then PATH, then the workspace's release build."""
+    return find_binary(BINARY, "FATPIPE_CCALOAD")
 
 
 def build_loader() -> Path:
     """Build the loader (and so the BPF objects, crates/ccaload/build.rs) with cargo."""
-    if not (REPO_ROOT / "crates" / "ccaload" / "Cargo.toml").is_file() or not cmd.which("cargo"):
-        raise FileNotFoundError(f"{BINARY} not found and cannot be built (no cargo or no source tree)")
-    cmd.run(["cargo", "build", "--release", "-p", BINARY, "--manifest-path", str(REPO_ROOT / "Cargo.toml")],
-            timeout_s=900)
-    return REPO_ROOT / "target" / "release" / BINARY
+    return build_binary(BINARY, "ccaload", timeout_s=900)
+
+
+def ports_unavailable() -> str | None:
+    """Why fatpipe's BPF ports cannot be registered here (no BTF, or no
+    loader and no clang/cargo to build it), or None."""
+    if not BTF.exists():
+        return f"the kernel has no BTF ({BTF}): BPF struct_ops CCAs cannot load"
+    if find_loader() is None and not (cmd.which("clang") and cmd.which("cargo")):
+        return f"no {BINARY} and no clang/cargo to build it (scripts/install.sh installs them)"
+    return None
 
 
 def list_ports(binary: Path) -> tuple[dict[str, Port], str]:

@@ -12,45 +12,29 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cmd
 from .cleanup import REGISTRY, stop_process
 from .cmd import expect_line
 from .netns import Namespace
 from .ownership import OwnershipRecord
+from .workspace_binary import build_binary, find_binary
 
-REPO_ROOT = Path(__file__).resolve().parents[4]
 BINARY = "fatpipe-linkem"
 
 
 def find_linkem() -> Path | None:
-    """$FATPIPE_LINKEM, then PATH, then the workspace's target directory."""
-    env = os.environ.get("FATPIPE_LINKEM")
-    if env and Path(env).is_file():
-        return Path(env)
-    found = shutil.which(BINARY)
-    if found:
-        return Path(found)
-    for profile in ("release", "debug"):
-        p = REPO_ROOT / "target" / profile / BINARY
-        if p.is_file():
-            return p
-    return None
+    """$FATPIPE_LINKEM, then PATH, then the workspace's release or debug build."""
+    return find_binary(BINARY, "FATPIPE_LINKEM", ("release", "debug"))
 
 
 def build_linkem() -> Path:
     """Build linkem with cargo (release) when the source tree is present."""
-    if not (REPO_ROOT / "crates" / "linkem" / "Cargo.toml").is_file() or not cmd.which("cargo"):
-        raise FileNotFoundError(f"{BINARY} not found and cannot be built (no cargo or no source tree)")
-    cmd.run(["cargo", "build", "--release", "-p", BINARY, "--manifest-path", str(REPO_ROOT / "Cargo.toml")],
-            timeout_s=600)
-    return REPO_ROOT / "target" / "release" / BINARY
+    return build_binary(BINARY, "linkem", timeout_s=600)
 
 
 @dataclass(frozen=True)

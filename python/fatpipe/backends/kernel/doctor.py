@@ -86,7 +86,7 @@ def _bpf_ccas_check(kernel: list[str]) -> Check:
     lacks. Does not build the loader."""
     from . import bpfcca
 
-    btf = Path("/sys/kernel/btf/vmlinux").exists()
+    btf = bpfcca.BTF.exists()
     try:
         binary, ports = bpfcca.loader(build=False)
         stale = " (stale: rebuilt on first use)" if bpfcca.is_stale(ports) else ""
