@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -82,7 +83,6 @@ class RemoteTraffic:
         self.started: list[_Started] = []
 
     async def _start(self, host: RemoteHost, role: str, cfg: dict, tag: str, ready_word: str, what: str) -> _Started:
-        import json
         out, err = f"{tag}.out", f"{tag}.err"
         pgid = await host.agent.start([host.python, "engine.py", role, json.dumps(cfg)], stdout=out, stderr=err)
         started = _Started(host, pgid, what, err)

@@ -188,45 +188,39 @@ class HostConnection:
         return isinstance(exc, asyncssh.ChannelOpenError) and exc.code in SESSION_REFUSED_CODES
 
     @asynccontextmanager
-    async def process(self, args: Sequence[str], **kw: Any) -> AsyncIterator[Any]:
-        """An asyncssh process running `args`, holding one session slot
-        until the block ends (then its channel is closed)."""
+    async def _session(self, opener, close, what: str, lost: str) -> AsyncIterator[Any]:
+        """`await opener()` in one slot of the session limiter, held until
+        the block ends; then `close(session)` and wait for it to close.
+        Errors name the host and `what` (a refused channel) or `lost`."""
         asyncssh = asyncssh_module()
-        command = remote_command(args)
         try:
-            proc = await self.sessions.open(lambda: self._conn.create_process(command, **kw), self._refused)
+            session = await self.sessions.open(opener, self._refused)
         except asyncssh.ChannelOpenError as e:
-            raise self._error(f"cannot open a session for `{command[:200]}`: {e.reason}") from None
+            raise self._error(f"cannot open {what}: {e.reason}") from None
         except (asyncssh.Error, OSError) as e:
-            raise self._error(f"connection lost: {e}") from None
+            raise self._error(f"{lost}: {e}") from None
         try:
-            yield proc
+            yield session
         finally:
-            proc.close()
+            close(session)
             try:
-                await proc.wait_closed()
+                await session.wait_closed()
             finally:
                 await self.sessions.release()
 
-    @asynccontextmanager
-    async def sftp(self) -> AsyncIterator[Any]:
-        """An asyncssh SFTP client on its own session (one slot of the
-        limiter until the block ends)."""
-        asyncssh = asyncssh_module()
-        try:
-            client = await self.sessions.open(self._conn.start_sftp_client, self._refused)
-        except asyncssh.ChannelOpenError as e:
-            raise self._error(f"cannot open an SFTP session: {e.reason}") from None
-        except (asyncssh.Error, OSError) as e:
-            raise self._error(f"cannot open an SFTP session: {e}") from None
-        try:
-            yield client
-        finally:
-            client.exit()
-            try:
-                await client.wait_closed()
-            finally:
-                await self.sessions.release()
+    def process(self, args: Sequence[str], **kw: Any):
+        """An asyncssh process running `args` (an async context manager),
+        holding one session slot until the block ends (then its channel is
+        closed)."""
+        command = remote_command(args)
+        return self._session(lambda: self._conn.create_process(command, **kw), lambda proc: proc.close(),
+                             f"a session for `{command[:200]}`", "connection lost")
+
+    def sftp(self):
+        """An asyncssh SFTP client on its own session (an async context
+        manager; one slot of the limiter until the block ends)."""
+        return self._session(self._conn.start_sftp_client, lambda client: client.exit(), "an SFTP session",
+                             "cannot open an SFTP session")
 
     async def run(self, args: Sequence[str], *, input_text: str | None = None,
                   timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S, check: bool = True) -> CommandResult:
