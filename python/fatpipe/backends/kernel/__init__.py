@@ -187,9 +187,10 @@ class KernelBackend:
         # CCAs the kernel lacks are registered from fatpipe's BPF ports for
         # this run only (bpfcca.py); the kernel's own always win.
         used = sorted({f.cc for f in plan.flows})
-        binary, ports = bpfcca.loader() if set(used) - set(available_ccas()) else (None, {})
+        kernel_ccas = available_ccas()
+        binary, ports = bpfcca.loader() if set(used) - set(kernel_ccas) else (None, {})
         cca_facts = bpfcca.describe(used, ports)
-        with bpfcca.Registration(binary, bpfcca.ports_to_load(used, available_ccas(), ports)), \
+        with bpfcca.Registration(binary, bpfcca.ports_to_load(used, kernel_ccas, ports)), \
                 EmulatedPath(cfg, workdir) as path:
             # Lateness counts after the warm-up (slow-start bursts excluded,
             # as they are from the summary statistics).
