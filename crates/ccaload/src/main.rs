@@ -3,11 +3,18 @@
 //!
 //! ```text
 //! fatpipe-ccaload --list
+//! fatpipe-ccaload --tags NAME...
 //! fatpipe-ccaload [--parent-pid PID] NAME...
 //! ```
 //!
 //! `--list` prints one line per built-in port: name, source file, source
-//! SHA-256 (tab-separated). Otherwise each NAME is loaded and registered
+//! SHA-256 (tab-separated). `--tags` loads each named port into the kernel
+//! without registering it (a `.struct_ops.link` map is registered only when
+//! its link is made) and prints one line per program: port name, program
+//! name, the kernel's program tag (a hash of the verified instructions with
+//! map references zeroed, kernel/bpf/core.c bpf_prog_calc_tag()). `fatpipe
+//! clean` compares them with a registration another tool left behind to
+//! prove it is one of these ports. Otherwise each NAME is loaded and registered
 //! with `bpf_map__attach_struct_ops` (a BPF link), `ready` is
 //! printed once all are listed in tcp_available_congestion_control, and the
 //! process waits until its standard input closes or its parent dies. A link
@@ -19,6 +26,7 @@
 mod ports;
 
 use libbpf_rs::{Link, MapCore, MapType, Object, ObjectBuilder};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -26,16 +34,18 @@ const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 
 struct Args {
     list: bool,
+    tags: bool,
     parent_pid: Option<i32>,
     names: Vec<String>,
 }
 
 fn parse_args(argv: &[String]) -> Result<Args, String> {
-    let mut args = Args { list: false, parent_pid: None, names: Vec::new() };
+    let mut args = Args { list: false, tags: false, parent_pid: None, names: Vec::new() };
     let mut it = argv.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--list" => args.list = true,
+            "--tags" => args.tags = true,
             "--parent-pid" => {
                 let v = it.next().ok_or("--parent-pid needs a process id")?;
                 let pid: i32 = v.parse().map_err(|_| format!("--parent-pid: not a process id: {v:?}"))?;
@@ -57,7 +67,7 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
         }
     }
     if !args.list && args.names.is_empty() {
-        return Err("usage: fatpipe-ccaload --list | [--parent-pid PID] NAME...".into());
+        return Err("usage: fatpipe-ccaload --list | --tags NAME... | [--parent-pid PID] NAME...".into());
     }
     Ok(args)
 }
@@ -66,12 +76,44 @@ fn available() -> Vec<String> {
     std::fs::read_to_string(AVAILABLE).unwrap_or_default().split_whitespace().map(str::to_string).collect()
 }
 
-/// Loads one port and registers its struct_ops map through a link.
-fn register(port: &ports::Port) -> Result<(Object, Vec<Link>), String> {
+/// Loads one port into the kernel (programs verified, struct_ops map
+/// created, nothing registered yet).
+fn load(port: &ports::Port) -> Result<Object, String> {
     let open = ObjectBuilder::default()
         .open_memory(port.object)
         .map_err(|e| format!("{}: cannot open the BPF object: {e}", port.file))?;
-    let mut obj = open.load().map_err(|e| format!("{}: the kernel refused the BPF object: {e}", port.file))?;
+    open.load().map_err(|e| format!("{}: the kernel refused the BPF object: {e}", port.file))
+}
+
+/// `--tags`: each program of the loaded port with its kernel tag.
+fn print_tags(port: &ports::Port) -> Result<(), String> {
+    let obj = load(port)?;
+    for prog in obj.progs() {
+        let tag: String = program_tag(prog.as_fd().as_raw_fd())
+            .map_err(|e| format!("{}: cannot read program info: {e}", port.file))?
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        println!("{}\t{}\t{tag}", port.name, prog.name().to_string_lossy());
+    }
+    Ok(())
+}
+
+/// The kernel's tag of a loaded program (bpf(BPF_OBJ_GET_INFO_BY_FD)).
+fn program_tag(fd: RawFd) -> Result<[u8; 8], std::io::Error> {
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: info is a bpf_prog_info of the stated length.
+    let rc = unsafe { libbpf_sys::bpf_obj_get_info_by_fd(fd, (&mut info as *mut libbpf_sys::bpf_prog_info).cast(), &mut len) };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(-rc));
+    }
+    Ok(info.tag)
+}
+
+/// Loads one port and registers its struct_ops map through a link.
+fn register(port: &ports::Port) -> Result<(Object, Vec<Link>), String> {
+    let mut obj = load(port)?;
     let mut links = Vec::new();
     for mut map in obj.maps_mut() {
         if map.map_type() != MapType::StructOps {
@@ -147,6 +189,12 @@ fn run(argv: &[String]) -> Result<(), String> {
         }
         if !ports::NOT_BUILT.is_empty() {
             eprintln!("fatpipe-ccaload: not built: {}", ports::NOT_BUILT);
+        }
+        return Ok(());
+    }
+    if args.tags {
+        for name in &args.names {
+            print_tags(ports::find(name).expect("checked by parse_args"))?;
         }
         return Ok(());
     }

@@ -34,7 +34,7 @@ from typing import Any
 from ...summary import emulator_late
 from ...wire import TCP_IP_HEADER_BYTES
 from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, RunOutcome, RunPlan
-from . import bpfcca, cleanup
+from . import bpfcca, bpfcca_clean, cleanup
 from .clamp import sender_cwnd_clamps
 from .cleanup import clean, clean_stale
 from .doctor import DoctorReport, available_ccas, doctor
@@ -109,7 +109,7 @@ class KernelBackend:
         return doctor()
 
     def clean(self) -> list[str]:
-        return clean() + bpfcca.struct_ops_left()
+        return clean() + bpfcca_clean.struct_ops_left()
 
     def clean_stale(self) -> list[str]:
         return clean_stale()
