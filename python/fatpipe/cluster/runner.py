@@ -12,6 +12,7 @@ runs kept) instead of waiting forever.
 
 from __future__ import annotations
 
+import queue
 import secrets
 import time
 from collections.abc import Callable
@@ -134,11 +135,12 @@ def run_on_cluster(
     """Submit every plan, record each result as it arrives (then call
     `finished(plan, status, summary)`, the progress line). On Ctrl-C or any
     error, runs not yet started are cancelled; recorded runs stay."""
-    import distributed
-
     mine = identity()
     batch = secrets.token_hex(4)  # keys unique to this study run on a shared scheduler
     pending: dict[Any, RunPlan] = {}
+    # Finished futures arrive here from Dask's callback thread: O(1) per run
+    # however many are pending, and a bounded wait that Ctrl-C interrupts.
+    arrived: queue.SimpleQueue = queue.SimpleQueue()
     try:
         for i, plan in enumerate(plans):
             token = getattr(get_backend(plan.backend), "cluster_resource", None)
@@ -146,23 +148,22 @@ def run_on_cluster(
             future = client.submit(run_on_worker, plan, token, key=f"fatpipe-{plan.run_id}-{batch}", pure=False,
                                    resources={token: 1} if token else None, priority=len(plans) - i)
             pending[future] = plan
+            future.add_done_callback(arrived.put)
         watchdog = _Watchdog(client, wait_s)
         while pending:
             try:
-                with client.as_current():
-                    done, _ = distributed.wait(list(pending), timeout=POLL_S, return_when="FIRST_COMPLETED")
-            except TimeoutError:
+                future = arrived.get(timeout=POLL_S)
+            except queue.Empty:
                 watchdog.check()
                 continue
-            for future in done:
-                plan = pending.pop(future)
-                result = _result_of(future, plan, mine)
-                future.release()
-                store.discard(plan.run_id)  # a failed or damaged earlier attempt
-                if result.work_files:
-                    store.run_workdir(plan.run_id)
-                record_run(store, result)
-                finished(plan, result.status, result.summary)
+            plan = pending.pop(future)
+            result = _result_of(future, plan, mine)
+            future.release()
+            store.discard(plan.run_id)  # a failed or damaged earlier attempt
+            if result.work_files:
+                store.run_workdir(plan.run_id)
+            record_run(store, result)
+            finished(plan, result.status, result.summary)
     except BaseException:
         if pending:
             try:
