@@ -3,13 +3,15 @@
 the per-run overhead the cluster engine adds.
 
     python3 bench/cluster_efficiency.py [--study studies/crichigno-mss-streams.toml]
-        [--workers 2] [--overhead-runs 128] [--skip-efficiency]
+        [--workers 2] [--repetitions N] [--overhead-runs 128] [--skip-efficiency]
 
 1. Efficiency: the whole study (default study A, 640 runs of 70 s) once
    serially (`jobs=1`, this process) and once on a local Dask cluster of
    --workers processes. Efficiency = serial time / (workers x cluster time),
    for the runs alone (from the first submitted run to the last recorded)
-   and including the cluster's start and shutdown.
+   and including the cluster's start and shutdown. --repetitions N keeps
+   the whole grid but runs N repetitions of each point (the study's own
+   count by default).
 2. Overhead: the same grid with 0.2 s runs (--overhead-runs of them, so the
    simulation is small beside the engine's costs), serially and on a
    one-worker cluster: (cluster time - serial time) / runs is what the
@@ -74,6 +76,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--overhead-runs", type=int, default=128,
                     help="runs of the overhead grid (rounded to whole repetitions of its 64 points)")
+    ap.add_argument("--repetitions", type=int, help="repetitions per grid point (default: the study's)")
     ap.add_argument("--skip-efficiency", action="store_true", help="only the per-run overhead")
     args = ap.parse_args()
     study = Path(args.study)
@@ -81,6 +84,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="fatpipe-cluster-bench-") as tmp_name:
         tmp = Path(tmp_name)
         if not args.skip_efficiency:
+            if args.repetitions:
+                text = re.sub(r"^repetitions = \d+", f"repetitions = {args.repetitions}", study.read_text(),
+                              count=1, flags=re.M)
+                study = tmp / study.name
+                study.write_text(text)
             s_all, s_runs, n = timed_study(study, tmp / "serial", jobs=1)
             c_all, c_runs, n_c = timed_study(study, tmp / "cluster", cluster=f"local:{args.workers}")
             print(f"study {study.name}: {n} runs serially in {s_runs:.1f} s (whole command {s_all:.1f} s); "
