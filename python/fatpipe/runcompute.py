@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .backends import get_backend
-from .backends.base import RunPlan
+from .backends.base import Backend, RunPlan
 from .results import StudyStore
 from .schema import path_columns
 from .summary import series_with_goodput, summarize
@@ -72,11 +72,12 @@ def failed_result(plan: RunPlan, reason: str) -> RunResult:
                      reason=reason)
 
 
-def compute_run(plan: RunPlan, workdir: Path) -> RunResult:
-    """Run one plan on its backend in `workdir` and summarise it. Any
-    failure of the run becomes a failed result with its reason; Ctrl-C and
-    SystemExit pass through."""
-    backend = get_backend(plan.backend)
+def compute_run(plan: RunPlan, workdir: Path, backend: Backend | None = None) -> RunResult:
+    """Run one plan on its backend (`backend`, default the registry's for
+    plan.backend) in `workdir` and summarise it. Any failure of the run
+    becomes a failed result with its reason; Ctrl-C and SystemExit pass
+    through."""
+    backend = backend or get_backend(plan.backend)
     t0 = time.monotonic()
     try:
         outcome = backend.run(plan, workdir)

@@ -150,7 +150,7 @@ class Progress:
 def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
     """Run one plan in this process and record it. Returns (status, one-line summary)."""
     store.discard(plan.run_id)  # a failed or damaged earlier attempt
-    result = compute_run(plan, store.run_workdir(plan.run_id))
+    result = compute_run(plan, store.run_workdir(plan.run_id), get_backend(plan.backend))
     record_run(store, result)
     return result.status, result.summary
 
