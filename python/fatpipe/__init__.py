@@ -37,6 +37,7 @@ def run(
     progress: Callable[[str], None] | None = print,
     force: bool = False,
     testbed: str | Path | None = None,
+    cluster: str | None = None,
 ) -> LoadedStudy:
     """Run (or resume) the study file `study` as `fatpipe run` does, then load it.
 
@@ -47,11 +48,14 @@ def run(
     (None: silent); `force`: run even if the cost estimate exceeds the
     limits (fatpipe.estimate; else StudyTooBig is raised before anything
     runs); `testbed`: a testbed file for the hosts backend (instead of the
-    study's [testbed]). Failed runs are recorded in ``runs`` (status, reason) as the CLI
-    records them. A directory another process is writing raises
+    study's [testbed]); `cluster`: compute the runs on a Dask cluster
+    (``"local:2"``, ``"tcp://HOST:PORT"``, ``"ssh:…"``, ``"slurm:…"``,
+    docs/cluster.md; fatpipe.cluster.ClusterError if it cannot). Failed
+    runs are recorded in ``runs`` (status, reason) as the CLI records them.
+    A directory another process is writing raises
     fatpipe.results.StudyLocked; one that is not a fatpipe study, StoreError."""
     from .study import run_study
     backends = [backend] if isinstance(backend, str) else backend
     result = run_study(study, backends=backends, out=out, jobs=jobs, emit=progress or (lambda _line: None),
-                       force=force, testbed=testbed)
+                       force=force, testbed=testbed, cluster=cluster)
     return result.store.load()

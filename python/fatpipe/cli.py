@@ -13,6 +13,7 @@ from . import __version__, estimate
 from . import spec as spec_mod
 from .backends import backend_names, get_backend
 from .backends.base import BackendUnavailable
+from .cluster import ClusterError, ClusterSpecError
 from .estimate import StudyTooBig
 from .results import StoreError
 from .study import plan_runs, run_study, study_dir_default
@@ -80,7 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     say = Output()
     say.stop_when_closed = True
     result = run_study(args.study, backends=args.backend, out=args.out, jobs=args.jobs or None,
-                       emit=say, force=args.force, testbed=args.testbed)
+                       emit=say, force=args.force, testbed=args.testbed, cluster=args.cluster)
     say.stop_when_closed = False
     out, counts = result.store.root, result.counts
     say(f"\nwrote {out}/runs.parquet ({counts['runs']} rows), series.parquet ({counts.get('series', 0)} rows)")
@@ -197,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "instead of the study's own [testbed]")
     run.add_argument("--force", action="store_true",
                      help="run even if the estimate exceeds the limits (disk, memory, series rows per run)")
+    run.add_argument("--cluster", metavar="SPEC",
+                     help="compute the runs on a Dask cluster: local[:N], tcp://HOST:PORT, ssh:HOST,HOST,… "
+                          "or slurm:key=value,… (docs/cluster.md; needs fatpipe[cluster])")
     run.set_defaults(func=cmd_run)
 
     check = sub.add_parser("check", help="validate a study and list its runs")
@@ -238,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     except (spec_mod.SpecError, StudyTooBig) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except (BackendUnavailable, FileExistsError, StoreError) as e:
+    except (BackendUnavailable, FileExistsError, StoreError, ClusterError, ClusterSpecError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OutputClosed:

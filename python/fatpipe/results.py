@@ -76,7 +76,7 @@ RUN_COLUMNS = [
 ]
 
 # The columns of the per-run series, RPC and path series files
-# (study.execute_one adds the run's identity and summary.series_with_goodput
+# (runcompute.compute_run adds the run's identity and summary.series_with_goodput
 # the goodput).
 STORED_SERIES_COLUMNS = ["run_id", "backend", *SERIES_COLUMNS, "goodput_bps"]
 STORED_RPC_COLUMNS = ["run_id", *RPC_COLUMNS]
@@ -286,6 +286,25 @@ class StudyStore:
             except OSError as e:
                 raise storefs.os_problem(self.root / "work" / run_id, e) from None
         return self.root / "work" / run_id
+
+    def write_work_file(self, run_id: str, name: str, data: bytes) -> None:
+        """Write one of a run's scratch files, computed elsewhere (a cluster
+        worker), into work/<run_id>/`name` (a relative path of plain names;
+        directories created, nothing followed through a symlink)."""
+        parts = name.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise StoreError(f"work file {name!r} of run {run_id}: not a plain relative path")
+        with self._dir("work") as work_fd:
+            fds = [storefs.open_subdir(work_fd, run_id, self.root / "work" / run_id)]
+            try:
+                shown = self.root / "work" / run_id
+                for part in parts[:-1]:
+                    shown = shown / part
+                    fds.append(storefs.open_subdir(fds[-1], part, shown))
+                storefs.write_file(fds[-1], parts[-1], shown / parts[-1], lambda f: f.write(data))
+            finally:
+                for fd in fds:
+                    os.close(fd)
 
     def write_run(
         self,

@@ -8,6 +8,7 @@ sim runs of one grid point get the same seed.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import os
@@ -23,9 +24,9 @@ from . import __version__, estimate
 from . import spec as spec_mod
 from .backends import get_backend
 from .backends.base import FlowPlan, HostLimits, RunPlan
+from .cluster.spec import parse_cluster_spec
 from .results import StoreError, StudyStore
-from .schema import path_columns
-from .summary import series_with_goodput, summarize
+from .runcompute import compute_run, failed_rows, identity_columns, record_run  # noqa: F401 - two re-exported
 from .testbed import Testbed, load_testbed, study_problems
 
 
@@ -125,27 +126,6 @@ def plan_runs(
     return plans
 
 
-def identity_columns(plan: RunPlan) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "run_id": plan.run_id, "backend": plan.backend, "rep": plan.rep, "seed": plan.seed,
-        "rate_bps": plan.rate_bps, "rtt_s": plan.rtt_s, "loss": plan.loss,
-        "corruption": plan.corruption, "buffer_bytes": plan.buffer_bytes,
-        "mtu_bytes": plan.mtu_bytes, "duration_s": plan.duration_s, "warmup_s": plan.warmup_s,
-    }
-    for key, value in plan.swept.items():
-        out[key] = value
-    return out
-
-
-def failed_rows(plan: RunPlan, reason: str) -> list[dict[str, Any]]:
-    base = identity_columns(plan)
-    return [
-        {**base, "status": "failed", "reason": reason, "flow_group": f.group, "kind": f.kind,
-         "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes, "sender": f.sender}
-        for f in plan.flows
-    ]
-
-
 @dataclass
 class Progress:
     """Runs done, the current run and an ETA, printed as runs finish."""
@@ -168,34 +148,11 @@ class Progress:
 
 
 def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
-    """Run one plan and record it. Returns (status, one-line summary)."""
-    backend = get_backend(plan.backend)
+    """Run one plan in this process and record it. Returns (status, one-line summary)."""
     store.discard(plan.run_id)  # a failed or damaged earlier attempt
-    workdir = store.run_workdir(plan.run_id)
-    t0 = time.monotonic()
-    try:
-        outcome = backend.run(plan, workdir)
-        rows = summarize(plan, outcome)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception as e:  # noqa: BLE001 - any failure is recorded with its reason
-        reason = f"{type(e).__name__}: {e}"
-        store.write_run(plan.run_id, "failed", failed_rows(plan, reason), reason=reason)
-        return "failed", reason.splitlines()[0][:200]
-    wall_s = time.monotonic() - t0
-    base = identity_columns(plan)
-    path_cols = {**path_columns(outcome.path), "wall_s": wall_s}
-    full_rows = [{**base, "status": "ok", "reason": "", **row, **path_cols} for row in rows]
-    series = series_with_goodput(outcome)
-    n = len(series["t_s"])
-    series = {"run_id": [plan.run_id] * n, "backend": [plan.backend] * n, **series}
-    rpcs = {"run_id": [plan.run_id] * len(outcome.rpcs["start_s"]), **outcome.rpcs}
-    path_series = {"run_id": [plan.run_id] * len(outcome.path_series["t_s"]), **outcome.path_series}
-    store.write_run(plan.run_id, "ok", full_rows, series, rpcs, path_series=path_series, facts=outcome.facts)
-    goodputs = " ".join(
-        f"{r['cc']}x{r['streams']}={(r['goodput_bps'] or 0) / 1e6:.1f}Mbit/s" for r in rows
-    )
-    return "ok", goodputs
+    result = compute_run(plan, store.run_workdir(plan.run_id), get_backend(plan.backend))
+    record_run(store, result)
+    return result.status, result.summary
 
 
 def _run_in_pool(plans: list[RunPlan], store: StudyStore, workers: int, progress: Progress) -> None:
@@ -223,11 +180,14 @@ def run_plans(
     store: StudyStore,
     jobs: int = 1,
     emit: Callable[[str], None] = print,
+    client: Any = None,
 ) -> Progress:
     """Run every plan not yet finished, one backend after another (in the
     order the plans name them). Each backend says how many of its runs may
     run at once given `jobs` (Backend.max_parallel_runs); a backend that
-    allows one runs in this thread, so Ctrl-C reaches the run itself."""
+    allows one runs in this thread, so Ctrl-C reaches the run itself.
+    With a Dask `client` (fatpipe.cluster) every run goes to the cluster
+    instead and this process only records the results."""
     done, damaged = store.resumable()
     todo = [p for p in plans if p.run_id not in done]
     if done:
@@ -235,6 +195,10 @@ def run_plans(
     for run_id, problem in damaged.items():
         emit(f"redoing {run_id}: {problem}")
     progress = Progress(total=len(todo), emit=emit)
+    if client is not None:
+        from .cluster import run_on_cluster
+        run_on_cluster(todo, store, client, progress.finished)
+        return progress
     by_backend: dict[str, list[RunPlan]] = {}
     for plan in todo:
         by_backend.setdefault(plan.backend, []).append(plan)
@@ -287,6 +251,7 @@ def run_study(
     emit: Callable[[str], None] = print,
     force: bool = False,
     testbed: str | Path | Testbed | None = None,
+    cluster: str | None = None,
 ) -> StudyRun:
     """Run (or resume) the study in `study_file`: validate it, plan its runs
     on `backends` (default: the study's own), check every backend can carry
@@ -295,8 +260,11 @@ def run_study(
     directory's lock, run them into `out` (default results/<study name>) and
     consolidate the tables, also when interrupted. `jobs` bounds the runs at
     once (default: the CPU count). `testbed` (a Testbed or a file) replaces
-    the study's [testbed] for backends that run on one. `fatpipe run` and
-    fatpipe.run() both come here."""
+    the study's [testbed] for backends that run on one. `cluster` (a
+    --cluster SPEC, fatpipe.cluster) computes the runs on a Dask cluster
+    whose workers are checked before anything is written; this process
+    still writes every run. `fatpipe run` and fatpipe.run() both come here."""
+    cluster_spec = parse_cluster_spec(cluster) if cluster else None
     spec, raw = spec_mod.load(study_file)
     if testbed is not None and not isinstance(testbed, Testbed):
         testbed = load_testbed(testbed)
@@ -315,6 +283,19 @@ def run_study(
         raise estimate.StudyTooBig("; ".join(problems) + " (--force runs it anyway)")
     spec_text = Path(study_file).read_text()
     store = StudyStore(root)
+    with contextlib.ExitStack() as stack:
+        client = None
+        if cluster_spec is not None:
+            from .cluster import open_study_cluster
+            client = stack.enter_context(open_study_cluster(cluster_spec, plans, emit))
+        return _run_locked(spec, spec_text, plans, store, jobs, emit, client)
+
+
+def _run_locked(spec: spec_mod.Spec, spec_text: str, plans: list[RunPlan], store: StudyStore, jobs: int,
+                emit: Callable[[str], None], client: Any) -> StudyRun:
+    """Holding the study's lock: prepare the directory, write the manifest,
+    run what is not finished, consolidate (also when interrupted)."""
+    root = store.root
     with store.lock():
         removed = store.prepare(spec_text)
         if removed:
@@ -322,7 +303,7 @@ def run_study(
         store.write_manifest(study_manifest(spec, plans))
         emit(f"fatpipe {__version__}: study {spec.study.name!r}, {len(plans)} runs -> {root}")
         try:
-            progress = run_plans(plans, store, jobs=jobs, emit=emit)
+            progress = run_plans(plans, store, jobs=jobs, emit=emit, client=client)
         except BaseException:
             # Interrupted or stopped: keep what finished readable, without
             # letting a second failure (a full disk) hide the first.

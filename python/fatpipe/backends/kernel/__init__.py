@@ -101,6 +101,10 @@ def rows_to_series(rows: list[dict]) -> dict[str, list]:
 class KernelBackend:
     name = "kernel"
 
+    # On a cluster (fatpipe.cluster) a kernel run needs this Dask resource
+    # token, offered once per machine: one kernel run at a time per machine.
+    cluster_resource = "kernel"
+
     def max_parallel_runs(self, jobs: int) -> int:  # noqa: ARG002 - one path per machine
         # Runs share the host's CPUs and its view of the path: one at a time.
         return 1
