@@ -7,9 +7,10 @@ Stages (each an ordinary study under the advice's directory, stages.py):
 2. **refine** — the best COARSE_KEEP candidates and their neighbours
    (half/twice the streams, the other MTUs, the hosts' own buffers);
    REFINE_REPS runs each (new seeds).
-3. **reps** — while the candidates that could still be the best have an
-   interval wider than TARGET_HALF_WIDTH of their mean, EXTRA_REPS more runs
-   of them (new seeds), as the budget allows.
+3. **reps** — while the candidates that could still be the best have
+   fewer than MIN_TOP_REPS runs (a few runs miss the rare slow run that
+   skews goodput) or an interval wider than TARGET_HALF_WIDTH of their
+   mean, EXTRA_REPS more runs of them (new seeds), as the budget allows.
 4. **margin** — the best MARGIN_KEEP at the loss × MARGIN_FACTORS (from
    MARGIN_FLOOR when the path is lossless), MARGIN_REPS runs each.
 5. **competing** — with --competing, the best MARGIN_KEEP beside one
@@ -39,6 +40,7 @@ COARSE_SHARE = 0.35  # of the budget
 COARSE_KEEP = 3
 REFINE_REPS = 3
 TARGET_HALF_WIDTH = 0.03
+MIN_TOP_REPS = 8
 EXTRA_REPS = 3
 MAX_REP_ROUNDS = 2
 CONTENDERS = 4
@@ -142,9 +144,9 @@ def run_advice(req: AdviseRequest, out: str | Path | None = None, jobs: int | No
 
     for round_ in range(MAX_REP_ROUNDS):
         stats = candidate_stats(base(), req)
-        wide = [c for c in contenders(stats, CONTENDERS)
-                if half_width(stats[stats["candidate"] == c].iloc[0])
-                > TARGET_HALF_WIDTH * stats[stats["candidate"] == c].iloc[0]["goodput_bps"]]
+        rows = [stats[stats["candidate"] == c].iloc[0] for c in contenders(stats, CONTENDERS)]
+        wide = [r["candidate"] for r in rows
+                if r["n"] < MIN_TOP_REPS or half_width(r) > TARGET_HALF_WIDTH * r["goodput_bps"]]
         wide = _affordable(req, budget, wide, t, EXTRA_REPS, 0.3) if wide else []
         cost = _core_s(req, wide, t, EXTRA_REPS)
         if not wide or budget.predict_s(cost, len(wide) * EXTRA_REPS) > 0.3 * budget.left_s:

@@ -252,7 +252,8 @@ def toml_text(raw: dict[str, Any]) -> str:
 
     lines.append(f"version = {raw['version']}")
     for section in ("study", "path"):
-        table(f"[{section}]", raw[section])
+        if section in raw:
+            table(f"[{section}]", raw[section])
     for host, limits in raw["hosts"].items():
         table(f"[hosts.{host}]", limits)
     for flow in raw["flows"]:
