@@ -6,6 +6,7 @@ advice is not told about."""
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -38,7 +39,7 @@ def known_path(lab, tmp_path):
     queues = [QueueConfig(0, "data", RTT_S / 2, LOSS, RATE_BPS, int(RATE_BPS * RTT_S / 8)),
               QueueConfig(1, "ack", RTT_S / 2, 0.0)]
     proc = emu.popen(linkem_args(binary, queues, 7, tmp_path / "linkem.json", parent_pid=os.getpid()),
-                     stdout=__import__("subprocess").PIPE, stderr=__import__("subprocess").PIPE, text=True)
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     added = []
     try:
         expect_line(proc, "ready", "fatpipe-linkem", stop=stop_process)
@@ -52,7 +53,8 @@ def known_path(lab, tmp_path):
         stop_process(proc)
 
 
-def test_measured_path_matches_the_emulated_one_within_its_uncertainty(lab, known_path, tmp_path):
+@pytest.mark.usefixtures("known_path")
+def test_measured_path_matches_the_emulated_one_within_its_uncertainty(lab, tmp_path):
     testbed = write_testbed(lab, tmp_path / "testbed.toml", HOSTS)
     m = measure_path(testbed, tmp_path / "measure", emit=lambda _l: None, duration_s=4.0, warmup_s=1.0, reps=2)
     print("\n".join(m.lines()))

@@ -74,7 +74,8 @@ class Advice:
         """The table as fatpipe.advise() returns it (words in .attrs)."""
         df = self.table.drop(columns=["candidate"], errors="ignore").reset_index(drop=True)
         df.attrs.update({"recommendation": self.recommendation, "buffers": self.buffers["lines"],
-                         "jumbo": self.jumbo, "baseline": self.baseline, "assumptions": self.assumptions, "wall_s": self.wall_s,
+                         "jumbo": self.jumbo, "baseline": self.baseline, "assumptions": self.assumptions,
+                         "wall_s": self.wall_s,
                          "directory": str(self.root), "measured": self.measured,
                          "window_bound": self.buffers["window_bound"],
                          "rmem_needed_bytes": self.buffers["rmem_needed_bytes"],
@@ -104,7 +105,8 @@ def _fit_timing(req: AdviseRequest, cands: list[pl.Candidate], budget: Budget) -
     return t
 
 
-def _affordable(req, budget: Budget, cands: list[pl.Candidate], t, reps, share: float, **kw) -> list[pl.Candidate]:
+def _affordable(req, budget: Budget, cands: list[pl.Candidate], t, reps, share: float,
+                **kw) -> list[pl.Candidate]:
     """The first candidates whose runs fit `share` of the budget left (at least one)."""
     while len(cands) > 1 and budget.predict_s(_core_s(req, cands, t, reps, **kw), len(cands) * reps) \
             > share * budget.left_s:

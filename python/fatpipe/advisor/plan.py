@@ -30,9 +30,8 @@ from typing import Any
 
 from ..analysis.models import cubic_bps
 from ..backends.sim import SIM_PACKETS_PER_S
+from ..window import rmem_for_window, whole_mib, window_needed_bytes, window_of_rmem, window_of_wmem, wmem_for_window
 from ..wire import ETH_HEADER_BYTES, goodput_ceiling_bps, mss_with_timestamps, packet_loss_probability
-from ..window import (rmem_for_window, whole_mib, window_needed_bytes, window_of_rmem, window_of_wmem,
-                      wmem_for_window)
 from .request import AdviseRequest
 
 # CCAs whose rate does not follow the loss rate: they model the path (BBR).

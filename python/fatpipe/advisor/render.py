@@ -24,7 +24,8 @@ def _cells(r) -> dict[str, str]:
     return {
         "#": f"{r['rank']}{'*' if r['recommended'] else ''}",
         "cc": r["cc"], "streams": str(r["streams"]), "MTU": str(r["mtu_bytes"]),
-        "rmem/wmem": f"{mib(r['rmem_bytes'])}/{mib(r['wmem_bytes'])}" + (" (raise)" if r["buffers"] == "raised" else ""),
+        "rmem/wmem": f"{mib(r['rmem_bytes'])}/{mib(r['wmem_bytes'])}"
+                     + (" (raise)" if r["buffers"] == "raised" else ""),
         "n": str(r["n"]), "goodput Gbit/s": f"{r['goodput_bps'] / 1e9:.3g}", "95% CI": ci,
         "retrans %": "–" if pd.isna(r["retrans_rate"]) else f"{r['retrans_rate'] * 100:.3g}",
         "window-bound": "yes" if r["window_bound"] else "",
@@ -96,8 +97,9 @@ def write_html(advice: Advice) -> Path:
     sysctls = []
     if not rec.empty:
         sysctls = sysctl_lines(int(rec.iloc[0]["rmem_bytes"]), int(rec.iloc[0]["wmem_bytes"]))
+    found = ([advice.baseline] if advice.baseline else []) + advice.buffers["lines"]
     sections.append(section("buffers", "Socket buffers and sysctls",
-                            _ul(([advice.baseline] if advice.baseline else []) + advice.buffers["lines"]) + "<p>For the recommendation:</p><pre>"
+                            _ul(found) + "<p>For the recommendation:</p><pre>"
                             + _esc("\n".join(f"sysctl -w {s}" for s in sysctls)) + "</pre>"))
     sections.append(section("jumbo", "Jumbo frames", f"<p>{_esc(advice.jumbo)}</p>"))
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in advice.stage_times.items())
