@@ -11,9 +11,10 @@ Stages (each an ordinary study under the advice's directory, stages.py):
    fewer than MIN_TOP_REPS runs (a few runs miss the rare slow run that
    skews goodput) or an interval wider than TARGET_HALF_WIDTH of their
    mean, EXTRA_REPS more runs of them (new seeds), as the budget allows.
-4. **margin** — the best MARGIN_KEEP at the loss × MARGIN_FACTORS (from
+4. **margin** — the recommendation and the best others (MARGIN_KEEP in
+   all) at the loss × MARGIN_FACTORS (from
    MARGIN_FLOOR when the path is lossless), MARGIN_REPS runs each.
-5. **competing** — with --competing, the best MARGIN_KEEP beside one
+5. **competing** — with --competing, the same candidates beside one
    stream of that CCA from another sender, COMPETING_REPS runs.
 
 Every stage shares one timing (plan.timing, squeezed until the coarse
@@ -32,7 +33,7 @@ import pandas as pd
 
 from . import findings as fnd
 from . import plan as pl
-from .rank import candidate_stats, contenders, half_width, ranked
+from .rank import candidate_stats, contenders, half_width, ranked, recommended_index
 from .request import AdviseRequest
 from .stages import Budget, StageRunner, default_jobs
 
@@ -159,7 +160,9 @@ def run_advice(req: AdviseRequest, out: str | Path | None = None, jobs: int | No
 
     base_runs = base()
     stats = candidate_stats(base_runs, req)
-    top = list(stats["candidate"][:MARGIN_KEEP])
+    # The recommendation first (its margin and harm are what the advice states), then the best others.
+    chosen = stats["candidate"][recommended_index(stats, req)] if not stats.empty else None
+    top = ([chosen] if chosen else []) + [c for c in stats["candidate"] if c != chosen][:MARGIN_KEEP - 1]
     losses = _losses(req)
     top_m = _affordable(req, budget, top, t, MARGIN_REPS, 0.6, losses=losses)
     margin = runner.run("margin", pl.stage_raw(req, "margin", top_m, t, MARGIN_REPS, seed=10, losses=list(losses)),

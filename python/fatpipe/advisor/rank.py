@@ -23,7 +23,8 @@ Rules
   (analysis.fairness.run_fairness).
 * **Ranking**: by expected goodput. The **recommendation** is the simplest
   candidate whose mean is at least the best candidate's lower 95 % bound
-  (statistically as good): no sysctl change before one, the smallest MTU
+  (statistically as good) among those with at least MIN_RECOMMENDED_RUNS
+  runs (an interval, so refined, not a lucky coarse run): no sysctl change before one, the smallest MTU
   before jumbo frames, fewer streams, retransmissions below
   LOW_RETRANS before more, then the CCAs in the request's order (cubic,
   Linux's default, first), then the higher mean.
@@ -45,6 +46,7 @@ from .request import AdviseRequest
 
 WINDOW_BOUND_SHORTFALL = 0.95
 LOW_RETRANS = 1e-3
+MIN_RECOMMENDED_RUNS = 2
 
 RANKED_COLUMNS = ["rank", "cc", "streams", "mtu_bytes", "mss_bytes", "rmem_bytes", "wmem_bytes", "buffers",
                   "n", "goodput_bps", "goodput_ci_low_bps", "goodput_ci_high_bps", "retrans_rate",
@@ -113,7 +115,9 @@ def simplicity(row, req: AdviseRequest) -> tuple:
 def recommended_index(stats: pd.DataFrame, req: AdviseRequest) -> int:
     best = stats.iloc[0]
     low = best["goodput_ci_low_bps"] if not pd.isna(best["goodput_ci_low_bps"]) else best["goodput_bps"]
-    equal = stats[stats["goodput_bps"] >= low]
+    equal = stats[(stats["goodput_bps"] >= low) & (stats["n"] >= MIN_RECOMMENDED_RUNS)]
+    if equal.empty:
+        return 0
     return int(min(equal.index, key=lambda i: simplicity(stats.loc[i], req)))
 
 
