@@ -7,6 +7,7 @@ From Python (a notebook, a script)::
     s = fatpipe.load("results/qs")      # a study run earlier
     s.runs, s.series, s.rpcs            # pandas DataFrames (docs/results.md)
     s.spec, s.manifest                  # the validated spec, manifest.json
+    t = fatpipe.advise(rate="10Gbit", rtt="70ms", loss=1e-4)   # ranked choices (docs/advise.md)
 
 Both return the object StudyStore.load() returns (fatpipe.loaded.LoadedStudy).
 """
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .loaded import LoadedStudy
 
 __version__ = "0.1.0"
@@ -59,3 +62,22 @@ def run(
     result = run_study(study, backends=backends, out=out, jobs=jobs, emit=progress or (lambda _line: None),
                        force=force, testbed=testbed, cluster=cluster)
     return result.store.load()
+
+
+def advise(request: str | Path | None = None, *, out: str | Path | None = None, jobs: int | None = None,
+           progress: Callable[[str], None] | None = print, **keys) -> pd.DataFrame:
+    """Advise on a path as `fatpipe advise` does and return the ranked table.
+
+    `request`: a request file (TOML, docs/advise.md), or None; `keys`: the
+    same keys as keyword arguments, winning over the file (rate="10Gbit",
+    rtt="70ms", loss=1e-4, mtu=[1500, 9000], buffer="1bdp", rmem="6MiB",
+    wmem="4MiB", stream_cap=…, ccas=[…], max_streams=16, competing="cubic",
+    budget="60s"). One row per candidate tried, best first; the
+    recommendation, buffer and jumbo findings and the assumptions are in
+    ``.attrs``. Invalid keys raise fatpipe.advise.RequestError."""
+    from .advisor import load_request, run_advice, validate_request
+    from .advisor.render import write_html
+    req = load_request(request, keys) if request is not None else validate_request(keys)
+    result = run_advice(req, out=out, jobs=jobs, emit=progress or (lambda _line: None))
+    write_html(result)
+    return result.frame()

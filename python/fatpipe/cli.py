@@ -181,6 +181,54 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+ADVISE_FLAGS = ("rate", "rtt", "loss", "mtu", "buffer", "rmem", "wmem", "stream_cap", "ccas", "max_streams",
+                "competing", "budget")
+
+
+def cmd_advise(args: argparse.Namespace) -> int:
+    from .advisor import load_request, run_advice, validate_request
+    from .advisor.render import terminal_text, write_html
+    flags = {k: getattr(args, k) for k in ADVISE_FLAGS if getattr(args, k) is not None}
+    measured: list[str] = []
+    if args.testbed:
+        from .advisor.measure import measure_path
+        path = measure_path(args.testbed, out=Path(args.out or "results/advise-measure") / "measure", emit=print)
+        measured = path.lines()
+        for line in measured:
+            print(line)
+        flags = {**path.request_keys(), **flags}
+    req = load_request(args.request, flags) if args.request else validate_request(flags, "(flags)")
+    advice = run_advice(req, out=args.out, jobs=args.jobs or None, emit=print, measured=measured)
+    print()
+    print(terminal_text(advice))
+    print(f"page: {write_html(advice)}")
+    return 0
+
+
+def _add_advise(sub) -> None:
+    adv = sub.add_parser("advise", help="which CCA, streams, MTU and socket buffers for a path (sim sweep)",
+                         description="Plan and run a sim sweep over the choices for your path and rank "
+                                     "them (docs/advise.md). Sizes and rates take units: 10Gbit, 70ms, 6MiB.")
+    adv.add_argument("request", nargs="?", help="a TOML file with the keys below (flags override it)")
+    adv.add_argument("--rate", help="bottleneck rate, e.g. 10Gbit")
+    adv.add_argument("--rtt", help="base round-trip time, e.g. 70ms")
+    adv.add_argument("--loss", type=float, help="random loss per packet, e.g. 1e-4 (default 0)")
+    adv.add_argument("--mtu", help="MTUs the path allows, e.g. 1500,9000 (default 1500)")
+    adv.add_argument("--buffer", help="bottleneck buffer: bytes, packets or BDPs (default 1bdp)")
+    adv.add_argument("--rmem", help="the hosts' tcp_rmem max now (default Linux's 6 MiB)")
+    adv.add_argument("--wmem", help="the hosts' tcp_wmem max now (default Linux's 4 MiB)")
+    adv.add_argument("--stream-cap", dest="stream_cap", help="most one stream can send (CPU-bound host)")
+    adv.add_argument("--ccas", help="CCAs you can deploy, comma-separated (default: Linux's, see docs/advise.md)")
+    adv.add_argument("--max-streams", dest="max_streams", type=int, help="most parallel streams (default 16)")
+    adv.add_argument("--competing", help="CCA of traffic sharing the path (one stream), e.g. cubic")
+    adv.add_argument("--budget", help="wall time to aim for (default 60s)")
+    adv.add_argument("--jobs", type=int, default=0, help="runs at once (default: cores)")
+    adv.add_argument("--out", help="directory of the advice's studies (default results/advise-<time>)")
+    adv.add_argument("--testbed", help="measure the path sender -> receiver of this testbed first "
+                                       "(hosts backend), then advise on what was measured")
+    adv.set_defaults(func=cmd_advise)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fatpipe", description="TCP congestion control lab for long fat networks")
     ap.add_argument("--version", action="version", version=f"fatpipe {__version__}")
@@ -231,6 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("dir_b", help="study result directory B")
     cmp.add_argument("--out", help="output directory (default DIR_B/compare-vs-<A>)")
     cmp.set_defaults(func=cmd_compare)
+
+    _add_advise(sub)
     return ap
 
 

@@ -46,6 +46,7 @@ from .units import (
     parse_time_s,
     toml_type,
 )
+from .window import bdp_bytes
 from .wire import TCP_IP_HEADER_BYTES, TIMESTAMP_OPTION_BYTES
 
 SPEC_VERSION = 1
@@ -222,12 +223,12 @@ class Buffer(_Strict):
 
     def nominal_bytes(self, rate_bps: float, rtt_s: float, mtu_bytes: int) -> float:
         """The size as written, in bytes (not rounded, not clamped)."""
-        per_unit = {"bdp": rate_bps * rtt_s / 8, "packets": mtu_bytes, "bytes": 1}[self.unit]
+        per_unit = {"bdp": bdp_bytes(rate_bps, rtt_s), "packets": mtu_bytes, "bytes": 1}[self.unit]
         return self.amount * per_unit
 
     def to_bytes(self, rate_bps: float, rtt_s: float, mtu_bytes: int) -> int:
         if self.unit == "bdp":
-            return max(mtu_bytes, int(self.amount * rate_bps * rtt_s / 8))
+            return max(mtu_bytes, int(self.amount * bdp_bytes(rate_bps, rtt_s)))
         if self.unit == "packets":
             return int(self.amount * mtu_bytes)
         return int(self.amount)

@@ -36,6 +36,20 @@ def frame_bytes(ip_len: int) -> int:
     return ip_len + ETH_HEADER_BYTES
 
 
+def ip_packet_bytes(mss_bytes: int, mtu_bytes: int) -> int:
+    """IP length of a full segment: payload + 52 bytes with the timestamp
+    option when that fits the MTU, else + 40 (crates/sim/src/wire.rs)."""
+    with_ts = int(mss_bytes) + TCP_IP_TS_HEADER_BYTES
+    return with_ts if with_ts <= mtu_bytes else int(mss_bytes) + TCP_IP_HEADER_BYTES
+
+
+def goodput_ceiling_bps(rate_bps: float, mss_bytes: int, mtu_bytes: int) -> float:
+    """The most goodput a link of `rate_bps` carries in full segments of
+    `mss_bytes` payload (the bottleneck charges frame_bytes per packet):
+    1448/1514 of the rate at MTU 1500."""
+    return rate_bps * mss_bytes / frame_bytes(ip_packet_bytes(mss_bytes, mtu_bytes))
+
+
 def packet_loss_probability(loss, corruption, mss_bytes):
     """Loss per data packet of `mss_bytes` payload from random loss and per-bit
     corruption: 1 - (1 - loss)·(1 - p_bit)^((mss + 40)·8). Accepts scalars or

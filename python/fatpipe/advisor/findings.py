@@ -1,0 +1,144 @@
+"""What the advice says in words: the recommendation, the socket buffers
+and sysctls, whether jumbo frames pay, and the model's assumptions (pure
+functions of the request and the ranked table)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..units import format_rate, format_time
+from ..window import bdp_bytes, rmem_for_window, whole_mib, window_of_rmem, window_of_wmem, wmem_for_window
+from .plan import RATE_BASED_CCAS, Timing, path_window_bytes
+from .request import AdviseRequest
+
+# Jumbo frames "pay" when the best jumbo candidate beats the best at the
+# smallest MTU by more than this, beyond both intervals.
+JUMBO_GAIN = 0.05
+
+
+def mib(size_bytes: float) -> str:
+    return f"{size_bytes / 2**20:.0f} MiB" if size_bytes >= 2**20 else f"{size_bytes / 1024:.0f} KiB"
+
+
+def sysctl_lines(rmem_bytes: int, wmem_bytes: int) -> list[str]:
+    """The sysctls that give sockets these maxima (autotuning kept on)."""
+    return [f'net.ipv4.tcp_rmem = "4096 131072 {rmem_bytes}"',
+            f'net.ipv4.tcp_wmem = "4096 16384 {wmem_bytes}"',
+            f"net.core.rmem_max = {rmem_bytes}", f"net.core.wmem_max = {wmem_bytes}"]
+
+
+def _pct(x: float) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{x * 100:.2g} %"
+
+
+def margin_text(row, req: AdviseRequest) -> str:
+    at = row["loss_halves_at"]
+    if pd.isna(at):
+        return "loss margin not measured"
+    if math.isinf(at):
+        return "goodput did not halve at any loss tried"
+    factor = f" ({at / req.loss:.3g}× today's)" if req.loss > 0 else ""
+    return f"goodput halves at a loss of {at:.2g}{factor}"
+
+
+def recommendation(table: pd.DataFrame, req: AdviseRequest) -> str:
+    """One sentence: what to use and what to expect."""
+    if table.empty:
+        return "No candidate finished: see the failed runs."
+    r = table[table["recommended"]].iloc[0]
+    raise_text = ""
+    if r["buffers"] == "raised":
+        raise_text = f", tcp_rmem max {mib(r['rmem_bytes'])} and tcp_wmem max {mib(r['wmem_bytes'])}"
+    ci = (f"95 % CI {format_rate(r['goodput_ci_low_bps'])}–{format_rate(r['goodput_ci_high_bps'])}"
+          if not pd.isna(r["goodput_ci_low_bps"]) else "one run")
+    sentence = (f"Use {r['cc']} with {r['streams']} stream{'s' if r['streams'] != 1 else ''} at MTU "
+                f"{r['mtu_bytes']}{raise_text}: expect {format_rate(r['goodput_bps'])} ({ci}, {r['n']} runs), "
+                f"{_pct(r['retrans_rate'])} retransmitted; {margin_text(r, req)}")
+    if not pd.isna(r["competing_share"]):
+        sentence += (f"; it leaves the competing {req.competing} flow {r['competing_share'] * 100:.0f} % "
+                     f"of the goodput (Jain {r['jain']:.2f})")
+    return sentence + "."
+
+
+def baseline_finding(table: pd.DataFrame, req: AdviseRequest) -> str:
+    """Today's setup (plan.baseline) against the recommendation."""
+    from .plan import baseline
+    b = baseline(req)
+    today = table[table["candidate"] == b] if not table.empty else table
+    rec = table[table["recommended"]] if not table.empty else table
+    if today.empty or rec.empty:
+        return ""
+    t, r = today.iloc[0], rec.iloc[0]
+    gain = r["goodput_bps"] / t["goodput_bps"] if t["goodput_bps"] > 0 else math.inf
+    return (f"Today ({b.cc}, one stream, MTU {b.mtu}, your buffers): {format_rate(t['goodput_bps'])}"
+            f"{', window-bound' if t['window_bound'] else ''}; the recommendation gets {gain:.3g}× that.")
+
+
+def buffer_findings(table: pd.DataFrame, req: AdviseRequest) -> dict:
+    """The window the path needs, what the hosts' buffers allow, whether the
+    runs were window-bound, and the sysctls that remove the limit."""
+    mtu = min(req.mtu)
+    need = path_window_bytes(req, mtu, 1)
+    allow = min(window_of_rmem(req.rmem), window_of_wmem(req.wmem))
+    per_stream_bps = allow * 8 / req.rtt
+    rmem_need, wmem_need = whole_mib(rmem_for_window(need)), whole_mib(wmem_for_window(need))
+    as_now = table[table["buffers"] == "as now"] if not table.empty else table
+    bound_runs = bool(not as_now.empty and as_now["window_bound"].any())
+    window_bound = allow < need
+    streams_to_fill = math.ceil(need / allow) if allow > 0 else math.inf
+    lines = [f"The path needs a window of {mib(need)} per transfer: BDP {mib(bdp_bytes(req.rate, req.rtt))} "
+             f"at {format_rate(req.rate)} × {format_time(req.rtt)}, plus the bottleneck buffer "
+             f"({mib(req.buffer_bytes(mtu))}) a loss-based CCA fills."]
+    if window_bound:
+        lines.append(f"Window-bound: your tcp_rmem max {mib(req.rmem)} / tcp_wmem max {mib(req.wmem)} allow "
+                     f"{mib(allow)} in flight per stream, at most {format_rate(per_stream_bps)} per stream"
+                     f"{' (the runs with these buffers were limited by them)' if bound_runs else ''}. "
+                     f"Raising tcp_rmem max to {mib(rmem_need)} and tcp_wmem max to {mib(wmem_need)} removes "
+                     f"the limit for one stream; or use at least {streams_to_fill} streams.")
+    else:
+        lines.append(f"Your tcp_rmem max {mib(req.rmem)} / tcp_wmem max {mib(req.wmem)} allow a full window "
+                     "for one stream: the buffers do not limit this path.")
+    return {"window_needed_bytes": need, "window_allowed_bytes": allow, "window_bound": window_bound,
+            "window_bound_in_runs": bound_runs, "rmem_needed_bytes": rmem_need, "wmem_needed_bytes": wmem_need,
+            "streams_to_fill": streams_to_fill, "lines": lines}
+
+
+def jumbo_finding(table: pd.DataFrame, req: AdviseRequest) -> str:
+    if len(req.mtu) < 2:
+        return (f"Jumbo frames not evaluated: only MTU {req.mtu[0]} was allowed "
+                "(give --mtu 1500,9000 if the path carries jumbo frames).")
+    small = table[table["mtu_bytes"] == min(req.mtu)]
+    big = table[table["mtu_bytes"] != min(req.mtu)].sort_values("goodput_bps", ascending=False)
+    if small.empty or big.empty:
+        return "Jumbo frames: not enough runs to compare."
+    s, b = small.iloc[0], big.iloc[0]
+    gain = b["goodput_bps"] / s["goodput_bps"] - 1 if s["goodput_bps"] > 0 else math.inf
+    pays = gain > JUMBO_GAIN and (pd.isna(b["goodput_ci_low_bps"]) or pd.isna(s["goodput_ci_high_bps"])
+                                  or b["goodput_ci_low_bps"] > s["goodput_ci_high_bps"])
+    verdict = "pay" if pays else "do not pay"
+    return (f"Jumbo frames {verdict}: best at MTU {b['mtu_bytes']} {format_rate(b['goodput_bps'])} "
+            f"({b['cc']} x{b['streams']}) against {format_rate(s['goodput_bps'])} at MTU {s['mtu_bytes']} "
+            f"({s['cc']} x{s['streams']}), {gain * 100:+.0f} %.")
+
+
+def assumptions(req: AdviseRequest, t: Timing) -> list[str]:
+    out = [
+        "Simulated with fatpipe's Linux-faithful packet-level simulator (sim backend), not measured on your hosts.",
+        f"Loss is random and independent per packet ({req.loss:g}); bursty loss, reordering and "
+        "corruption are not modelled.",
+        "No CPU model: a stream is limited only by its window, its buffers and "
+        + (f"--stream-cap ({format_rate(req.stream_cap)})." if req.stream_cap else
+           "nothing else (give --stream-cap if one core cannot drive the link)."),
+        f"One drop-tail bottleneck of {mib(req.buffer_bytes(min(req.mtu)))}; no other traffic"
+        + (f" except one {req.competing} stream from another sender." if req.competing else "."),
+        f"Each run lasts {format_time(t.duration_s)} ({t.duration_s / req.rtt:.0f} RTTs) and is measured after "
+        f"a {format_time(t.warmup_s)} warm-up: long-term behaviour beyond that (CUBIC's slow recovery at "
+        "very low loss, rare timeouts) is not captured.",
+        "Receive window = tcp_rmem/2 (tcp_adv_win_scale = 1, autotuning assumed grown to the maximum); "
+        "send buffer counts payload bytes.",
+    ]
+    if any(c in RATE_BASED_CCAS for c in req.ccas):
+        out.append("BBR family: its losses at high random loss follow the simulator's port of Linux's tcp_bbr.c.")
+    return out

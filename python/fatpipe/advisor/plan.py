@@ -1,0 +1,263 @@
+"""The candidates `fatpipe advise` tries and the studies it builds for them.
+
+A **candidate** is one choice the user can make: CCA, parallel streams,
+MTU (the MSS follows it: MTU - 40, less the timestamp option) and the
+hosts' socket buffers (the user's, or raised to what the path needs:
+fatpipe.window). Each stage of the advice is an ordinary study, built in
+memory as a spec and written out as TOML (so `fatpipe run STAGE.toml`
+repeats it): one [[sweep.linked]] group lists the candidates, a cartesian
+``path.loss`` axis multiplies them for the loss margin.
+
+**Timing** is chosen from the path: warm-up of at least WARMUP_RTTS round
+trips and the RTTs slow start needs to reach the window, a measured span of
+MEASURE_RTTS round trips (at least MIN_MEASURE_S), both shrunk toward
+MIN_MEASURE_RTTS when the budget asks for it.
+
+**Cost** of a run is predicted, not taken as the full link: bottleneck
+packets (fatpipe.estimate's formula) scaled by the goodput the candidate
+can expect: the link rate for rate-based CCAs (BBR), for loss-based ones
+LOSS_BASED_HEADROOM × RFC 9438's CUBIC response per stream (the largest a
+loss-based CCA gets, within a small factor), capped by buffers and
+--stream-cap. Wall time = packets / the sim backend's packets per second.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..analysis.models import cubic_bps
+from ..backends.sim import SIM_PACKETS_PER_S
+from ..window import rmem_for_window, whole_mib, window_needed_bytes, window_of_rmem, window_of_wmem, wmem_for_window
+from ..wire import ETH_HEADER_BYTES, goodput_ceiling_bps, mss_with_timestamps, packet_loss_probability
+from .request import AdviseRequest
+
+# CCAs whose rate does not follow the loss rate: they model the path (BBR).
+RATE_BASED_CCAS = frozenset({"bbr", "bbr3"})
+LOSS_BASED_HEADROOM = 3.0
+WARMUP_RTTS = 20
+MEASURE_RTTS = 50
+MIN_MEASURE_RTTS = 20
+MIN_MEASURE_S = 2.0
+MIN_WARMUP_S = 0.5
+INITIAL_WINDOW_SEGMENTS = 10  # RFC 6928, Linux's TCP_INIT_CWND
+# Per run beyond the simulation: the store's files, the summary.
+RUN_OVERHEAD_S = 0.08
+SENDER = "s1"
+COMPETITOR = "s2"
+# The linked keys that make a candidate (in this order).
+CANDIDATE_KEYS = ("flows.0.cc", "flows.0.streams", "path.mtu", "hosts.receiver.rmem_max", "hosts.s1.wmem_max")
+
+
+@dataclass(frozen=True, order=True)
+class Candidate:
+    cc: str
+    streams: int
+    mtu: int
+    rmem_bytes: int  # the receiver's tcp_rmem[2]
+    wmem_bytes: int  # the sender's tcp_wmem[2]
+
+    @property
+    def mss_bytes(self) -> int:
+        return mss_with_timestamps(self.mtu)
+
+    def label(self) -> str:
+        return (f"{self.cc} x{self.streams} MTU {self.mtu} rmem {self.rmem_bytes / 2**20:.0f}MiB "
+                f"wmem {self.wmem_bytes / 2**20:.0f}MiB")
+
+    def values(self) -> tuple:
+        return (self.cc, self.streams, self.mtu, self.rmem_bytes, self.wmem_bytes)
+
+
+def candidate_of(row: Any) -> Candidate:
+    """The candidate of a runs-table row (its linked sweep columns)."""
+    return Candidate(*(type_(row[k]) for type_, k in zip((str, int, int, int, int), CANDIDATE_KEYS, strict=True)))
+
+
+def path_window_bytes(req: AdviseRequest, mtu: int, streams: int = 1) -> float:
+    """The window each of `streams` streams needs on this path (fatpipe.window)."""
+    return window_needed_bytes(req.rate, req.rtt, mss_with_timestamps(mtu), mtu, req.buffer_bytes(mtu), streams)
+
+
+def tuned_buffers(req: AdviseRequest, mtu: int, streams: int) -> tuple[int, int]:
+    """(rmem, wmem) that let each stream carry its share of the full path,
+    never below what the hosts have now."""
+    w = path_window_bytes(req, mtu, streams)
+    return max(req.rmem, whole_mib(rmem_for_window(w))), max(req.wmem, whole_mib(wmem_for_window(w)))
+
+
+def buffer_options(req: AdviseRequest, mtu: int, streams: int) -> list[tuple[int, int]]:
+    """The hosts' buffers as they are, and raised for the path if that differs."""
+    now, tuned = (req.rmem, req.wmem), tuned_buffers(req, mtu, streams)
+    return [now] if tuned == now else [now, tuned]
+
+
+def stream_ladder(max_streams: int, factor: int = 4) -> list[int]:
+    """1, factor, factor², … up to max_streams (which is always included)."""
+    out, n = [], 1
+    while n < max_streams:
+        out.append(n)
+        n *= factor
+    return [*out, max_streams]
+
+
+def baseline(req: AdviseRequest) -> Candidate:
+    """What the hosts do today: Linux's default CCA (or the first one
+    allowed), one stream, the smallest MTU, the hosts' buffers."""
+    cc = "cubic" if "cubic" in req.ccas else req.ccas[0]
+    return Candidate(cc, 1, min(req.mtu), req.rmem, req.wmem)
+
+
+def coarse_candidates(req: AdviseRequest) -> list[Candidate]:
+    """Every CCA × a ladder of stream counts × every MTU, with buffers raised
+    for the path (the hosts' own buffers are tried near the best later),
+    and the baseline."""
+    out = [baseline(req)]
+    for cc in req.ccas:
+        for streams in stream_ladder(req.max_streams):
+            for mtu in req.mtu:
+                c = Candidate(cc, streams, mtu, *tuned_buffers(req, mtu, streams))
+                if c not in out:
+                    out.append(c)
+    return out
+
+
+def neighbours(req: AdviseRequest, c: Candidate) -> list[Candidate]:
+    """Candidates next to `c`: half and twice the streams, the other MTUs,
+    the other buffer option."""
+    out = []
+    for streams in {max(1, c.streams // 2), min(req.max_streams, c.streams * 2)} - {c.streams}:
+        out.append(Candidate(c.cc, streams, c.mtu, *tuned_buffers(req, c.mtu, streams)))
+    for mtu in set(req.mtu) - {c.mtu}:
+        out.append(Candidate(c.cc, c.streams, mtu, *tuned_buffers(req, mtu, c.streams)))
+    out += [replace(c, rmem_bytes=r, wmem_bytes=w) for r, w in buffer_options(req, c.mtu, c.streams)]
+    return out
+
+
+# ---- timing and cost -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timing:
+    warmup_s: float
+    duration_s: float
+    interval_s: float
+
+    @property
+    def measured_s(self) -> float:
+        return self.duration_s - self.warmup_s
+
+
+def _up(x: float, step: float) -> float:
+    return round(math.ceil(x / step - 1e-9) * step, 9)
+
+
+def slow_start_rtts(req: AdviseRequest) -> int:
+    """Round trips slow start takes from the initial window to the path's
+    window (doubling each round trip)."""
+    segments = path_window_bytes(req, min(req.mtu)) / mss_with_timestamps(min(req.mtu))
+    return math.ceil(math.log2(max(2.0, segments / INITIAL_WINDOW_SEGMENTS)))
+
+
+def timing(req: AdviseRequest, squeeze: float = 1.0) -> Timing:
+    """Warm-up and duration for this path; `squeeze` in (0, 1] shortens the
+    measured span toward MIN_MEASURE_RTTS (never below)."""
+    interval = min(0.5, max(0.02, round(2 * req.rtt, 3)))
+    warmup = _up(max(WARMUP_RTTS * req.rtt, (slow_start_rtts(req) + 5) * req.rtt, MIN_WARMUP_S), interval)
+    measure = max(MEASURE_RTTS * req.rtt, MIN_MEASURE_S)
+    measure = max(MIN_MEASURE_RTTS * req.rtt, measure * squeeze)
+    return Timing(warmup, _up(warmup + measure, interval), interval)
+
+
+def expected_goodput_bps(req: AdviseRequest, c: Candidate, loss: float | None = None) -> float:
+    """A generous guess of a candidate's goodput, for its cost only."""
+    ceiling = goodput_ceiling_bps(req.rate, c.mss_bytes, c.mtu)
+    per_stream = ceiling
+    p = packet_loss_probability(req.loss if loss is None else loss, 0.0, c.mss_bytes)
+    if c.cc not in RATE_BASED_CCAS and p > 0:
+        per_stream = LOSS_BASED_HEADROOM * cubic_bps(c.mss_bytes, req.rtt, p)
+    window = min(window_of_rmem(c.rmem_bytes), window_of_wmem(c.wmem_bytes) * 2)
+    per_stream = min(per_stream, window * 8 / req.rtt, req.stream_cap or math.inf)
+    return min(ceiling, c.streams * per_stream)
+
+
+def run_wall_s(req: AdviseRequest, c: Candidate, t: Timing, loss: float | None = None,
+               extra_bps: float = 0.0) -> float:
+    """Predicted wall time of one run on one core."""
+    bps = min(req.rate, expected_goodput_bps(req, c, loss) + extra_bps)
+    packets = bps * t.duration_s / (8 * (c.mtu + ETH_HEADER_BYTES))
+    return packets / SIM_PACKETS_PER_S + RUN_OVERHEAD_S
+
+
+# ---- the study of one stage ------------------------------------------------------
+
+
+def stage_raw(req: AdviseRequest, name: str, candidates: list[Candidate], t: Timing, repetitions: int,
+              seed: int, losses: list[float] | None = None, competing: str | None = None) -> dict[str, Any]:
+    """The spec (a raw TOML mapping) of one stage: every candidate (linked)
+    × `losses` (a cartesian path.loss axis, else the request's loss), with
+    one stream of `competing` from a second sender if given."""
+    mtu0 = candidates[0].mtu
+    hosts: dict[str, Any] = {"receiver": {"rmem_max": candidates[0].rmem_bytes},
+                             SENDER: {"wmem_max": candidates[0].wmem_bytes}}
+    if req.stream_cap:
+        hosts[SENDER]["stream_rate_cap"] = req.stream_cap
+    flows: list[dict[str, Any]] = [{"cc": candidates[0].cc, "streams": candidates[0].streams, "sender": SENDER}]
+    if competing:
+        rmem, wmem = tuned_buffers(req, max(req.mtu), 1)
+        hosts[COMPETITOR] = {"wmem_max": wmem}
+        flows.append({"cc": competing, "streams": 1, "sender": COMPETITOR})
+    sweep: dict[str, Any] = {}
+    if losses:
+        sweep["path.loss"] = list(losses)
+    sweep["linked"] = [{key: [c.values()[i] for c in candidates] for i, key in enumerate(CANDIDATE_KEYS)}]
+    return {
+        "version": 1,
+        "study": {"name": name, "backends": ["sim"], "duration": t.duration_s, "warmup": t.warmup_s,
+                  "interval": t.interval_s, "repetitions": repetitions, "seed": seed,
+                  "description": f"fatpipe advise: {req.describe()}"},
+        "path": {"rate": req.rate, "rtt": req.rtt, "loss": req.loss, "mtu": mtu0,
+                 "buffer": _buffer_text(req)},
+        "hosts": hosts,
+        "flows": flows,
+        "sweep": sweep,
+    }
+
+
+def _buffer_text(req: AdviseRequest) -> str | int:
+    b = req.buffer
+    return {"bdp": f"{b.amount:g}bdp", "packets": f"{b.amount:g}pkts"}.get(b.unit, int(b.amount))
+
+
+def toml_text(raw: dict[str, Any]) -> str:
+    """A stage's spec as TOML (tables, arrays of tables, the linked sweep)."""
+    lines: list[str] = []
+
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, str):
+            return json.dumps(v)
+        return "[" + ", ".join(value(x) for x in v) + "]"
+
+    def table(header: str, items: dict[str, Any]) -> None:
+        lines.append(header)
+        lines.extend(f"{json.dumps(k) if '.' in k else k} = {value(v)}" for k, v in items.items()
+                     if not isinstance(v, dict) and k != "linked")
+
+    lines.append(f"version = {raw['version']}")
+    for section in ("study", "path"):
+        if section in raw:
+            table(f"[{section}]", raw[section])
+    for host, limits in raw["hosts"].items():
+        table(f"[hosts.{host}]", limits)
+    for flow in raw["flows"]:
+        table("[[flows]]", flow)
+    table("[sweep]", raw["sweep"])
+    for group in raw["sweep"].get("linked", []):
+        table("[[sweep.linked]]", group)
+    return "\n".join(lines) + "\n"

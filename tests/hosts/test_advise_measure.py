@@ -1,0 +1,68 @@
+"""`fatpipe advise --testbed`: the path of the lab (s1 → emu → rx over real
+sshd) measured with the hosts backend, the lab's emulator namespace holding
+a known path (fatpipe-linkem: 50 Mbit/s, 20 ms, 0.5 % data loss) that the
+advice is not told about."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import write_testbed
+from fatpipe import cli
+from fatpipe.advisor.measure import measure_path
+from fatpipe.backends.kernel.cleanup import stop_process
+from fatpipe.backends.kernel.cmd import expect_line
+from fatpipe.backends.kernel.delayline import QueueConfig, find_linkem, linkem_args
+
+RATE_BPS = 50e6
+RTT_S = 0.02
+LOSS = 5e-3
+HOSTS = {
+    "alpha": {"ssh": "lab-s1", "address": "198.19.1.1", "interface": "eth0", "role": "s1"},
+    "beta": {"ssh": "lab-rx", "address": "198.19.2.1", "interface": "eth0", "role": "receiver"},
+}
+RULES = [["-o", "to-rx", "-p", "tcp", "-j", "NFQUEUE", "--queue-num", "0"],
+         ["-i", "to-rx", "-p", "tcp", "-j", "NFQUEUE", "--queue-num", "1"]]
+
+
+@pytest.fixture
+def known_path(lab, tmp_path):
+    """linkem in the emulator namespace: data toward rx delayed RTT/2, lost
+    with LOSS, through a RATE_BPS bottleneck of one BDP; ACKs delayed RTT/2."""
+    binary = find_linkem()
+    if binary is None:
+        pytest.skip("fatpipe-linkem is not built (cargo build --release -p fatpipe-linkem)")
+    emu = lab.namespaces["emu"]
+    queues = [QueueConfig(0, "data", RTT_S / 2, LOSS, RATE_BPS, int(RATE_BPS * RTT_S / 8)),
+              QueueConfig(1, "ack", RTT_S / 2, 0.0)]
+    proc = emu.popen(linkem_args(binary, queues, 7, tmp_path / "linkem.json", parent_pid=os.getpid()),
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    added = []
+    try:
+        expect_line(proc, "ready", "fatpipe-linkem", stop=stop_process)
+        for rule in RULES:
+            emu.run("iptables-legacy", "-w", "-A", "FORWARD", *rule)
+            added.append(rule)
+        yield
+    finally:
+        for rule in added:
+            emu.run("iptables-legacy", "-w", "-D", "FORWARD", *rule, check=False)
+        stop_process(proc)
+
+
+@pytest.mark.usefixtures("known_path")
+def test_measured_path_matches_the_emulated_one_within_its_uncertainty(lab, tmp_path):
+    testbed = write_testbed(lab, tmp_path / "testbed.toml", HOSTS)
+    m = measure_path(testbed, tmp_path / "measure", emit=lambda _l: None, duration_s=4.0, warmup_s=1.0, reps=2)
+    print("\n".join(m.lines()))
+    assert 0.85 * RATE_BPS <= m.rate_bps <= 1.1 * RATE_BPS
+    assert RTT_S <= m.min_rtt_s <= RTT_S * 1.15
+    assert m.loss_ci[0] <= LOSS * 1.5 and m.loss_ci[1] >= LOSS / 1.5, m.lines()
+    # Then the advice on those numbers, through the command.
+    code = cli.main(["advise", "--testbed", str(testbed), "--out", str(tmp_path / "advice"), "--ccas", "cubic,bbr",
+                     "--max-streams", "2", "--budget", "5s"])
+    assert code == 0
+    assert (tmp_path / "advice" / "advice.html").exists()
