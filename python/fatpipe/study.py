@@ -21,8 +21,8 @@ from typing import Any
 
 from . import __version__, estimate
 from . import spec as spec_mod
-from .backends import get_backend
-from .backends.base import FlowPlan, HostLimits, RunPlan
+from .backends import DEFAULT_BACKEND, get_backend
+from .backends.base import BackendUnavailable, FlowPlan, HostLimits, RunOutcome, RunPlan
 from .results import StoreError, StudyStore
 from .schema import path_columns
 from .summary import series_with_goodput, summarize
@@ -182,7 +182,16 @@ def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
         reason = f"{type(e).__name__}: {e}"
         store.write_run(plan.run_id, "failed", failed_rows(plan, reason), reason=reason)
         return "failed", reason.splitlines()[0][:200]
-    wall_s = time.monotonic() - t0
+    return "ok", record_outcome(plan, outcome, store, time.monotonic() - t0, rows)
+
+
+def record_outcome(plan: RunPlan, outcome: RunOutcome, store: StudyStore, wall_s: float,
+                   rows: list[dict[str, Any]] | None = None) -> str:
+    """Write a finished run's files (the record last) from its outcome and
+    summary rows (computed here when not given); returns its one-line
+    goodput summary. Runs made elsewhere and imported (fatpipe.importers)
+    are recorded through here too."""
+    rows = summarize(plan, outcome) if rows is None else rows
     base = identity_columns(plan)
     path_cols = {**path_columns(outcome.path), "wall_s": wall_s}
     full_rows = [{**base, "status": "ok", "reason": "", **row, **path_cols} for row in rows]
@@ -192,10 +201,7 @@ def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
     rpcs = {"run_id": [plan.run_id] * len(outcome.rpcs["start_s"]), **outcome.rpcs}
     path_series = {"run_id": [plan.run_id] * len(outcome.path_series["t_s"]), **outcome.path_series}
     store.write_run(plan.run_id, "ok", full_rows, series, rpcs, path_series=path_series, facts=outcome.facts)
-    goodputs = " ".join(
-        f"{r['cc']}x{r['streams']}={(r['goodput_bps'] or 0) / 1e6:.1f}Mbit/s" for r in rows
-    )
-    return "ok", goodputs
+    return " ".join(f"{r['cc']}x{r['streams']}={(r['goodput_bps'] or 0) / 1e6:.1f}Mbit/s" for r in rows)
 
 
 def _run_in_pool(plans: list[RunPlan], store: StudyStore, workers: int, progress: Progress) -> None:
@@ -268,6 +274,34 @@ def study_manifest(spec: spec_mod.Spec, plans: list[RunPlan]) -> dict[str, Any]:
     }
 
 
+# `--backend auto`: every backend of the study that can run here (its own
+# check passes), else the default backend, which runs anywhere.
+AUTO = "auto"
+
+
+def usable_backends(spec: spec_mod.Spec, raw: dict[str, Any],
+                    testbed: Testbed | None = None) -> tuple[list[str], dict[str, str]]:
+    """(backends to run, {backend left out: why}) for `--backend auto`: the
+    study's backends whose check passes for their runs, in the study's
+    order; when none does, the default backend alone. The check is the one
+    a run makes (so a backend is left out exactly when running it would
+    be refused). Raises BackendUnavailable when even the default cannot run."""
+    chosen, skipped = [], {}
+    for name in spec.study.backends:
+        try:
+            get_backend(name).check(plan_runs(spec, raw, [name], testbed))
+        except BackendUnavailable as e:
+            skipped[name] = str(e)
+        else:
+            chosen.append(name)
+    if not chosen and DEFAULT_BACKEND not in skipped:
+        get_backend(DEFAULT_BACKEND).check(plan_runs(spec, raw, [DEFAULT_BACKEND], testbed))
+        chosen = [DEFAULT_BACKEND]
+    if not chosen:
+        raise BackendUnavailable("; ".join(f"{n}: {why}" for n, why in skipped.items()))
+    return chosen, skipped
+
+
 @dataclass
 class StudyRun:
     """What :func:`run_study` did: the store it wrote, the plans, how the runs
@@ -277,6 +311,7 @@ class StudyRun:
     plans: list[RunPlan]
     progress: Progress
     counts: dict[str, int]
+    skipped: dict[str, str] = field(default_factory=dict)  # backends `auto` left out, and why
 
 
 def run_study(
@@ -289,7 +324,9 @@ def run_study(
     testbed: str | Path | Testbed | None = None,
 ) -> StudyRun:
     """Run (or resume) the study in `study_file`: validate it, plan its runs
-    on `backends` (default: the study's own), check every backend can carry
+    on `backends` (default: the study's own; ``["auto"]``: those of the
+    study's backends that can run here, else the default one, see
+    `usable_backends`), check every backend can carry
     them out and that the estimate (fatpipe.estimate) stays within the
     limits (refused with StudyTooBig unless `force`), then, holding the
     directory's lock, run them into `out` (default results/<study name>) and
@@ -300,11 +337,21 @@ def run_study(
     spec, raw = spec_mod.load(study_file)
     if testbed is not None and not isinstance(testbed, Testbed):
         testbed = load_testbed(testbed)
+    skipped: dict[str, str] = {}
+    checked: set[str] = set()
+    if backends and AUTO in backends:
+        if len(backends) > 1:
+            raise BackendUnavailable(f"--backend {AUTO} chooses the backends itself: give it alone")
+        backends, skipped = usable_backends(spec, raw, testbed)
+        checked = set(backends)
+        for name, why in skipped.items():
+            emit(f"{name} backend left out: {why} -> running on {', '.join(backends)} only")
     plans = plan_runs(spec, raw, list(backends) if backends else None, testbed)
     root = Path(out) if out else study_dir_default(spec)
     jobs = jobs or os.cpu_count() or 1
     for name in sorted({p.backend for p in plans}):
-        get_backend(name).check([p for p in plans if p.backend == name])
+        if name not in checked:
+            get_backend(name).check([p for p in plans if p.backend == name])
         for item in get_backend(name).clean_stale():  # what a fatpipe killed with SIGKILL left
             emit(f"{name}: {item}")
     cost = estimate.study_cost(plans, jobs)
@@ -332,4 +379,4 @@ def run_study(
                 emit(f"could not consolidate the tables: {e}")
             raise
         counts = store.consolidate()
-    return StudyRun(store=store, plans=plans, progress=progress, counts=counts)
+    return StudyRun(store=store, plans=plans, progress=progress, counts=counts, skipped=skipped)
