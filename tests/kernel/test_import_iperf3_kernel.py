@@ -50,8 +50,11 @@ def test_iperf3_over_the_kernel_path_imports_and_compares_with_the_simulator(tmp
     cfg = path_config(plan_runs(spec, raw, ["kernel"])[0])
     captured = []
     for rep in range(2):
-        with EmulatedPath(cfg, tmp_path / f"work{rep}") as p:
-            out = iperf3_json_output(p, "s1", duration_s=5, streams=2, cc="cubic", mss_bytes=1448, omit_s=1)
+        work = tmp_path / f"work{rep}"
+        work.mkdir()
+        with EmulatedPath(cfg, work) as p:
+            out = iperf3_json_output(p, "s1", duration_s=5, streams=2, cc="cubic",
+                                     mss_bytes=1460, omit_s=1)  # -M: TCP_MAXSEG, payload 1448
             p.finish()
         f = tmp_path / f"cubic-{rep}.json"
         f.write_text(out)

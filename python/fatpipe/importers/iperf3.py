@@ -132,8 +132,10 @@ def parse(text: str, source: str = "iperf3 output") -> Iperf3Run:
             for k in SERIES_COLUMNS:
                 series[k].append(row[k])
     omit_s = float(test.get("omit", 0) or 0)
-    interval_s = float(intervals[0]["streams"][0]["seconds"]) or 1.0
-    duration_s = max(st["t"] for st in state.values())
+    # The nominal interval (-i) and duration: measured ones differ by timer
+    # jitter (1.00024 s), which must not split runs of one setting.
+    interval_s = round(float(intervals[0]["streams"][0]["seconds"]), 3) or 1.0
+    duration_s = round(max(st["t"] for st in state.values()) / interval_s) * interval_s
     sent = end.get("sum_sent", {})
     received = end.get("sum_received", {})
     facts = {

@@ -74,7 +74,7 @@ def study_text(name: str, runs: Sequence[iperf3.Iperf3Run], path: dict[str, str]
     """The study.toml of imported runs (pure). Raises SpecError when the files
     disagree on what a study fixes (duration, warm-up, interval)."""
     first = runs[0]
-    timing = {(round(r.duration_s, 3), r.omit_s, r.interval_s) for r in runs}
+    timing = {(r.duration_s, r.omit_s, r.interval_s) for r in runs}
     if len(timing) > 1:
         raise spec_mod.SpecError([("files", "they differ in duration, omitted seconds (-O) or interval (-i): "
                                             f"{sorted(timing)}; import each kind into its own study")])
