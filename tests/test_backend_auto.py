@@ -45,7 +45,8 @@ def not_root(monkeypatch):
     monkeypatch.setattr(privilege, "is_root", lambda: False)
 
 
-def test_without_root_the_kernel_is_left_out_in_one_line_and_the_simulator_runs(tmp_path, capsys, not_root):
+@pytest.mark.usefixtures("not_root")
+def test_without_root_the_kernel_is_left_out_in_one_line_and_the_simulator_runs(tmp_path, capsys):
     code = main(["run", _study(tmp_path, '["kernel", "sim"]'), "--backend", "auto", "--out", str(tmp_path / "o"),
                  "--no-report"])
     out = capsys.readouterr()
@@ -56,7 +57,8 @@ def test_without_root_the_kernel_is_left_out_in_one_line_and_the_simulator_runs(
     assert "goodput ratio" not in out.out
 
 
-def test_a_kernel_only_study_falls_back_to_the_simulator_without_root(tmp_path, capsys, not_root):
+@pytest.mark.usefixtures("not_root")
+def test_a_kernel_only_study_falls_back_to_the_simulator_without_root(tmp_path, capsys):
     code = main(["run", _study(tmp_path, '["kernel"]'), "--backend", "auto", "--out", str(tmp_path / "o"),
                  "--no-report"])
     assert code == 0
@@ -64,7 +66,8 @@ def test_a_kernel_only_study_falls_back_to_the_simulator_without_root(tmp_path, 
     assert set(StudyStore(tmp_path / "o").runs_table()["backend"]) == {"sim"}
 
 
-def test_without_auto_the_same_study_is_refused_for_a_user_without_root(tmp_path, capsys, not_root):
+@pytest.mark.usefixtures("not_root")
+def test_without_auto_the_same_study_is_refused_for_a_user_without_root(tmp_path, capsys):
     code = main(["run", _study(tmp_path, '["kernel", "sim"]'), "--out", str(tmp_path / "o"), "--no-report"])
     assert code == 2 and "needs root" in capsys.readouterr().err
 

@@ -94,10 +94,11 @@ def test_without_root_doctor_and_the_run_refuse_alike(tmp_path, monkeypatch):
         KernelBackend().check(_plans(tmp_path))
 
 
+@pytest.mark.usefixtures("as_root_without_probe")
 def test_no_netem_and_no_delay_line_makes_the_backend_unusable_and_the_run_refused(
-        tmp_path, monkeypatch, as_root_without_probe):
+        tmp_path, monkeypatch):
     monkeypatch.setattr(delayline, "find_linkem", lambda: None)
-    monkeypatch.setattr(workspace_binary, "unbuildable", lambda crate: "no source tree to build it from")
+    monkeypatch.setattr(workspace_binary, "unbuildable", lambda _crate: "no source tree to build it from")
     report = doctor()
     linkem = next(c for c in report if c.name == "fatpipe-linkem")
     assert not linkem.ok and linkem.required
@@ -109,17 +110,19 @@ def test_no_netem_and_no_delay_line_makes_the_backend_unusable_and_the_run_refus
     assert str(refused.value) == report.verdict
 
 
+@pytest.mark.usefixtures("as_root_without_probe")
 def test_a_delay_line_the_source_tree_can_build_is_usable_and_said_to_be_built_on_first_use(
-        monkeypatch, as_root_without_probe):
+        monkeypatch):
     monkeypatch.setattr(delayline, "find_linkem", lambda: None)
-    monkeypatch.setattr(workspace_binary, "unbuildable", lambda crate: None)
+    monkeypatch.setattr(workspace_binary, "unbuildable", lambda _crate: None)
     report = doctor()
     assert report.usable
     assert report.verdict.startswith("kernel backend usable: delay/loss by fatpipe-linkem over NFQUEUE "
                                      "(built with cargo on first use)")
 
 
-def test_the_delay_line_a_wheel_carries_is_found_first(tmp_path, monkeypatch, as_root_without_probe):
+@pytest.mark.usefixtures("as_root_without_probe")
+def test_the_delay_line_a_wheel_carries_is_found_first(tmp_path, monkeypatch):
     packaged = tmp_path / "_bin"
     packaged.mkdir()
     binary = packaged / "fatpipe-linkem"
@@ -133,13 +136,14 @@ def test_the_delay_line_a_wheel_carries_is_found_first(tmp_path, monkeypatch, as
     assert report.verdict.startswith("kernel backend usable: delay/loss by fatpipe-linkem over NFQUEUE;")
 
 
-def test_with_netem_the_delay_line_is_optional(monkeypatch, as_root_without_probe):
+@pytest.mark.usefixtures("as_root_without_probe")
+def test_with_netem_the_delay_line_is_optional(monkeypatch):
     def probe(report):
         report.append(Check("netem", True, "tc qdisc netem", required=False))
 
     monkeypatch.setattr(doctor_module, "_probe_in_namespace", probe)
     monkeypatch.setattr(delayline, "find_linkem", lambda: None)
-    monkeypatch.setattr(workspace_binary, "unbuildable", lambda crate: "no source tree")
+    monkeypatch.setattr(workspace_binary, "unbuildable", lambda _crate: "no source tree")
     report = doctor()
     assert report.usable and "delay/loss by netem" in report.verdict
 

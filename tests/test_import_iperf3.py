@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -78,12 +79,13 @@ def test_the_path_option_names_a_bad_key_and_needs_rate_and_rtt():
 
 def test_files_that_differ_in_cca_become_sweep_points_and_files_that_agree_repetitions():
     run = iperf3.parse(FIXTURE.read_text())
-    bbr = iperf3.parse(FIXTURE.read_text().replace('"sender_tcp_congestion":\t"cubic"', '"sender_tcp_congestion":\t"bbr"')
-                       .replace('"sender_tcp_congestion": "cubic"', '"sender_tcp_congestion": "bbr"'))
+    doc = _doc()
+    doc["end"]["sender_tcp_congestion"] = "bbr"
+    bbr = iperf3.parse(json.dumps(doc))
     assert bbr.cc == "bbr"
     text = study_text("t", [run, run, bbr], parse_path(PATH), ["a", "b", "c"])
     assert '"flows.0.cc" = ["cubic", "bbr"]' in text and "repetitions = 2" in text
-    spec = spec_mod.validate(__import__("tomllib").loads(text))
+    spec = spec_mod.validate(tomllib.loads(text))
     assert spec.study.backends == ["iperf3"] and spec.study.warmup == 1.0
 
 

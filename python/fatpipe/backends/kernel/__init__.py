@@ -23,7 +23,6 @@ package only registers undo actions (cleanup.REGISTRY), run by the
 
 from __future__ import annotations
 
-import os
 import platform
 import subprocess
 import sys
