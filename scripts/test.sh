@@ -9,5 +9,5 @@ cargo clippy -q --release --workspace --all-targets -- -D warnings
 cargo test -q --release --workspace --exclude fatpipe-py
 PY=${PYTHON:-python3}
 # Python lints (rules in pyproject.toml; ruff comes with the `test` extra).
-"$PY" -m ruff check python tests bench scripts
+"$PY" -m ruff check python tests bench scripts build_support
 "$PY" -m pytest -q tests

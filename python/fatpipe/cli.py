@@ -16,8 +16,8 @@ from .backends.base import BackendUnavailable
 from .cluster import ClusterError, ClusterSpecError
 from .estimate import StudyTooBig
 from .results import StoreError
-from .study import plan_runs, run_study, study_dir_default
-from .tables import summary_table
+from .study import AUTO, plan_runs, run_study, study_dir_default
+from .tables import backend_comparison_table, summary_table
 from .testbed import load_testbed
 
 
@@ -86,8 +86,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     out, counts = result.store.root, result.counts
     say(f"\nwrote {out}/runs.parquet ({counts['runs']} rows), series.parquet ({counts.get('series', 0)} rows)")
     if counts["runs"]:
+        runs = result.store.runs_table()
         say()
-        say(summary_table(result.store.runs_table()))
+        say(summary_table(runs))
+        comparison = backend_comparison_table(runs)
+        if comparison:
+            say()
+            say(comparison)
     if not args.no_report:
         _maybe_report(out, say)
     return 1 if result.progress.failed else 0
@@ -229,6 +234,19 @@ def _add_advise(sub) -> None:
     adv.set_defaults(func=cmd_advise)
 
 
+def cmd_import_iperf3(args: argparse.Namespace) -> int:
+    from .importers.iperf3 import Iperf3FormatError
+    from .importers.study import import_iperf3
+    try:
+        store = import_iperf3(args.files, args.path, args.out, name=args.name)
+    except (OSError, Iperf3FormatError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"\nwrote {store.root} ({len(args.files)} runs)")
+    print(summary_table(store.runs_table()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fatpipe", description="TCP congestion control lab for long fat networks")
     ap.add_argument("--version", action="version", version=f"fatpipe {__version__}")
@@ -237,8 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a study (resumes an interrupted one)")
     run.add_argument("study", help="study TOML file")
     run.add_argument("--out", help="result directory (default results/<study name>)")
-    run.add_argument("--backend", action="append", choices=backend_names(),
-                     help="run on this backend instead of study.backends (repeatable)")
+    run.add_argument("--backend", action="append", choices=[*backend_names(), AUTO],
+                     help="run on this backend instead of study.backends (repeatable); 'auto': each of the "
+                          "study's backends that can run here (else the simulator), compared side by side")
     run.add_argument("--jobs", type=int, default=0,
                      help="runs at once where the backend allows it (default: cores)")
     run.add_argument("--no-report", action="store_true", help="skip the HTML report")
@@ -281,6 +300,17 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.set_defaults(func=cmd_compare)
 
     _add_advise(sub)
+    imp = sub.add_parser("import", help="bring results made elsewhere into a study directory")
+    imp_sub = imp.add_subparsers(dest="format", required=True)
+    ip3 = imp_sub.add_parser("iperf3", help="`iperf3 -J` client outputs -> a study (compare it with `fatpipe "
+                                            "compare`)")
+    ip3.add_argument("files", nargs="+", help="iperf3 -J output files (one run each)")
+    ip3.add_argument("--path", required=True,
+                     help="the path they ran over, as [path] keys: rate=1Gbit,rtt=20ms[,loss=1e-4,buffer=1bdp,"
+                          "mtu=1500,corruption=0]")
+    ip3.add_argument("--out", required=True, help="study directory to write")
+    ip3.add_argument("--name", help="study name (default: the directory's name)")
+    ip3.set_defaults(func=cmd_import_iperf3)
     return ap
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .backends import get_backend
-from .backends.base import Backend, RunPlan
+from .backends.base import Backend, RunOutcome, RunPlan
 from .results import StudyStore
 from .schema import path_columns
 from .summary import series_with_goodput, summarize
@@ -86,7 +86,15 @@ def compute_run(plan: RunPlan, workdir: Path, backend: Backend | None = None) ->
         raise
     except Exception as e:  # noqa: BLE001 - any failure is recorded with its reason
         return failed_result(plan, f"{type(e).__name__}: {e}")
-    wall_s = time.monotonic() - t0
+    return outcome_result(plan, outcome, time.monotonic() - t0, rows)
+
+
+def outcome_result(plan: RunPlan, outcome: RunOutcome, wall_s: float,
+                   rows: list[dict[str, Any]] | None = None) -> RunResult:
+    """The result of a finished run from its outcome and summary rows
+    (computed here when not given). Runs made elsewhere and imported
+    (fatpipe.importers) become results through here too."""
+    rows = summarize(plan, outcome) if rows is None else rows
     base = identity_columns(plan)
     path_cols = {**path_columns(outcome.path), "wall_s": wall_s}
     full_rows = [{**base, "status": "ok", "reason": "", **row, **path_cols} for row in rows]

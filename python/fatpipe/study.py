@@ -22,8 +22,8 @@ from typing import Any
 
 from . import __version__, estimate
 from . import spec as spec_mod
-from .backends import get_backend
-from .backends.base import FlowPlan, HostLimits, RunPlan
+from .backends import DEFAULT_BACKEND, get_backend
+from .backends.base import BackendUnavailable, FlowPlan, HostLimits, RunPlan
 from .cluster.spec import parse_cluster_spec
 from .results import StoreError, StudyStore
 from .runcompute import compute_run, failed_rows, identity_columns, record_run  # noqa: F401 - two re-exported
@@ -232,6 +232,34 @@ def study_manifest(spec: spec_mod.Spec, plans: list[RunPlan]) -> dict[str, Any]:
     }
 
 
+# `--backend auto`: every backend of the study that can run here (its own
+# check passes), else the default backend, which runs anywhere.
+AUTO = "auto"
+
+
+def usable_backends(spec: spec_mod.Spec, raw: dict[str, Any],
+                    testbed: Testbed | None = None) -> tuple[list[str], dict[str, str]]:
+    """(backends to run, {backend left out: why}) for `--backend auto`: the
+    study's backends whose check passes for their runs, in the study's
+    order; when none does, the default backend alone. The check is the one
+    a run makes (so a backend is left out exactly when running it would
+    be refused). Raises BackendUnavailable when even the default cannot run."""
+    chosen, skipped = [], {}
+    for name in spec.study.backends:
+        try:
+            get_backend(name).check(plan_runs(spec, raw, [name], testbed))
+        except BackendUnavailable as e:
+            skipped[name] = str(e)
+        else:
+            chosen.append(name)
+    if not chosen and DEFAULT_BACKEND not in skipped:
+        get_backend(DEFAULT_BACKEND).check(plan_runs(spec, raw, [DEFAULT_BACKEND], testbed))
+        chosen = [DEFAULT_BACKEND]
+    if not chosen:
+        raise BackendUnavailable("; ".join(f"{n}: {why}" for n, why in skipped.items()))
+    return chosen, skipped
+
+
 @dataclass
 class StudyRun:
     """What :func:`run_study` did: the store it wrote, the plans, how the runs
@@ -241,6 +269,7 @@ class StudyRun:
     plans: list[RunPlan]
     progress: Progress
     counts: dict[str, int]
+    skipped: dict[str, str] = field(default_factory=dict)  # backends `auto` left out, and why
 
 
 def run_study(
@@ -254,7 +283,9 @@ def run_study(
     cluster: str | None = None,
 ) -> StudyRun:
     """Run (or resume) the study in `study_file`: validate it, plan its runs
-    on `backends` (default: the study's own), check every backend can carry
+    on `backends` (default: the study's own; ``["auto"]``: those of the
+    study's backends that can run here, else the default one, see
+    `usable_backends`), check every backend can carry
     them out and that the estimate (fatpipe.estimate) stays within the
     limits (refused with StudyTooBig unless `force`), then, holding the
     directory's lock, run them into `out` (default results/<study name>) and
@@ -268,11 +299,21 @@ def run_study(
     spec, raw = spec_mod.load(study_file)
     if testbed is not None and not isinstance(testbed, Testbed):
         testbed = load_testbed(testbed)
+    skipped: dict[str, str] = {}
+    checked: set[str] = set()
+    if backends and AUTO in backends:
+        if len(backends) > 1:
+            raise BackendUnavailable(f"--backend {AUTO} chooses the backends itself: give it alone")
+        backends, skipped = usable_backends(spec, raw, testbed)
+        checked = set(backends)
+        for name, why in skipped.items():
+            emit(f"{name} backend left out: {why} -> running on {', '.join(backends)} only")
     plans = plan_runs(spec, raw, list(backends) if backends else None, testbed)
     root = Path(out) if out else study_dir_default(spec)
     jobs = jobs or os.cpu_count() or 1
     for name in sorted({p.backend for p in plans}):
-        get_backend(name).check([p for p in plans if p.backend == name])
+        if name not in checked:
+            get_backend(name).check([p for p in plans if p.backend == name])
         for item in get_backend(name).clean_stale():  # what a fatpipe killed with SIGKILL left
             emit(f"{name}: {item}")
     cost = estimate.study_cost(plans, jobs)
@@ -288,11 +329,11 @@ def run_study(
         if cluster_spec is not None:
             from .cluster import open_study_cluster
             client = stack.enter_context(open_study_cluster(cluster_spec, plans, emit))
-        return _run_locked(spec, spec_text, plans, store, jobs, emit, client)
+        return _run_locked(spec, spec_text, plans, store, jobs, emit, client, skipped)
 
 
 def _run_locked(spec: spec_mod.Spec, spec_text: str, plans: list[RunPlan], store: StudyStore, jobs: int,
-                emit: Callable[[str], None], client: Any) -> StudyRun:
+                emit: Callable[[str], None], client: Any, skipped: dict[str, str]) -> StudyRun:
     """Holding the study's lock: prepare the directory, write the manifest,
     run what is not finished, consolidate (also when interrupted)."""
     root = store.root
@@ -313,4 +354,4 @@ def _run_locked(spec: spec_mod.Spec, spec_text: str, plans: list[RunPlan], store
                 emit(f"could not consolidate the tables: {e}")
             raise
         counts = store.consolidate()
-    return StudyRun(store=store, plans=plans, progress=progress, counts=counts)
+    return StudyRun(store=store, plans=plans, progress=progress, counts=counts, skipped=skipped)

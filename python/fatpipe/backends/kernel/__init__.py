@@ -23,7 +23,6 @@ package only registers undo actions (cleanup.REGISTRY), run by the
 
 from __future__ import annotations
 
-import os
 import platform
 import subprocess
 import sys
@@ -34,10 +33,10 @@ from typing import Any
 from ...summary import emulator_late
 from ...wire import TCP_IP_HEADER_BYTES
 from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, RunOutcome, RunPlan
-from . import bpfcca, bpfcca_clean, cleanup
+from . import bpfcca, bpfcca_clean, cleanup, privilege
 from .clamp import sender_cwnd_clamps
 from .cleanup import clean, clean_stale
-from .doctor import DoctorReport, available_ccas, doctor
+from .doctor import LINKEM, DoctorReport, available_ccas, doctor
 from .ecn import marks, sender_tcp_ecn, unsupported_aqm
 from .path import RECEIVER_ADDR, EmulatedPath, HostConfig, PathConfig, rate_above_ceiling
 from .traffic import FlowSpec, run_traffic
@@ -127,7 +126,7 @@ class KernelBackend:
                 path_config(plan)  # flows of one sender agree on cwnd_clamp and ecn
             except ValueError as e:
                 raise BackendUnavailable(f"run {plan.run_id}: {e}") from None
-        if os.geteuid() != 0:
+        if not privilege.is_root():
             raise BackendUnavailable("the kernel backend needs root (network namespaces); try `sudo fatpipe …` "
                                      "or the sim backend")
         ccas = set(available_ccas())
@@ -154,11 +153,14 @@ class KernelBackend:
         # linkem is the delay line without netem, and the bottleneck of every
         # marking path (a CE threshold marks in linkem, ecn.py).
         needs_linkem = not any(c.name == "netem" and c.ok for c in report) or any(marks(p.aqm) for p in plans)
+        linkem = next(c for c in report if c.name == LINKEM)
+        if needs_linkem and not linkem.ok:
+            raise BackendUnavailable(f"{LINKEM} is needed (no netem, or path.aqm marks CE): {linkem.detail}")
         if needs_linkem and find_linkem() is None:
             try:
                 build_linkem()
             except Exception as e:
-                raise BackendUnavailable(f"fatpipe-linkem is needed (no netem, or path.aqm marks CE) and cannot "
+                raise BackendUnavailable(f"{LINKEM} is needed (no netem, or path.aqm marks CE) and cannot "
                                          f"be built: {e}") from e
 
     @staticmethod

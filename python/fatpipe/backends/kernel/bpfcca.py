@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import cmd
 from .cleanup import stop_process
-from .workspace_binary import REPO_ROOT, build_binary, find_binary
+from .workspace_binary import REPO_ROOT, build_binary, find_binary, unbuildable
 
 PORTS_DIR = REPO_ROOT / "bpf" / "cca"
 BTF = Path("/sys/kernel/btf/vmlinux")  # the kernel's types: struct_ops programs need them
@@ -104,8 +104,11 @@ def ports_unavailable() -> str | None:
     loader and no clang/cargo to build it), or None."""
     if not BTF.exists():
         return f"the kernel has no BTF ({BTF}): BPF struct_ops CCAs cannot load"
-    if find_loader() is None and not (cmd.which("clang") and cmd.which("cargo")):
-        return f"no {BINARY} and no clang/cargo to build it (scripts/install.sh installs them)"
+    if find_loader() is None:
+        why = unbuildable("ccaload") or (None if cmd.which("clang") else "no clang to compile the ports")
+        if why:
+            return (f"no {BINARY} ({why}; a wheel built where clang, libelf-dev and zlib1g-dev are "
+                    f"installed carries it, scripts/install.sh installs them)")
     return None
 
 

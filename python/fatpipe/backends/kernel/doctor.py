@@ -1,13 +1,16 @@
-"""What can the kernel backend do on this machine? (`fatpipe doctor`)"""
+"""What can the kernel backend do on this machine? (`fatpipe doctor`)
+
+The verdict is what a run would do: the kernel backend's `check()` refuses a
+study with this report's verdict when it is not usable, and builds or starts
+exactly the delay line the report names."""
 
 from __future__ import annotations
 
-import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cmd, parse
+from . import cmd, parse, privilege
 from .netns import Namespace, add_veth, new_prefix
 from .ownership import OwnershipRecord
 
@@ -18,6 +21,43 @@ class Check:
     ok: bool
     detail: str
     required: bool = True  # the kernel backend cannot run without it
+
+
+@dataclass(frozen=True)
+class SystemTool:
+    """A program the kernel backend runs, and the Debian package that has it."""
+
+    command: str
+    package: str
+    use: str
+    required: bool
+
+
+SYSTEM_TOOLS = (
+    SystemTool("ip", "iproute2", "network namespaces, veth links, routes", True),
+    SystemTool("tc", "iproute2", "the bottleneck (tbf) and netem", True),
+    SystemTool("sysctl", "procps", "per-namespace TCP settings", True),
+    SystemTool("ethtool", "ethtool", "segmentation offloads of the path's links", True),
+    # Needed only without netem: the nfqueue probe decides (required = no netem).
+    SystemTool("iptables", "iptables", "NFQUEUE to the delay line when the kernel has no netem", False),
+    SystemTool("iperf3", "iperf3", "cross-check of the traffic engine; captures for `fatpipe import iperf3`", False),
+    SystemTool("bpftool", "bpftool", "`fatpipe clean` lists struct_ops left by other tools", False),
+)
+
+LINKEM = "fatpipe-linkem"
+NOT_BUILT = "not built yet"  # the linkem check's detail when a run would build it
+
+
+def tool_check(tool: SystemTool) -> Check:
+    path = cmd.which(tool.command)
+    detail = path or f"not found on PATH ({tool.use}): apt-get install {tool.package}"
+    return Check(tool.command, bool(path), detail, required=tool.required)
+
+
+def missing_packages(report: list[Check]) -> list[str]:
+    """The Debian packages of the system tools a report found missing (pure)."""
+    by_command = {t.command: t.package for t in SYSTEM_TOOLS}
+    return sorted({by_command[c.name] for c in report if c.name in by_command and not c.ok})
 
 
 class DoctorReport(list):
@@ -33,13 +73,40 @@ class DoctorReport(list):
             missing = ", ".join(c.name for c in self if c.required and not c.ok)
             return f"kernel backend unavailable: missing {missing}"
         by = {c.name: c for c in self}
-        emulator = "netem" if by.get("netem") and by["netem"].ok else "fatpipe-linkem over NFQUEUE"
+        if by.get("netem") and by["netem"].ok:
+            emulator = "netem"
+        else:
+            emulator = f"{LINKEM} over NFQUEUE"
+            if LINKEM in by and by[LINKEM].detail.startswith(NOT_BUILT):
+                emulator += " (built with cargo on first use)"
         ccas = by["ccas"].detail if "ccas" in by else "?"
         return f"kernel backend usable: delay/loss by {emulator}; CCAs {ccas}"
 
     def render(self) -> str:
         lines = [f"  [{'ok' if c.ok else ('MISSING' if c.required else 'no')}] {c.name}: {c.detail}" for c in self]
+        packages = missing_packages(self)
+        if packages:
+            lines.append(f"  system packages to install: apt-get install {' '.join(packages)}")
         return "\n".join(lines + [self.verdict])
+
+
+
+def linkem_check(netem: bool) -> Check:
+    """The delay line: found (in the installed package, on PATH, in the
+    source tree's target/), or buildable from the source tree, or missing.
+    Required when the kernel has no netem (the run would need it)."""
+    from .delayline import find_linkem
+    from .workspace_binary import unbuildable
+
+    linkem = find_linkem()
+    if linkem is not None:
+        return Check(LINKEM, True, str(linkem), required=not netem)
+    why = unbuildable("linkem")
+    if why is None:
+        return Check(LINKEM, True, f"{NOT_BUILT}: a run builds it with cargo from the source tree",
+                     required=not netem)
+    return Check(LINKEM, False, f"missing: {why}; install fatpipe from its wheel (pip install …), "
+                                f"which carries it, or set FATPIPE_LINKEM", required=not netem)
 
 
 def available_ccas() -> list[str]:
@@ -105,15 +172,11 @@ def _bpf_ccas_check(kernel: list[str]) -> Check:
 def doctor() -> DoctorReport:
     """Run every check. Returns a DoctorReport: a ``list[Check]`` (name, ok,
     detail, required) with ``.usable``, ``.verdict`` and ``.render()``."""
-    from .delayline import find_linkem
-
     report = DoctorReport()
-    root = os.geteuid() == 0
+    root = privilege.is_root()
     report.append(Check("root", root, "running as root" if root else "needs root (network namespaces)"))
     report.append(Check("kernel", True, platform.release(), required=False))
-    for tool in ("ip", "tc", "ethtool"):
-        path = cmd.which(tool)
-        report.append(Check(tool, bool(path), path or f"{tool} not found", required=tool != "ethtool"))
+    report.extend(tool_check(t) for t in SYSTEM_TOOLS)
     ccas = available_ccas()
     report.append(Check("ccas", bool(ccas), " ".join(ccas) or "none listed"))
     if root and cmd.which("ip") and cmd.which("tc"):
@@ -121,11 +184,7 @@ def doctor() -> DoctorReport:
             _probe_in_namespace(report)
         except Exception as e:  # noqa: BLE001 - report, don't crash
             report.append(Check("namespaces", False, f"cannot create a test namespace: {e}"))
-    linkem = find_linkem()
-    report.append(Check("fatpipe-linkem", linkem is not None,
-                        str(linkem) if linkem else "not built (cargo build --release -p fatpipe-linkem)",
-                        required=False))
+    netem = any(c.name == "netem" and c.ok for c in report)
+    report.append(linkem_check(netem))
     report.append(_bpf_ccas_check(ccas))
-    iperf3 = cmd.which("iperf3")
-    report.append(Check("iperf3", bool(iperf3), iperf3 or "absent (cross-check unavailable)", required=False))
     return report

@@ -25,6 +25,13 @@ def run_iperf3(path: EmulatedPath, sender: str, duration_s: float, streams: int,
                omit_s: int = 2) -> parse.Iperf3Result:
     """Run iperf3 from sender namespace `sender` to the receiver; returns the
     parsed result (goodput after the `omit_s` warm-up)."""
+    return parse.iperf3_json(iperf3_json_output(path, sender, duration_s, streams, cc, mss_bytes, omit_s))
+
+
+def iperf3_json_output(path: EmulatedPath, sender: str, duration_s: float, streams: int, cc: str,
+                       mss_bytes: int, omit_s: int = 2) -> str:
+    """The `iperf3 -J` client output of one test from namespace `sender` to
+    the receiver (what `fatpipe import iperf3` reads)."""
     server = path.receiver.popen(["iperf3", "-s", "-1", "-p", str(IPERF_PORT), "-B", RECEIVER_ADDR],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     REGISTRY.add(f"iperf3 {server.pid}", lambda: stop_process(server))
@@ -32,7 +39,7 @@ def run_iperf3(path: EmulatedPath, sender: str, duration_s: float, streams: int,
         time.sleep(0.5)
         out = path.senders[sender].run(*iperf3_client_args(RECEIVER_ADDR, duration_s, streams, cc, mss_bytes, omit_s),
                                        timeout_s=duration_s + omit_s + 30, check=False)
-        return parse.iperf3_json(out)
+        return out
     finally:
         stop_process(server)
         REGISTRY.discard(f"iperf3 {server.pid}")
