@@ -54,7 +54,7 @@ def test_iperf3_over_the_kernel_path_imports_and_compares_with_the_simulator(tmp
         work.mkdir()
         with EmulatedPath(cfg, work) as p:
             out = iperf3_json_output(p, "s1", duration_s=5, streams=2, cc="cubic",
-                                     mss_bytes=1460, omit_s=1)  # -M: TCP_MAXSEG, payload 1448
+                                     mss_bytes=1448, omit_s=1)  # payload; -M gets TCP_MAXSEG 1460
             p.finish()
         f = tmp_path / f"cubic-{rep}.json"
         f.write_text(out)

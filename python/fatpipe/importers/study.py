@@ -24,7 +24,7 @@ from ..results import StudyStore
 from ..runcompute import outcome_result, record_run
 from ..schema import RPC_COLUMNS, empty_path_series
 from ..study import plan_runs, study_manifest
-from ..wire import TCP_IP_HEADER_BYTES, TIMESTAMP_OPTION_BYTES
+from ..wire import mss_with_timestamps, tcp_maxseg
 from . import iperf3
 
 BACKEND = "iperf3"
@@ -66,8 +66,8 @@ def _seconds(value: float) -> str:
 
 def _flow_key(run: iperf3.Iperf3Run, mtu_bytes: int) -> dict[str, object]:
     key: dict[str, object] = {"cc": run.cc, "streams": run.streams}
-    if run.mss_bytes != mtu_bytes - TCP_IP_HEADER_BYTES - TIMESTAMP_OPTION_BYTES:
-        key["mss"] = run.mss_bytes + TIMESTAMP_OPTION_BYTES  # TCP_MAXSEG, as the spec's `mss`
+    if run.mss_bytes != mss_with_timestamps(mtu_bytes):
+        key["mss"] = tcp_maxseg(run.mss_bytes)  # TCP_MAXSEG, as the spec's `mss`
     return key
 
 
@@ -95,7 +95,7 @@ def study_text(name: str, runs: Sequence[iperf3.Iperf3Run], path: dict[str, str]
     if any("mss" in p for p in points) and "mss" not in varying and "mss" not in points[0]:
         varying.append("mss")
     if varying:
-        values = {k: [p.get(k, mtu - TCP_IP_HEADER_BYTES) for p in points] for k in varying}
+        values = {k: [p.get(k, tcp_maxseg(mss_with_timestamps(mtu))) for p in points] for k in varying}
         lines += ["", "[sweep]"] if len(varying) == 1 else ["", "[[sweep.linked]]"]
         lines += [f'"flows.0.{k}" = {json.dumps(v)}' for k, v in values.items()]
     return "\n".join(lines) + "\n"

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from ...goodput import rows_as_columns, total_goodput_bps
-from ...wire import TCP_IP_HEADER_BYTES
+from ...wire import mss_with_timestamps, tcp_maxseg
 from . import parse
 from .cleanup import REGISTRY, stop_process
 from .path import RECEIVER_ADDR, EmulatedPath
@@ -18,7 +18,7 @@ IPERF_PORT = 5301
 
 def iperf3_client_args(dst: str, duration_s: float, streams: int, cc: str, mss_bytes: int, omit_s: int) -> list[str]:
     return ["iperf3", "-c", dst, "-p", str(IPERF_PORT), "-t", str(int(duration_s)), "-P", str(streams),
-            "-C", cc, "-M", str(mss_bytes), "-O", str(omit_s), "-J"]
+            "-C", cc, "-M", str(tcp_maxseg(mss_bytes)), "-O", str(omit_s), "-J"]
 
 
 def run_iperf3(path: EmulatedPath, sender: str, duration_s: float, streams: int, cc: str, mss_bytes: int,
@@ -50,7 +50,7 @@ def compare(workdir: Path, cfg, cc: str = "cubic", streams: int = 1, duration_s:
     """Engine vs iperf3 on two fresh paths built from the same PathConfig."""
     from .traffic import FlowSpec, run_traffic
 
-    mss = mss_bytes or cfg.mtu_bytes - TCP_IP_HEADER_BYTES
+    mss = mss_bytes or mss_with_timestamps(cfg.mtu_bytes)
     sender = next(iter(cfg.senders))
     with EmulatedPath(cfg, workdir) as p:
         res = run_traffic(p.receiver, RECEIVER_ADDR, p.senders, [FlowSpec(0, "bulk", cc, streams, mss, sender)],
