@@ -50,8 +50,9 @@ METRICS: dict[str, Metric] = {
     "improvement_factor": Metric("number", "the improvement factor from parallel streams (the largest "
                                            "stream count vs 1) of the one CCA selected; `stat` says "
                                            "avg, max or min over the conditions selected"),
-    "collapse_fraction": Metric("fraction", "the fraction of the selected runs × flow groups whose "
-                                            "goodput collapsed (below 10 % of the run's median for ≥ 1 s)"),
+    "collapse_fraction": Metric("fraction", "the fraction of the selected runs in which a selected flow "
+                                            "group's goodput collapsed (below 10 % of the run's median "
+                                            "for ≥ 1 s)"),
 }
 STATS = ("avg", "max", "min")
 # Columns of the runs table a `where` may name besides swept keys.

@@ -12,8 +12,9 @@ Rules
 * improvement_factor: the improvement factors
   (:func:`~fatpipe.analysis.streams.improvement_factors`) of the selected
   rows must be one CCA of one flow group; fatpipe's number is their `stat`.
-* collapse_fraction: the selected ok run × flow group rows with at least one
-  collapse (:func:`~fatpipe.analysis.collapse.run_collapses`) over all of them.
+* collapse_fraction: the fraction of the selected ok runs in which at least
+  one selected flow group collapsed
+  (:func:`~fatpipe.analysis.collapse.run_collapses`); n counts the runs.
 * ratio = fatpipe / reference; NaN when the reference is 0.
 * A reference that selects nothing, or more than its metric allows, keeps
   its row with the reason in ``problem`` and no fatpipe number.
@@ -28,7 +29,7 @@ import pandas as pd
 
 from ..references import ReferenceTable
 from .fairness import run_fairness
-from .stats import grid_summary, mean_ci, point_columns
+from .stats import grid_summary, point_columns
 from .streams import improvement_factors
 
 COLUMNS = ["table", "metric", "where", "reference", "note", "fatpipe", "ci_low", "ci_high", "n",
@@ -104,9 +105,8 @@ def _collapse_fraction(runs, collapses, where, _stat):
     c = rows[["run_id", "flow_group"]].merge(collapses, on=["run_id", "flow_group"], how="left")
     if c["collapses"].isna().all():
         return None, "the selected runs have no time series to find collapses in"
-    hit = c["collapses"].fillna(0).to_numpy() > 0
-    s = mean_ci(hit.astype(float))
-    return {"fatpipe": float(hit.mean()), "ci_low": math.nan, "ci_high": math.nan, "n": int(s["n"])}, ""
+    hit = (c["collapses"].fillna(0) > 0).groupby(c["run_id"]).any()
+    return {"fatpipe": float(hit.mean()), "ci_low": math.nan, "ci_high": math.nan, "n": len(hit)}, ""
 
 
 REDUCERS = {"goodput": _goodput, "share": _share, "improvement_factor": _improvement,

@@ -27,6 +27,7 @@ from ..analysis.stats import display_columns, point_columns, swept_columns, with
 from ..loaded import LoadedStudy
 from ..results import StudyStore
 from . import figures as figs
+from . import interactive
 from . import findings as fnd
 from . import references as refs
 from .page import findings_html, fmt_num, fmt_rate, page, rate_unit, save_figure, section, table_html
@@ -369,6 +370,9 @@ def series_section(study, collapses, run_id, unit) -> tuple | None:
     fig = figs.time_series(s, rows, title, su)
     body = _fig(study, fig, "timeseries", f"Per-stream samples of run {rid}, {why}. "
                 "Choose another with `fatpipe report DIR --run RUN_ID`.")
+    if body:
+        warm = rows["warmup_s"].iloc[0] if "warmup_s" in rows.columns and len(rows) else None
+        body = interactive.view_html(interactive.payload(s, rows, su, warm)) + body
     body += queue_figure_html(study, rid, rows)
     return section("timeseries", "Time series of one run", body) if body else None
 
@@ -452,7 +456,7 @@ def build_sections(study: ReportStudy, run_id: str | None = None,
         sections += [sc] if sc else []
     ts = series_section(study, collapses, run_id, unit)
     sections += [ts] if ts else []
-    tables, origin = references or (study.spec.references if study.spec else [], "the study's [[references]]")
+    tables, origin = references or (study.spec.references if study.spec else [], "its study.toml")
     sec_r, rl = refs.references_section(study, tables, collapses, lambda fig, name, cap: _fig(study, fig, name, cap),
                                         lambda df, name: _csv(study, df, name), origin)
     if sec_r:
