@@ -10,14 +10,16 @@ import math
 
 import pandas as pd
 
+from ..analysis import collapse as an_collapse
 from ..analysis import references as an_refs
 from ..references import METRICS, ReferenceTable
 from . import figures as figs
-from .page import esc, fmt_num, rate_unit, section, short_key, table_html
+from .page import esc, fmt_num, fmt_rate, rate_unit, section, short_key, table_html
 
 
 def table_scale(g: pd.DataFrame) -> tuple[float, str]:
-    """(divisor, unit name) of one reference table's numbers."""
+    """(divisor, unit name) of one reference table's numbers; rates are
+    scaled per value (""), as a table may hold Gbit/s and Mbit/s."""
     unit = METRICS[g["metric"].iloc[0]].unit
     if unit == "rate":
         return rate_unit(pd.concat([g["reference"], g["fatpipe"]]).max())
@@ -43,23 +45,50 @@ def labelled(comparison: pd.DataFrame, tables: list[ReferenceTable]) -> pd.DataF
 def _fmt(v: float, div: float, unit: str) -> str:
     if v is None or not math.isfinite(v):
         return "–"
+    if unit == "rate":
+        return fmt_rate(v) if v else "0"
     return f"{v / div:.3g}" if unit != "×" else f"{v:.2f}"
 
 
+def _ci(lo: float, hi: float, mean: float, div: float, unit: str) -> str:
+    """The interval in the mean's unit: "13.8 – 13.9 Gbit/s"."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "–"
+    if unit == "rate":
+        d, name = rate_unit(abs(mean) if math.isfinite(mean) and mean else max(abs(lo), abs(hi)))
+        return f"{lo / d:.3g} – {hi / d:.3g} {name}"
+    return f"{_fmt(lo, div, unit)} – {_fmt(hi, div, unit)}"
+
+
 def view(g: pd.DataFrame) -> pd.DataFrame:
-    """One reference table as people read it: the values in the table's unit."""
+    """One reference table as people read it: rates each in its own unit,
+    fractions in %, factors with two decimals."""
     div, unit = table_scale(g)
+    if METRICS[g["metric"].iloc[0]].unit == "rate":
+        unit = "rate"
+    head = "" if unit == "rate" else f" ({unit})"
     return pd.DataFrame({
         "where": g["label"].to_numpy(),
-        f"reference ({unit})": [_fmt(v, div, unit) + (f" ({n})" if n else "")
-                                for v, n in zip(g["reference"], g["note"], strict=True)],
-        f"fatpipe ({unit})": [_fmt(v, div, unit) for v in g["fatpipe"]],
-        "95 % CI": [f"{_fmt(lo, div, unit)} – {_fmt(hi, div, unit)}" if math.isfinite(lo) else "–"
-                    for lo, hi in zip(g["ci_low"], g["ci_high"], strict=True)],
+        f"reference{head}": [_fmt(v, div, unit) + (f" ({n})" if n else "")
+                             for v, n in zip(g["reference"], g["note"], strict=True)],
+        f"fatpipe{head}": [_fmt(v, div, unit) for v in g["fatpipe"]],
+        "95 % CI": [_ci(lo, hi, m, div, unit) for lo, hi, m in zip(g["ci_low"], g["ci_high"], g["fatpipe"],
+                                                                    strict=True)],
         "n": g["n"].to_numpy(),
         "fatpipe / reference": [f"{r:.2f}" if math.isfinite(r) else "–" for r in g["ratio"]],
         "": g["problem"].to_numpy(),
     })
+
+
+def collapses_of(study, tables: list[ReferenceTable]) -> pd.DataFrame | None:
+    """run_collapses of the study when a table needs them (collapse_fraction)
+    and the study kept series; else None."""
+    if not any(t.metric == "collapse_fraction" for t in tables) or not (study.root / "series.parquet").exists():
+        return None
+    runs = study.runs
+    s = study.read_series(columns=["run_id", "flow_group", "stream", "t_s", "goodput_bps"])
+    warm = dict(zip(runs["run_id"], runs["warmup_s"], strict=False)) if "warmup_s" in runs.columns else 0.0
+    return an_collapse.run_collapses(s, warm)
 
 
 def finding_lines(comparison: pd.DataFrame) -> list[str]:
