@@ -34,7 +34,7 @@ def labelled(comparison: pd.DataFrame, tables: list[ReferenceTable]) -> pd.DataF
     labels, common = [], {}
     for table in tables:
         shared = {k: v for k, v in table.values[0].where.items()
-                  if all(k in x.where and x.where[k] == v for x in table.values)}
+                  if len(table.values) > 1 and all(k in x.where and x.where[k] == v for x in table.values)}
         common[table.title] = shared
         for v in table.values:
             rest = {short_key(k): x for k, x in v.where.items() if k not in shared}
