@@ -31,10 +31,10 @@ from pydantic import (
     model_validator,
 )
 
+from . import references as references_mod
 from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
 from .backends import DEFAULT_BACKEND, backend_names
-from . import references as references_mod
 from .references import References
 from .sweep import Sweep
 from .testbed import Testbed, study_problems

@@ -6,10 +6,12 @@ collapse points when loss or corruption is swept; goodput vs streams and the
 improvement-factor table when the stream count varies; goodput vs MSS when
 the MSS varies; sharing with ≥ 2 flow groups, and the table against CUBIC
 when one CUBIC group meets groups of one other CCA; RPC latency when RPCs exist;
-a time series when series exist; the bottleneck's queue of the same run
+a time series when series exist (an interactive view, interactive.py, above
+the static figure); the bottleneck's queue of the same run
 when the backend sampled it (the path series), and the median queue and
 CE marks in the grid table when there are any. The table of every grid
-point is always there.
+point is always there. A study with [[references]] (or a report given
+another study file's) gets "Beside the references" first (references.py).
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from ..analysis.stats import display_columns, point_columns, swept_columns, with
 from ..loaded import LoadedStudy
 from ..results import StudyStore
 from . import figures as figs
-from . import interactive
 from . import findings as fnd
+from . import interactive
 from . import references as refs
 from .page import findings_html, fmt_num, fmt_rate, page, rate_unit, save_figure, section, table_html
 
