@@ -114,7 +114,8 @@ def references_section(study, tables: list[ReferenceTable], collapses: pd.DataFr
     body = save_fig(figs.reference_figure(comparison, {t: table_scale(g) for t, g in
                                                        comparison.groupby("table", sort=False)}),
                     "references", "fatpipe's mean (dots, bars: 95 % CI) beside each reference value "
-                                  "(open diamonds), one panel per reference table.")
+                                  "(open diamonds), one panel per reference table; on a log axis a "
+                                  "reference of 0 (a talk's ~0) cannot be drawn.")
     for table in tables:
         g = comparison[comparison["table"] == table.title]
         shared = an_refs.where_label(common[table.title])
