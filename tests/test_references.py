@@ -295,3 +295,13 @@ def test_bundled_studies_carry_their_talks_numbers():
     c = refs("netesto-fairness")
     assert c[0].metric == "collapse_fraction" and c[0].si_values() == [0.1]
     assert refs("netesto-fairness-3flows")[0].si_values() == [0.2]
+
+
+def test_cli_report_takes_another_studys_references_and_refuses_a_bad_file(streams_dir, tmp_path, capsys):
+    from fatpipe import cli
+    assert cli.main(["report", str(streams_dir), "--references", str(_reference_file(tmp_path))]) == 0
+    assert "Beside the references" in (streams_dir / "report" / "report.html").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(_reference_file(tmp_path).read_text().replace("value = 3.77", 'value = "lots"'))
+    assert cli.main(["report", str(streams_dir), "--references", str(bad)]) == 2
+    assert "references.0.values.0.value" in capsys.readouterr().err
