@@ -217,3 +217,60 @@ def test_rpc_section_compares_with_the_idle_path_and_splits_goodput_by_flow_kind
     kinds = pd.read_csv(path.parent / "goodput_by_flow_kind.csv")
     assert set(kinds["kind"]) == {"bulk", "rpc"}
     assert {"goodput_bps", "retrans_rate"} <= set(kinds.columns)
+
+
+# Appended to a copy of the report: runs after the page's own script, clicks
+# and scrolls like a user, and leaves what it saw in an attribute that
+# --dump-dom prints.
+INTERACTION_PROBE = """<script>
+(function () {
+  var root = document.getElementById("fp-ts"), out = {};
+  out.ready = root.getAttribute("data-fp-ready");
+  out.paths = +root.getAttribute("data-fp-paths");
+  out.panels = document.querySelectorAll(".fp-ts-panel svg").length;
+  out.stream0 = document.querySelectorAll('path.fp-ts-line[data-stream="0"]').length;
+  out.view = root.getAttribute("data-fp-view");
+  var panels = document.querySelector(".fp-ts-panels"), r = panels.getBoundingClientRect();
+  panels.dispatchEvent(new WheelEvent("wheel", {deltaY: -300, clientX: r.left + r.width / 2,
+                                                clientY: r.top + 40, bubbles: true, cancelable: true}));
+  out.zoomed = root.getAttribute("data-fp-view");
+  document.querySelector('.fp-ts-key[data-stream="0"]').click();
+  out.hiddenPaths = +root.getAttribute("data-fp-paths");
+  out.stream0Hidden = document.querySelectorAll('path.fp-ts-line[data-stream="0"]').length;
+  out.pressed = document.querySelector('.fp-ts-key[data-stream="0"]').getAttribute("aria-pressed");
+  document.querySelector('.fp-ts-key[data-stream="0"]').click();
+  out.shownAgain = +root.getAttribute("data-fp-paths");
+  document.querySelector('[data-act="reset"]').click();
+  out.reset = root.getAttribute("data-fp-view");
+  document.body.setAttribute("data-probe", JSON.stringify(out));
+}());
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/install.sh)")
+def test_interactive_time_series_renders_zooms_and_toggles_in_headless_chromium(streams_dir, tmp_path):
+    runs = pd.read_parquet(streams_dir / "runs.parquet")
+    run = runs[runs["streams"] == 4]["run_id"].iloc[0]
+    html = write_report(streams_dir, run_id=run).read_text()
+    assert html.count('id="fp-ts"') == 1
+    page = tmp_path / "probe.html"
+    page.write_text(html.replace("</body>", INTERACTION_PROBE + "</body>"))
+    r = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,2000",
+                        "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    found = re.search(r'data-probe="([^"]*)"', r.stdout)
+    assert found, "the page's script did not run"
+    probe = json.loads(found.group(1).replace("&quot;", '"'))
+    lines_per_stream = 5  # goodput, cwnd, sRTT, min RTT, retransmissions
+    n_streams, totals = 4, 1  # the flow group's total goodput is a legend entry too
+    assert probe["ready"] == "1" and probe["panels"] == 4
+    assert probe["paths"] == n_streams * lines_per_stream + totals
+    assert probe["stream0"] == lines_per_stream
+    t0, t1 = map(float, probe["view"].split())
+    z0, z1 = map(float, probe["zoomed"].split())
+    assert t0 <= z0 < z1 <= t1 and (z1 - z0) < 0.9 * (t1 - t0)  # the wheel zoomed in
+    assert probe["hiddenPaths"] == probe["paths"] - lines_per_stream and probe["stream0Hidden"] == 0
+    assert probe["pressed"] == "false" and probe["shownAgain"] == probe["paths"]
+    assert probe["reset"] == probe["view"]

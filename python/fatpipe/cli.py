@@ -167,7 +167,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
     try:
-        path = write_report(Path(args.dir), run_id=args.run)
+        path = write_report(Path(args.dir), run_id=args.run, references=args.references)
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -291,6 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("dir", help="study result directory")
     report.add_argument("--run", help="run id whose time series to plot (default: the run with "
                         "the longest goodput collapse, else the first run)")
+    report.add_argument("--references", metavar="STUDY_TOML",
+                        help="show the [[references]] of this study file instead of the study's own "
+                             "(e.g. results stored before the references were added)")
     report.set_defaults(func=cmd_report)
 
     cmp = sub.add_parser("compare", help="compare the grid points of two studies (B / A)")

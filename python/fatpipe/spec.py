@@ -31,9 +31,11 @@ from pydantic import (
     model_validator,
 )
 
+from . import references as references_mod
 from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
 from .backends import DEFAULT_BACKEND, backend_names
+from .references import References
 from .sweep import Sweep
 from .testbed import Testbed, study_problems
 from .units import (
@@ -318,6 +320,7 @@ class Spec(_Strict):
     flows: list[FlowSection] = Field(min_length=1, max_length=64)
     sweep: Sweep = Sweep()  # cartesian axes and linked groups (sweep.py)
     testbed: Testbed | None = None  # the machines of the hosts backend (testbed.py)
+    references: References = []  # a talk's or paper's numbers for this study (references.py)
 
     # ---- derived values --------------------------------------------------
 
@@ -492,8 +495,11 @@ def validate(raw: dict[str, Any], source: str = "") -> Spec:
     if spec is None or problems:
         raise SpecError(problems, source)
     problems += spec.sweep.structure_problems()
+    swept: dict[str, list[Any]] = {}
     for where, key, values in spec.sweep.entries():
         problems += sweep_mod.key_problems(where, key, values, len(spec.flows))
+        swept.setdefault(key, []).extend(values)
+    problems += references_mod.problems(spec.references, swept)
     if problems:
         raise SpecError(problems, source)
     check_run_count(spec, source=source)

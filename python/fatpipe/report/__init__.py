@@ -9,10 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def write_report(study_dir: str | Path, run_id: str | None = None) -> Path:
-    """Write DIR/report/report.html with its figures and CSV tables; return its path."""
+def write_report(study_dir: str | Path, run_id: str | None = None,
+                 references: str | Path | None = None) -> Path:
+    """Write DIR/report/report.html with its figures and CSV tables; return
+    its path. `references`: a study file whose [[references]] to show
+    instead of the study's own."""
     from .html import write_report as write
-    return write(study_dir, run_id)
+    return write(study_dir, run_id, references)
 
 
 __all__ = ["write_report"]

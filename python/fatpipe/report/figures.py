@@ -316,3 +316,40 @@ def goodput_bars(points: pd.DataFrame, unit: tuple[float, str]):
     ax.set_title("Goodput per grid point")
     fig.tight_layout()
     return fig
+
+
+def reference_figure(comparison: pd.DataFrame, scale: dict[str, tuple[float, str]]):
+    """fatpipe's number (dot, bars: 95 % CI where there is one) beside each
+    reference value (open diamond), one panel per reference table.
+    `comparison` is analysis.references.compare's table with a ``label``
+    column; `scale` maps each table's title to (divisor, unit name)."""
+    tables = [(t, g) for t, g in comparison.groupby("table", sort=False) if g["fatpipe"].notna().any()]
+    if not tables:
+        return None
+    fig, axes = _grid(len(tables), ncols=1, w=max(7.0, min(16.0, 0.55 * comparison.groupby("table").size().max()
+                                                            + 4)), h=3.9)
+    for ax, (title, g) in zip(axes, tables, strict=True):
+        div, uname = scale[title]
+        x = np.arange(len(g))
+        mean = g["fatpipe"].to_numpy(dtype=float) / div
+        lo = g["ci_low"].to_numpy(dtype=float) / div
+        hi = g["ci_high"].to_numpy(dtype=float) / div
+        lo, hi = np.where(np.isfinite(lo), lo, mean), np.where(np.isfinite(hi), hi, mean)
+        _errorbar(ax, x, mean, lo, hi, color="C0", linestyle="none", label="fatpipe (mean, 95 % CI)")
+        ref = g["reference"].to_numpy(dtype=float) / div
+        ax.plot(x, ref, linestyle="none", marker="D", markersize=7, markerfacecolor="none",
+                markeredgecolor="k", label="reference")
+        vals = np.concatenate([mean[np.isfinite(mean)], ref])
+        pos = vals[vals > 0]
+        if pos.size and pos.max() / pos.min() > 30:
+            ax.set_yscale("log")  # references of 0 (a talk's "~0") cannot be drawn there
+        else:
+            ax.set_ylim(bottom=0)
+        ax.set_xticks(x, g["label"], rotation=25 if len(g) > 4 else 0, ha="right" if len(g) > 4 else "center",
+                      fontsize=8)
+        ax.set_xlim(-0.6, len(g) - 0.4)
+        ax.set_ylabel(uname)
+        ax.set_title(title)
+        ax.grid(axis="x", visible=False)
+    _shared_legend(fig, axes, ncol=2)
+    return fig

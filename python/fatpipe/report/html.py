@@ -6,10 +6,12 @@ collapse points when loss or corruption is swept; goodput vs streams and the
 improvement-factor table when the stream count varies; goodput vs MSS when
 the MSS varies; sharing with ≥ 2 flow groups, and the table against CUBIC
 when one CUBIC group meets groups of one other CCA; RPC latency when RPCs exist;
-a time series when series exist; the bottleneck's queue of the same run
+a time series when series exist (an interactive view, interactive.py, above
+the static figure); the bottleneck's queue of the same run
 when the backend sampled it (the path series), and the median queue and
 CE marks in the grid table when there are any. The table of every grid
-point is always there.
+point is always there. A study with [[references]] (or a report given
+another study file's) gets "Beside the references" first (references.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from ..loaded import LoadedStudy
 from ..results import StudyStore
 from . import figures as figs
 from . import findings as fnd
+from . import interactive
+from . import references as refs
 from .page import findings_html, fmt_num, fmt_rate, page, rate_unit, save_figure, section, table_html
 
 MAX_LOSS_PANELS = 6
@@ -368,6 +372,9 @@ def series_section(study, collapses, run_id, unit) -> tuple | None:
     fig = figs.time_series(s, rows, title, su)
     body = _fig(study, fig, "timeseries", f"Per-stream samples of run {rid}, {why}. "
                 "Choose another with `fatpipe report DIR --run RUN_ID`.")
+    if body:
+        warm = rows["warmup_s"].iloc[0] if "warmup_s" in rows.columns and len(rows) else None
+        body = interactive.view_html(interactive.payload(s, rows, su, warm)) + body
     body += queue_figure_html(study, rid, rows)
     return section("timeseries", "Time series of one run", body) if body else None
 
@@ -394,7 +401,10 @@ def failed_section(study) -> tuple | None:
 # ---- the report -----------------------------------------------------------------
 
 
-def build_sections(study: ReportStudy, run_id: str | None = None) -> tuple[list, list[str]]:
+def build_sections(study: ReportStudy, run_id: str | None = None,
+                   references: tuple[list, str] | None = None) -> tuple[list, list[str]]:
+    """The report's sections and findings; `references` is (reference
+    tables, where they come from), by default the study's own."""
     runs = study.runs
     keys = point_columns(runs)
     points = an.grid_summary(runs, "goodput_bps", keys)
@@ -448,6 +458,12 @@ def build_sections(study: ReportStudy, run_id: str | None = None) -> tuple[list,
         sections += [sc] if sc else []
     ts = series_section(study, collapses, run_id, unit)
     sections += [ts] if ts else []
+    tables, origin = references or (study.spec.references if study.spec else [], "its study.toml")
+    sec_r, rl = refs.references_section(study, tables, collapses, lambda fig, name, cap: _fig(study, fig, name, cap),
+                                        lambda df, name: _csv(study, df, name), origin)
+    if sec_r:
+        sections.insert(0, sec_r)
+        lines = rl + lines
     lines += fnd.flag_lines(runs)
     sections.append(grid_section(study, points, keys, unit))
     fs = failed_section(study)
@@ -472,11 +488,23 @@ def _subtitle(study: ReportStudy) -> str:
     return " · ".join(parts)
 
 
-def write_report(study_dir: str | Path, run_id: str | None = None) -> Path:
-    """Write DIR/report/report.html with its figures and CSV tables; return its path."""
+def reference_tables(path: str | Path | None) -> tuple[list, str] | None:
+    """The [[references]] of the study file at `path` (validated), and a
+    note of where they come from; None for no path."""
+    if path is None:
+        return None
+    from ..spec import load
+    return load(path)[0].references, f"from {Path(path).name}"
+
+
+def write_report(study_dir: str | Path, run_id: str | None = None,
+                 references: str | Path | None = None) -> Path:
+    """Write DIR/report/report.html with its figures and CSV tables; return
+    its path. `references`: a study file whose [[references]] to show
+    instead of the study's own (results stored before they were written)."""
     study = load_study(study_dir)
     study.out.mkdir(parents=True, exist_ok=True)
-    sections, lines = build_sections(study, run_id)
+    sections, lines = build_sections(study, run_id, reference_tables(references))
     files = "".join(f'<li><a href="{f}">{f}</a></li>' for f in sorted(set(study.files)))
     sections.append(section("files", "Files", f"<ul>{files}</ul>",
                             f"Written to {study.out} on "

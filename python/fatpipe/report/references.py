@@ -1,0 +1,145 @@
+"""The report's "Beside the references" section: each reference table of
+the study (its ``[[references]]``, or those of another study file) with
+fatpipe's mean, 95 % CI and the ratio, the overlay figure, references.csv,
+and the same comparison as Markdown (scripts/studies_vs_talks.py writes it
+into docs/studies-vs-talks.md)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..analysis import collapse as an_collapse
+from ..analysis import references as an_refs
+from ..references import METRICS, ReferenceTable
+from . import figures as figs
+from .page import esc, fmt_num, fmt_rate, rate_unit, section, short_key, table_html
+
+
+def table_scale(g: pd.DataFrame) -> tuple[float, str]:
+    """(divisor, unit name) of one reference table's numbers; rates are
+    scaled per value (""), as a table may hold Gbit/s and Mbit/s."""
+    unit = METRICS[g["metric"].iloc[0]].unit
+    if unit == "rate":
+        return rate_unit(pd.concat([g["reference"], g["fatpipe"]]).max())
+    if unit == "fraction":
+        return 0.01, "%"
+    return 1.0, "×"
+
+
+def labelled(comparison: pd.DataFrame, tables: list[ReferenceTable]) -> pd.DataFrame:
+    """`comparison` plus ``label``: each value's where, without the keys
+    every value of its table shares (those go into the table's caption)."""
+    labels, common = [], {}
+    for table in tables:
+        shared = {k: v for k, v in table.values[0].where.items()
+                  if len(table.values) > 1 and all(k in x.where and x.where[k] == v for x in table.values)}
+        common[table.title] = shared
+        for v in table.values:
+            rest = {short_key(k): x for k, x in v.where.items() if k not in shared}
+            labels.append(an_refs.where_label(rest) or "all")
+    return comparison.assign(label=labels), common
+
+
+def _fmt(v: float, div: float, unit: str) -> str:
+    if v is None or not math.isfinite(v):
+        return "–"
+    if unit == "rate":
+        return fmt_rate(v) if v else "0"
+    return f"{v / div:.3g}" if unit != "×" else f"{v:.2f}"
+
+
+def _ci(lo: float, hi: float, mean: float, div: float, unit: str) -> str:
+    """The interval in the mean's unit: "13.8 – 13.9 Gbit/s"."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "–"
+    if unit == "rate":
+        d, name = rate_unit(abs(mean) if math.isfinite(mean) and mean else max(abs(lo), abs(hi)))
+        return f"{lo / d:.3g} – {hi / d:.3g} {name}"
+    return f"{_fmt(lo, div, unit)} – {_fmt(hi, div, unit)}"
+
+
+def view(g: pd.DataFrame) -> pd.DataFrame:
+    """One reference table as people read it: rates each in its own unit,
+    fractions in %, factors with two decimals."""
+    div, unit = table_scale(g)
+    if METRICS[g["metric"].iloc[0]].unit == "rate":
+        unit = "rate"
+    head = "" if unit == "rate" else f" ({unit})"
+    return pd.DataFrame({
+        "where": g["label"].to_numpy(),
+        f"reference{head}": [_fmt(v, div, unit) + (f" ({n})" if n else "")
+                             for v, n in zip(g["reference"], g["note"], strict=True)],
+        f"fatpipe{head}": [_fmt(v, div, unit) for v in g["fatpipe"]],
+        "95 % CI": [_ci(lo, hi, m, div, unit) for lo, hi, m in zip(g["ci_low"], g["ci_high"], g["fatpipe"],
+                                                                    strict=True)],
+        "n": g["n"].to_numpy(),
+        "fatpipe / reference": [f"{r:.2f}" if math.isfinite(r) else "–" for r in g["ratio"]],
+        "": g["problem"].to_numpy(),
+    })
+
+
+def collapses_of(study, tables: list[ReferenceTable]) -> pd.DataFrame | None:
+    """run_collapses of the study when a table needs them (collapse_fraction)
+    and the study kept series; else None."""
+    if not any(t.metric == "collapse_fraction" for t in tables) or not (study.root / "series.parquet").exists():
+        return None
+    runs = study.runs
+    s = study.read_series(columns=["run_id", "flow_group", "stream", "t_s", "goodput_bps"])
+    warm = dict(zip(runs["run_id"], runs["warmup_s"], strict=False)) if "warmup_s" in runs.columns else 0.0
+    return an_collapse.run_collapses(s, warm)
+
+
+def finding_lines(comparison: pd.DataFrame) -> list[str]:
+    lines = []
+    for title, g in comparison.groupby("table", sort=False):
+        r = g["ratio"].dropna()
+        r = r[r.apply(math.isfinite)]
+        if r.empty:
+            continue
+        lines.append(f"{title}: fatpipe / reference from {r.min():.2f} to {r.max():.2f} "
+                     f"(median {r.median():.2f}) over {len(r)} of {len(g)} reference values")
+    return lines
+
+
+def references_section(study, tables: list[ReferenceTable], collapses: pd.DataFrame,
+                       save_fig, save_csv, origin: str) -> tuple[tuple | None, list[str]]:
+    """The section and its findings; `save_fig(fig, name, caption)` and
+    `save_csv(df, name)` write files beside the report."""
+    if not tables:
+        return None, []
+    comparison, common = labelled(an_refs.compare(study.runs, tables, collapses), tables)
+    save_csv(comparison, "references")
+    body = save_fig(figs.reference_figure(comparison, {t: table_scale(g) for t, g in
+                                                       comparison.groupby("table", sort=False)}),
+                    "references", "fatpipe's mean (dots, bars: 95 % CI) beside each reference value "
+                                  "(open diamonds), one panel per reference table; on a log axis a "
+                                  "reference of 0 (a talk's ~0) cannot be drawn.")
+    for table in tables:
+        g = comparison[comparison["table"] == table.title]
+        shared = an_refs.where_label(common[table.title])
+        cap = f"{table.title} — {METRICS[table.metric].what}" + (f"; stat: {table.stat}" if table.stat else "") \
+            + (f"; every value at {shared}" if shared else "")
+        body += table_html(view(g), cap)
+        body += f'<p class="note">Source: {esc(table.source)}</p>'
+    intro = (f"Reference numbers ({origin}) beside fatpipe's: fatpipe / reference > 1 means fatpipe "
+             "measured more. References are not targets; no setting was tuned to match them.")
+    return section("references", "Beside the references", body, intro), finding_lines(comparison)
+
+
+def markdown(comparison: pd.DataFrame, tables: list[ReferenceTable]) -> str:
+    """The comparison as Markdown tables, one per reference table, with
+    each table's source (for docs/studies-vs-talks.md)."""
+    labelled_cmp, common = labelled(comparison, tables)
+    parts = []
+    for table in tables:
+        g = labelled_cmp[labelled_cmp["table"] == table.title]
+        v = view(g).rename(columns={"": "note"})
+        shared = an_refs.where_label(common[table.title])
+        head = f"**{table.title}**" + (f" ({shared})" if shared else "") + f". Source: {table.source}."
+        rows = ["| " + " | ".join(v.columns) + " |", "|" + "---|" * len(v.columns)]
+        rows += ["| " + " | ".join(fmt_num(x) if not isinstance(x, str) else x for x in r) + " |"
+                 for r in v.itertuples(index=False)]
+        parts.append(head + "\n\n" + "\n".join(rows))
+    return "\n\n".join(parts) + "\n"
