@@ -1,0 +1,128 @@
+"""Kernel-vs-sim fidelity tables for docs/fidelity.md.
+
+    python3 bench/fidelity_table.py [RESULTS_DIR]
+
+Reads (under RESULTS_DIR, default results/) the kernel and sim results of
+studies/fidelity.toml (fidelity/, fidelity-sim/), of
+studies/fidelity-fairness.toml (fidelity-fairness/, fidelity-fairness-sim/)
+and the kernel results of studies/bpf-port-validation.toml
+(bpf-port-validation/), and prints markdown tables:
+
+1. per CCA and grid point, sim/kernel goodput ratio with its 95 % interval
+   (fatpipe compare's rule: compare.compare_points), and the retransmission
+   rate of each side;
+2. the 3-flow point: flow 0's share of the three flows' goodput on each
+   side, and the goodput ratio of flow 0;
+3. the BPF ports fp_reno/fp_cubic against the built-in reno/cubic (port /
+   built-in ratio with its interval; retransmission rates).
+
+A point is marked when its ratio is outside +-15 % (compare.DISAGREE_FRACTION)
+and, separately, when its interval excludes 1 (the difference is resolved).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from fatpipe.compare import DISAGREE_FRACTION, compare_points
+from fatpipe.results import StudyStore
+
+
+def runs(path: Path) -> pd.DataFrame:
+    r = StudyStore(path).load().runs
+    return r[r["status"] == "ok"]
+
+
+def fmt_ratio(row) -> str:
+    if pd.isna(row.ratio):
+        return "–"
+    ci = "" if pd.isna(row.ratio_ci_low) else f" [{row.ratio_ci_low:.2f}–{row.ratio_ci_high:.2f}]"
+    mark = ""
+    if abs(row.ratio - 1) > DISAGREE_FRACTION:
+        mark = " **!**" if not pd.isna(row.ratio_ci_low) and (row.ratio_ci_low > 1 or row.ratio_ci_high < 1) else " ?"
+    return f"{row.ratio:.2f}{ci}{mark}"
+
+
+def mean_by(r: pd.DataFrame, keys: list[str], col: str) -> pd.Series:
+    return r.groupby(keys)[col].mean()
+
+
+def grid_table(kernel: pd.DataFrame, sim: pd.DataFrame) -> str:
+    t = compare_points(kernel, sim)
+    keys = ["cc", "loss", "streams"]
+    rk, rs = mean_by(kernel, keys, "retrans_rate"), mean_by(sim, keys, "retrans_rate")
+    gk, gs = mean_by(kernel, keys, "goodput_bps"), mean_by(sim, keys, "goodput_bps")
+    points = sorted({(row.loss, row.streams) for row in t.itertuples()})
+    head = "| CCA | " + " | ".join(f"loss {lo:g}, {s} stream{'s' if s > 1 else ''}" for lo, s in points) + " |"
+    lines = [head, "|---" * (len(points) + 1) + "|"]
+    order = list(dict.fromkeys(kernel["cc"]))
+    for cc in order:
+        cells = []
+        for lo, s in points:
+            row = t[(t["cc"] == cc) & (t["loss"] == lo) & (t["streams"] == s)]
+            if row.empty:
+                cells.append("–")
+                continue
+            r = row.iloc[0]
+            k = (cc, lo, s)
+            cells.append(f"{fmt_ratio(r)}<br>{gk.get(k, float('nan')) / 1e6:.0f} / {gs.get(k, float('nan')) / 1e6:.0f} "
+                         f"Mbit/s<br>rtx {100 * rk.get(k, float('nan')):.3f} / {100 * rs.get(k, float('nan')):.3f} %")
+        lines.append(f"| {cc} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def share_of_flow0(r: pd.DataFrame) -> pd.DataFrame:
+    per_run = r.pivot_table(index=["run_id", "flows.0.cc"], columns="flow_group", values="goodput_bps")
+    share = per_run[0] / per_run.sum(axis=1)
+    out = share.groupby(level="flows.0.cc").agg(["mean", "std", "count"])
+    out["total"] = per_run.sum(axis=1).groupby(level="flows.0.cc").mean()
+    return out
+
+
+def fairness_table(kernel: pd.DataFrame, sim: pd.DataFrame) -> str:
+    sk, ss = share_of_flow0(kernel), share_of_flow0(sim)
+    t = compare_points(kernel[kernel["flow_group"] == 0], sim[sim["flow_group"] == 0])
+    lines = ["| flow 0 (vs 2 CUBIC) | share kernel (mean ± sd, n) | share sim | total kernel / sim Mbit/s "
+             "| flow 0 goodput sim/kernel |", "|---|---|---|---|---|"]
+    for cc in dict.fromkeys(kernel.loc[kernel["flow_group"] == 0, "cc"]):
+        row = t[t["cc"] == cc]
+        k, s = sk.loc[cc], ss.loc[cc] if cc in ss.index else None
+        sim_share = f"{100 * s['mean']:.1f} ± {100 * s['std']:.1f} % ({int(s['count'])})" if s is not None else "–"
+        total = f"{k['total'] / 1e6:.0f} / {s['total'] / 1e6:.0f}" if s is not None else "–"
+        lines.append(f"| {cc} | {100 * k['mean']:.1f} ± {100 * k['std']:.1f} % ({int(k['count'])}) | {sim_share} | "
+                     f"{total} | {fmt_ratio(row.iloc[0]) if not row.empty else '–'} |")
+    return "\n".join(lines)
+
+
+def validation_table(r: pd.DataFrame) -> str:
+    ported = r["cc"].str.startswith("fp_")
+    builtin, port = r[~ported], r[ported].assign(cc=lambda d: d["cc"].str.removeprefix("fp_"))
+    t = compare_points(builtin, port)
+    rt = compare_points(builtin, port, metric="retrans_rate")
+    lines = ["| CCA | loss | streams | built-in / port Mbit/s | port/built-in goodput | built-in / port rtx % "
+             "| port/built-in rtx rate |", "|---|---|---|---|---|---|---|"]
+    for row in t.sort_values(["cc", "loss", "streams"]).itertuples():
+        x = rt[(rt["cc"] == row.cc) & (rt["loss"] == row.loss) & (rt["streams"] == row.streams)].iloc[0]
+        lines.append(f"| {row.cc} | {row.loss:g} | {row.streams} | {row.a_mean / 1e6:.1f} / {row.b_mean / 1e6:.1f} | "
+                     f"{fmt_ratio(row)} | {100 * x.a_mean:.3f} / {100 * x.b_mean:.3f} | {fmt_ratio(x)} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    base = Path(argv[0]) if argv else Path("results")
+    print("## Grid: sim/kernel goodput ratio [95 % CI]; kernel / sim goodput; kernel / sim retransmissions\n")
+    print(grid_table(runs(base / "fidelity"), runs(base / "fidelity-sim")))
+    if (base / "fidelity-fairness").exists():
+        print("\n## 1 X vs 2 CUBIC\n")
+        print(fairness_table(runs(base / "fidelity-fairness"), runs(base / "fidelity-fairness-sim")))
+    if (base / "bpf-port-validation").exists():
+        print("\n## BPF ports vs built-in (kernel)\n")
+        print(validation_table(runs(base / "bpf-port-validation")))
+    print("\n(!: outside ±15 % and the interval excludes 1; ?: outside ±15 %, interval includes 1)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
