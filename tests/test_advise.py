@@ -199,7 +199,7 @@ def test_recommendation_needs_two_runs_a_lucky_single_run_is_not_recommended():
                 ("cubic", 16, "as now", 9.0, 0.05, 3, math.nan, math.nan),
                 ("reno", 16, "as now", 8.0, 0.05, 3, math.nan, math.nan)], req)
     i, why = choose(s, req)
-    assert s.loc[i, "cc"] == "cubic" and why["equal"] == 1
+    assert s.loc[i, "cc"] == "cubic" and why["equal"] == 1  # reno, 11 % slower, is not equal
     # Nothing with two runs: the best single run, said so (equal = 0).
     i, why = choose(s[s["n"] == 1].reset_index(drop=True), req)
     assert i == 0 and why["equal"] == 0
@@ -220,6 +220,16 @@ def test_stage_order_measures_the_equal_set_first_one_candidate_per_cca_before_a
     s.attrs["largest_loss_tried"] = 6.4e-3
     order = [(c.cc, c.streams) for c in stage_order(s, req, fewest_streams_first=True, robust_first=True)]
     assert order[:3] == [("bbr", 8), ("scalable", 8), ("scalable", 16)]
+
+
+def test_equal_set_takes_candidates_within_3_percent_even_when_the_intervals_are_tight():
+    from fatpipe.advisor.rank import EQUAL_WITHIN, equal_set
+    req = validate_request({"rate": "10Gbit", "rtt": "20ms", "loss": 1e-4})
+    # The 10 Gbit/s, 20 ms, 1e-4 seed path: bbr × 8 is 0.8 % slower, outside scalable's interval.
+    s = _stats([("scalable", 16, "as now", 9.56, 0.03, 9, 3.9e-4, math.nan),
+                ("bbr", 8, "raised", 9.48, 0.05, 6, math.inf, math.nan),
+                ("reno", 16, "as now", 9.56 * (1 - EQUAL_WITHIN) - 0.01, 0.01, 6, math.inf, math.nan)], req)
+    assert [s.loc[i, "cc"] for i in equal_set(s)] == ["scalable", "bbr"]
 
 
 # ---- the plan within the budget ----

@@ -12,7 +12,7 @@ Stages (each an ordinary study under the advice's directory, stages.py):
    skews goodput) or an interval wider than TARGET_HALF_WIDTH of their
    mean, EXTRA_REPS more runs of them (new seeds), as the budget allows.
 4. **margin** — up to MARGIN_KEEP candidates in rank.stage_order (the
-   statistically equal ones first, one per CCA before a second) at the
+   equal ones (rank.equal_set) first, one per CCA before a second) at the
    loss × MARGIN_FACTORS (from MARGIN_FLOOR; MARGIN_LOSSLESS when the
    path is lossless), MARGIN_REPS runs each.
 5. **competing** — with --competing, up to COMPETING_KEEP candidates

@@ -61,7 +61,7 @@ def why_text(table: pd.DataFrame, req: AdviseRequest) -> str:
         return ("No candidate had two runs within the budget: this rests on one run, without an interval "
                 "(give a larger --budget).")
     rows = {k: table[table["candidate"] == why[k]].iloc[0] for k in ("fragile", "harmful") if k in why}
-    text = f"Chosen among {n} candidate{'s' if n != 1 else ''} statistically as good as the best"
+    text = f"Chosen among {n} candidate{'s' if n != 1 else ''} as good as the best (within its 95 % interval or 3 %)"
     reasons = []
     if "fragile" in rows:
         r = rows["fragile"]

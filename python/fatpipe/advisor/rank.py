@@ -26,7 +26,11 @@ Rules
 
   1. *Equal*: the candidates with at least MIN_RECOMMENDED_RUNS runs (an
      interval, so refined, not a lucky coarse run) whose mean reaches the
-     lower 95 % bound of the best such candidate (statistically as good).
+     lower 95 % bound of the best such candidate (statistically as good)
+     or lies within EQUAL_WITHIN of its mean (as good in practice: the
+     advice aims at ±3 % intervals, advice.TARGET_HALF_WIDTH, and does not
+     resolve smaller differences; tight intervals must not make 0.8 %
+     outweigh a 16× larger loss margin).
      If no candidate has that many runs, the best one (stated: one run).
   2. *Robust*: among them, those whose loss margin (the loss at which
      goodput halves; "did not halve" counts as twice the largest loss
@@ -67,6 +71,7 @@ from .request import AdviseRequest
 WINDOW_BOUND_SHORTFALL = 0.95
 LOW_RETRANS = 1e-3
 MIN_RECOMMENDED_RUNS = 2
+EQUAL_WITHIN = 0.03
 MARGIN_MUCH = 4.0  # one step of the margin stage's 4× loss ladder
 HARM_KEEP = 0.5
 
@@ -128,20 +133,21 @@ def contenders(stats: pd.DataFrame, limit: int) -> list[Candidate]:
 
 
 def simplicity(row, req: AdviseRequest) -> tuple:
-    """Sort key of the recommendation among statistically equal candidates."""
+    """Sort key of the recommendation among equal candidates (step 4)."""
     order = req.ccas.index(row["cc"]) if row["cc"] in req.ccas else len(req.ccas)
     return (row["buffers"] != "as now", row["mtu_bytes"] != min(req.mtu), row["streams"],
             not row["retrans_rate"] < LOW_RETRANS, order, -row["goodput_bps"])
 
 
 def equal_set(stats: pd.DataFrame) -> list[int]:
-    """Indices of the candidates statistically as good as the best among
-    those with at least MIN_RECOMMENDED_RUNS runs (step 1 of the rule)."""
+    """Indices of the candidates as good as the best among those with at
+    least MIN_RECOMMENDED_RUNS runs (step 1 of the rule)."""
     refined = stats[stats["n"] >= MIN_RECOMMENDED_RUNS]
     if refined.empty:
         return []
     best = refined.sort_values(["goodput_bps", "n"], ascending=False, kind="stable").iloc[0]
     low = best["goodput_ci_low_bps"] if not pd.isna(best["goodput_ci_low_bps"]) else best["goodput_bps"]
+    low = min(low, (1 - EQUAL_WITHIN) * best["goodput_bps"])
     return [int(i) for i in refined.index if refined.loc[i, "goodput_bps"] >= low]
 
 
@@ -163,7 +169,7 @@ def robust_subset(stats: pd.DataFrame, pool: list[int], largest_loss_tried: floa
 
 def choose(stats: pd.DataFrame, req: AdviseRequest, largest_loss_tried: float = math.nan) -> tuple[int, dict]:
     """The recommended row (module doc, steps 1–4) and why: a dict with
-    ``equal`` (how many were statistically equal), and when step 2 or 3
+    ``equal`` (how many were equal, step 1), and when step 2 or 3
     changed the choice, ``fragile``/``harmful``: the index of the
     candidate simplicity alone would have picked."""
     equal = equal_set(stats)
