@@ -24,7 +24,9 @@ Every stage shares one timing (plan.timing, squeezed until the coarse
 stage fits its share of the budget), so runs of one candidate pool.
 
 **Budget**: a stage after the coarse one runs only what its share of the
-budget left predicts to fit (Budget.predict_s). The refine stage falls
+budget left predicts to fit (Budget.predict_s); refine and repetitions
+leave a reserve for the full margin and competing stages (the
+recommendation rule needs them). The refine stage falls
 back to one more run of the best candidate; the margin stage to fewer
 candidates, one run each, then the middle loss alone; the competing stage
 to fewer candidates and runs. What does not fit is skipped and said so
@@ -125,11 +127,27 @@ def _fit_timing(req: AdviseRequest, cands: list[pl.Candidate], budget: Budget) -
 
 
 def _affordable(req, budget: Budget, cands: list[pl.Candidate], t, reps, share: float,
-                **kw) -> list[pl.Candidate]:
-    """The first candidates whose runs fit `share` of the budget left (possibly none)."""
-    while cands and budget.predict_s(_run_costs(req, cands, t, reps, **kw)) > share * budget.left_s:
+                reserve_s: float = 0.0, **kw) -> list[pl.Candidate]:
+    """The first candidates whose runs fit `share` of the budget left
+    beyond `reserve_s` (possibly none)."""
+    room = share * max(0.0, budget.left_s - reserve_s)
+    while cands and budget.predict_s(_run_costs(req, cands, t, reps, **kw)) > room:
         cands = cands[:-1]
     return cands
+
+
+def _reserve_s(req: AdviseRequest, budget: Budget, runs: pd.DataFrame, t: pl.Timing) -> float:
+    """Predicted wall time of the full margin and competing stages for the
+    candidates ranked so far: refine and repetitions leave it free, as the
+    recommendation rule needs those stages."""
+    stats = candidate_stats(runs, req)
+    if stats.empty:
+        return 0.0
+    order = stage_order(stats, req)
+    out = budget.predict_s(_run_costs(req, order[:MARGIN_KEEP], t, MARGIN_REPS, _losses(req)))
+    if req.competing:
+        out += budget.predict_s(_run_costs(req, order[:COMPETING_KEEP], t, COMPETING_REPS, competing_bps=req.rate))
+    return out
 
 
 def _losses(req: AdviseRequest) -> tuple[float, ...]:
@@ -201,7 +219,8 @@ def run_advice(req: AdviseRequest, out: str | Path | None = None, jobs: int | No
             refine.append(c)
     refine = pl.prune_dominated(req, refine, keep=best[0] if best else None)
     wanted = len(refine)
-    refine, refine_reps = _affordable(req, budget, refine, t, REFINE_REPS, REFINE_SHARE), REFINE_REPS
+    reserve = _reserve_s(req, budget, base(), t)
+    refine, refine_reps = _affordable(req, budget, refine, t, REFINE_REPS, REFINE_SHARE, reserve), REFINE_REPS
     if not refine and best:  # one more run of the best: two runs, an interval
         refine, refine_reps = _affordable(req, budget, best[:1], t, 1, REFINE_SHARE), 1
     note(_left_note(budget, "Refine stage", wanted, len(refine),
@@ -215,7 +234,8 @@ def run_advice(req: AdviseRequest, out: str | Path | None = None, jobs: int | No
         rows = [stats[stats["candidate"] == c].iloc[0] for c in contenders(stats, CONTENDERS)]
         wide = [r["candidate"] for r in rows
                 if r["n"] < MIN_TOP_REPS or half_width(r) > TARGET_HALF_WIDTH * r["goodput_bps"]]
-        wide = _affordable(req, budget, wide, t, EXTRA_REPS, REPS_SHARE) if wide else []
+        reserve = _reserve_s(req, budget, base(), t)
+        wide = _affordable(req, budget, wide, t, EXTRA_REPS, REPS_SHARE, reserve) if wide else []
         if not wide:
             break
         name = f"reps{round_ + 1}"
