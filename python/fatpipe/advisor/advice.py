@@ -4,7 +4,8 @@ Stages (each an ordinary study under the advice's directory, stages.py):
 
 1. **coarse** — every CCA × streams 1, 4, 16, … up to --max-streams ×
    every MTU, buffers raised for the path; one run each.
-2. **refine** — the best COARSE_KEEP candidates and their neighbours
+2. **refine** — COARSE_KEEP candidates (rank.stage_order on the coarse
+   runs: those within 3 % of the best, one per CCA first) and their neighbours
    (half/twice the streams, the other MTUs, the hosts' own buffers);
    REFINE_REPS runs each (new seeds).
 3. **reps** — while the candidates that could still be the best have
@@ -212,7 +213,8 @@ def run_advice(req: AdviseRequest, out: str | Path | None = None, jobs: int | No
     base = lambda: pd.concat(runner.runs, ignore_index=True)  # noqa: E731 - the runs at the request's loss
 
     stats = candidate_stats(base(), req)
-    best = list(stats["candidate"][:COARSE_KEEP]) if not stats.empty else []
+    best = stage_order(stats, req, fewest_streams_first=bool(req.competing), min_runs=1)[:COARSE_KEEP] \
+        if not stats.empty else []
     refine: list[pl.Candidate] = []
     for c in best + [n for b in best for n in pl.neighbours(req, b)]:
         if c not in refine:

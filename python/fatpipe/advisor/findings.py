@@ -75,6 +75,8 @@ def why_text(table: pd.DataFrame, req: AdviseRequest) -> str:
         reasons.append(f"{_short(r)}, which leaves the competing {req.competing} flow {share}")
     if reasons:
         return text + ", preferred to " + " and to ".join(reasons) + "."
+    if n == 1:
+        return "It is the only candidate with two runs as good as the best (the budget allowed no more)."
     return text + ": the simplest of them (no sysctl change, standard MTU, fewer streams first)."
 
 

@@ -51,7 +51,11 @@ Rules
 * **Stage order** (stage_order()): the margin and competing stages run the
   equal candidates first — the simplest of each CCA before a second one of
   the same CCA (so an aggressive CCA and a robust one are both measured),
-  then the rest of the equal set, then the fastest others.
+  then the rest of the equal set, then the fastest others. The refine
+  stage takes its candidates the same way from the coarse runs (one run
+  each; fewest streams first with --competing), so a path where many
+  candidates fill the link refines a diverse, rule-aware few rather than
+  whichever happened to be fastest by a hair.
 """
 
 from __future__ import annotations
@@ -139,10 +143,10 @@ def simplicity(row, req: AdviseRequest) -> tuple:
             not row["retrans_rate"] < LOW_RETRANS, order, -row["goodput_bps"])
 
 
-def equal_set(stats: pd.DataFrame) -> list[int]:
+def equal_set(stats: pd.DataFrame, min_runs: int = MIN_RECOMMENDED_RUNS) -> list[int]:
     """Indices of the candidates as good as the best among those with at
-    least MIN_RECOMMENDED_RUNS runs (step 1 of the rule)."""
-    refined = stats[stats["n"] >= MIN_RECOMMENDED_RUNS]
+    least `min_runs` runs (step 1 of the rule)."""
+    refined = stats[stats["n"] >= min_runs]
     if refined.empty:
         return []
     best = refined.sort_values(["goodput_bps", "n"], ascending=False, kind="stable").iloc[0]
@@ -203,15 +207,16 @@ def recommended_index(stats: pd.DataFrame, req: AdviseRequest) -> int:
 
 
 def stage_order(stats: pd.DataFrame, req: AdviseRequest, fewest_streams_first: bool = False,
-                robust_first: bool = False) -> list[Candidate]:
+                robust_first: bool = False, min_runs: int = MIN_RECOMMENDED_RUNS) -> list[Candidate]:
     """Which candidates the margin and competing stages measure first
     (module doc): the equal set (its robust part first if `robust_first`),
-    one per CCA first, then the others by goodput."""
+    one per CCA first, then the others by goodput. With min_runs=1 it
+    picks the coarse candidates to refine."""
     def key(i: int) -> tuple:
         k = simplicity(stats.loc[i], req)
         return ((stats.loc[i, "streams"], k) if fewest_streams_first else k), i
 
-    equal = equal_set(stats)
+    equal = equal_set(stats, min_runs)
     groups = [equal]
     if robust_first:
         robust = robust_subset(stats, equal, stats.attrs.get("largest_loss_tried", math.nan))
