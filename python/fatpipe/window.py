@@ -15,9 +15,17 @@ these functions and nothing else).
   tcp_win_from_space(); the simulator's receiver does the same,
   crates/sim/src/tcp/receiver.rs).
 * **Send buffer** (net.ipv4.tcp_wmem[2]) for a window W: 2·W. The sender
-  keeps unacknowledged plus unsent bytes within it (sk_sndbuf); Linux
-  charges each skb's truesize, about twice its payload, and
-  tcp_sndbuf_expand() sizes sk_sndbuf at 2× the congestion window likewise.
+  keeps unacknowledged plus unsent bytes within it (sk_sndbuf): W while the
+  window is open, and in fast recovery the SACKed data beyond the hole
+  stays queued until the retransmission is acknowledged, so the sequence
+  space held grows to about (1 + β)·W (RFC 5681 3.2; Linux's
+  tcp_sndbuf_expand() provisions 2·cwnd for this: "Cubic needs 1.7
+  factor, rounded to 2"). The window a send buffer of S bytes allows
+  outside recovery is S: the simulator counts payload bytes
+  (crates/sim/src/tcp/sender.rs, wmem_segs), as Linux nearly does with
+  TSO/GSO (sk_wmem_queued charges skb truesize: payload + about 1 KiB per
+  64 KiB skb); without TSO/GSO (one skb per MSS) Linux charges up to ~3×
+  the payload and the real window is smaller (not simulated).
 * A recommended sysctl value is rounded up to a whole MiB.
 """
 
@@ -28,7 +36,7 @@ import math
 from .wire import goodput_ceiling_bps
 
 RMEM_PER_WINDOW = 2  # tcp_adv_win_scale = 1: the window is half the receive buffer
-WMEM_PER_WINDOW = 2  # skb truesize ≈ 2 × payload (tcp_sndbuf_expand)
+WMEM_PER_WINDOW = 2  # window + what fast recovery adds (tcp_sndbuf_expand's factor 2)
 MIB = 1 << 20
 
 
@@ -62,8 +70,9 @@ def window_of_rmem(rmem_bytes: float) -> float:
 
 
 def window_of_wmem(wmem_bytes: float) -> float:
-    """The largest window a send buffer of `wmem_bytes` keeps in flight."""
-    return wmem_bytes / WMEM_PER_WINDOW
+    """The largest window a send buffer of `wmem_bytes` keeps in flight
+    outside recovery (payload bytes, as the simulator counts them)."""
+    return float(wmem_bytes)
 
 
 def whole_mib(size_bytes: float) -> int:

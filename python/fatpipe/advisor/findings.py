@@ -33,18 +33,55 @@ def _pct(x: float) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{x * 100:.2g} %"
 
 
-def margin_text(row, req: AdviseRequest) -> str:
+def margin_text(row, req: AdviseRequest, largest_loss_tried: float = math.nan) -> str:
     at = row["loss_halves_at"]
     if pd.isna(at):
         return "loss margin not measured"
     if math.isinf(at):
-        return "goodput did not halve at any loss tried"
-    factor = f" ({at / req.loss:.3g}× today's)" if req.loss > 0 else ""
-    return f"goodput halves at a loss of {at:.2g}{factor}"
+        upto = "" if pd.isna(largest_loss_tried) else (
+            f" (up to {largest_loss_tried / req.loss:.3g}× today's loss)" if req.loss > 0
+            else f" (up to {largest_loss_tried:.2g})")
+        return f"it keeps more than half its goodput at every loss tried{upto}"
+    if req.loss > 0:
+        return f"it keeps half its goodput up to {at / req.loss:.3g}× today's loss ({at:.2g})"
+    return f"it keeps half its goodput up to a loss of {at:.2g}"
+
+
+def _short(row) -> str:
+    raised = " with raised buffers" if row["buffers"] == "raised" else ""
+    return f"{row['cc']} × {row['streams']}{raised} ({format_rate(row['goodput_bps'])})"
+
+
+def why_text(table: pd.DataFrame, req: AdviseRequest) -> str:
+    """Why the recommendation (rank.choose's steps): how many were equal,
+    and what the robustness and harm rules set aside."""
+    why = table.attrs.get("why", {})
+    n = why.get("equal", 0)
+    if n == 0:
+        return ("No candidate had two runs within the budget: this rests on one run, without an interval "
+                "(give a larger --budget).")
+    rows = {k: table[table["candidate"] == why[k]].iloc[0] for k in ("fragile", "harmful") if k in why}
+    text = f"Chosen among {n} candidate{'s' if n != 1 else ''} as good as the best (within its 95 % interval or 3 %)"
+    reasons = []
+    if "fragile" in rows:
+        r = rows["fragile"]
+        factor = f" ({r['loss_halves_at'] / req.loss:.3g}× today's)" if req.loss > 0 else ""
+        at = r["loss_halves_at"]
+        reasons.append(f"{_short(r)}, " + (f"whose goodput halves at a loss of {at:.2g}{factor}" if not pd.isna(at)
+                                           else "whose loss margin was not measured"))
+    if "harmful" in rows:
+        r = rows["harmful"]
+        share = "an unmeasured share" if pd.isna(r["competing_share"]) else f"{r['competing_share'] * 100:.0f} %"
+        reasons.append(f"{_short(r)}, which leaves the competing {req.competing} flow {share}")
+    if reasons:
+        return text + ", preferred to " + " and to ".join(reasons) + "."
+    if n == 1:
+        return "It is the only candidate with two runs as good as the best (the budget allowed no more)."
+    return text + ": the simplest of them (no sysctl change, standard MTU, fewer streams first)."
 
 
 def recommendation(table: pd.DataFrame, req: AdviseRequest) -> str:
-    """One sentence: what to use and what to expect."""
+    """One sentence: what to use and what to expect; then why."""
     if table.empty:
         return "No candidate finished: see the failed runs."
     r = table[table["recommended"]].iloc[0]
@@ -55,11 +92,12 @@ def recommendation(table: pd.DataFrame, req: AdviseRequest) -> str:
           if not pd.isna(r["goodput_ci_low_bps"]) else "one run")
     sentence = (f"Use {r['cc']} with {r['streams']} stream{'s' if r['streams'] != 1 else ''} at MTU "
                 f"{r['mtu_bytes']}{raise_text}: expect {format_rate(r['goodput_bps'])} ({ci}, {r['n']} runs), "
-                f"{_pct(r['retrans_rate'])} retransmitted; {margin_text(r, req)}")
+                f"{_pct(r['retrans_rate'])} retransmitted; "
+                f"{margin_text(r, req, table.attrs.get('largest_loss_tried', math.nan))}")
     if not pd.isna(r["competing_share"]):
         sentence += (f"; it leaves the competing {req.competing} flow {r['competing_share'] * 100:.0f} % "
                      f"of the goodput (Jain {r['jain']:.2f})")
-    return sentence + "."
+    return sentence + ". " + why_text(table, req)
 
 
 def baseline_finding(table: pd.DataFrame, req: AdviseRequest) -> str:
@@ -136,8 +174,11 @@ def assumptions(req: AdviseRequest, t: Timing) -> list[str]:
         f"Each run lasts {format_time(t.duration_s)} ({t.duration_s / req.rtt:.0f} RTTs) and is measured after "
         f"a {format_time(t.warmup_s)} warm-up: long-term behaviour beyond that (CUBIC's slow recovery at "
         "very low loss, rare timeouts) is not captured.",
-        "Receive window = tcp_rmem/2 (tcp_adv_win_scale = 1, autotuning assumed grown to the maximum); "
-        "send buffer counts payload bytes.",
+        "Receive window = tcp_rmem/2 (tcp_adv_win_scale = 1, autotuning assumed grown to the maximum). "
+        "Send buffer = tcp_wmem max of unacknowledged + unsent payload, as the simulator counts it (Linux "
+        "charges skb truesize: about the payload with TSO/GSO, up to ~3× it without, when the real window "
+        "is smaller); the tcp_wmem advised is 2 × the window, the room fast recovery needs "
+        "(tcp_sndbuf_expand's factor 2).",
     ]
     if any(c in RATE_BASED_CCAS for c in req.ccas):
         out.append("BBR family: its losses at high random loss follow the simulator's port of Linux's tcp_bbr.c.")

@@ -10,15 +10,39 @@ repeats it): one [[sweep.linked]] group lists the candidates, a cartesian
 
 **Timing** is chosen from the path: warm-up of at least WARMUP_RTTS round
 trips and the RTTs slow start needs to reach the window, a measured span of
-MEASURE_RTTS round trips (at least MIN_MEASURE_S), both shrunk toward
-MIN_MEASURE_RTTS when the budget asks for it.
+MEASURE_RTTS round trips (at least MIN_MEASURE_S) but no more than
+MAX_MEASURE_PACKETS packets at the link rate, never below MIN_MEASURE_RTTS
+round trips; the budget may shrink it toward MIN_MEASURE_RTTS too. At
+100 Gbit/s a 50-RTT span at 70 ms holds ~30 M packets: 20 RTTs (2.5 BBR
+gain cycles, ~10⁴ loss events at 0.1 %) hold enough, and the repetitions'
+interval says how much the runs differ.
+
+**Loss bound**: a generous upper bound of one loss-based stream's goodput
+at random loss p over a run of the advice's length: the larger of
+LOSS_BASED_HEADROOM × RFC 9438's CUBIC response (the steady state) and
+SLOW_START_EXIT / p segments per round trip. Runs last tens of RTTs, too
+short for a stream to forget slow start: the first loss comes after about
+1/p packets and is seen a round trip later, when the window has doubled
+(at 1e-4 and 20 ms one cubic stream averages 5× its steady state over
+such a run). The second term dominates for every Linux CCA's steady state
+(Scalable's MIMD response is 0.075/p, Illinois' most aggressive AIMD
+√(75/p)); test_advise.py checks the bound against the simulator for every
+loss-based CCA. BBR and Westwood (its ssthresh after a loss is its
+bandwidth estimate × min RTT, tcp_westwood.c, so random loss does not
+bound it) have none.
+
+**Pruning** (prune_dominated): a loss-based CCA at n streams whose loss
+bound stays below the link's goodput ceiling is dominated by the same CCA
+at more streams (while loss-bound, goodput grows with the streams), so
+only the rungs whose bound reaches the link, and the largest rung, are run.
 
 **Cost** of a run is predicted, not taken as the full link: bottleneck
 packets (fatpipe.estimate's formula) scaled by the goodput the candidate
-can expect: the link rate for rate-based CCAs (BBR), for loss-based ones
-LOSS_BASED_HEADROOM × RFC 9438's CUBIC response per stream (the largest a
-loss-based CCA gets, within a small factor), capped by buffers and
---stream-cap. Wall time = packets / the sim backend's packets per second.
+can expect (the link for BBR and Westwood, the loss bound otherwise),
+capped by buffers and --stream-cap, with slow start's ramp (about twice
+the window in packets over log2(window/IW) round trips) instead of the
+full rate at the start. Wall time = packets / the sim backend's packets
+per second.
 """
 
 from __future__ import annotations
@@ -36,11 +60,15 @@ from .request import AdviseRequest
 
 # CCAs whose rate does not follow the loss rate: they model the path (BBR).
 RATE_BASED_CCAS = frozenset({"bbr", "bbr3"})
+# Random loss does not bound them (module doc, "Loss bound").
+NOT_LOSS_BOUND_CCAS = RATE_BASED_CCAS | {"westwood"}
 LOSS_BASED_HEADROOM = 3.0
+SLOW_START_EXIT = 2.0  # window at slow start's end, × 1/p segments (module doc)
 WARMUP_RTTS = 20
 MEASURE_RTTS = 50
 MIN_MEASURE_RTTS = 20
 MIN_MEASURE_S = 2.0
+MAX_MEASURE_PACKETS = 4e6
 MIN_WARMUP_S = 0.5
 INITIAL_WINDOW_SEGMENTS = 10  # RFC 6928, Linux's TCP_INIT_CWND
 # Per run beyond the simulation: the store's files, the summary.
@@ -113,7 +141,7 @@ def baseline(req: AdviseRequest) -> Candidate:
 def coarse_candidates(req: AdviseRequest) -> list[Candidate]:
     """Every CCA × a ladder of stream counts × every MTU, with buffers raised
     for the path (the hosts' own buffers are tried near the best later),
-    and the baseline."""
+    and the baseline; rungs the loss bound says are dominated are pruned."""
     out = [baseline(req)]
     for cc in req.ccas:
         for streams in stream_ladder(req.max_streams):
@@ -121,7 +149,7 @@ def coarse_candidates(req: AdviseRequest) -> list[Candidate]:
                 c = Candidate(cc, streams, mtu, *tuned_buffers(req, mtu, streams))
                 if c not in out:
                     out.append(c)
-    return out
+    return prune_dominated(req, out, keep=out[0])
 
 
 def neighbours(req: AdviseRequest, c: Candidate) -> list[Candidate]:
@@ -166,19 +194,53 @@ def timing(req: AdviseRequest, squeeze: float = 1.0) -> Timing:
     measured span toward MIN_MEASURE_RTTS (never below)."""
     interval = min(0.5, max(0.02, round(2 * req.rtt, 3)))
     warmup = _up(max(WARMUP_RTTS * req.rtt, (slow_start_rtts(req) + 5) * req.rtt, MIN_WARMUP_S), interval)
-    measure = max(MEASURE_RTTS * req.rtt, MIN_MEASURE_S)
+    mtu = min(req.mtu)
+    link_pps = req.rate / (8 * (mtu + ETH_HEADER_BYTES))
+    measure = min(max(MEASURE_RTTS * req.rtt, MIN_MEASURE_S), MAX_MEASURE_PACKETS / link_pps)
     measure = max(MIN_MEASURE_RTTS * req.rtt, measure * squeeze)
     return Timing(warmup, _up(warmup + measure, interval), interval)
+
+
+def loss_bound_bps(req: AdviseRequest, cc: str, mss_bytes: int, loss: float | None = None) -> float:
+    """Generous upper bound of one stream's goodput at random loss (module
+    doc, "Loss bound"); inf when the loss does not bound the CCA."""
+    p = packet_loss_probability(req.loss if loss is None else loss, 0.0, mss_bytes)
+    if cc in NOT_LOSS_BOUND_CCAS or p <= 0:
+        return math.inf
+    steady = LOSS_BASED_HEADROOM * float(cubic_bps(mss_bytes, req.rtt, p))
+    return max(steady, SLOW_START_EXIT / p * mss_bytes * 8 / req.rtt)
+
+
+def reaches_link(req: AdviseRequest, cc: str, streams: int, mtu: int) -> bool:
+    """Whether `streams` streams of `cc` can fill the link by the loss bound."""
+    mss = mss_with_timestamps(mtu)
+    return streams * loss_bound_bps(req, cc, mss) >= goodput_ceiling_bps(req.rate, mss, mtu)
+
+
+def prune_dominated(req: AdviseRequest, cands: list[Candidate], keep: Candidate | None = None) -> list[Candidate]:
+    """Drop a candidate when the same CCA, MTU and buffer choice is tried
+    with more streams and the loss bound says this one cannot reach the
+    link (module doc, "Pruning"); `keep` is never dropped."""
+    out = []
+    for c in cands:
+        more = [d for d in cands if (d.cc, d.mtu) == (c.cc, c.mtu) and d.streams > c.streams
+                and _same_buffer_choice(req, c, d)]
+        if c == keep or not more or reaches_link(req, c.cc, c.streams, c.mtu):
+            out.append(c)
+    return out
+
+
+def _same_buffer_choice(req: AdviseRequest, c: Candidate, d: Candidate) -> bool:
+    """Both with the hosts' own buffers, or both raised for the path."""
+    now = (req.rmem, req.wmem)
+    return ((c.rmem_bytes, c.wmem_bytes) == now) == ((d.rmem_bytes, d.wmem_bytes) == now)
 
 
 def expected_goodput_bps(req: AdviseRequest, c: Candidate, loss: float | None = None) -> float:
     """A generous guess of a candidate's goodput, for its cost only."""
     ceiling = goodput_ceiling_bps(req.rate, c.mss_bytes, c.mtu)
-    per_stream = ceiling
-    p = packet_loss_probability(req.loss if loss is None else loss, 0.0, c.mss_bytes)
-    if c.cc not in RATE_BASED_CCAS and p > 0:
-        per_stream = LOSS_BASED_HEADROOM * cubic_bps(c.mss_bytes, req.rtt, p)
-    window = min(window_of_rmem(c.rmem_bytes), window_of_wmem(c.wmem_bytes) * 2)
+    per_stream = min(ceiling, loss_bound_bps(req, c.cc, c.mss_bytes, loss))
+    window = min(window_of_rmem(c.rmem_bytes), window_of_wmem(c.wmem_bytes))
     per_stream = min(per_stream, window * 8 / req.rtt, req.stream_cap or math.inf)
     return min(ceiling, c.streams * per_stream)
 
@@ -187,7 +249,10 @@ def run_wall_s(req: AdviseRequest, c: Candidate, t: Timing, loss: float | None =
                extra_bps: float = 0.0) -> float:
     """Predicted wall time of one run on one core."""
     bps = min(req.rate, expected_goodput_bps(req, c, loss) + extra_bps)
-    packets = bps * t.duration_s / (8 * (c.mtu + ETH_HEADER_BYTES))
+    frame = 8 * (c.mtu + ETH_HEADER_BYTES)
+    window_pkts = bps * req.rtt / frame
+    ramp_s = math.log2(max(2.0, window_pkts / INITIAL_WINDOW_SEGMENTS)) * req.rtt
+    packets = (2 * window_pkts if ramp_s < t.duration_s else 0.0) + bps / frame * max(0.0, t.duration_s - ramp_s)
     return packets / SIM_PACKETS_PER_S + RUN_OVERHEAD_S
 
 

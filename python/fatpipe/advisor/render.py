@@ -47,7 +47,8 @@ def terminal_text(advice: Advice, rows: int = TERMINAL_ROWS) -> str:
         lines += ["  ".join(c[h].rjust(w) for h, w in zip(header, widths, strict=True)) for c in cells]
         more = len(advice.table) - rows
         lines.append(f"(* recommended{f'; {more} more candidates in the HTML page' if more > 0 else ''})")
-    lines += ["", *([advice.baseline] if advice.baseline else []), *advice.buffers["lines"], advice.jumbo]
+    lines += ["", *([advice.baseline] if advice.baseline else []), *advice.buffers["lines"], advice.jumbo,
+              *advice.notes]
     rec = advice.table[advice.table["recommended"]]
     if not rec.empty and rec.iloc[0]["buffers"] == "raised":
         lines += ["Sysctls for the recommendation (sender and receiver):",
@@ -97,7 +98,7 @@ def write_html(advice: Advice) -> Path:
     sysctls = []
     if not rec.empty:
         sysctls = sysctl_lines(int(rec.iloc[0]["rmem_bytes"]), int(rec.iloc[0]["wmem_bytes"]))
-    found = ([advice.baseline] if advice.baseline else []) + advice.buffers["lines"]
+    found = ([advice.baseline] if advice.baseline else []) + advice.buffers["lines"] + advice.notes
     sections.append(section("buffers", "Socket buffers and sysctls",
                             _ul(found) + "<p>For the recommendation:</p><pre>"
                             + _esc("\n".join(f"sysctl -w {s}" for s in sysctls)) + "</pre>"))

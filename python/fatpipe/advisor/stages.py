@@ -44,14 +44,18 @@ class Budget:
     def left_s(self) -> float:
         return max(0.0, self.total_s - self.spent_s)
 
-    def predict_s(self, core_s: float, runs: int) -> float:
-        """Wall time of runs predicted to take `core_s` on one core."""
-        parallel = max(1, min(self.jobs, runs))
-        return self.calibration * core_s / parallel
+    def predict_s(self, run_costs_s: list[float]) -> float:
+        """Wall time of runs predicted to take `run_costs_s` each on one
+        core, on `jobs` cores: the longer of an even share and the longest
+        run (a stage lasts at least its longest run)."""
+        if not run_costs_s:
+            return 0.0
+        parallel = max(1, min(self.jobs, len(run_costs_s)))
+        return self.calibration * max(sum(run_costs_s) / parallel, max(run_costs_s))
 
-    def learn(self, name: str, predicted_core_s: float, runs: int, took_s: float) -> None:
+    def learn(self, name: str, run_costs_s: list[float], took_s: float) -> None:
         self.stage_times[name] = took_s
-        predicted = predicted_core_s / max(1, min(self.jobs, runs))
+        predicted = self.predict_s(run_costs_s) / self.calibration
         if predicted > 0.5:  # too short a stage says little
             self.calibration = max(0.3, min(5.0, took_s / predicted))
 
@@ -66,18 +70,19 @@ class StageRunner:
     emit: Callable[[str], None] = print
     runs: list[pd.DataFrame] = field(default_factory=list)
 
-    def run(self, name: str, raw: dict, predicted_core_s: float, runs: int) -> pd.DataFrame:
+    def run(self, name: str, raw: dict, run_costs_s: list[float]) -> pd.DataFrame:
         """Write the stage's spec, run it, return its runs table (with a
-        `stage` column); progress lines go to `emit` in short form."""
+        `stage` column); `run_costs_s` are its runs' predicted one-core
+        seconds; progress lines go to `emit` in short form."""
         self.root.mkdir(parents=True, exist_ok=True)
         study_file = self.root / f"{name}.toml"
         study_file.write_text(pl.toml_text(raw))
-        guess = self.budget.predict_s(predicted_core_s, runs)
-        self.emit(f"advise: {name}: {runs} runs (about {guess:.0f} s)")
+        guess = self.budget.predict_s(run_costs_s)
+        self.emit(f"advise: {name}: {len(run_costs_s)} runs (about {guess:.0f} s)")
         t0 = time.monotonic()
         result = run_study(study_file, out=self.root / name, jobs=self.budget.jobs, emit=_quiet)
         took = time.monotonic() - t0
-        self.budget.learn(name, predicted_core_s, runs, took)
+        self.budget.learn(name, run_costs_s, took)
         table = result.store.runs_table()
         failed = table[table["status"] != "ok"]
         if not failed.empty:
