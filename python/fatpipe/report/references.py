@@ -28,9 +28,10 @@ def table_scale(g: pd.DataFrame) -> tuple[float, str]:
     return 1.0, "×"
 
 
-def labelled(comparison: pd.DataFrame, tables: list[ReferenceTable]) -> pd.DataFrame:
-    """`comparison` plus ``label``: each value's where, without the keys
-    every value of its table shares (those go into the table's caption)."""
+def labelled(comparison: pd.DataFrame, tables: list[ReferenceTable]) -> tuple[pd.DataFrame, dict[str, dict]]:
+    """`comparison` plus ``label`` (each value's where, without the keys
+    every value of its table shares), and those shared keys per table title
+    (they go into the table's caption)."""
     labels, common = [], {}
     for table in tables:
         shared = {k: v for k, v in table.values[0].where.items()
