@@ -108,6 +108,13 @@ def test_a_bad_reference_is_refused_naming_its_key_and_value(tmp_path, table, ke
         assert w in problems[key]
 
 
+def test_reference_tables_have_different_titles(tmp_path):
+    table = '[[references]]\ntitle = "Goodput"\nsource = "s"\nmetric = "goodput"\n' \
+            'values = [{ where = { cc = "bbr" }, value = "1Gbit" }]\n'
+    problems = _problems(tmp_path, table + table)
+    assert "'Goodput' is also the title of references.0" in problems["references.1.title"]
+
+
 def test_a_reference_needs_a_title_a_source_and_values(tmp_path):
     problems = _problems(tmp_path, '[[references]]\nmetric = "goodput"\nvalues = []\n')
     assert {"references.0.title", "references.0.source", "references.0.values"} <= set(problems)

@@ -242,6 +242,19 @@ INTERACTION_PROBE = """<script>
   out.shownAgain = +root.getAttribute("data-fp-paths");
   document.querySelector('[data-act="reset"]').click();
   out.reset = root.getAttribute("data-fp-view");
+  function drag(from, to, shift) {
+    var y = r.top + 60;
+    panels.dispatchEvent(new PointerEvent("pointerdown", {clientX: from, clientY: y, button: 0, shiftKey: shift,
+                                                          pointerId: 1, bubbles: true}));
+    panels.dispatchEvent(new PointerEvent("pointermove", {clientX: to, clientY: y, pointerId: 1, bubbles: true}));
+    panels.dispatchEvent(new PointerEvent("pointerup", {clientX: to, clientY: y, pointerId: 1, bubbles: true}));
+  }
+  drag(r.left + 0.4 * r.width, r.left + 0.7 * r.width, false);
+  out.dragged = root.getAttribute("data-fp-view");
+  drag(r.left + 0.5 * r.width, r.left + 0.3 * r.width, true);
+  out.panned = root.getAttribute("data-fp-view");
+  panels.dispatchEvent(new MouseEvent("dblclick", {bubbles: true}));
+  out.reset2 = root.getAttribute("data-fp-view");
   document.body.setAttribute("data-probe", JSON.stringify(out));
 }());
 </script>"""
@@ -274,3 +287,8 @@ def test_interactive_time_series_renders_zooms_and_toggles_in_headless_chromium(
     assert probe["hiddenPaths"] == probe["paths"] - lines_per_stream and probe["stream0Hidden"] == 0
     assert probe["pressed"] == "false" and probe["shownAgain"] == probe["paths"]
     assert probe["reset"] == probe["view"]
+    d0, d1 = map(float, probe["dragged"].split())
+    assert t0 < d0 < d1 < t1 and (d1 - d0) < 0.45 * (t1 - t0)  # dragged over ~30 % of the width
+    p0, p1 = map(float, probe["panned"].split())
+    assert p1 - p0 == pytest.approx(d1 - d0, rel=1e-3) and p0 > d0  # shift+drag to the left: later times
+    assert probe["reset2"] == probe["view"]  # double-click shows the whole run

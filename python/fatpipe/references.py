@@ -147,13 +147,19 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def problems(tables: list[ReferenceTable], swept: dict[str, list[Any]]) -> list[tuple[str, str]]:
-    """What the models alone cannot check, each with its key path: the
-    metric is known, `stat` is given for improvement_factor and only then,
+    """What the models alone cannot check, each with its key path: titles
+    differ, the metric is known, `stat` is given for improvement_factor and only then,
     each value is written in the metric's unit, each `where` key is a swept key or a column of WHERE_COLUMNS, and a
     swept key's value is one of the values the sweep gives it. `swept` maps
     each swept key to its values as written."""
     problems = []
+    titles: dict[str, int] = {}
     for t, table in enumerate(tables):
+        if table.title in titles:
+            problems.append((f"references.{t}.title", (
+                f"{table.title!r} is also the title of references.{titles[table.title]}; each table's title "
+                "is its name in the report, so titles differ")))
+        titles.setdefault(table.title, t)
         if table.metric not in METRICS:
             problems.append((f"references.{t}.metric",
                              f"got {_show(table.metric)}; the metrics are {', '.join(METRICS)}"))

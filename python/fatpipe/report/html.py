@@ -450,9 +450,7 @@ def build_sections(study: ReportStudy, run_id: str | None = None,
     sections += [rpc] if rpc else []
     collapses = pd.DataFrame(columns=["run_id", "flow_group", "collapses", "collapsed_s"])
     if (study.root / "series.parquet").exists():
-        s = study.read_series(columns=["run_id", "flow_group", "stream", "t_s", "goodput_bps"])
-        warm = dict(zip(runs["run_id"], runs["warmup_s"], strict=True)) if "warmup_s" in runs.columns else 0.0
-        collapses = an.run_collapses(s, warm)
+        collapses = refs.study_collapses(study)
         lines += fnd.series_collapse_lines(collapses, runs)
         sc = series_collapse_section(study, collapses)
         sections += [sc] if sc else []

@@ -28,9 +28,10 @@ def table_scale(g: pd.DataFrame) -> tuple[float, str]:
     return 1.0, "×"
 
 
-def labelled(comparison: pd.DataFrame, tables: list[ReferenceTable]) -> pd.DataFrame:
-    """`comparison` plus ``label``: each value's where, without the keys
-    every value of its table shares (those go into the table's caption)."""
+def labelled(comparison: pd.DataFrame, tables: list[ReferenceTable]) -> tuple[pd.DataFrame, dict[str, dict]]:
+    """`comparison` plus ``label`` (each value's where, without the keys
+    every value of its table shares), and those shared keys per table title
+    (they go into the table's caption)."""
     labels, common = [], {}
     for table in tables:
         shared = {k: v for k, v in table.values[0].where.items()
@@ -80,15 +81,22 @@ def view(g: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def collapses_of(study, tables: list[ReferenceTable]) -> pd.DataFrame | None:
-    """run_collapses of the study when a table needs them (collapse_fraction)
-    and the study kept series; else None."""
-    if not any(t.metric == "collapse_fraction" for t in tables) or not (study.root / "series.parquet").exists():
-        return None
+def study_collapses(study) -> pd.DataFrame:
+    """run_collapses of every run × flow group of a study that kept series,
+    each run after its own warm-up (the report's collapse sections and the
+    collapse_fraction references use this one table)."""
     runs = study.runs
     s = study.read_series(columns=["run_id", "flow_group", "stream", "t_s", "goodput_bps"])
-    warm = dict(zip(runs["run_id"], runs["warmup_s"], strict=False)) if "warmup_s" in runs.columns else 0.0
+    warm = dict(zip(runs["run_id"], runs["warmup_s"], strict=True)) if "warmup_s" in runs.columns else 0.0
     return an_collapse.run_collapses(s, warm)
+
+
+def collapses_of(study, tables: list[ReferenceTable]) -> pd.DataFrame | None:
+    """study_collapses when a table needs them (collapse_fraction) and the
+    study kept series; else None."""
+    if not any(t.metric == "collapse_fraction" for t in tables) or not (study.root / "series.parquet").exists():
+        return None
+    return study_collapses(study)
 
 
 def finding_lines(comparison: pd.DataFrame) -> list[str]:
@@ -135,7 +143,7 @@ def markdown(comparison: pd.DataFrame, tables: list[ReferenceTable]) -> str:
     parts = []
     for table in tables:
         g = labelled_cmp[labelled_cmp["table"] == table.title]
-        v = view(g).rename(columns={"": "note"})
+        v = view(g).rename(columns={"": "problem"})
         shared = an_refs.where_label(common[table.title])
         head = f"**{table.title}**" + (f" ({shared})" if shared else "") + f". Source: {table.source}."
         rows = ["| " + " | ".join(v.columns) + " |", "|" + "---|" * len(v.columns)]

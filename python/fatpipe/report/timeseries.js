@@ -174,7 +174,7 @@
   panelsEl.addEventListener("pointerdown", function (e) {
     if (e.button !== 0) { return; }
     drag = {x: e.clientX, at: timeAt(e.clientX), view: view.slice(), pan: e.shiftKey};
-    if (panelsEl.setPointerCapture && e.pointerId !== undefined) { panelsEl.setPointerCapture(e.pointerId); }
+    try { panelsEl.setPointerCapture(e.pointerId); } catch (_err) { /* not a live pointer */ }
     e.preventDefault();
   });
   panelsEl.addEventListener("pointermove", function (e) {
