@@ -115,7 +115,11 @@ def test_unreachable_host_is_named_within_the_connect_timeout(lab, tmp_path, pro
     reach = {c.name: c for c in report.host("delta").checks}["reachable"]
     assert not reach.ok, why
     assert "sender s2 on delta: NOT READY (reachable:" in report.verdict
-    assert elapsed < 2.0 + 5.0  # the timeout, plus the other hosts' checks
+    # Without the connect timeout a silent address fails only when TCP gives
+    # up its SYN retries (tcp_syn_retries 6: 127 s); the timeout is 2 s. The
+    # other hosts' checks run beside it and take a few seconds more on a
+    # loaded 2-core machine (7.0 s seen at load 8), far from 127 s.
+    assert elapsed < 2.0 + 20.0, f"doctor took {elapsed:.1f} s with a 2 s connect timeout"
     ep = next(e for e in transport.endpoints(tb) if e.name == "delta")
     with pytest.raises(transport.HostError, match=r"^host delta \(lab-gone\): "):
         __import__("asyncio").run(transport.connect(ep))
