@@ -99,7 +99,8 @@ def fairness_table(kernel: pd.DataFrame, sim: pd.DataFrame) -> str:
 
 def validation_table(r: pd.DataFrame) -> str:
     ported = r["cc"].str.startswith("fp_")
-    builtin, port = r[~ported], r[ported].assign(cc=lambda d: d["cc"].str.removeprefix("fp_"))
+    builtin = r[~ported]
+    port = r[ported].assign(**{c: (lambda d, c=c: d[c].str.removeprefix("fp_")) for c in ("cc", "flows.0.cc")})
     t = compare_points(builtin, port)
     rt = compare_points(builtin, port, metric="retrans_rate")
     lines = ["| CCA | loss | streams | built-in / port Mbit/s | port/built-in goodput | built-in / port rtx % "
