@@ -33,6 +33,9 @@ pub struct StreamSpec {
     /// Per-connection cwnd clamp in segments (tp->snd_cwnd_clamp as
     /// TCP_BPF_SNDCWND_CLAMP sets it), or `None` for Linux's default.
     pub cwnd_clamp: Option<u32>,
+    /// The receiving host coalesces back-to-back segments with GRO and
+    /// so ACKs once per super-packet (tcp/receiver/gro.rs).
+    pub gro: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -61,6 +64,8 @@ struct Stream {
     ack_pipe: usize,
     ack_delay: Time,
     wire: u32,
+    /// Segments the receiver's GRO merges at most (0: GRO off).
+    gro_segs: u32,
     start: Time,
     started: bool,
     app: App,
@@ -73,7 +78,7 @@ impl Net {
     #[inline(never)]
     fn enqueue_fq(&mut self, now: Time, stream: u32, wire_bytes: u32, seq: u64, ecn: SegEcn) {
         if let Some(fq) = self.fq.as_mut() {
-            fq.enqueue(now, stream, wire::frame_bytes(wire_bytes), ecn.is_ect(), DataPkt { stream, seq, ecn });
+            fq.enqueue(now, stream, wire::frame_bytes(wire_bytes), ecn.is_ect(), DataPkt::one(stream, seq, ecn));
             if !self.link_busy {
                 self.serve_link(now);
             }
@@ -92,6 +97,32 @@ impl Net {
                 self.events.push(at, Event::Timer(i, TimerKind::Receiver(t)));
             }
             RxAction::None => {}
+        }
+    }
+
+    /// `n` segments of `stream` from `seq` (`frame` bytes each, none lost)
+    /// reach the bottleneck together at `now`: the admitted prefix goes
+    /// into the forward pipe as one item, or, for a GRO receiver, as GRO
+    /// units of at most `gro_segs`, each arriving with its last segment.
+    #[inline]
+    fn admit_burst(&mut self, now: Time, stream: u32, seq: u64, n: u32, frame: u32, gro_segs: u32) {
+        let a = self.bottleneck.offer_burst(now, frame, n);
+        if a.packets == 0 {
+            return;
+        }
+        let first = a.first_departure + self.prop;
+        if gro_segs == 0 {
+            let pkt = DataPkt { stream, n: a.packets, seq, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: false };
+            self.fwd.push(first, pkt);
+            return;
+        }
+        let mut j = 0u32;
+        while j < a.packets {
+            let m = gro_segs.min(a.packets - j);
+            let last = first + a.spacing.mul((j + m - 1) as u64);
+            let pkt = DataPkt { stream, n: m, seq: seq + j as u64, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: true };
+            self.fwd.push(last, pkt);
+            j += m;
         }
     }
 
@@ -132,13 +163,26 @@ impl Net {
     }
 }
 
-/// Data packet in flight on the forward path (its ECN field as the
-/// bottleneck left it; it fits the padding of the 16-byte item).
+/// Data in flight on the forward path: `n` back-to-back segments
+/// `seq..seq + n` of one stream (a burst the bottleneck admitted whole;
+/// one segment on the per-packet paths), with the ECN field as the
+/// bottleneck left it. The pipe's head time is the arrival of the next
+/// segment, the next one `spacing` later; a GRO unit (`gro`) instead
+/// arrives whole at its last segment's arrival (tcp/receiver/gro.rs).
 #[derive(Clone, Copy, Debug)]
 struct DataPkt {
     stream: u32,
+    n: u32,
     seq: u64,
+    spacing: Time,
     ecn: SegEcn,
+    gro: bool,
+}
+
+impl DataPkt {
+    fn one(stream: u32, seq: u64, ecn: SegEcn) -> DataPkt {
+        DataPkt { stream, n: 1, seq, spacing: Time::ZERO, ecn, gro: false }
+    }
 }
 
 struct Net {
@@ -174,6 +218,8 @@ struct Tx<'a, const ECN: bool, const FQ: bool> {
     stream: u32,
     wire: u32,
     group: usize,
+    /// Segments the receiver's GRO merges at most (0: no GRO).
+    gro_segs: u32,
 }
 
 impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
@@ -195,7 +241,41 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
         if a.ce {
             ecn.codepoint = Codepoint::Ce;
         }
-        net.fwd.push(a.departure + net.prop, DataPkt { stream: self.stream, seq, ecn });
+        net.fwd.push(a.departure + net.prop, DataPkt::one(self.stream, seq, ecn));
+    }
+
+    /// A TSO burst: split only where a segment of it is lost at random or
+    /// tail-dropped, every other stretch carried through the bottleneck
+    /// and the forward pipe as one unit (the same arrivals, drops and
+    /// random draws as segment by segment). Runs that may mark CE or
+    /// queue in fq_codel go segment by segment.
+    #[inline]
+    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, ecn: SegEcn) {
+        if ECN || FQ {
+            for seq in first..first + n as u64 {
+                self.transmit(now, seq, false, ecn);
+            }
+            return;
+        }
+        let net = &mut *self.net;
+        net.packets += n as u64;
+        let frame = wire::frame_bytes(self.wire);
+        let (mut seq, mut left) = (first, n as u64);
+        while left > 0 {
+            let k = net.loss[self.group].pass(left);
+            if k > 0 {
+                net.admit_burst(now, self.stream, seq, k as u32, frame, self.gro_segs);
+            }
+            seq += k;
+            left -= k;
+            if left > 0 {
+                let lost = net.loss[self.group].lose();
+                debug_assert!(lost, "LossStage::pass stopped before a loss");
+                net.random_drops += 1;
+                seq += 1;
+                left -= 1;
+            }
+        }
     }
 
     #[inline]
@@ -359,6 +439,7 @@ impl Sim {
                 ack_pipe,
                 ack_delay,
                 wire: wire::ip_packet_bytes(s.mss, cfg.mtu),
+                gro_segs: if s.gro { crate::tcp::gro_max_segs(s.mss, wire::ip_packet_bytes(s.mss, cfg.mtu)) } else { 0 },
                 start: s.start,
                 started: false,
                 app,
@@ -388,10 +469,23 @@ impl Sim {
     /// The head of the forward pipe reaches its receiver; the application
     /// sees the data (RPC completions).
     fn on_data<const ECN: bool, const FQ: bool>(&mut self, now: Time) {
-        let Some(pkt) = self.net.fwd.pop_front() else { return };
+        let Some((at, head)) = self.net.fwd.front_mut() else { return };
+        let pkt = *head;
+        if pkt.n > 1 && !pkt.gro {
+            // The next segment of a burst is the new head.
+            head.seq += 1;
+            head.n -= 1;
+            *at = *at + pkt.spacing;
+        } else {
+            self.net.fwd.pop_front();
+        }
         let i = pkt.stream;
         let st = &mut self.streams[i as usize];
-        let act = st.receiver.on_segment::<ECN>(pkt.seq, now, pkt.ecn);
+        let act = if pkt.gro && pkt.n > 1 {
+            st.receiver.on_gro_segment(pkt.seq, pkt.n, now)
+        } else {
+            st.receiver.on_segment::<ECN>(pkt.seq, now, pkt.ecn)
+        };
         if ECN {
             if let Some(lead) = st.receiver.take_lead_ack() {
                 self.net.acks[st.ack_pipe].push(now + st.ack_delay, (i, lead));
@@ -412,7 +506,7 @@ impl Sim {
         rpcs: &'a mut Rpcs,
         i: u32,
     ) -> (&'a mut App, StreamApp<'a, ECN, FQ>) {
-        let tx = Tx { net, stream: i, wire: st.wire, group: st.group as usize };
+        let tx = Tx { net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs };
         let env = StreamApp {
             tx,
             sender: &mut st.sender,
@@ -431,7 +525,7 @@ impl Sim {
     fn on_ack<const ECN: bool, const FQ: bool>(&mut self, k: usize, now: Time) {
         let Some((i, ack)) = self.net.acks[k].pop_front() else { return };
         let st = &mut self.streams[i as usize];
-        let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize };
+        let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs };
         st.sender.on_ack(now, &ack, &mut tx);
     }
 
@@ -440,7 +534,7 @@ impl Sim {
         let st = &mut self.streams[i as usize];
         match kind {
             TimerKind::Sender(t) => {
-                let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize };
+                let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs };
                 st.sender.on_timer(t, now, &mut tx);
             }
             TimerKind::Receiver(t) => {
