@@ -278,7 +278,12 @@ impl Sender {
     /// tcp_update_pacing_rate(): 200 % of cwnd/srtt in slow start, 120 %
     /// otherwise, capped by sk_max_pacing_rate.
     pub(super) fn update_pacing_rate(&mut self) {
-        let tp = &mut self.tp;
+        self.tp.pacing_rate = self.linux_pacing_rate();
+    }
+
+    /// The rate tcp_update_pacing_rate() sets from cwnd and srtt now.
+    fn linux_pacing_rate(&self) -> Rate {
+        let tp = &self.tp;
         let ratio: u64 = if tp.snd_cwnd < tp.snd_ssthresh / 2 { 200 } else { 120 };
         let segs = tp.snd_cwnd.max(tp.packets_out) as u64;
         let bits = (tp.mss_bytes as u128) * 8 * segs as u128 * ratio as u128 / 100;
@@ -287,7 +292,7 @@ impl Sender {
         } else {
             (bits * 1_000_000_000 / tp.srtt.0 as u128).min(u64::MAX as u128) as u64
         };
-        tp.pacing_rate = Rate(rate).min(tp.max_pacing_rate);
+        Rate(rate).min(tp.max_pacing_rate)
     }
 
     /// Records the RTT measured by the three-way handshake
@@ -370,9 +375,14 @@ impl Sender {
         let mut app_limited = false;
         let pacing = self.pacing_rate();
         // Segments of one TSO/GSO packet at most (tcp_tso_segs(): sized
-        // from sk_pacing_rate, which Linux keeps current whether or not it
-        // paces); new data goes out in such bursts.
-        let tso = self.cc.tso_segs(&self.tp, pacing.unwrap_or(self.tp.pacing_rate)).max(1);
+        // from sk_pacing_rate, which Linux keeps current on every ACK
+        // whether or not it paces); new data goes out in such bursts.
+        let sk_pacing_rate = match pacing {
+            Some(r) => r,
+            None if self.owns => self.tp.pacing_rate,
+            None => self.linux_pacing_rate(),
+        };
+        let tso = self.cc.tso_segs(&self.tp, sk_pacing_rate).max(1);
         let mut gso = Gso::default();
         loop {
             if pacing.is_some() && self.tp.tcp_wstamp > now {
