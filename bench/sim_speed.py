@@ -3,10 +3,16 @@
 for the working tree and optionally a git revision to compare against.
 
     python3 bench/sim_speed.py [--base REV] [--runs reno:8,cubic:1,bbr:1]
+        [--paths 10:20:1e-5,100:70:1e-3] [--gro] [--cap-gbit 14]
         [--seconds 5] [--reps 5] [--aqm droptail|fq_codel] [--no-callgrind]
 
-Each run is `crates/sim/examples/bench.rs` for one CCA and stream count
-(10 Gbit/s, 20 ms, MTU 1500, loss 1e-5, 1 BDP buffer; --seconds simulated).
+Each run is `crates/sim/examples/bench.rs` for one CCA and stream count on
+each path of --paths (RATE_GBIT:RTT_MS:LOSS; MTU 1500, 1 BDP buffer;
+--seconds simulated); the default paths are 10 Gbit/s 20 ms 1e-5 and study
+B's 100 Gbit/s 70 ms 1e-3. --gro gives the receiver GRO (a tree that does
+not know the key ignores it), --cap-gbit a per-stream rate cap (study B's
+14 Gbit/s). `pkt/s/core` is packets over the minimum wall time: the
+simulator is single-threaded, so that is its speed per core.
 Instructions are callgrind's total for the whole process (deterministic:
 the same binary and run give the same count, so small differences are
 real); wall time is the bench process's (the simulation plus a few ms of
@@ -81,8 +87,35 @@ def export_revision(rev: str) -> Path:
     return dest
 
 
+@dataclass(frozen=True)
+class PathArg:
+    rate_gbit: float
+    rtt_ms: float
+    loss: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.rate_gbit:g}G/{self.rtt_ms:g}ms/{self.loss:g}"
+
+
+def parse_paths(text: str) -> list[PathArg]:
+    paths = []
+    for item in text.split(","):
+        parts = item.strip().split(":")
+        try:
+            rate, rtt, loss = (float(x) for x in parts)
+        except ValueError:
+            raise SystemExit(f"--paths item {item!r}: expected RATE_GBIT:RTT_MS:LOSS, e.g. 100:70:1e-3") from None
+        paths.append(PathArg(rate, rtt, loss))
+    return paths
+
+
+# Set by main(): the path, GRO and rate cap of the runs being measured.
+BENCH_EXTRA: dict[str, str] = {}
+
+
 def bench_env(run: Run, aqm: str) -> dict[str, str]:
-    return {**os.environ, "FATPIPE_BENCH_STREAMS": str(run.streams), "FATPIPE_BENCH_AQM": aqm}
+    return {**os.environ, "FATPIPE_BENCH_STREAMS": str(run.streams), "FATPIPE_BENCH_AQM": aqm, **BENCH_EXTRA}
 
 
 def packets_sent(output: str, run: Run) -> int:
@@ -142,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=5.0, help="simulated seconds per run")
     ap.add_argument("--reps", type=int, default=5, help="wall-clock repetitions per run")
     ap.add_argument("--aqm", choices=["droptail", "fq_codel"], default="droptail")
+    ap.add_argument("--paths", default="10:20:1e-5,100:70:1e-3", help="RATE_GBIT:RTT_MS:LOSS items, comma-separated")
+    ap.add_argument("--gro", action="store_true", help="the receiver coalesces with GRO")
+    ap.add_argument("--cap-gbit", type=float, help="per-stream rate cap (Gbit/s)")
     ap.add_argument("--no-callgrind", action="store_true", help="wall time only")
     args = ap.parse_args(argv)
     runs = parse_runs(args.runs)
@@ -151,20 +187,29 @@ def main(argv: list[str] | None = None) -> int:
     trees = {"base": export_revision(args.base)} if args.base else {}
     trees["head"] = ROOT
     binaries = {name: build(tree) for name, tree in trees.items()}
-    print(f"10 Gbit/s, 20 ms, MTU 1500, loss 1e-5, 1 BDP, {args.aqm}, {args.seconds:g} s simulated; "
-          f"wall: min and median of {args.reps}" + (f"; base {args.base}" if args.base else ""))
-    header = f"{'run':<10} {'tree':<5} {'packets':>9} {'instr_G':>8} {'wall_min_s':>10} {'wall_med_s':>10}"
-    print(header + ("   instr vs base   wall(min) vs base" if args.base else ""))
-    for run in runs:
-        figs = measure(binaries, run, args.seconds, args.reps, args.aqm, callgrind)
-        for name, f in figs.items():
-            ir = f"{f.instructions / 1e9:8.3f}" if f.instructions is not None else f"{'-':>8}"
-            line = f"{run.label:<10} {name:<5} {f.packets:>9} {ir} {f.wall_min_s:>10.3f} {f.wall_median_s:>10.3f}"
-            if name == "head" and "base" in figs:
-                b = figs["base"]
-                ir_change = change(f.instructions, b.instructions) if callgrind else "-"
-                line += f"   {ir_change:>13}   {change(f.wall_min_s, b.wall_min_s):>17}"
-            print(line, flush=True)
+    for path in parse_paths(args.paths):
+        BENCH_EXTRA.clear()
+        BENCH_EXTRA.update({"FATPIPE_BENCH_RATE": str(path.rate_gbit * 1e9), "FATPIPE_BENCH_RTT": str(path.rtt_ms / 1e3),
+                            "FATPIPE_BENCH_LOSS": str(path.loss), "FATPIPE_BENCH_GRO": "1" if args.gro else "0"})
+        if args.cap_gbit:
+            BENCH_EXTRA["FATPIPE_BENCH_CAP"] = str(args.cap_gbit * 1e9)
+        print(f"{path.rate_gbit:g} Gbit/s, {path.rtt_ms:g} ms, MTU 1500, loss {path.loss:g}, 1 BDP, {args.aqm}, "
+              f"GRO {'on' if args.gro else 'off'}, cap {args.cap_gbit or '-'} Gbit/s, {args.seconds:g} s simulated; "
+              f"wall: min and median of {args.reps}" + (f"; base {args.base}" if args.base else ""))
+        header = (f"{'run':<10} {'tree':<5} {'packets':>10} {'instr_G':>8} {'wall_min_s':>10} {'wall_med_s':>10} "
+                  f"{'Mpkt/s/core':>11}")
+        print(header + ("   instr vs base   wall(min) vs base" if args.base else ""))
+        for run in runs:
+            figs = measure(binaries, run, args.seconds, args.reps, args.aqm, callgrind)
+            for name, f in figs.items():
+                ir = f"{f.instructions / 1e9:8.3f}" if f.instructions is not None else f"{'-':>8}"
+                line = (f"{run.label:<10} {name:<5} {f.packets:>10} {ir} {f.wall_min_s:>10.3f} {f.wall_median_s:>10.3f} "
+                        f"{f.packets / f.wall_min_s / 1e6:>11.2f}")
+                if name == "head" and "base" in figs:
+                    b = figs["base"]
+                    ir_change = change(f.instructions, b.instructions) if callgrind else "-"
+                    line += f"   {ir_change:>13}   {change(f.wall_min_s, b.wall_min_s):>17}"
+                print(line, flush=True)
     return 0
 
 

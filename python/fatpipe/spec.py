@@ -275,6 +275,10 @@ class HostSection(_Strict):
     stream_rate_cap: RateBps | None = None  # per-stream send cap (CPU-bound host)
     extra_rtt: ExtraRttS = 0.0  # added delay on this host's access link, round trip
     ecn: TcpEcn | None = None  # net.ipv4.tcp_ecn (None: Linux's default, 2)
+    # The receiver coalesces back-to-back segments with GRO and ACKs once per
+    # super-packet (crates/sim/src/tcp/receiver/gro.rs); only the receiver's
+    # setting matters. Off by default, as on the kernel backend's veth.
+    gro: bool | None = None
 
 
 class FlowSection(_Strict):

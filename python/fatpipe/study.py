@@ -55,6 +55,7 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
         stream_rate_cap_bps=h.stream_rate_cap,
         extra_rtt_s=extra_rtt,
         ecn=spec_mod.LINUX_TCP_ECN if h.ecn is None else h.ecn,
+        gro=bool(h.gro),
     )
 
 

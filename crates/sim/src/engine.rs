@@ -3,14 +3,17 @@
 
 use crate::app::{App, AppEnv, RpcApp, RpcSpec};
 use crate::cc::CongestionControl;
-use crate::event::{AppTimer, Event, EventQueue, SenderTimer, TimerKind};
+use crate::event::{AppTimer, Event, EventQueue, TimerKind};
 use crate::fq_codel::FqCodel;
 use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
-use crate::tcp::{Ack, Codepoint, Receiver, RxAction, SegEcn, Sender, SenderConfig, SenderEnv};
+use crate::tcp::{Ack, Codepoint, Receiver, RxAction, SegEcn, Sender, SenderConfig};
 use crate::trace::{PathFacts, PathRow, Row, Rpcs, RunResult, Stats};
 use crate::units::{Bytes, Rate, Time};
 use crate::wire;
+
+mod transmit;
+use transmit::{DataPkt, Tx};
 
 /// One stream to simulate.
 #[derive(Clone, Debug)]
@@ -33,6 +36,9 @@ pub struct StreamSpec {
     /// Per-connection cwnd clamp in segments (tp->snd_cwnd_clamp as
     /// TCP_BPF_SNDCWND_CLAMP sets it), or `None` for Linux's default.
     pub cwnd_clamp: Option<u32>,
+    /// The receiving host coalesces back-to-back segments with GRO and
+    /// so ACKs once per super-packet (tcp/receiver/gro.rs).
+    pub gro: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -61,6 +67,8 @@ struct Stream {
     ack_pipe: usize,
     ack_delay: Time,
     wire: u32,
+    /// Segments the receiver's GRO merges at most (0: GRO off).
+    gro_segs: u32,
     start: Time,
     started: bool,
     app: App,
@@ -73,7 +81,7 @@ impl Net {
     #[inline(never)]
     fn enqueue_fq(&mut self, now: Time, stream: u32, wire_bytes: u32, seq: u64, ecn: SegEcn) {
         if let Some(fq) = self.fq.as_mut() {
-            fq.enqueue(now, stream, wire::frame_bytes(wire_bytes), ecn.is_ect(), DataPkt { stream, seq, ecn });
+            fq.enqueue(now, stream, wire::frame_bytes(wire_bytes), ecn.is_ect(), DataPkt::one(stream, seq, ecn));
             if !self.link_busy {
                 self.serve_link(now);
             }
@@ -132,15 +140,6 @@ impl Net {
     }
 }
 
-/// Data packet in flight on the forward path (its ECN field as the
-/// bottleneck left it; it fits the padding of the 16-byte item).
-#[derive(Clone, Copy, Debug)]
-struct DataPkt {
-    stream: u32,
-    seq: u64,
-    ecn: SegEcn,
-}
-
 struct Net {
     events: EventQueue,
     bottleneck: Bottleneck,
@@ -163,45 +162,6 @@ struct Net {
     prop: Time,
     packets: u64,
     random_drops: u64,
-}
-
-/// The sender's view of the world for one stream. `ECN` and `FQ` say
-/// whether the run may carry ECN (some stream negotiated it) and may have
-/// fq_codel at the bottleneck; `false` compiles that work out of the
-/// per-packet path (`Sim::run_until` picks the instance once per call).
-struct Tx<'a, const ECN: bool, const FQ: bool> {
-    net: &'a mut Net,
-    stream: u32,
-    wire: u32,
-    group: usize,
-}
-
-impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
-    const ECN: bool = ECN;
-
-    #[inline]
-    fn transmit(&mut self, now: Time, seq: u64, _retrans: bool, mut ecn: SegEcn) {
-        let net = &mut *self.net;
-        net.packets += 1;
-        if net.loss[self.group].lose() {
-            net.random_drops += 1;
-            return;
-        }
-        if FQ && net.fq.is_some() {
-            net.enqueue_fq(now, self.stream, self.wire, seq, ecn);
-            return;
-        }
-        let Some(a) = net.bottleneck.offer(now, wire::frame_bytes(self.wire), ECN && ecn.is_ect()) else { return };
-        if a.ce {
-            ecn.codepoint = Codepoint::Ce;
-        }
-        net.fwd.push(a.departure + net.prop, DataPkt { stream: self.stream, seq, ecn });
-    }
-
-    #[inline]
-    fn schedule(&mut self, at: Time, timer: SenderTimer) {
-        self.net.events.push(at, Event::Timer(self.stream, TimerKind::Sender(timer)));
-    }
 }
 
 /// The application's view of one stream (app.rs): its sender, receiver,
@@ -359,6 +319,7 @@ impl Sim {
                 ack_pipe,
                 ack_delay,
                 wire: wire::ip_packet_bytes(s.mss, cfg.mtu),
+                gro_segs: if s.gro { crate::tcp::gro_max_segs(s.mss, wire::ip_packet_bytes(s.mss, cfg.mtu)) } else { 0 },
                 start: s.start,
                 started: false,
                 app,
@@ -388,10 +349,23 @@ impl Sim {
     /// The head of the forward pipe reaches its receiver; the application
     /// sees the data (RPC completions).
     fn on_data<const ECN: bool, const FQ: bool>(&mut self, now: Time) {
-        let Some(pkt) = self.net.fwd.pop_front() else { return };
+        let Some((at, head)) = self.net.fwd.front_mut() else { return };
+        let pkt = *head;
+        if pkt.n > 1 && !pkt.gro {
+            // The next segment of a burst is the new head.
+            head.seq += 1;
+            head.n -= 1;
+            *at = *at + pkt.spacing;
+        } else {
+            self.net.fwd.pop_front();
+        }
         let i = pkt.stream;
         let st = &mut self.streams[i as usize];
-        let act = st.receiver.on_segment::<ECN>(pkt.seq, now, pkt.ecn);
+        let act = if pkt.gro && pkt.n > 1 {
+            st.receiver.on_gro_segment(pkt.seq, pkt.n, now)
+        } else {
+            st.receiver.on_segment::<ECN>(pkt.seq, now, pkt.ecn)
+        };
         if ECN {
             if let Some(lead) = st.receiver.take_lead_ack() {
                 self.net.acks[st.ack_pipe].push(now + st.ack_delay, (i, lead));
@@ -412,7 +386,7 @@ impl Sim {
         rpcs: &'a mut Rpcs,
         i: u32,
     ) -> (&'a mut App, StreamApp<'a, ECN, FQ>) {
-        let tx = Tx { net, stream: i, wire: st.wire, group: st.group as usize };
+        let tx = Tx { net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs };
         let env = StreamApp {
             tx,
             sender: &mut st.sender,
@@ -431,7 +405,7 @@ impl Sim {
     fn on_ack<const ECN: bool, const FQ: bool>(&mut self, k: usize, now: Time) {
         let Some((i, ack)) = self.net.acks[k].pop_front() else { return };
         let st = &mut self.streams[i as usize];
-        let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize };
+        let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs };
         st.sender.on_ack(now, &ack, &mut tx);
     }
 
@@ -440,7 +414,7 @@ impl Sim {
         let st = &mut self.streams[i as usize];
         match kind {
             TimerKind::Sender(t) => {
-                let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize };
+                let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs };
                 st.sender.on_timer(t, now, &mut tx);
             }
             TimerKind::Receiver(t) => {

@@ -50,8 +50,9 @@
 //!   ACKed as Linux's SACK compression does (__tcp_ack_snd_check): 3
 //!   immediate duplicate ACKs, then up to tcp_comp_sack_nr = 44 folded
 //!   into one, held at most min(1 ms, RTT/20); a withheld ACK is flushed
-//!   with the old SACK list before a new block pushes one out. No GRO
-//!   coalescing.
+//!   with the old SACK list before a new block pushes one out. GRO at
+//!   the receiver when the receiving host has it (`gro`, off by default):
+//!   one ACK per coalesced super-packet of up to 64 KB (tcp/receiver/gro.rs).
 //! * **Loss recovery**: SACK + RACK-TLP (RFC 8985) with Linux's reo_wnd
 //!   rules, PRR (RFC 6937), RTO = srtt + max(4·mdev, 200 ms) with
 //!   exponential backoff, timers on a 1 ms jiffy grid, D-SACK undo. No

@@ -44,6 +44,20 @@ impl LossStage {
         self.gap = self.rng.geometric(self.p);
         true
     }
+
+    /// How many of the next `n` packets pass before the next loss (all `n`
+    /// when none of them is lost); they are consumed. When fewer than `n`
+    /// pass, the packet after them is the lost one: `lose()` then says so.
+    /// Exactly what `n` calls of `lose()` would decide, in one step (a
+    /// burst is split only where a packet of it is lost).
+    #[inline]
+    pub fn pass(&mut self, n: u64) -> u64 {
+        let k = self.gap.min(n);
+        if self.gap != u64::MAX {
+            self.gap -= k;
+        }
+        k
+    }
 }
 
 /// The bottleneck's queue discipline, chosen when the path is built. Every
@@ -85,6 +99,40 @@ pub struct Admitted {
     pub ce: bool,
 }
 
+/// The admitted prefix of a burst (`Bottleneck::offer_burst`): `packets`
+/// back-to-back, the j-th (from 0) leaving at `first_departure + j·spacing`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdmittedBurst {
+    pub packets: u32,
+    pub first_departure: Time,
+    pub spacing: Time,
+}
+
+/// Back-to-back packets of one size in the bottleneck's queue: the j-th
+/// (from 0) departs at `first_departure + j·tx`.
+#[derive(Clone, Copy, Debug)]
+struct QueuedRun {
+    first_departure: Time,
+    tx: Time,
+    packets: u32,
+    bytes: u32,
+}
+
+impl QueuedRun {
+    /// Packets of the run not yet departed at `now`.
+    #[inline(always)]
+    fn left_at(&self, now: Time) -> u32 {
+        if now < self.first_departure {
+            return self.packets;
+        }
+        if self.tx == Time::ZERO {
+            return 0;
+        }
+        let gone = (now - self.first_departure).0 / self.tx.0 + 1;
+        self.packets.saturating_sub(gone.min(u32::MAX as u64) as u32)
+    }
+}
+
 /// The bottleneck: a FIFO served at `rate` with a tail-drop byte buffer and
 /// a queue discipline.
 #[derive(Clone, Debug)]
@@ -93,10 +141,13 @@ pub struct Bottleneck {
     buffer: u64,
     aqm: Aqm,
     last_departure: Time,
-    /// (departure time, bytes) of packets not yet fully sent at the last
-    /// enqueue; the queue occupancy is their byte sum.
-    queue: VecDeque<(Time, u32)>,
+    /// Packets not yet fully sent at the last enqueue, as runs of
+    /// back-to-back packets of one size (a burst admitted at one instant
+    /// is one entry); the queue occupancy is their byte sum.
+    queue: VecDeque<QueuedRun>,
     queued: u64,
+    /// Packets in `queue` (what a packet-count threshold compares).
+    queued_packets: u64,
     pub drops: u64,
     /// ECT packets marked CE by the discipline.
     pub ce_marks: u64,
@@ -123,6 +174,7 @@ impl Bottleneck {
             last_departure: Time::ZERO,
             queue: VecDeque::new(),
             queued: 0,
+            queued_packets: 0,
             drops: 0,
             ce_marks: 0,
             bytes_departed: 0,
@@ -143,13 +195,7 @@ impl Bottleneck {
     /// buffer is full (tail drop).
     #[inline(always)]
     pub fn offer(&mut self, now: Time, bytes: u32, ect: bool) -> Option<Admitted> {
-        while let Some(&(dep, b)) = self.queue.front() {
-            if dep > now {
-                break;
-            }
-            self.queued -= b as u64;
-            self.queue.pop_front();
-        }
+        self.drain(now);
         if self.queued > 0 && self.queued + bytes as u64 > self.buffer {
             self.drops += 1;
             return None;
@@ -158,17 +204,78 @@ impl Bottleneck {
         // any path, and every packet on a drop-tail path, skips it).
         let ce = ect && self.marks(now);
         self.ce_marks += ce as u64;
+        let dep = self.admit(now, bytes, 1);
+        Some(Admitted { departure: dep, ce })
+    }
+
+    /// Offers `n` non-ECT packets of `bytes` arriving together at `now` (a
+    /// TSO burst): the same as `n` calls of `offer(now, bytes, false)`, in
+    /// one step. Packets arriving at one instant find the queue only
+    /// growing, so the buffer admits a prefix of the burst and tail-drops
+    /// the rest.
+    #[inline]
+    pub fn offer_burst(&mut self, now: Time, bytes: u32, n: u32) -> AdmittedBurst {
+        self.drain(now);
+        let b = bytes as u64;
+        // Packet j is admitted iff the queue it finds is empty or it fits:
+        // queued + (j + 1)·bytes <= buffer (the check of `offer`).
+        let fit = if self.queued + b <= self.buffer { (self.buffer - self.queued) / b } else { 0 };
+        let fit = if self.queued == 0 { fit.max(1) } else { fit };
+        let k = fit.min(n as u64) as u32;
+        self.drops += (n - k) as u64;
+        if k == 0 {
+            return AdmittedBurst { packets: 0, first_departure: Time::ZERO, spacing: Time::ZERO };
+        }
+        let last = self.admit(now, bytes, k);
+        let spacing = self.tx_time(bytes);
+        AdmittedBurst { packets: k, first_departure: last - spacing.mul((k - 1) as u64), spacing }
+    }
+
+    /// Serialization time of a `bytes` frame (cached for the last size).
+    #[inline(always)]
+    fn tx_time(&mut self, bytes: u32) -> Time {
         if self.tx_cache.0 != bytes {
             self.tx_cache = (bytes, self.rate.transmit_time(Bytes(bytes as u64)));
         }
-        let tx = self.tx_cache.1;
-        let dep = self.last_departure.max(now) + tx;
-        self.last_departure = dep;
-        self.queue.push_back((dep, bytes));
-        self.queued += bytes as u64;
-        self.bytes_departed += bytes as u64;
-        self.busy += tx;
-        Some(Admitted { departure: dep, ce })
+        self.tx_cache.1
+    }
+
+    /// Forgets packets fully sent by `now`; a run partly sent keeps the
+    /// packets still to go.
+    #[inline(always)]
+    fn drain(&mut self, now: Time) {
+        while let Some(r) = self.queue.front_mut() {
+            if r.first_departure > now {
+                break;
+            }
+            // Packets of the run with departure <= now have left.
+            let gone = r.packets - r.left_at(now);
+            self.queued -= gone as u64 * r.bytes as u64;
+            self.queued_packets -= gone as u64;
+            if gone == r.packets {
+                self.queue.pop_front();
+            } else {
+                r.packets -= gone;
+                r.first_departure = r.first_departure + r.tx.mul(gone as u64);
+            }
+        }
+    }
+
+    /// Queues `n` packets of `bytes` behind the last departure; returns
+    /// the last one's departure.
+    #[inline(always)]
+    fn admit(&mut self, now: Time, bytes: u32, n: u32) -> Time {
+        let tx = self.tx_time(bytes);
+        let first = self.last_departure.max(now) + tx;
+        let last = first + tx.mul((n - 1) as u64);
+        self.last_departure = last;
+        self.queue.push_back(QueuedRun { first_departure: first, tx, packets: n, bytes });
+        let total = n as u64 * bytes as u64;
+        self.queued += total;
+        self.queued_packets += n as u64;
+        self.bytes_departed += total;
+        self.busy += tx.mul(n as u64);
+        last
     }
 
     /// Whether the discipline marks an ECT packet arriving at `now` (the
@@ -178,7 +285,7 @@ impl Bottleneck {
         match self.aqm {
             Aqm::DropTail | Aqm::FqCodel(_) => false,
             Aqm::CeThreshold(k) => match k {
-                CeThreshold::Packets(n) => self.queue.len() > n as usize,
+                CeThreshold::Packets(n) => self.queued_packets > n as u64,
                 CeThreshold::Bytes(b) => self.queued > b,
                 CeThreshold::Delay(d) => self.last_departure.saturating_sub(now) > d,
             },
@@ -189,10 +296,10 @@ impl Bottleneck {
     /// serialized: what a packet arriving at `now` would find. For tests
     /// and observers; costs a walk of the queue.
     pub fn occupancy(&self, now: Time) -> (usize, u64) {
-        self.queue
-            .iter()
-            .filter(|&&(dep, _)| dep > now)
-            .fold((0, 0), |(n, b), &(_, bytes)| (n + 1, b + bytes as u64))
+        self.queue.iter().fold((0, 0), |(n, b), r| {
+            let left = r.left_at(now) as usize;
+            (n + left, b + left as u64 * r.bytes as u64)
+        })
     }
 
     /// Bytes queued (including the packet being serialized) at the last
@@ -238,6 +345,13 @@ impl<T: Copy> Pipe<T> {
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
         self.q.front().map(|x| x.0)
+    }
+
+    /// The head's arrival time and item, to change in place (a head that
+    /// stands for several arrivals moves on to the next of them).
+    #[inline]
+    pub fn front_mut(&mut self) -> Option<(&mut Time, &mut T)> {
+        self.q.front_mut().map(|x| (&mut x.0, &mut x.1))
     }
 
     /// Pops the head.
@@ -331,6 +445,41 @@ mod tests {
         let mut l = LossStage::new(0.01, Rng::new(3, 9));
         let lost = (0..1_000_000).filter(|_| l.lose()).count();
         assert!((9_000..11_000).contains(&lost), "{lost}");
+    }
+
+    #[test]
+    fn a_burst_passes_the_loss_stage_as_its_packets_would_one_by_one() {
+        let (mut one, mut burst) = (LossStage::new(0.05, Rng::new(7, 1)), LossStage::new(0.05, Rng::new(7, 1)));
+        for n in [1u64, 3, 45, 7, 64, 2, 45, 45, 30] {
+            let by_one: Vec<bool> = (0..n).map(|_| one.lose()).collect();
+            let mut by_burst = Vec::new();
+            while (by_burst.len() as u64) < n {
+                let k = burst.pass(n - by_burst.len() as u64);
+                by_burst.extend(std::iter::repeat_n(false, k as usize));
+                if (by_burst.len() as u64) < n {
+                    by_burst.push(burst.lose());
+                }
+            }
+            assert_eq!(by_one, by_burst, "burst of {n}");
+        }
+    }
+
+    #[test]
+    fn a_burst_is_admitted_and_tail_dropped_as_its_packets_would_be_one_by_one() {
+        // Bursts arriving into a queue that drains between them, some
+        // finding it part-way through a burst's departures.
+        let arrivals = [(0u64, 5u32), (0, 3), (2_500, 4), (3_000, 40), (60_000, 2), (61_300, 6), (200_000, 1)];
+        let mut one = Bottleneck::new(Rate::from_gbps(10), Bytes(10_000));
+        let mut burst = Bottleneck::new(Rate::from_gbps(10), Bytes(10_000));
+        for &(t, n) in &arrivals {
+            let deps: Vec<Time> = (0..n).filter_map(|_| one.enqueue(Time(t), 1500)).collect();
+            let a = burst.offer_burst(Time(t), 1500, n);
+            let burst_deps: Vec<Time> = (0..a.packets).map(|j| a.first_departure + a.spacing.mul(j as u64)).collect();
+            assert_eq!(deps, burst_deps, "burst at {t}");
+            assert_eq!(one.drops, burst.drops);
+            assert_eq!(one.occupancy(Time(t + 1_000)), burst.occupancy(Time(t + 1_000)));
+        }
+        assert!(one.drops > 0);
     }
 
     #[test]

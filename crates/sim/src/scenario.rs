@@ -98,6 +98,15 @@ impl<'a> Obj<'a> {
             Some(_) => self.u64(key).map(Some),
         }
     }
+    fn opt_bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {
+        match self.opt(key) {
+            None => Ok(None),
+            Some(v) => match v.as_bool() {
+                Some(b) => Ok(Some(b)),
+                None => err(self.field(key), format!("expected true or false, got {v}")),
+            },
+        }
+    }
     fn str(&self, key: &str) -> Result<&'a str, ConfigError> {
         let v = self.req(key)?;
         v.as_str().ok_or_else(|| ConfigError { field: self.field(key), message: format!("expected a string, got {v}") })
@@ -127,6 +136,9 @@ pub struct HostLimits {
     pub extra_rtt_s: f64,
     /// net.ipv4.tcp_ecn: 0, 1 or 2 (the default).
     pub ecn: u8,
+    /// The host receives through GRO (tcp/receiver/gro.rs); off unless
+    /// asked for, as on the kernel backend's veth receiver.
+    pub gro: bool,
 }
 
 /// An `ecn` field: net.ipv4.tcp_ecn's 0 (off), 1 (request and accept) or
@@ -234,7 +246,8 @@ fn host_limits(v: &Value, path: &str) -> Result<HostLimits, ConfigError> {
         return err(o.field("extra_rtt_s"), format!("must be >= 0, got {extra}"));
     }
     let ecn = tcp_ecn(&o, "ecn")?.unwrap_or(TCP_ECN_PASSIVE);
-    Ok(HostLimits { rmem_max_bytes: rmem, wmem_max_bytes: wmem, stream_rate_cap_bps: cap, extra_rtt_s: extra, ecn })
+    let gro = o.opt_bool("gro")?.unwrap_or(false);
+    Ok(HostLimits { rmem_max_bytes: rmem, wmem_max_bytes: wmem, stream_rate_cap_bps: cap, extra_rtt_s: extra, ecn, gro })
 }
 
 /// The RPC fields of an "rpc" flow: response_bytes, and either
@@ -460,6 +473,7 @@ impl Scenario {
                     rpc: f.rpc.clone(),
                     ecn,
                     cwnd_clamp: f.cwnd_clamp,
+                    gro: self.receiver.gro,
                 });
                 k += 1;
             }

@@ -30,6 +30,7 @@ class HostLimits:
     stream_rate_cap_bps: float | None = None  # per-stream send cap (CPU-bound host)
     extra_rtt_s: float = 0.0  # added round-trip delay on this host's access link
     ecn: int = 2  # net.ipv4.tcp_ecn: 0 off, 1 request and accept, 2 accept only (Linux's default)
+    gro: bool = False  # the host receives through GRO (one ACK per coalesced super-packet)
 
 
 @dataclass(frozen=True)

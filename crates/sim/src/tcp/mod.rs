@@ -18,5 +18,5 @@ pub mod undo;
 
 pub use ecn::{Codepoint, SegEcn};
 pub use info::TcpInfo;
-pub use receiver::{Ack, Receiver, RxAction};
+pub use receiver::{gro_max_segs, Ack, Receiver, RxAction};
 pub use sender::{Sender, SenderConfig, SenderEnv};

@@ -14,6 +14,9 @@ use crate::units::Time;
 
 use super::ecn::{RxEcn, SegEcn};
 
+mod gro;
+pub use gro::gro_max_segs;
+
 /// Delayed-ACK timeout (TCP_DELACK_MIN, 40 ms).
 pub const DELACK: Time = Time::from_millis(40);
 /// SACK blocks per ACK (3 fit next to the timestamp option).
@@ -250,7 +253,7 @@ impl Receiver {
                 ack_now |= self.ecn_check_ce(ecn);
             }
             self.insert_ofo(seq);
-            if let Some(flushed) = self.sack_new_ofo(seq) {
+            if let Some(flushed) = self.sack_new_ofo(seq, seq + 1) {
                 return match self.ack_snd_check(now, ack_now) {
                     RxAction::Schedule(at, t) => RxAction::AckThenSchedule(flushed, at, t),
                     // Not expected (ACKs were being withheld, so no quick-ACK
@@ -416,7 +419,7 @@ impl Receiver {
         ack
     }
 
-    /// tcp_sack_new_ofo_skb() (Linux 5.8+): segment `seq` arrived out of
+    /// tcp_sack_new_ofo_skb() (Linux 5.8+): segments `s..e` arrived out of
     /// order. A block it touches grows and moves to the front (merging with
     /// blocks it now overlaps, tcp_sack_maybe_coalesce); otherwise a new
     /// block goes in front and, past NUM_SACKS blocks, the oldest is
@@ -425,8 +428,7 @@ impl Receiver {
     /// ACKs are sent at once (tcp_sack_compress_send_ack), so every block
     /// reaches the sender in some ACK before it can fall off the list; that
     /// ACK is returned.
-    fn sack_new_ofo(&mut self, seq: u64) -> Option<Ack> {
-        let (s, e) = (seq, seq + 1);
+    fn sack_new_ofo(&mut self, s: u64, e: u64) -> Option<Ack> {
         // Fast path (in-order arrivals above a hole): the segment extends the
         // front block and touches no other, so the list keeps its order.
         if let Some(front) = self.sacks.front() {

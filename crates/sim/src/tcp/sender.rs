@@ -28,6 +28,17 @@ pub trait SenderEnv {
     /// connection they would do nothing (tp.ecn_ok is false everywhere).
     const ECN: bool = true;
     fn transmit(&mut self, now: Time, seq: u64, retrans: bool, ecn: SegEcn);
+    /// Puts `n` new segments `first..first + n` on the wire at `now` as
+    /// one TSO/GSO packet (one skb of tcp_write_xmit, ≤ tcp_tso_autosize
+    /// segments). The same as `n` calls of `transmit` in order; an
+    /// environment may carry the burst as one unit where nothing happens
+    /// to a segment of it on its own.
+    #[inline]
+    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, ecn: SegEcn) {
+        for seq in first..first + n as u64 {
+            self.transmit(now, seq, false, ecn);
+        }
+    }
     fn schedule(&mut self, at: Time, timer: SenderTimer);
 }
 
@@ -117,6 +128,41 @@ pub struct Sender {
     pub(super) queue_cwr: bool,
     /// The algorithm needs ECN (tcp_ca_needs_ecn): retransmissions are ECT too.
     pub(super) cc_needs_ecn: bool,
+}
+
+/// New segments gathered into one TSO/GSO packet: consecutive sequence
+/// numbers with the same ECN field, at most `tso` of them
+/// (tcp_write_xmit builds one skb of up to tcp_tso_segs() segments;
+/// a CWR flag or a retransmission in between starts a new one).
+#[derive(Clone, Copy, Default)]
+struct Gso {
+    first: u64,
+    n: u32,
+    ecn: SegEcn,
+}
+
+impl Gso {
+    #[inline(always)]
+    fn add<E: SenderEnv>(&mut self, now: Time, seq: u64, ecn: SegEcn, tso: u32, env: &mut E) {
+        if self.n > 0 && (self.n >= tso || ecn != self.ecn || seq != self.first + self.n as u64) {
+            self.flush(now, env);
+        }
+        if self.n == 0 {
+            *self = Gso { first: seq, n: 1, ecn };
+        } else {
+            self.n += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn flush<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        match self.n {
+            0 => {}
+            1 => env.transmit(now, self.first, false, self.ecn),
+            n => env.transmit_burst(now, self.first, n, self.ecn),
+        }
+        self.n = 0;
+    }
 }
 
 impl Sender {
@@ -232,7 +278,12 @@ impl Sender {
     /// tcp_update_pacing_rate(): 200 % of cwnd/srtt in slow start, 120 %
     /// otherwise, capped by sk_max_pacing_rate.
     pub(super) fn update_pacing_rate(&mut self) {
-        let tp = &mut self.tp;
+        self.tp.pacing_rate = self.linux_pacing_rate();
+    }
+
+    /// The rate tcp_update_pacing_rate() sets from cwnd and srtt now.
+    fn linux_pacing_rate(&self) -> Rate {
+        let tp = &self.tp;
         let ratio: u64 = if tp.snd_cwnd < tp.snd_ssthresh / 2 { 200 } else { 120 };
         let segs = tp.snd_cwnd.max(tp.packets_out) as u64;
         let bits = (tp.mss_bytes as u128) * 8 * segs as u128 * ratio as u128 / 100;
@@ -241,7 +292,7 @@ impl Sender {
         } else {
             (bits * 1_000_000_000 / tp.srtt.0 as u128).min(u64::MAX as u128) as u64
         };
-        tp.pacing_rate = Rate(rate).min(tp.max_pacing_rate);
+        Rate(rate).min(tp.max_pacing_rate)
     }
 
     /// Records the RTT measured by the three-way handshake
@@ -323,6 +374,16 @@ impl Sender {
         let mut sndbuf_limited = false;
         let mut app_limited = false;
         let pacing = self.pacing_rate();
+        // Segments of one TSO/GSO packet at most (tcp_tso_segs(): sized
+        // from sk_pacing_rate, which Linux keeps current on every ACK
+        // whether or not it paces); new data goes out in such bursts.
+        let sk_pacing_rate = match pacing {
+            Some(r) => r,
+            None if self.owns => self.tp.pacing_rate,
+            None => self.linux_pacing_rate(),
+        };
+        let tso = self.cc.tso_segs(&self.tp, sk_pacing_rate).max(1);
+        let mut gso = Gso::default();
         loop {
             if pacing.is_some() && self.tp.tcp_wstamp > now {
                 // tcp_pacing_check(): wait for the pacing timer.
@@ -343,6 +404,7 @@ impl Sender {
             let mut n = 0u32;
             while n < burst {
                 if let Some(seq) = self.sb.next_lost() {
+                    gso.flush(now, env);
                     self.sb.pop_lost();
                     self.retransmit(seq, now, env);
                     n += 1;
@@ -360,10 +422,13 @@ impl Sender {
                     sndbuf_limited = true;
                     break;
                 }
-                self.send_new(now, env);
+                let (seq, ecn) = self.queue_new(now, E::ECN);
+                gso.add(now, seq, ecn, tso, env);
                 sent_new = true;
                 n += 1;
             }
+            // One paced burst is one TSO packet.
+            gso.flush(now, env);
             sent += n;
             if let Some(r) = pacing {
                 if n > 0 {
@@ -431,7 +496,17 @@ impl Sender {
         }
     }
 
+    /// Sends one new segment on its own (a tail loss probe's new data).
     pub(super) fn send_new<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
+        let (seq, ecn) = self.queue_new(now, E::ECN);
+        env.transmit(now, seq, false, ecn);
+    }
+
+    /// Puts the next new segment into the retransmit queue as sent at
+    /// `now` (tcp_event_new_data_sent) and returns it with its ECN field;
+    /// the caller hands it to the network.
+    #[inline]
+    fn queue_new(&mut self, now: Time, env_ecn: bool) -> (u64, SegEcn) {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
         }
@@ -446,13 +521,13 @@ impl Sender {
             self.prr.on_sent(1);
         }
         // tcp_ecn_send(): a new data segment is ECT and takes a queued CWR.
-        let ecn = if E::ECN && self.tp.ecn_ok {
+        let ecn = if env_ecn && self.tp.ecn_ok {
             let cwr = std::mem::take(&mut self.queue_cwr);
             SegEcn { codepoint: Codepoint::Ect0, cwr }
         } else {
             SegEcn::NOT_ECT
         };
-        env.transmit(now, seq, false, ecn);
+        (seq, ecn)
     }
 
     /// __tcp_retransmit_skb().

@@ -14,12 +14,20 @@ pub struct Env {
     pub timers: Vec<(Time, SenderTimer)>,
     /// The ECN field of every transmission, in the same order as `sent`.
     pub ecn: Vec<SegEcn>,
+    /// (first segment, segments) of every TSO burst handed over whole.
+    pub bursts: Vec<(u64, u32)>,
 }
 
 impl SenderEnv for Env {
     fn transmit(&mut self, now: Time, seq: u64, retrans: bool, ecn: SegEcn) {
         self.sent.push((now, seq, retrans));
         self.ecn.push(ecn);
+    }
+    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, ecn: SegEcn) {
+        self.bursts.push((first, n));
+        for seq in first..first + n as u64 {
+            self.transmit(now, seq, false, ecn);
+        }
     }
     fn schedule(&mut self, at: Time, kind: SenderTimer) {
         self.timers.push((at, kind));

@@ -42,6 +42,9 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
     if ecn_keys:
         problems.append(f"run {plan.run_id}: {', '.join(ecn_keys)}: the hosts backend does not set up ECN or a "
                         "marking bottleneck yet (the sim backend does)")
+    if plan.receiver.gro:
+        problems.append(f"run {plan.run_id}: hosts.receiver.gro = true: the hosts backend does not set the "
+                        "receiver's GRO (its NIC's own setting applies); leave gro out or use the sim backend")
     tb = plan.testbed
     emulator = tb.host_for_role(EMULATOR_ROLE) if tb is not None else None
     if emulator is not None and (plan.rate_bps is None or plan.rtt_s is None):

@@ -119,6 +119,10 @@ class KernelBackend:
 
     def check(self, plans: list[RunPlan]) -> None:
         for plan in plans:
+            if plan.receiver.gro:
+                raise BackendUnavailable(f"run {plan.run_id}: hosts.receiver.gro = true: the kernel backend's veth "
+                                         "receiver has no GRO (veth delivers through netif_rx without NAPI); "
+                                         "leave gro out or use the sim backend")
             refused = unsupported_aqm(plan.aqm)
             if refused:
                 raise BackendUnavailable(f"run {plan.run_id}: {refused}")

@@ -1,0 +1,136 @@
+//! The sender's way onto the path: a segment or a TSO burst crosses the
+//! loss stage, the bottleneck (or fq_codel) and the forward pipe
+//! (`Tx`, the engine's `SenderEnv`), and what the forward pipe carries
+//! (`DataPkt`).
+
+use crate::event::{Event, SenderTimer, TimerKind};
+use crate::tcp::{Codepoint, SegEcn, SenderEnv};
+use crate::units::Time;
+use crate::wire;
+
+use super::Net;
+
+/// Data in flight on the forward path: `n` back-to-back segments
+/// `seq..seq + n` of one stream (a burst the bottleneck admitted whole;
+/// one segment on the per-packet paths), with the ECN field as the
+/// bottleneck left it. The pipe's head time is the arrival of the next
+/// segment, the next one `spacing` later; a GRO unit (`gro`) instead
+/// arrives whole at its last segment's arrival (tcp/receiver/gro.rs).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct DataPkt {
+    pub(super) stream: u32,
+    pub(super) n: u32,
+    pub(super) seq: u64,
+    pub(super) spacing: Time,
+    pub(super) ecn: SegEcn,
+    pub(super) gro: bool,
+}
+
+impl DataPkt {
+    pub(super) fn one(stream: u32, seq: u64, ecn: SegEcn) -> DataPkt {
+        DataPkt { stream, n: 1, seq, spacing: Time::ZERO, ecn, gro: false }
+    }
+}
+
+/// The sender's view of the world for one stream. `ECN` and `FQ` say
+/// whether the run may carry ECN (some stream negotiated it) and may have
+/// fq_codel at the bottleneck; `false` compiles that work out of the
+/// per-packet path (`Sim::run_until` picks the instance once per call).
+pub(super) struct Tx<'a, const ECN: bool, const FQ: bool> {
+    pub(super) net: &'a mut Net,
+    pub(super) stream: u32,
+    pub(super) wire: u32,
+    pub(super) group: usize,
+    /// Segments the receiver's GRO merges at most (0: no GRO).
+    pub(super) gro_segs: u32,
+}
+
+impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
+    const ECN: bool = ECN;
+
+    #[inline]
+    fn transmit(&mut self, now: Time, seq: u64, _retrans: bool, mut ecn: SegEcn) {
+        let net = &mut *self.net;
+        net.packets += 1;
+        if net.loss[self.group].lose() {
+            net.random_drops += 1;
+            return;
+        }
+        if FQ && net.fq.is_some() {
+            net.enqueue_fq(now, self.stream, self.wire, seq, ecn);
+            return;
+        }
+        let Some(a) = net.bottleneck.offer(now, wire::frame_bytes(self.wire), ECN && ecn.is_ect()) else { return };
+        if a.ce {
+            ecn.codepoint = Codepoint::Ce;
+        }
+        net.fwd.push(a.departure + net.prop, DataPkt::one(self.stream, seq, ecn));
+    }
+
+    /// A TSO burst: split only where a segment of it is lost at random or
+    /// tail-dropped, every other stretch carried through the bottleneck
+    /// and the forward pipe as one unit (the same arrivals, drops and
+    /// random draws as segment by segment). Runs that may mark CE or
+    /// queue in fq_codel go segment by segment.
+    #[inline]
+    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, ecn: SegEcn) {
+        if ECN || FQ {
+            for seq in first..first + n as u64 {
+                self.transmit(now, seq, false, ecn);
+            }
+            return;
+        }
+        let net = &mut *self.net;
+        net.packets += n as u64;
+        let frame = wire::frame_bytes(self.wire);
+        let (mut seq, mut left) = (first, n as u64);
+        while left > 0 {
+            let k = net.loss[self.group].pass(left);
+            if k > 0 {
+                net.admit_burst(now, self.stream, seq, k as u32, frame, self.gro_segs);
+            }
+            seq += k;
+            left -= k;
+            if left > 0 {
+                let lost = net.loss[self.group].lose();
+                debug_assert!(lost, "LossStage::pass stopped before a loss");
+                net.random_drops += 1;
+                seq += 1;
+                left -= 1;
+            }
+        }
+    }
+
+    #[inline]
+    fn schedule(&mut self, at: Time, timer: SenderTimer) {
+        self.net.events.push(at, Event::Timer(self.stream, TimerKind::Sender(timer)));
+    }
+}
+
+impl Net {
+    /// `n` segments of `stream` from `seq` (`frame` bytes each, none lost)
+    /// reach the bottleneck together at `now`: the admitted prefix goes
+    /// into the forward pipe as one item, or, for a GRO receiver, as GRO
+    /// units of at most `gro_segs`, each arriving with its last segment.
+    #[inline]
+    fn admit_burst(&mut self, now: Time, stream: u32, seq: u64, n: u32, frame: u32, gro_segs: u32) {
+        let a = self.bottleneck.offer_burst(now, frame, n);
+        if a.packets == 0 {
+            return;
+        }
+        let first = a.first_departure + self.prop;
+        if gro_segs == 0 {
+            let pkt = DataPkt { stream, n: a.packets, seq, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: false };
+            self.fwd.push(first, pkt);
+            return;
+        }
+        let mut j = 0u32;
+        while j < a.packets {
+            let m = gro_segs.min(a.packets - j);
+            let last = first + a.spacing.mul((j + m - 1) as u64);
+            let pkt = DataPkt { stream, n: m, seq: seq + j as u64, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: true };
+            self.fwd.push(last, pkt);
+            j += m;
+        }
+    }
+}
