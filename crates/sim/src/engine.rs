@@ -355,7 +355,7 @@ impl Sim {
             // The next segment of a burst is the new head.
             head.seq += 1;
             head.n -= 1;
-            *at = *at + pkt.spacing;
+            *at += pkt.spacing;
         } else {
             self.net.fwd.pop_front();
         }

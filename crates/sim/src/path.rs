@@ -256,7 +256,7 @@ impl Bottleneck {
                 self.queue.pop_front();
             } else {
                 r.packets -= gone;
-                r.first_departure = r.first_departure + r.tx.mul(gone as u64);
+                r.first_departure += r.tx.mul(gone as u64);
             }
         }
     }
