@@ -189,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     binaries = {name: build(tree) for name, tree in trees.items()}
     for path in parse_paths(args.paths):
         BENCH_EXTRA.clear()
-        BENCH_EXTRA.update({"FATPIPE_BENCH_RATE": str(path.rate_gbit * 1e9), "FATPIPE_BENCH_RTT": str(path.rtt_ms / 1e3),
+        BENCH_EXTRA.update({"FATPIPE_BENCH_RATE": str(path.rate_gbit * 1e9),
+                            "FATPIPE_BENCH_RTT": str(path.rtt_ms / 1e3),
                             "FATPIPE_BENCH_LOSS": str(path.loss), "FATPIPE_BENCH_GRO": "1" if args.gro else "0"})
         if args.cap_gbit:
             BENCH_EXTRA["FATPIPE_BENCH_CAP"] = str(args.cap_gbit * 1e9)
@@ -203,8 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             figs = measure(binaries, run, args.seconds, args.reps, args.aqm, callgrind)
             for name, f in figs.items():
                 ir = f"{f.instructions / 1e9:8.3f}" if f.instructions is not None else f"{'-':>8}"
-                line = (f"{run.label:<10} {name:<5} {f.packets:>10} {ir} {f.wall_min_s:>10.3f} {f.wall_median_s:>10.3f} "
-                        f"{f.packets / f.wall_min_s / 1e6:>11.2f}")
+                line = (f"{run.label:<10} {name:<5} {f.packets:>10} {ir} {f.wall_min_s:>10.3f} "
+                        f"{f.wall_median_s:>10.3f} {f.packets / f.wall_min_s / 1e6:>11.2f}")
                 if name == "head" and "base" in figs:
                     b = figs["base"]
                     ir_change = change(f.instructions, b.instructions) if callgrind else "-"
