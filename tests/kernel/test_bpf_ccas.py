@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bpf_skip import bpf_ports_missing
 
 from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
 from fatpipe.backends.kernel import KernelBackend, bpfcca
@@ -19,13 +20,7 @@ PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 RATE_BPS, RTT_S = 100e6, 0.020
 
 
-def _toolchain_missing() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (BPF struct_ops, network namespaces)"
-    return bpfcca.ports_unavailable()
-
-
-pytestmark = pytest.mark.skipif(_toolchain_missing() is not None, reason=_toolchain_missing() or "")
+pytestmark = pytest.mark.skipif(bpf_ports_missing() is not None, reason=bpf_ports_missing() or "")
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bpf_skip import bpf_ports_missing
 
 from fatpipe.backends.kernel import bpfcca, bpfcca_clean
 
@@ -21,12 +22,10 @@ PORT = "fp_reno"  # validation-only port: never a kernel module's name
 
 
 def _missing() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (BPF struct_ops)"
     for tool in ("bpftool", "clang"):
         if shutil.which(tool) is None:
             return f"needs {tool} (scripts/install.sh installs it)"
-    return bpfcca.ports_unavailable()
+    return bpf_ports_missing()
 
 
 def libbpf_include() -> Path:

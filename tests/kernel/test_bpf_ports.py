@@ -5,10 +5,10 @@ goodput its rule allows, and afterwards the kernel lists exactly what it
 listed before (docs/bpf-ccas.md)."""
 
 import dataclasses
-import os
 from pathlib import Path
 
 import pytest
+from bpf_skip import bpf_ports_missing
 
 from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
 from fatpipe.backends.kernel import KernelBackend, bpfcca
@@ -54,13 +54,7 @@ FLOOR_SHARE = {
 SIM_FLOOR = {"westwood": 0.85, "vegas": 0.85, "nv": 0.85}
 
 
-def _toolchain_missing() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (BPF struct_ops, network namespaces)"
-    return bpfcca.ports_unavailable()
-
-
-pytestmark = pytest.mark.skipif(_toolchain_missing() is not None, reason=_toolchain_missing() or "")
+pytestmark = pytest.mark.skipif(bpf_ports_missing() is not None, reason=bpf_ports_missing() or "")
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,7 @@ import os
 from pathlib import Path
 
 import pytest
+from bpf_skip import bpf_ports_missing
 
 from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
 from fatpipe.backends.kernel import KernelBackend, bpfcca
@@ -57,7 +58,7 @@ def _toolchain_missing() -> str | None:
         return "needs root (network namespaces, BPF struct_ops)"
     if "dctcp" in bpfcca.kernel_ccas():
         return None  # the kernel's own dctcp
-    missing = bpfcca.ports_unavailable()
+    missing = bpf_ports_missing()
     return f"no dctcp in this kernel, and its BPF port cannot load: {missing}" if missing else None
 
 

@@ -254,17 +254,23 @@ impl Receiver {
             }
             self.insert_ofo(seq);
             if let Some(flushed) = self.sack_new_ofo(seq, seq + 1) {
-                return match self.ack_snd_check(now, ack_now) {
-                    RxAction::Schedule(at, t) => RxAction::AckThenSchedule(flushed, at, t),
-                    // Not expected (ACKs were being withheld, so no quick-ACK
-                    // mode); the later ACK carries everything the flushed one did.
-                    later @ (RxAction::AckNow(_) | RxAction::AckThenSchedule(..)) => later,
-                    RxAction::None => RxAction::AckNow(flushed),
-                };
+                return self.ack_snd_check_after_flush(now, ack_now, flushed);
             }
         }
         self.sack_remove();
         self.ack_snd_check(now, ack_now)
+    }
+
+    /// tcp_sack_new_ofo_skb() sent the compressed ACK it was holding
+    /// (`flushed`) before this segment's own __tcp_ack_snd_check().
+    fn ack_snd_check_after_flush(&mut self, now: Time, ack_now: bool, flushed: Ack) -> RxAction {
+        match self.ack_snd_check(now, ack_now) {
+            RxAction::Schedule(at, t) => RxAction::AckThenSchedule(flushed, at, t),
+            // Not expected (ACKs were being withheld, so no quick-ACK
+            // mode); the later ACK carries everything the flushed one did.
+            later @ (RxAction::AckNow(_) | RxAction::AckThenSchedule(..)) => later,
+            RxAction::None => RxAction::AckNow(flushed),
+        }
     }
 
     /// __tcp_ack_snd_check(): ACK now, delay the ACK, or compress it.

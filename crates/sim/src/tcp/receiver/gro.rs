@@ -77,11 +77,7 @@ impl Receiver {
                 _ => self.ofo.push_back((seq, end)),
             }
             if let Some(flushed) = self.sack_new_ofo(seq, end) {
-                return match self.ack_snd_check(now, ack_now) {
-                    RxAction::Schedule(at, t) => RxAction::AckThenSchedule(flushed, at, t),
-                    later @ (RxAction::AckNow(_) | RxAction::AckThenSchedule(..)) => later,
-                    RxAction::None => RxAction::AckNow(flushed),
-                };
+                return self.ack_snd_check_after_flush(now, ack_now, flushed);
             }
         }
         self.sack_remove();
