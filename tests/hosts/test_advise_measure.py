@@ -59,7 +59,10 @@ def test_measured_path_matches_the_emulated_one_within_its_uncertainty(lab, tmp_
     m = measure_path(testbed, tmp_path / "measure", emit=lambda _l: None, duration_s=4.0, warmup_s=1.0, reps=2)
     print("\n".join(m.lines()))
     assert 0.85 * RATE_BPS <= m.rate_bps <= 1.1 * RATE_BPS
-    assert RTT_S <= m.min_rtt_s <= RTT_S * 1.15
+    # linkem releases each held packet up to half its release quantum early
+    # (default_batch_ns: 1 % of the shortest one-way delay), so the round
+    # trip can read up to 0.5 % under RTT_S.
+    assert RTT_S * 0.995 <= m.min_rtt_s <= RTT_S * 1.15, m.lines()
     assert m.loss_ci[0] <= LOSS * 1.5 and m.loss_ci[1] >= LOSS / 1.5, m.lines()
     # Then the advice on those numbers, through the command.
     code = cli.main(["advise", "--testbed", str(testbed), "--out", str(tmp_path / "advice"), "--ccas", "cubic,bbr",
