@@ -1,10 +1,20 @@
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from fatpipe import cli
-from fatpipe.compare import compare, compare_points, compare_rpc, match_keys, ratio_ci
+from fatpipe.analysis.stats import t_quantile
+from fatpipe.compare import (
+    PAIRED_MIN_PAIRS,
+    compare,
+    compare_points,
+    compare_rpc,
+    match_keys,
+    paired_ratio_ci,
+    ratio_ci,
+)
 from synthetic_study import sharing_study, streams_study
 
 
@@ -86,3 +96,33 @@ def test_rpc_percentiles_side_by_side(tmp_path):
     html = compare(a, b, tmp_path / "cmp").read_text()
     assert "RPC completion times" in html and "p99.9 A (ms)" in html
     assert (tmp_path / "cmp" / "compare_rpc.csv").exists()
+
+
+def test_paired_ratio_ci_subtracts_the_covariance_of_the_pairs():
+    a = np.array([100.0, 80.0, 120.0, 90.0])
+    b = a * 1.1 + np.array([0.5, -0.5, 0.3, -0.3])
+    r, lo, hi = paired_ratio_ci(a, b)
+    assert r == pytest.approx(b.mean() / a.mean())
+    assert lo < r < hi and hi / lo < 1.03  # the pairs move together
+    _, wlo, whi = ratio_ci(a.mean(), a.std(ddof=1), 4, b.mean(), b.std(ddof=1), 4)
+    assert whi / wlo > 1.3  # unpaired, the runs' spread dominates
+
+
+def test_paired_ratio_ci_of_uncorrelated_pairs_has_the_unpaired_variance_and_n_minus_1_df():
+    a = np.array([1.0, 2.0, 3.0, 4.0])
+    b = np.array([5.0, 3.0, 3.0, 5.0])  # sample covariance with a: exactly 0
+    r, lo, hi = paired_ratio_ci(a, b)
+    se2 = (a.var(ddof=1) / a.mean() ** 2 + b.var(ddof=1) / b.mean() ** 2) / 4
+    assert math.log(hi / r) == pytest.approx(t_quantile(0.975, 3) * math.sqrt(se2), rel=1e-9)
+
+
+def test_runs_pair_by_seed_when_both_studies_drew_the_same_seeds(tmp_path):
+    a = pd.read_parquet(_study(tmp_path / "a", backend="kernel") / "runs.parquet")
+    same = pd.read_parquet(_study(tmp_path / "b", backend="sim") / "runs.parquet")
+    other = pd.read_parquet(_study(tmp_path / "c", backend="sim", seed=5) / "runs.parquet")
+    assert (compare_points(a, same)["pairs"] == 3).all()
+    assert (compare_points(a, other)["pairs"] == 0).all()
+    # A failed run leaves its pair out; below PAIRED_MIN_PAIRS the point is unpaired.
+    same.loc[same.index[:2], "status"] = "failed"
+    pairs = compare_points(a, same)["pairs"]
+    assert ((pairs == 0) | (pairs >= PAIRED_MIN_PAIRS)).all() and (pairs == 0).any()

@@ -12,6 +12,16 @@ Rules
   the delta method on the log ratio, se² = sd_a²/(n_a·m_a²) + sd_b²/(n_b·m_b²),
   with Welch–Satterthwaite degrees of freedom: ratio·exp(±t·se). Needs at
   least two repetitions on each side.
+* Paired points: when the same run seeds appear on both sides (at least
+  PAIRED_MIN_PAIRS ok runs of the point with a seed the other side has
+  too), the runs are paired by seed and the same delta method takes the
+  covariance of the pairs into account,
+  se² = (sd_a²/m_a² + sd_b²/m_b² − 2·cov_ab/(m_a·m_b))/n, with n − 1
+  degrees of freedom (the ratio is still of the means over those pairs).
+  Pairing is valid whatever the seeds drive; it narrows the interval when
+  one seed draws the same random events on both sides (the simulator and
+  the kernel path's linkem lose the same data segments for a seed: common
+  random numbers). The table reports the pairs and their correlation.
 * A point *disagrees* when |ratio − 1| > 15 %; disagreeing points are listed
   first, largest disagreement first.
 * RPC groups: mean p50/p90/p99/p99.9 completion times of A and B side by side.
@@ -43,6 +53,7 @@ from .report.page import (
 from .results import StudyStore
 
 DISAGREE_FRACTION = 0.15
+PAIRED_MIN_PAIRS = 3
 NOMINAL_COLUMNS = ["rate_bps", "rtt_s", "loss", "corruption", "buffer_bytes", "mtu_bytes"]
 RPC_QUANTILES = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"))
 
@@ -74,11 +85,54 @@ def ratio_ci(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n
     return ratio, ratio * math.exp(-half), ratio * math.exp(half)
 
 
+def paired_ratio_ci(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean b / mean a, low, high) over paired runs a[i], b[i]: the delta
+    method with the pairs' covariance and n − 1 degrees of freedom (rules)."""
+    n = len(a)
+    ma, mb = float(np.mean(a)), float(np.mean(b))
+    if n < 2 or not (ma > 0 and mb > 0):
+        return (mb / ma if ma > 0 else math.nan), math.nan, math.nan
+    c = np.cov(a, b, ddof=1)
+    var = (c[0, 0] / ma ** 2 + c[1, 1] / mb ** 2 - 2 * c[0, 1] / (ma * mb)) / n
+    ratio = mb / ma
+    if var <= 0:
+        return ratio, ratio, ratio
+    half = t_quantile(0.5 + confidence / 2, n - 1) * math.sqrt(var)
+    return ratio, ratio * math.exp(-half), ratio * math.exp(half)
+
+
+def _ok(runs: pd.DataFrame) -> pd.DataFrame:
+    return runs[runs["status"] == "ok"] if "status" in runs.columns else runs
+
+
+def paired_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame, keys: list[str],
+                  metric: str = "goodput_bps") -> pd.DataFrame:
+    """Per point with at least PAIRED_MIN_PAIRS seed-matched ok runs: the
+    keys, ``pairs``, ``pair_corr``, ``ratio`` and its paired CI."""
+    cols = [*keys, "pairs", "pair_corr", "ratio", "ratio_ci_low", "ratio_ci_high"]
+    if "seed" not in runs_a.columns or "seed" not in runs_b.columns or metric not in runs_a.columns \
+            or metric not in runs_b.columns:
+        return pd.DataFrame(columns=cols)
+    side = [_ok(r)[[*keys, "seed", metric]].dropna(subset=["seed", metric]) for r in (runs_a, runs_b)]
+    both = side[0].merge(side[1], on=[*keys, "seed"], suffixes=("_a", "_b"))
+    rows = []
+    for key, g in both.groupby(keys, dropna=False, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        if len(g) < PAIRED_MIN_PAIRS:
+            continue
+        a, b = g[f"{metric}_a"].to_numpy(float), g[f"{metric}_b"].to_numpy(float)
+        corr = float(np.corrcoef(a, b)[0, 1]) if a.std() > 0 and b.std() > 0 else math.nan
+        rows.append({**dict(zip(keys, key, strict=True)), "pairs": len(g), "pair_corr": corr,
+                     **dict(zip(("ratio", "ratio_ci_low", "ratio_ci_high"), paired_ratio_ci(a, b), strict=True))})
+    return pd.DataFrame(rows, columns=cols)
+
+
 def compare_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
                    metric: str = "goodput_bps") -> pd.DataFrame:
-    """Matched grid points with a_*/b_* statistics, ratio, ratio CI and
-    ``disagree``; disagreeing points first. Unmatched points have NaN on the
-    missing side and ``matched`` False."""
+    """Matched grid points with a_*/b_* statistics, ratio, ratio CI,
+    ``pairs`` (0: unpaired), ``pair_corr`` and ``disagree``; disagreeing
+    points first. Unmatched points have NaN on the missing side and
+    ``matched`` False."""
     keys, _ = match_keys(runs_a, runs_b)
     sa = grid_summary(runs_a, metric, keys)
     sb = grid_summary(runs_b, metric, keys)
@@ -90,6 +144,15 @@ def compare_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
          if row.matched else (math.nan,) * 3
          for row in m.itertuples()]
     m["ratio"], m["ratio_ci_low"], m["ratio_ci_high"] = zip(*r, strict=True) if r else ((), (), ())
+    m["pairs"], m["pair_corr"] = 0, math.nan
+    paired = paired_points(runs_a, runs_b, keys, metric)
+    if not paired.empty:
+        m = m.merge(paired, on=keys, how="left", suffixes=("", "_paired"))
+        use = m["pairs_paired"].notna()
+        for c in ("pairs", "pair_corr", "ratio", "ratio_ci_low", "ratio_ci_high"):
+            m[c] = m[c].where(~use, m[f"{c}_paired"])
+        m = m.drop(columns=[f"{c}_paired" for c in ("pairs", "pair_corr", "ratio", "ratio_ci_low", "ratio_ci_high")])
+        m["pairs"] = m["pairs"].astype(int)
     m["disagree"] = (m["ratio"] - 1).abs() > DISAGREE_FRACTION
     m["_size"] = np.abs(np.log(m["ratio"].where(m["ratio"] > 0)))
     m = m.sort_values(["matched", "disagree", "_size"], ascending=[False, False, False],
@@ -245,11 +308,14 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
     view["ratio B/A"] = t["ratio"]
     view["ratio 95 % CI"] = [f"{lo:.3g} – {hi:.3g}" if pd.notna(lo) else "–"
                              for lo, hi in zip(t["ratio_ci_low"], t["ratio_ci_high"], strict=True)]
+    view["pairs (corr.)"] = [f"{int(p)} ({c:.2f})" if p else "–"
+                             for p, c in zip(t["pairs"], t["pair_corr"], strict=True)]
     view["disagree"] = ["yes" if d else "" for d in t["disagree"]]
     sections.append(section(
         "table", "Grid points", table_html(view, highlight=t["disagree"], scroll=len(view) > 30),
         f"A = {name_a}, B = {name_b}. Ratio CI: delta method on the log ratio with Welch degrees "
-        f"of freedom. Disagree: |B/A − 1| > {DISAGREE_FRACTION:.0%}. Matched on: "
+        f"of freedom, or over runs paired by seed (pairs: their number and correlation). "
+        f"Disagree: |B/A − 1| > {DISAGREE_FRACTION:.0%}. Matched on: "
         + ", ".join(keys) + "."))
     rpc = compare_rpc(a.runs, b.runs)
     if not rpc.empty:

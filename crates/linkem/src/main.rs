@@ -4,10 +4,10 @@
 //! is one direction of the path: packets that iptables sends to that
 //! NFQUEUE are held until arrival + one-way delay, then accepted in one
 //! NFQNL_MSG_VERDICT_BATCH (constant delay ⇒ FIFO ⇒ id order). TCP segments
-//! that carry payload are dropped with the queue's probability (own seeded
-//! PRNG). The queue is configured without NFQA_CFG_F_GSO, so the kernel
-//! software-segments GSO packets before queueing and loss hits single MSS
-//! segments as on a router. Statistics (including lateness = verdict time −
+//! that carry payload are dropped with the queue's probability (the
+//! simulator's seeded loss stage, rng.rs). The queue is configured without
+//! NFQA_CFG_F_GSO, so the kernel software-segments GSO packets before
+//! queueing and loss hits single MSS segments as on a router. Statistics (including lateness = verdict time −
 //! due time) go to `--stats` as JSON every interval and on SIGINT/SIGTERM.
 //!
 //! A queue with a bottleneck CE threshold (`ce_k_*`) marks per segment,
@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use args::{Args, QueueSpec};
 use fatpipe_sim::path::Bottleneck;
 use netlink::{Message, Packet};
-use rng::{LossGate, Rng};
+use fatpipe_sim::path::LossStage;
 use stats::QueueStats;
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -128,7 +128,8 @@ impl RecvBuffers {
 struct QueueSocket {
     fd: RawFd,
     spec: QueueSpec,
-    gate: LossGate,
+    /// Random loss of this queue's data segments (the simulator's stage).
+    loss: LossStage,
     bottleneck: Option<Bottleneck>,
     /// Held packets: (id, due time in CLOCK_MONOTONIC ns, marked CE), FIFO.
     held: VecDeque<(u32, u64, bool)>,
@@ -206,12 +207,12 @@ impl QueueSocket {
         send_all(fd, &netlink::encode_params(seq + 1, spec.num, copy_range, a.maxlen, a.gso))?;
         wait_ack(fd, seq + 1).map_err(|e| io::Error::new(e.kind(), format!("configure queue {}: {e}", spec.num)))?;
         // Non-blocking from now on: the main loop drains with MSG_DONTWAIT.
-        let gate = LossGate::new(spec.loss);
+        let loss = rng::queue_loss(a.seed, spec.num, spec.loss);
         let bottleneck = (spec.rate_bps > 0.0).then(|| link::bottleneck(spec.rate_bps, spec.buffer_bytes, spec.aqm));
         Ok(QueueSocket {
             fd,
             spec,
-            gate,
+            loss,
             bottleneck,
             held: VecDeque::new(),
             marked: VecDeque::new(),
@@ -225,7 +226,7 @@ impl QueueSocket {
     /// Reads every message waiting in the socket, up to RECV_BATCH netlink
     /// messages per recvmmsg(2) call (one packet each: a syscall per packet
     /// was most of linkem's CPU time at 1 Gbit/s).
-    fn drain(&mut self, bufs: &mut RecvBuffers, rng: &mut Rng) -> io::Result<()> {
+    fn drain(&mut self, bufs: &mut RecvBuffers) -> io::Result<()> {
         loop {
             let n = bufs.receive(self.fd);
             if n < 0 {
@@ -246,7 +247,7 @@ impl QueueSocket {
                 let datagram = bufs.message(i);
                 for m in netlink::decode(datagram) {
                     if let Message::Packet(p) = m {
-                        self.on_packet(&p, datagram, now, now_real, rng)?;
+                        self.on_packet(&p, datagram, now, now_real)?;
                     }
                 }
             }
@@ -258,7 +259,7 @@ impl QueueSocket {
 
     /// `datagram` is the netlink datagram `p` was decoded from (its
     /// `data` range holds the copied packet).
-    fn on_packet(&mut self, p: &Packet, datagram: &[u8], now: u64, now_real: u64, rng: &mut Rng) -> io::Result<()> {
+    fn on_packet(&mut self, p: &Packet, datagram: &[u8], now: u64, now_real: u64) -> io::Result<()> {
         let s = &mut self.stats;
         s.packets += 1;
         s.bytes += p.len as u64;
@@ -269,7 +270,7 @@ impl QueueSocket {
             s.data_packets += 1;
             // Loss acts on TCP segments with payload only (handshakes and
             // pure ACKs of this direction pass), like corruption of data.
-            if self.gate.drop(rng) {
+            if self.loss.lose() {
                 s.dropped += 1;
                 return send_all(self.fd, &netlink::encode_verdict(self.spec.num, p.id, netlink::NF_DROP));
             }
@@ -510,7 +511,6 @@ fn run(a: Args) -> io::Result<()> {
     for spec in a.queues.clone() {
         queues.push(QueueSocket::open(spec, &a)?);
     }
-    let mut rng = Rng::new(a.seed, rng::LOSS_STREAM);
     let msg_bytes = if queues.iter().any(|q| q.spec.marks()) { WHOLE_PACKET_MSG_BYTES } else { RECV_MSG_BYTES };
     let mut bufs = RecvBuffers::new(msg_bytes);
     let mut pfds: Vec<libc::pollfd> =
@@ -531,7 +531,7 @@ fn run(a: Args) -> io::Result<()> {
             }
         }
         for q in queues.iter_mut() {
-            q.drain(&mut bufs, &mut rng)?;
+            q.drain(&mut bufs)?;
         }
         let now = mono_ns();
         for q in queues.iter_mut() {

@@ -1,27 +1,17 @@
-//! Seeded loss decisions with the simulator's generator (xoshiro256**
-//! seeded by SplitMix64), so a seed gives the same drop pattern on every
-//! machine.
+//! Seeded loss decisions with the simulator's own loss stage (geometric
+//! gaps drawn from xoshiro256** seeded by SplitMix64), so a seed loses the
+//! same data segments on every machine and on both backends.
 
-pub use fatpipe_sim::rng::Rng;
+use fatpipe_sim::path::{loss_stream, LossStage};
+use fatpipe_sim::rng::Rng;
 
-/// Label of linkem's loss stream in the shared seeded generator.
-pub const LOSS_STREAM: u64 = 0x11_4e3e;
-
-/// Bernoulli(p) drop decision with an integer threshold (no float per packet).
-pub struct LossGate {
-    threshold: u64,
-    always: bool,
-}
-
-impl LossGate {
-    pub fn new(p: f64) -> Self {
-        let p = p.clamp(0.0, 1.0);
-        LossGate { threshold: (p * 18_446_744_073_709_551_616.0) as u64, always: p >= 1.0 }
-    }
-
-    pub fn drop(&self, rng: &mut Rng) -> bool {
-        self.always || (self.threshold > 0 && rng.next_u64() < self.threshold)
-    }
+/// The loss stage of NFQUEUE `num`: its data segments (payload > 0, in
+/// arrival order, retransmissions included) are lost where the simulator
+/// loses flow group `num`'s. The kernel backend's data direction is queue 0
+/// and carries every flow, which pairs a one-group study's kernel run with
+/// the simulator's run of the same seed.
+pub fn queue_loss(seed: u64, num: u16, p: f64) -> LossStage {
+    LossStage::new(p.clamp(0.0, 1.0), Rng::new(seed, loss_stream(num as u64)))
 }
 
 #[cfg(test)]
@@ -31,10 +21,9 @@ mod tests {
     #[test]
     fn loss_rate_matches_probability_within_3_sigma() {
         for &p in &[1e-4, 1e-3, 1e-2, 0.1] {
-            let gate = LossGate::new(p);
-            let mut rng = Rng::new(42, LOSS_STREAM);
+            let mut stage = queue_loss(42, 0, p);
             let n = 4_000_000u64;
-            let drops = (0..n).filter(|_| gate.drop(&mut rng)).count() as f64;
+            let drops = (0..n).filter(|_| stage.lose()).count() as f64;
             let expected = p * n as f64;
             let sigma = (n as f64 * p * (1.0 - p)).sqrt();
             assert!((drops - expected).abs() < 3.0 * sigma, "p={p} drops={drops} expected={expected}");
@@ -43,14 +32,29 @@ mod tests {
 
     #[test]
     fn zero_never_drops_one_always_drops() {
-        let mut rng = Rng::new(1, LOSS_STREAM);
-        assert!(!(0..10_000).any(|_| LossGate::new(0.0).drop(&mut rng)));
-        assert!((0..10_000).all(|_| LossGate::new(1.0).drop(&mut rng)));
+        let mut never = queue_loss(1, 0, 0.0);
+        let mut always = queue_loss(1, 0, 1.0);
+        assert!(!(0..10_000).any(|_| never.lose()));
+        assert!((0..10_000).all(|_| always.lose()));
     }
 
     #[test]
-    fn same_seed_same_sequence() {
-        let (mut a, mut b) = (Rng::new(9, LOSS_STREAM), Rng::new(9, LOSS_STREAM));
-        assert!((0..100).all(|_| a.next_u64() == b.next_u64()));
+    fn data_queue_loses_the_segments_the_simulator_loses_for_group_0() {
+        // The simulator's engine builds group g's stage from loss_stream(g).
+        let mut sim = LossStage::new(1e-3, Rng::new(9, loss_stream(0)));
+        let mut line = queue_loss(9, 0, 1e-3);
+        let lost = |s: &mut LossStage| (0..200_000u32).filter(|_| s.lose()).collect::<Vec<_>>();
+        let (a, b) = (lost(&mut sim), lost(&mut line));
+        assert!(a.len() > 100, "expected ~200 losses, saw {}", a.len());
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn queues_draw_from_their_own_streams() {
+        let positions = |num| {
+            let mut s = queue_loss(9, num, 1e-2);
+            (0..10_000u32).filter(|_| s.lose()).collect::<Vec<_>>()
+        };
+        assert_ne!(positions(0), positions(1));
     }
 }

@@ -249,7 +249,7 @@ impl Sim {
             .group_loss
             .iter()
             .enumerate()
-            .map(|(g, &p)| LossStage::new(p, Rng::new(cfg.seed, 0x105_5000 + g as u64)))
+            .map(|(g, &p)| LossStage::new(p, Rng::new(cfg.seed, crate::path::loss_stream(g as u64))))
             .collect();
         let mut net = Net {
             events: EventQueue::new(),

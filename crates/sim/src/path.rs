@@ -15,6 +15,16 @@ use crate::fq_codel::FqCodelParams;
 use crate::rng::Rng;
 use crate::units::{Bytes, Rate, Time};
 
+/// Label of the seeded stream that draws the random losses of flow group
+/// `group`'s data segments. fatpipe-linkem draws its data queue's losses
+/// from group 0's stream with [`LossStage`] too, so one seed loses the same
+/// data segments (counted in order, retransmissions included) on the
+/// kernel path and in the simulator: their runs pair up (common random
+/// numbers) and a kernel-vs-sim comparison can difference them.
+pub fn loss_stream(group: u64) -> u64 {
+    0x105_5000 + group
+}
+
 /// Random per-packet loss whose cost grows with losses, not packets: the gap
 /// to the next loss is drawn geometrically.
 #[derive(Clone, Debug)]
