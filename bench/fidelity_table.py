@@ -9,8 +9,9 @@ and the kernel results of studies/bpf-port-validation.toml
 (bpf-port-validation/), and prints markdown tables:
 
 1. per CCA and grid point, sim/kernel goodput ratio with its 95 % interval
-   (fatpipe compare's rule: compare.compare_points), and the retransmission
-   rate of each side;
+   (fatpipe compare's rule: compare.compare_points, over runs paired by seed
+   where both sides have the seeds: the number of pairs and their
+   correlation ρ follow), and the retransmission rate of each side;
 2. the 3-flow point: flow 0's share of the three flows' goodput on each
    side, and the goodput ratio of flow 0;
 3. the BPF ports fp_reno/fp_cubic against the built-in reno/cubic (port /
@@ -43,7 +44,8 @@ def fmt_ratio(row) -> str:
     mark = ""
     if abs(row.ratio - 1) > DISAGREE_FRACTION:
         mark = " **!**" if not pd.isna(row.ratio_ci_low) and (row.ratio_ci_low > 1 or row.ratio_ci_high < 1) else " ?"
-    return f"{row.ratio:.2f}{ci}{mark}"
+    paired = f" (paired: {int(row.pairs)}, ρ {row.pair_corr:.2f})" if getattr(row, "pairs", 0) else ""
+    return f"{row.ratio:.2f}{ci}{mark}{paired}"
 
 
 def mean_by(r: pd.DataFrame, keys: list[str], col: str) -> pd.Series:

@@ -71,6 +71,20 @@ def test_seeds_are_shared_across_backends_and_differ_across_reps(tmp_path):
     assert by[("sim", 0.0, "reno", 0)] != by[("sim", 0.0, "reno", 1)]
 
 
+def test_per_repetition_seeds_give_every_point_the_same_seed_per_repetition(tmp_path):
+    spec, raw = load(GOOD.replace("repetitions = 2", 'repetitions = 2\nseeds = "per-repetition"'), tmp_path)
+    plans = plan_runs(spec, raw)
+    by_rep = {r: {p.seed for p in plans if p.rep == r} for r in (0, 1)}
+    assert len(by_rep[0]) == 1 and len(by_rep[1]) == 1 and by_rep[0] != by_rep[1]
+    per_run = plan_runs(*load(GOOD, tmp_path))
+    assert len({p.seed for p in per_run if p.rep == 0}) == 4
+
+
+def test_seeds_names_what_is_allowed(tmp_path):
+    p = problems(GOOD.replace("repetitions = 2", 'repetitions = 2\nseeds = "shared"'), tmp_path)
+    assert "per-run" in p["study.seeds"] and "per-repetition" in p["study.seeds"]
+
+
 def test_unknown_key_is_named_with_its_path(tmp_path):
     p = problems(GOOD.replace('rtt = "20ms"', 'rtt = "20ms"\ncolour = 1'), tmp_path)
     assert p["path.colour"] == "unknown key"

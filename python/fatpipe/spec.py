@@ -197,6 +197,10 @@ class StudySection(_Strict):
     warmup: TimeS = 0.0
     repetitions: Annotated[int, Field(ge=1, le=10000)] = 1
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
+    # "per-run": every point and repetition draws its own seed; "per-repetition":
+    # repetition r of every point shares one (common random numbers: the
+    # sweep's CCAs meet the same random losses, so they compare in pairs).
+    seeds: Literal["per-run", "per-repetition"] = "per-run"
     interval: IntervalS = 0.1  # sampling interval of the series
 
     @field_validator("backends")

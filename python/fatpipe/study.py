@@ -31,6 +31,7 @@ from .testbed import Testbed, load_testbed, study_problems
 
 
 def derive_seed(study_seed: int, point: int, rep: int) -> int:
+    """A run's seed from the study's, its point and its repetition."""
     digest = hashlib.sha256(f"{study_seed}:{point}:{rep}".encode()).digest()
     return int.from_bytes(digest[:8], "little") >> 1  # fits a signed 64-bit
 
@@ -106,7 +107,7 @@ def plan_runs(
                         run_id=f"{backend}-p{point:03d}-r{rep:02d}",
                         backend=backend,
                         rep=rep,
-                        seed=derive_seed(s.seed, point, rep),
+                        seed=derive_seed(s.seed, 0 if s.seeds == "per-repetition" else point, rep),
                         duration_s=s.duration,
                         warmup_s=s.warmup,
                         sample_interval_s=s.interval,
