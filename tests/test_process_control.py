@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -106,6 +107,7 @@ cc = "cubic"
 SLOW_RUNNER = r"""
 import sys, time
 from pathlib import Path
+from types import SimpleNamespace
 from fatpipe import backends, cli
 sys.path.insert(0, sys.argv[3])
 from fake_backend import FakeBackend
@@ -155,3 +157,11 @@ def test_emulator_late_has_one_threshold_used_by_the_flag_and_the_kernel_fact():
     assert not summary.emulator_late(None, rtt)
     assert kernel.emulator_late is summary.emulator_late
     assert not hasattr(kernel, "LATE_P99_LIMIT_S")
+
+
+def test_packets_lost_outside_the_emulated_path_flag_the_run():
+    plan = SimpleNamespace(rtt_s=0.020, flows=(), loss=0.0, sample_interval_s=0.1)
+    clean = summary.PathReport(emulator="linkem-nfqueue", late_p99_s=1e-4)
+    assert "host_drops" not in summary.path_flags(plan, clean)
+    dropped = summary.PathReport(emulator="linkem-nfqueue", late_p99_s=1e-4, host_drops=3)
+    assert "host_drops" in summary.path_flags(plan, dropped)

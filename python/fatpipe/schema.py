@@ -99,6 +99,10 @@ class PathReport:
     # Hosts on their own clocks: how far a host's clock may be off the
     # controller's during the run (the largest over the hosts; None: one clock).
     clock_uncertainty_s: float | None = None
+    # Packets lost outside the emulated path where fatpipe can count them
+    # (kernel backend: ACKs dropped by a full veth NAPI ring); 0 where
+    # nothing counts them. A run with any is flagged `host_drops`.
+    host_drops: int = 0
 
     @property
     def loss_rate(self) -> float | None:

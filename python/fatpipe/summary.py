@@ -164,6 +164,8 @@ def path_flags(plan: RunPlan, path: PathReport) -> list[str]:
         flags.append("emulator_late")
     if _clock_uncertain(plan, path):
         flags.append("clock_uncertain")
+    if path.host_drops:
+        flags.append("host_drops")
     return flags
 
 

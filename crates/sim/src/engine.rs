@@ -494,6 +494,7 @@ impl Sim {
             late_p99_s: None,
             late_max_s: None,
             clock_uncertainty_s: None, // one clock: the simulator's
+            host_drops: 0,             // no host outside the model
         };
         self.result.stats = Stats {
             events: self.net.events.popped + self.net.pipe_events,

@@ -293,6 +293,7 @@ facts_struct! {
     late_p99_s: Option<f64>, "s", "delay-line lateness, 99th percentile (None without a delay line)";
     late_max_s: Option<f64>, "s", "delay-line lateness, largest (None without a delay line)";
     clock_uncertainty_s: Option<f64>, "s", "how far a host's clock may have been off the controller's during the run (None: one clock)";
+    host_drops: u64, "packets", "packets lost outside the emulated path where fatpipe can count them (kernel: ACKs a full veth NAPI ring dropped); a run with any is flagged host_drops";
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]

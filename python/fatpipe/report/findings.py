@@ -186,7 +186,8 @@ def flag_lines(runs: pd.DataFrame) -> list[str]:
         why = {"rwnd_limited": " (bounded by the receive window: an end-host limit, not the network)",
                "sndbuf_limited": " (bounded by the send buffer: an end-host limit)",
                "emulator_late": " (the delay emulator fell behind: treat with care)",
-               "loss_off": " (measured loss differs from the spec)"}.get(f, "")
+               "loss_off": " (measured loss differs from the spec)",
+               "host_drops": " (packets lost outside the emulated path: not the path asked for)"}.get(f, "")
         out.append(f"{n} of {len(ok)} run × flow rows flagged {f}{why}.")
     failed = runs[runs["status"] != "ok"]["run_id"].nunique()
     if failed:

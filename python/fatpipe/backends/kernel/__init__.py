@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import platform
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -232,11 +231,6 @@ class KernelBackend:
                  # (TCPI_OPT_ECN) and segments acked with ECE (tcpi_delivered_ce).
                  "ecn": traffic.ecn,
                  "linkem": stats.details.get("linkem_summary"),
-                 "ack_napi": stats.details.get("ack_napi"), "ack_ring_drops": stats.details.get("ack_ring_drops")}
-        if stats.details.get("ack_ring_drops"):
-            # veth's NAPI ring toward a sender overflowed: ACKs were lost that
-            # no path counter shows (docs/kernel-path.md). Say so.
-            print(f"fatpipe: {plan.run_id}: {stats.details['ack_ring_drops']} ACKs dropped by a full veth "
-                  "NAPI ring (a delay-line batch larger than its 256 packets)", file=sys.stderr)
+                 "ack_napi": stats.details.get("ack_napi")}
         return RunOutcome(series=rows_to_series(traffic.rows), rpcs=rows_to_rpcs(traffic.rpcs), path=report,
                           facts=facts)

@@ -196,6 +196,7 @@ class PathStats:
     late_p50_s: float | None = None
     late_p99_s: float | None = None
     late_max_s: float | None = None
+    host_drops: int = 0  # ACKs dropped by a full veth NAPI ring toward a sender
     details: dict = field(default_factory=dict)
     counts_bottleneck: bool = True  # False: nothing counted the bottleneck's bytes (a real path)
 
@@ -216,6 +217,7 @@ class PathStats:
             late_p99_s=self.late_p99_s,
             late_max_s=self.late_max_s,
             clock_uncertainty_s=clock_uncertainty_s,
+            host_drops=self.host_drops,
         )
 
 
@@ -386,7 +388,7 @@ class EmulatedPath:
             stats.details.update({"linkem": raw, "linkem_summary": s})  # keeps "bottleneck"
             sender_ifs = [f"s{i}" for i in range(len(self.senders))]
             stats.details["ack_napi"] = dict(self.ack_napi)
-            stats.details["ack_ring_drops"] = veth_tx_drops(self.router, sender_ifs)
+            stats.host_drops = veth_tx_drops(self.router, sender_ifs)
         return stats
 
     def teardown(self) -> None:
