@@ -45,7 +45,9 @@ def fmt_ratio(row) -> str:
     if abs(row.ratio - 1) > DISAGREE_FRACTION:
         mark = " **!**" if not pd.isna(row.ratio_ci_low) and (row.ratio_ci_low > 1 or row.ratio_ci_high < 1) else " ?"
     paired = f" (paired: {int(row.pairs)}, ρ {row.pair_corr:.2f})" if getattr(row, "pairs", 0) else ""
-    return f"{row.ratio:.2f}{ci}{mark}{paired}"
+    wide = not pd.isna(row.ratio_ci_high) and row.ratio_ci_high / row.ratio > 1 + DISAGREE_FRACTION
+    needs = f" · ±15 % needs {row.reps_to_resolve:.0f}" if wide and not pd.isna(row.reps_to_resolve) else ""
+    return f"{row.ratio:.2f}{ci}{mark}{paired}{needs}"
 
 
 def mean_by(r: pd.DataFrame, keys: list[str], col: str) -> pd.Series:
@@ -124,7 +126,9 @@ def main(argv: list[str]) -> None:
     if (base / "bpf-port-validation").exists():
         print("\n## BPF ports vs built-in (kernel)\n")
         print(validation_table(runs(base / "bpf-port-validation")))
-    print("\n(!: outside ±15 % and the interval excludes 1; ?: outside ±15 %, interval includes 1)")
+    print("\n(!: outside ±15 % and the interval excludes 1; ?: outside ±15 %, interval includes 1; "
+          "'±15 % needs N': the interval is wider than ±15 %, and N repetitions per side (pairs) would "
+          "narrow it to ±15 % at the variance seen)")
 
 
 if __name__ == "__main__":

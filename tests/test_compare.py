@@ -14,6 +14,7 @@ from fatpipe.compare import (
     match_keys,
     paired_ratio_ci,
     ratio_ci,
+    reps_to_resolve,
 )
 from synthetic_study import sharing_study, streams_study
 
@@ -126,3 +127,14 @@ def test_runs_pair_by_seed_when_both_studies_drew_the_same_seeds(tmp_path):
     same.loc[same.index[:2], "status"] = "failed"
     pairs = compare_points(a, same)["pairs"]
     assert ((pairs == 0) | (pairs >= PAIRED_MIN_PAIRS)).all() and (pairs == 0).any()
+
+
+def test_reps_to_resolve_is_the_fewest_whose_interval_is_within_15_percent():
+    rel_var = 2 * 0.10 ** 2  # both sides vary by 10 % per run
+    n = reps_to_resolve(rel_var, paired=False)
+    half = lambda k, df: t_quantile(0.975, df) * math.sqrt(rel_var / k)  # noqa: E731
+    assert half(n, 2 * n - 2) <= math.log(1.15) < half(n - 1, 2 * n - 4)
+    # Pairs that move together need far fewer; pairing costs degrees of freedom.
+    assert reps_to_resolve(0.002, paired=True) < n
+    assert reps_to_resolve(rel_var, paired=True) >= n
+    assert math.isnan(reps_to_resolve(float("nan"), paired=False))

@@ -24,6 +24,11 @@ Rules
   random numbers). The table reports the pairs and their correlation.
 * A point *disagrees* when |ratio − 1| > 15 %; disagreeing points are listed
   first, largest disagreement first.
+* Repetitions to resolve: per point, the fewest repetitions per side (pairs
+  when paired) whose interval, with the variance seen, would be at most
+  ±15 % (t·se ≤ ln 1.15, se² = the per-run relative variance / n, with
+  2n − 2 degrees of freedom unpaired or n − 1 paired): how far a point is
+  from resolving a 15 % difference.
 * RPC groups: mean p50/p90/p99/p99.9 completion times of A and B side by side.
 """
 
@@ -101,15 +106,41 @@ def paired_ratio_ci(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> t
     return ratio, ratio * math.exp(-half), ratio * math.exp(half)
 
 
+def reps_to_resolve(rel_var_per_run: float, paired: bool, fraction: float = DISAGREE_FRACTION,
+                    confidence: float = 0.95, cap: int = 100_000) -> float:
+    """Fewest repetitions per side (pairs when `paired`) for a ratio
+    interval of at most ±`fraction` given the per-run relative variance
+    (see the rules); NaN when unknown, `cap` when beyond it."""
+    if not math.isfinite(rel_var_per_run) or rel_var_per_run < 0:
+        return math.nan
+    target = math.log(1 + fraction)
+    n = 2
+    while n < cap:
+        df = n - 1 if paired else 2 * n - 2
+        if t_quantile(0.5 + confidence / 2, df) * math.sqrt(rel_var_per_run / n) <= target:
+            return n
+        n = n + 1 if n < 64 else int(n * 1.1)
+    return cap
+
+
 def _ok(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs["status"] == "ok"] if "status" in runs.columns else runs
+
+
+def _paired_rel_var(a: np.ndarray, b: np.ndarray) -> float:
+    """Per-pair variance of the log ratio of means (delta method)."""
+    ma, mb = float(np.mean(a)), float(np.mean(b))
+    if not (ma > 0 and mb > 0):
+        return math.nan
+    c = np.cov(a, b, ddof=1)
+    return float(c[0, 0] / ma ** 2 + c[1, 1] / mb ** 2 - 2 * c[0, 1] / (ma * mb))
 
 
 def paired_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame, keys: list[str],
                   metric: str = "goodput_bps") -> pd.DataFrame:
     """Per point with at least PAIRED_MIN_PAIRS seed-matched ok runs: the
     keys, ``pairs``, ``pair_corr``, ``ratio`` and its paired CI."""
-    cols = [*keys, "pairs", "pair_corr", "ratio", "ratio_ci_low", "ratio_ci_high"]
+    cols = [*keys, "pairs", "pair_corr", "ratio", "ratio_ci_low", "ratio_ci_high", "reps_to_resolve"]
     if "seed" not in runs_a.columns or "seed" not in runs_b.columns or metric not in runs_a.columns \
             or metric not in runs_b.columns:
         return pd.DataFrame(columns=cols)
@@ -123,7 +154,8 @@ def paired_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame, keys: list[str],
         a, b = g[f"{metric}_a"].to_numpy(float), g[f"{metric}_b"].to_numpy(float)
         corr = float(np.corrcoef(a, b)[0, 1]) if a.std() > 0 and b.std() > 0 else math.nan
         rows.append({**dict(zip(keys, key, strict=True)), "pairs": len(g), "pair_corr": corr,
-                     **dict(zip(("ratio", "ratio_ci_low", "ratio_ci_high"), paired_ratio_ci(a, b), strict=True))})
+                     **dict(zip(("ratio", "ratio_ci_low", "ratio_ci_high"), paired_ratio_ci(a, b), strict=True)),
+                     "reps_to_resolve": reps_to_resolve(_paired_rel_var(a, b), paired=True)})
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -145,13 +177,17 @@ def compare_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
          for row in m.itertuples()]
     m["ratio"], m["ratio_ci_low"], m["ratio_ci_high"] = zip(*r, strict=True) if r else ((), (), ())
     m["pairs"], m["pair_corr"] = 0, math.nan
+    rel_var = (m["a_sd"] / m["a_mean"]) ** 2 + (m["b_sd"] / m["b_mean"]) ** 2
+    m["reps_to_resolve"] = [reps_to_resolve(v, paired=False) if ok else math.nan
+                            for v, ok in zip(rel_var, m["matched"], strict=True)]
     paired = paired_points(runs_a, runs_b, keys, metric)
     if not paired.empty:
         m = m.merge(paired, on=keys, how="left", suffixes=("", "_paired"))
         use = m["pairs_paired"].notna()
-        for c in ("pairs", "pair_corr", "ratio", "ratio_ci_low", "ratio_ci_high"):
+        taken = ("pairs", "pair_corr", "ratio", "ratio_ci_low", "ratio_ci_high", "reps_to_resolve")
+        for c in taken:
             m[c] = m[c].where(~use, m[f"{c}_paired"])
-        m = m.drop(columns=[f"{c}_paired" for c in ("pairs", "pair_corr", "ratio", "ratio_ci_low", "ratio_ci_high")])
+        m = m.drop(columns=[f"{c}_paired" for c in taken])
         m["pairs"] = m["pairs"].astype(int)
     m["disagree"] = (m["ratio"] - 1).abs() > DISAGREE_FRACTION
     m["_size"] = np.abs(np.log(m["ratio"].where(m["ratio"] > 0)))
@@ -310,11 +346,13 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
                              for lo, hi in zip(t["ratio_ci_low"], t["ratio_ci_high"], strict=True)]
     view["pairs (corr.)"] = [f"{int(p)} ({c:.2f})" if p else "–"
                              for p, c in zip(t["pairs"], t["pair_corr"], strict=True)]
+    view["reps for ±15 %"] = t["reps_to_resolve"]
     view["disagree"] = ["yes" if d else "" for d in t["disagree"]]
     sections.append(section(
         "table", "Grid points", table_html(view, highlight=t["disagree"], scroll=len(view) > 30),
         f"A = {name_a}, B = {name_b}. Ratio CI: delta method on the log ratio with Welch degrees "
-        f"of freedom, or over runs paired by seed (pairs: their number and correlation). "
+        f"of freedom, or over runs paired by seed (pairs: their number and correlation). Reps for "
+        f"±15 %: repetitions per side (pairs) that would resolve a 15 % difference at the variance seen. "
         f"Disagree: |B/A − 1| > {DISAGREE_FRACTION:.0%}. Matched on: "
         + ", ".join(keys) + "."))
     rpc = compare_rpc(a.runs, b.runs)
