@@ -1,12 +1,15 @@
 """Kernel-vs-sim fidelity tables for docs/fidelity.md.
 
-    python3 bench/fidelity_table.py [RESULTS_DIR]
+    python3 bench/fidelity_table.py [RESULTS_DIR] [--export DIR]
 
 Reads (under RESULTS_DIR, default results/) the kernel and sim results of
 studies/fidelity.toml (fidelity/, fidelity-sim/), of
 studies/fidelity-fairness.toml (fidelity-fairness/, fidelity-fairness-sim/)
 and the kernel results of studies/bpf-port-validation.toml
-(bpf-port-validation/), and prints markdown tables:
+(bpf-port-validation/), and of studies/fidelity-resolve.toml
+(fidelity-resolve/, fidelity-resolve-sim/) and, when present, the
+simulator with a GRO receiver on the grid (fidelity-sim-gro/), and prints
+markdown tables:
 
 1. per CCA and grid point, sim/kernel goodput ratio with its 95 % interval
    (fatpipe compare's rule: compare.compare_points, over runs paired by seed
@@ -19,10 +22,15 @@ and the kernel results of studies/bpf-port-validation.toml
 
 A point is marked when its ratio is outside +-15 % (compare.DISAGREE_FRACTION)
 and, separately, when its interval excludes 1 (the difference is resolved).
+
+--export DIR writes the data behind the tables as CSV (docs/fidelity-data/):
+compare's tables (goodput, retransmission rate), the per-run rows of each
+side and, per kernel run, the data and ACK packets linkem carried.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -116,10 +124,64 @@ def validation_table(r: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+RUN_COLUMNS = ["run_id", "seed", "cc", "streams", "loss", "flow_group", "goodput_bps", "retrans_rate",
+               "path_random_drops", "path_queue_drops", "path_packets", "path_late_p99_s", "flags"]
+
+
+def ack_counts(study: Path) -> pd.DataFrame:
+    """Per kernel run: data segments and other packets (ACKs) linkem carried."""
+    rows = []
+    for f in sorted((study / "runs").glob("*.json")):
+        facts = json.loads(f.read_text()).get("facts") or {}
+        lk = facts.get("linkem") or {}
+        if lk.get("data_packets"):
+            acks = lk["packets"] - lk["data_packets"]
+            rows.append({"run_id": f.stem, "data_packets": lk["data_packets"], "ack_packets": acks,
+                         "segments_per_ack": round(lk["data_packets"] / acks, 2) if acks else None})
+    return pd.DataFrame(rows)
+
+
+def export(base: Path, out: Path) -> None:
+    """The CSVs behind the tables (see the module's docstring)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, kernel_dir, sim_dir in (("grid", "fidelity", "fidelity-sim"),
+                                      ("grid-gro", None, "fidelity-sim-gro"),
+                                      ("resolve", "fidelity-resolve", "fidelity-resolve-sim"),
+                                      ("fairness", "fidelity-fairness", "fidelity-fairness-sim")):
+        if not (base / (kernel_dir or "fidelity")).exists() or not (base / sim_dir).exists():
+            continue
+        k, s = runs(base / (kernel_dir or "fidelity")), runs(base / sim_dir)
+        compare_points(k, s).to_csv(out / f"{name}-goodput.csv", index=False)
+        compare_points(k, s, metric="retrans_rate").to_csv(out / f"{name}-retrans.csv", index=False)
+        s[[c for c in RUN_COLUMNS if c in s.columns]].to_csv(out / f"{name}-sim-runs.csv", index=False)
+        if kernel_dir:
+            k[[c for c in RUN_COLUMNS if c in k.columns]].to_csv(out / f"{name}-kernel-runs.csv", index=False)
+            acks = ack_counts(base / kernel_dir)
+            if not acks.empty:
+                acks.merge(k[["run_id", "cc"]].drop_duplicates(), on="run_id").to_csv(
+                    out / f"{name}-kernel-acks.csv", index=False)
+    if (base / "bpf-port-validation").exists():
+        v = runs(base / "bpf-port-validation")
+        v[[c for c in RUN_COLUMNS if c in v.columns]].to_csv(out / "validation-kernel-runs.csv", index=False)
+
+
 def main(argv: list[str]) -> None:
-    base = Path(argv[0]) if argv else Path("results")
+    args = list(argv)
+    if "--export" in args:
+        i = args.index("--export")
+        out = Path(args[i + 1])
+        del args[i:i + 2]
+        export(Path(args[0]) if args else Path("results"), out)
+        return
+    base = Path(args[0]) if args else Path("results")
     print("## Grid: sim/kernel goodput ratio [95 % CI]; kernel / sim goodput; kernel / sim retransmissions\n")
     print(grid_table(runs(base / "fidelity"), runs(base / "fidelity-sim")))
+    if (base / "fidelity-sim-gro").exists():
+        print("\n## Grid, the simulator's receiver with GRO: sim/kernel\n")
+        print(grid_table(runs(base / "fidelity"), runs(base / "fidelity-sim-gro")))
+    if (base / "fidelity-resolve").exists():
+        print("\n## More repetitions where the grid did not resolve 15 %\n")
+        print(grid_table(runs(base / "fidelity-resolve"), runs(base / "fidelity-resolve-sim")))
     if (base / "fidelity-fairness").exists():
         print("\n## 1 X vs 2 CUBIC\n")
         print(fairness_table(runs(base / "fidelity-fairness"), runs(base / "fidelity-fairness-sim")))

@@ -138,3 +138,12 @@ def test_reps_to_resolve_is_the_fewest_whose_interval_is_within_15_percent():
     assert reps_to_resolve(0.002, paired=True) < n
     assert reps_to_resolve(rel_var, paired=True) >= n
     assert math.isnan(reps_to_resolve(float("nan"), paired=False))
+
+
+def test_runs_on_a_lossless_path_are_not_paired(tmp_path):
+    a = pd.read_parquet(_study(tmp_path / "a", backend="kernel") / "runs.parquet")
+    b = pd.read_parquet(_study(tmp_path / "b", backend="sim") / "runs.parquet")
+    for runs in (a, b):
+        runs.loc[runs["loss"] == 1e-5, ["loss", "path.loss"]] = 0.0
+    t = compare_points(a, b)
+    assert (t.loc[t["loss"] == 0, "pairs"] == 0).all() and (t.loc[t["loss"] > 0, "pairs"] == 3).all()

@@ -12,16 +12,20 @@ Rules
   the delta method on the log ratio, se² = sd_a²/(n_a·m_a²) + sd_b²/(n_b·m_b²),
   with Welch–Satterthwaite degrees of freedom: ratio·exp(±t·se). Needs at
   least two repetitions on each side.
-* Paired points: when the same run seeds appear on both sides (at least
-  PAIRED_MIN_PAIRS ok runs of the point with a seed the other side has
-  too), the runs are paired by seed and the same delta method takes the
+* Paired points: on a path with random loss or corruption (the one
+  randomness the backends draw alike), when the same run seeds appear on
+  both sides (at least PAIRED_MIN_PAIRS ok runs of the point with a seed
+  the other side has too), the runs are paired by seed and the same delta
+  method takes the
   covariance of the pairs into account,
   se² = (sd_a²/m_a² + sd_b²/m_b² − 2·cov_ab/(m_a·m_b))/n, with n − 1
   degrees of freedom (the ratio is still of the means over those pairs).
   Pairing is valid whatever the seeds drive; it narrows the interval when
   one seed draws the same random events on both sides (the simulator and
   the kernel path's linkem lose the same data segments for a seed: common
-  random numbers). The table reports the pairs and their correlation.
+  random numbers), and only costs degrees of freedom where it does not
+  (a lossless path, netem's own draws). The table reports the pairs and
+  their correlation.
 * A point *disagrees* when |ratio − 1| > 15 %; disagreeing points are listed
   first, largest disagreement first.
 * Repetitions to resolve: per point, the fewest repetitions per side (pairs
@@ -136,6 +140,15 @@ def _paired_rel_var(a: np.ndarray, b: np.ndarray) -> float:
     return float(c[0, 0] / ma ** 2 + c[1, 1] / mb ** 2 - 2 * c[0, 1] / (ma * mb))
 
 
+def _random_path(runs: pd.DataFrame) -> pd.Series:
+    """Rows whose path draws random losses (nominal loss or corruption > 0)."""
+    drawn = pd.Series(False, index=runs.index)
+    for col in ("loss", "corruption"):
+        if col in runs.columns:
+            drawn |= runs[col].fillna(0) > 0
+    return drawn
+
+
 def paired_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame, keys: list[str],
                   metric: str = "goodput_bps") -> pd.DataFrame:
     """Per point with at least PAIRED_MIN_PAIRS seed-matched ok runs: the
@@ -144,7 +157,8 @@ def paired_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame, keys: list[str],
     if "seed" not in runs_a.columns or "seed" not in runs_b.columns or metric not in runs_a.columns \
             or metric not in runs_b.columns:
         return pd.DataFrame(columns=cols)
-    side = [_ok(r)[[*keys, "seed", metric]].dropna(subset=["seed", metric]) for r in (runs_a, runs_b)]
+    side = [_ok(r) for r in (runs_a, runs_b)]
+    side = [r[_random_path(r)][[*keys, "seed", metric]].dropna(subset=["seed", metric]) for r in side]
     both = side[0].merge(side[1], on=[*keys, "seed"], suffixes=("_a", "_b"))
     rows = []
     for key, g in both.groupby(keys, dropna=False, sort=True):
