@@ -148,7 +148,7 @@ def export(base: Path, out: Path) -> None:
                                       ("grid-gro", None, "fidelity-sim-gro"),
                                       ("resolve", "fidelity-resolve", "fidelity-resolve-sim"),
                                       ("fairness", "fidelity-fairness", "fidelity-fairness-sim")):
-        if not (base / (kernel_dir or "fidelity")).exists() or not (base / sim_dir).exists():
+        if not all((base / d / "runs.parquet").exists() for d in (kernel_dir or "fidelity", sim_dir)):
             continue
         k, s = runs(base / (kernel_dir or "fidelity")), runs(base / sim_dir)
         compare_points(k, s).to_csv(out / f"{name}-goodput.csv", index=False)
@@ -176,10 +176,10 @@ def main(argv: list[str]) -> None:
     base = Path(args[0]) if args else Path("results")
     print("## Grid: sim/kernel goodput ratio [95 % CI]; kernel / sim goodput; kernel / sim retransmissions\n")
     print(grid_table(runs(base / "fidelity"), runs(base / "fidelity-sim")))
-    if (base / "fidelity-sim-gro").exists():
+    if (base / "fidelity-sim-gro" / "runs.parquet").exists():
         print("\n## Grid, the simulator's receiver with GRO: sim/kernel\n")
         print(grid_table(runs(base / "fidelity"), runs(base / "fidelity-sim-gro")))
-    if (base / "fidelity-resolve").exists():
+    if all((base / d / "runs.parquet").exists() for d in ("fidelity-resolve", "fidelity-resolve-sim")):
         print("\n## More repetitions where the grid did not resolve 15 %\n")
         print(grid_table(runs(base / "fidelity-resolve"), runs(base / "fidelity-resolve-sim")))
     if (base / "fidelity-fairness").exists():
