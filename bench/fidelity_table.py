@@ -45,6 +45,13 @@ def runs(path: Path) -> pd.DataFrame:
     return r[r["status"] == "ok"]
 
 
+def pooled(base: Path, *names: str) -> pd.DataFrame:
+    """The ok runs of every study directory in `names` that exists, together
+    (the same grid point's repetitions from several studies pool)."""
+    found = [runs(base / n) for n in names if (base / n / "runs.parquet").exists()]
+    return pd.concat(found, ignore_index=True) if found else pd.DataFrame()
+
+
 def fmt_ratio(row) -> str:
     if pd.isna(row.ratio):
         return "–"
@@ -141,6 +148,13 @@ def ack_counts(study: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def more(name: str) -> tuple[str, ...]:
+    """A study directory and its "-more" companion (fidelity-fairness-more)."""
+    if name.startswith("fidelity-fairness"):
+        return name, name.replace("fidelity-fairness", "fidelity-fairness-more")
+    return (name,)
+
+
 def export(base: Path, out: Path) -> None:
     """The CSVs behind the tables (see the module's docstring)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -150,13 +164,13 @@ def export(base: Path, out: Path) -> None:
                                       ("fairness", "fidelity-fairness", "fidelity-fairness-sim")):
         if not all((base / d / "runs.parquet").exists() for d in (kernel_dir or "fidelity", sim_dir)):
             continue
-        k, s = runs(base / (kernel_dir or "fidelity")), runs(base / sim_dir)
+        k, s = pooled(base, *more(kernel_dir or "fidelity")), pooled(base, *more(sim_dir))
         compare_points(k, s).to_csv(out / f"{name}-goodput.csv", index=False)
         compare_points(k, s, metric="retrans_rate").to_csv(out / f"{name}-retrans.csv", index=False)
         s[[c for c in RUN_COLUMNS if c in s.columns]].to_csv(out / f"{name}-sim-runs.csv", index=False)
         if kernel_dir:
             k[[c for c in RUN_COLUMNS if c in k.columns]].to_csv(out / f"{name}-kernel-runs.csv", index=False)
-            acks = ack_counts(base / kernel_dir)
+            acks = pd.concat([ack_counts(base / d) for d in more(kernel_dir) if (base / d).exists()])
             if not acks.empty:
                 acks.merge(k[["run_id", "cc"]].drop_duplicates(), on="run_id").to_csv(
                     out / f"{name}-kernel-acks.csv", index=False)
@@ -184,7 +198,7 @@ def main(argv: list[str]) -> None:
         print(grid_table(runs(base / "fidelity-resolve"), runs(base / "fidelity-resolve-sim")))
     if (base / "fidelity-fairness").exists():
         print("\n## 1 X vs 2 CUBIC\n")
-        print(fairness_table(runs(base / "fidelity-fairness"), runs(base / "fidelity-fairness-sim")))
+        print(fairness_table(pooled(base, *more("fidelity-fairness")), pooled(base, *more("fidelity-fairness-sim"))))
     if (base / "bpf-port-validation").exists():
         print("\n## BPF ports vs built-in (kernel)\n")
         print(validation_table(runs(base / "bpf-port-validation")))
