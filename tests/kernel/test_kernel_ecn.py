@@ -77,9 +77,11 @@ def test_an_ecn_cubic_flow_is_marked_per_segment_reacts_and_loses_nothing(tmp_pa
     assert out.facts["ecn"][0]["streams"] == 1
     assert out.facts["ecn"][0]["delivered_ce"] > 0
     assert max(out.series["retrans_segments"]) == 0
+    # The echoed marks cut cwnd at least once (tcp_enter_cwr); CUBIC may
+    # then grow to its largest window at the very end of the run, so look
+    # for any decrease, not one after the peak.
     cwnd = out.series["cwnd_segments"]
-    peak = cwnd.index(max(cwnd))
-    assert min(cwnd[peak:]) < max(cwnd), "the sender never reduced cwnd"
+    assert any(b < a for a, b in zip(cwnd, cwnd[1:], strict=False)), f"the sender never reduced cwnd: {cwnd}"
     assert total_goodput_bps(out.series, 1.0) > 0.5 * RATE_BPS
 
 
