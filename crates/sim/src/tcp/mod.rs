@@ -14,6 +14,7 @@ pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
 pub mod timers;
+pub mod tsorted;
 pub mod undo;
 
 pub use ecn::{Codepoint, SegEcn};

@@ -119,7 +119,7 @@ pub struct Sender {
     pub(super) max_packets_out: u32,
     pub(super) cwnd_usage_seq: u64,
     pub(super) cwnd_limited_flag: bool,
-    pub(super) lost_scratch: Vec<u64>,
+    pub(super) lost_scratch: Vec<(u64, u64)>,
     pub(super) range_scratch: Vec<(u64, u64)>,
     /// SACK blocks of the previous ACK (tp->recv_sack_cache).
     pub(super) sack_cache: [(u64, u64); super::receiver::MAX_SACKS],
@@ -535,7 +535,11 @@ impl Sender {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
         }
-        let seg = self.sb.get_mut(seq);
+        // The segment becomes a run of its own (tcp_fragment() of a TSO skb
+        // in __tcp_retransmit_skb()); note_retransmit() merges it with an
+        // equal neighbour (tcp_collapse_retrans()).
+        let i = self.sb.isolate(seq, seq + 1).start;
+        let seg = &mut self.sb.run_mut(i).seg;
         seg.xmit = now;
         seg.tx_id = seg.tx_id.wrapping_add(1);
         let was_retrans = seg.has(FLAG_RETRANS);
@@ -544,7 +548,7 @@ impl Sender {
         if !was_retrans {
             self.tp.retrans_out += 1;
         }
-        self.sb.note_retransmit(seq);
+        self.sb.note_retransmit(seq, i);
         self.undo_count_retransmit();
         self.tp.lsndtime = now; // tcp_event_data_sent()
         self.stats.segs_out += 1;
@@ -637,30 +641,45 @@ impl Sender {
         self.set_state(CaState::Recovery);
     }
 
-    /// tcp_mark_skb_lost(): tcp_notify_skb_loss_event() counts tp->lost
-    /// and calls the algorithm's skb_marked_lost with the send snapshot.
-    pub(super) fn mark_lost(&mut self, seq: u64) {
-        let seg = self.sb.get_mut(seq);
-        if seg.has(FLAG_SACKED) {
-            return;
-        }
-        if seg.has(FLAG_LOST) {
-            if seg.has(FLAG_RETRANS) {
+    /// tcp_mark_skb_lost() for every segment of `start..end` in order:
+    /// tcp_notify_skb_loss_event() counts tp->lost and calls the
+    /// algorithm's skb_marked_lost with each segment's send snapshot. The
+    /// range's edges split runs (tcp_fragment() as in tcp_mark_head_lost());
+    /// a run's flags change at once, the counts and calls stay per segment.
+    pub(super) fn mark_lost(&mut self, start: u64, end: u64) {
+        let idx = self.sb.isolate(start, end);
+        for i in idx.clone() {
+            let run = *self.sb.run(i);
+            let f = run.seg.flags;
+            let retrans_lost = if f & FLAG_SACKED != 0 {
+                continue;
+            } else if f & FLAG_LOST != 0 {
+                if f & FLAG_RETRANS == 0 {
+                    continue;
+                }
                 // A retransmission was lost again.
-                seg.flags &= !FLAG_RETRANS;
-                self.tp.retrans_out = self.tp.retrans_out.saturating_sub(1);
-                self.tp.lost += 1;
+                self.sb.run_mut(i).seg.flags &= !FLAG_RETRANS;
+                true
             } else {
-                return;
+                self.sb.run_mut(i).seg.flags |= FLAG_LOST;
+                false
+            };
+            for seq in run.start..run.end {
+                if retrans_lost {
+                    self.tp.retrans_out = self.tp.retrans_out.saturating_sub(1);
+                } else {
+                    self.tp.lost_out += 1;
+                }
+                self.tp.lost += 1;
+                let tx = RateState::tx_snapshot(&run.seg_at(seq), &self.tp);
+                self.cc.skb_marked_lost(&mut self.tp, seq, &tx);
+                self.sb.queue_lost(seq);
             }
-        } else {
-            seg.flags |= FLAG_LOST;
-            self.tp.lost_out += 1;
-            self.tp.lost += 1;
         }
-        let tx = RateState::tx_snapshot(self.sb.get(seq), &self.tp);
-        self.cc.skb_marked_lost(&mut self.tp, seq, &tx);
-        self.sb.queue_lost(seq);
+        self.sb.merge_back(idx.end);
+        for i in idx.rev() {
+            self.sb.merge_back(i);
+        }
     }
 
     /// Scoreboard entries held (memory-bound checks).
