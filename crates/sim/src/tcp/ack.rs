@@ -60,10 +60,11 @@ impl Sender {
                 // (tcp_match_skb_to_sack() -> tcp_fragment()); every
                 // segment of a run inside it is tagged alike
                 // (tcp_sacktag_one() per skb, pcount segments at once).
-                let idx = self.sb.isolate(rs, re);
-                let (mut i, mut end) = (idx.start, idx.end);
-                while i < end {
-                    let run = self.sb.run_mut(i);
+                self.sb.isolate(rs, re);
+                let mut seq = rs;
+                while seq < re {
+                    let id = self.sb.id_at(seq);
+                    let run = self.sb.run_mut(id);
                     let n = run.len();
                     let flags = run.seg.flags;
                     let xmit = run.seg.xmit;
@@ -94,11 +95,10 @@ impl Sender {
                     newly_sacked += n;
                     // tcp_shifted_skb(): SACKed neighbours sharing their
                     // state become one run.
-                    let j = self.sb.merge_back(i);
-                    end -= i - j;
-                    i = j + 1;
+                    let id = self.sb.merge_back(id);
+                    seq = self.sb.run(id).end;
                 }
-                self.sb.merge_back(end);
+                self.sb.merge_at(re);
             }
         }
         self.range_scratch = ranges;

@@ -12,6 +12,8 @@ pub mod rate;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
+#[cfg(test)]
+mod scoreboard_tests;
 pub mod sender;
 pub mod timers;
 pub mod tsorted;

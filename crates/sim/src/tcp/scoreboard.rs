@@ -22,7 +22,6 @@
 //! transmission list RACK walks lives in `tsorted.rs`.
 
 use std::collections::VecDeque;
-use std::ops::Range;
 
 use crate::units::Time;
 
@@ -131,8 +130,15 @@ pub struct Scoreboard {
     pub snd_una: u64,
     /// Next new segment to send.
     pub snd_nxt: u64,
-    /// [snd_una, snd_nxt) as runs in sequence order, without gaps.
-    pub(super) runs: VecDeque<Run>,
+    /// The run of each segment of [snd_una, snd_nxt), by id: finding a
+    /// segment's run is one index, and a split rewrites only the ids of
+    /// the run it cuts (no shifting of other runs).
+    ids: VecDeque<u32>,
+    /// The runs by id (a slab; `free` holds unused ids, reused so that
+    /// the steady state allocates nothing).
+    runs: Vec<Run>,
+    free: Vec<u32>,
+    live_runs: usize,
     /// SACKed ranges [start, end) above snd_una: sorted, disjoint.
     sacked: VecDeque<(u64, u64)>,
     /// Transmissions in send-time order (tp->tsorted_sent_queue).
@@ -161,102 +167,140 @@ impl Scoreboard {
 
     /// Number of runs the queue holds.
     pub fn run_count(&self) -> usize {
-        self.runs.len()
+        self.live_runs
     }
 
     /// Entries currently held by the queue and side lists.
     pub fn footprint(&self) -> usize {
-        self.runs.len() + self.tsorted.len() + self.lost_q.len() + self.sacked.len()
+        self.live_runs + self.tsorted.len() + self.lost_q.len() + self.sacked.len()
     }
 
-    /// Index of the run holding `seq` (snd_una <= seq < snd_nxt).
+    /// Id of the run holding `seq` (snd_una <= seq < snd_nxt).
     #[inline]
-    pub(super) fn find(&self, seq: u64) -> usize {
-        debug_assert!(seq >= self.snd_una && seq < self.snd_nxt, "seq {seq} outside the queue");
-        if self.runs[0].end > seq {
-            return 0;
-        }
-        self.runs.partition_point(|r| r.end <= seq)
+    pub fn id_at(&self, seq: u64) -> u32 {
+        self.ids[(seq - self.snd_una) as usize]
     }
 
     /// The state of segment `seq`.
     #[inline]
     pub fn get(&self, seq: u64) -> Seg {
-        self.runs[self.find(seq)].seg_at(seq)
+        self.run_at(seq).seg_at(seq)
     }
 
-    /// The run at index `i`.
+    /// The run with id `id`.
     #[inline]
-    pub fn run(&self, i: usize) -> &Run {
-        &self.runs[i]
+    pub fn run(&self, id: u32) -> &Run {
+        &self.runs[id as usize]
     }
 
     #[inline]
-    pub fn run_mut(&mut self, i: usize) -> &mut Run {
-        &mut self.runs[i]
+    pub fn run_mut(&mut self, id: u32) -> &mut Run {
+        &mut self.runs[id as usize]
     }
 
     /// The run holding `seq`.
     #[inline]
     pub fn run_at(&self, seq: u64) -> &Run {
-        &self.runs[self.find(seq)]
+        self.run(self.id_at(seq))
     }
 
     /// Send time of the oldest outstanding segment (the rtx queue head).
     #[inline]
     pub fn head_xmit(&self) -> Option<Time> {
-        self.runs.front().map(|r| r.seg.xmit)
+        self.ids.front().map(|&id| self.run(id).seg.xmit)
     }
 
-    /// Makes a run start at `seq` (tcp_fragment() at that boundary) and
-    /// returns its index; `snd_nxt` gives the number of runs.
-    pub(super) fn split_at(&mut self, seq: u64) -> usize {
-        if seq >= self.snd_nxt {
-            return self.runs.len();
+    #[inline]
+    fn alloc(&mut self, r: Run) -> u32 {
+        self.live_runs += 1;
+        match self.free.pop() {
+            Some(id) => {
+                self.runs[id as usize] = r;
+                id
+            }
+            None => {
+                self.runs.push(r);
+                (self.runs.len() - 1) as u32
+            }
         }
-        let i = self.find(seq);
-        let r = self.runs[i];
+    }
+
+    #[inline]
+    fn release(&mut self, id: u32) {
+        self.live_runs -= 1;
+        self.free.push(id);
+    }
+
+    /// Makes a run start at `seq` (tcp_fragment() at that boundary).
+    pub(super) fn split_at(&mut self, seq: u64) {
+        if seq <= self.snd_una || seq >= self.snd_nxt {
+            return;
+        }
+        let id = self.id_at(seq);
+        let r = *self.run(id);
         if r.start == seq {
-            return i;
+            return;
         }
-        self.runs[i].end = seq;
-        self.runs.insert(i + 1, Run { start: seq, end: r.end, seg: r.seg_at(seq) });
-        i + 1
+        let new = self.alloc(Run { start: seq, end: r.end, seg: r.seg_at(seq) });
+        self.run_mut(id).end = seq;
+        let una = self.snd_una;
+        for s in seq..r.end {
+            self.ids[(s - una) as usize] = new;
+        }
     }
 
-    /// Splits runs so that [start, end) is exactly the runs of the returned
-    /// index range (tcp_fragment() at both edges, as tcp_match_skb_to_sack()
-    /// does for a SACK block's edges inside an skb).
-    pub fn isolate(&mut self, start: u64, end: u64) -> Range<usize> {
-        let i = self.split_at(start);
-        let j = self.split_at(end);
-        i..j
+    /// Splits runs so that runs start at `start` and `end` (tcp_fragment()
+    /// at both edges, as tcp_match_skb_to_sack() does for a SACK block's
+    /// edges inside an skb).
+    pub fn isolate(&mut self, start: u64, end: u64) {
+        self.split_at(start);
+        self.split_at(end);
     }
 
-    /// Merges run `i` into run `i - 1` if it continues it with the same
-    /// state (tcp_shifted_skb()); returns the index now holding run `i`'s
+    /// Merges run `id` into the run before it if it continues it with the
+    /// same state (tcp_shifted_skb()); returns the id now holding its
     /// segments.
-    pub fn merge_back(&mut self, i: usize) -> usize {
-        if i > 0 && i < self.runs.len() && self.runs[i - 1].continued_by(&self.runs[i]) {
-            self.runs[i - 1].end = self.runs[i].end;
-            self.runs.remove(i);
-            return i - 1;
+    pub fn merge_back(&mut self, id: u32) -> u32 {
+        let r = *self.run(id);
+        if r.start <= self.snd_una {
+            return id;
         }
-        i
+        let prev = self.id_at(r.start - 1);
+        if !self.run(prev).continued_by(&r) {
+            return id;
+        }
+        self.run_mut(prev).end = r.end;
+        let una = self.snd_una;
+        for s in r.start..r.end {
+            self.ids[(s - una) as usize] = prev;
+        }
+        self.release(id);
+        prev
+    }
+
+    /// Merges the run starting at `seq`, if any, into the one before it.
+    pub fn merge_at(&mut self, seq: u64) {
+        if seq > self.snd_una && seq < self.snd_nxt {
+            let id = self.id_at(seq);
+            if self.run(id).start == seq {
+                self.merge_back(id);
+            }
+        }
     }
 
     /// Sets and clears flags of every segment in [start, end) (tests and
     /// rare paths; the hot paths work on runs directly).
     pub fn set_flags(&mut self, start: u64, end: u64, set: u8, clear: u8) {
-        let idx = self.isolate(start, end);
-        for i in idx.clone() {
-            let f = &mut self.runs[i].seg.flags;
+        self.isolate(start, end);
+        let mut seq = start;
+        while seq < end {
+            let id = self.id_at(seq);
+            let f = &mut self.run_mut(id).seg.flags;
             *f = (*f & !clear) | set;
+            let id = self.merge_back(id);
+            seq = self.run(id).end;
         }
-        self.merge_back(idx.end);
-        for i in idx.rev() {
-            self.merge_back(i);
-        }
+        self.merge_at(end);
     }
 
     /// Appends a new segment (snd_nxt advances); returns its seq. It joins
@@ -266,24 +310,30 @@ impl Scoreboard {
     pub fn push_new(&mut self, seg: Seg) -> u64 {
         let seq = self.snd_nxt;
         let new = Run { start: seq, end: seq + 1, seg };
-        match self.runs.back_mut() {
-            Some(tail) if tail.continued_by(&new) => tail.end += 1,
-            _ => self.runs.push_back(new),
-        }
+        let id = match self.ids.back() {
+            Some(&tail) if self.runs[tail as usize].continued_by(&new) => {
+                self.runs[tail as usize].end += 1;
+                tail
+            }
+            _ => self.alloc(new),
+        };
+        self.ids.push_back(id);
         self.snd_nxt += 1;
         self.tsorted.note(seq, seg.tx_id, seg.xmit);
         seq
     }
 
-    /// Records a retransmission of `seq` (now in run `i`) in the
-    /// time-sorted list and merges its run with its neighbours where they
-    /// now share its state (tcp_collapse_retrans()).
+    /// Records a retransmission of `seq` (a run of its own, see
+    /// [`Scoreboard::isolate`]) in the time-sorted list and merges its run
+    /// with its neighbours where they now share its state
+    /// (tcp_collapse_retrans()).
     #[inline]
-    pub fn note_retransmit(&mut self, seq: u64, i: usize) {
-        let seg = self.runs[i].seg;
+    pub fn note_retransmit(&mut self, seq: u64) {
+        let seg = self.get(seq);
         self.tsorted.note(seq, seg.tx_id, seg.xmit);
-        let i = self.merge_back(i);
-        self.merge_back(i + 1);
+        let id = self.merge_back(self.id_at(seq));
+        let end = self.run(id).end;
+        self.merge_at(end);
     }
 
     /// Queues `seq` for retransmission (it was just marked lost).
@@ -386,18 +436,20 @@ impl Scoreboard {
     /// (tcp_tso_acked() / tcp_trim_head()).
     #[inline]
     pub fn pop_acked(&mut self, upto: u64) -> Run {
-        let head = self.runs.front_mut().expect("pop_acked on empty queue");
-        if head.end <= upto {
-            let r = *head;
-            self.runs.pop_front();
+        let id = *self.ids.front().expect("pop_acked on empty queue");
+        let r = *self.run(id);
+        if r.end <= upto {
+            self.ids.drain(..r.len() as usize);
+            self.release(id);
             self.snd_una = r.end;
             r
         } else {
-            let r = Run { start: head.start, end: upto, seg: head.seg };
-            head.seg = head.seg_at(upto);
+            self.ids.drain(..(upto - r.start) as usize);
+            let head = self.run_mut(id);
+            head.seg = r.seg_at(upto);
             head.start = upto;
             self.snd_una = upto;
-            r
+            Run { start: r.start, end: upto, seg: r.seg }
         }
     }
 
@@ -473,7 +525,7 @@ mod tests {
         }
         b.set_flags(3, 6, FLAG_LOST, 0);
         assert_eq!(b.run_count(), 3);
-        assert_eq!(b.run(1), &Run { start: 3, end: 6, seg: Seg { xmit: Time(5), tx_id: 1, in_flight: 4, flags: FLAG_LOST, ..Seg::default() } });
+        assert_eq!(b.run_at(3), &Run { start: 3, end: 6, seg: Seg { xmit: Time(5), tx_id: 1, in_flight: 4, flags: FLAG_LOST, ..Seg::default() } });
         assert_eq!(b.get(7).in_flight, 8);
         b.set_flags(3, 6, 0, FLAG_LOST);
         assert_eq!(b.run_count(), 1);
@@ -487,6 +539,6 @@ mod tests {
         }
         let r = b.pop_acked(4);
         assert_eq!((r.start, r.end, r.last_seg().in_flight), (0, 4, 4));
-        assert_eq!((b.snd_una, b.run(0).start, b.run(0).seg.in_flight), (4, 4, 5));
+        assert_eq!((b.snd_una, b.run_at(4).start, b.run_at(4).seg.in_flight), (4, 4, 5));
     }
 }

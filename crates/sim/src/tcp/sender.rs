@@ -538,8 +538,9 @@ impl Sender {
         // The segment becomes a run of its own (tcp_fragment() of a TSO skb
         // in __tcp_retransmit_skb()); note_retransmit() merges it with an
         // equal neighbour (tcp_collapse_retrans()).
-        let i = self.sb.isolate(seq, seq + 1).start;
-        let seg = &mut self.sb.run_mut(i).seg;
+        self.sb.isolate(seq, seq + 1);
+        let id = self.sb.id_at(seq);
+        let seg = &mut self.sb.run_mut(id).seg;
         seg.xmit = now;
         seg.tx_id = seg.tx_id.wrapping_add(1);
         let was_retrans = seg.has(FLAG_RETRANS);
@@ -548,7 +549,7 @@ impl Sender {
         if !was_retrans {
             self.tp.retrans_out += 1;
         }
-        self.sb.note_retransmit(seq, i);
+        self.sb.note_retransmit(seq);
         self.undo_count_retransmit();
         self.tp.lsndtime = now; // tcp_event_data_sent()
         self.stats.segs_out += 1;
@@ -647,9 +648,12 @@ impl Sender {
     /// range's edges split runs (tcp_fragment() as in tcp_mark_head_lost());
     /// a run's flags change at once, the counts and calls stay per segment.
     pub(super) fn mark_lost(&mut self, start: u64, end: u64) {
-        let idx = self.sb.isolate(start, end);
-        for i in idx.clone() {
-            let run = *self.sb.run(i);
+        self.sb.isolate(start, end);
+        let mut at = start;
+        while at < end {
+            let id = self.sb.id_at(at);
+            let run = *self.sb.run(id);
+            at = run.end;
             let f = run.seg.flags;
             let retrans_lost = if f & FLAG_SACKED != 0 {
                 continue;
@@ -658,10 +662,10 @@ impl Sender {
                     continue;
                 }
                 // A retransmission was lost again.
-                self.sb.run_mut(i).seg.flags &= !FLAG_RETRANS;
+                self.sb.run_mut(id).seg.flags &= !FLAG_RETRANS;
                 true
             } else {
-                self.sb.run_mut(i).seg.flags |= FLAG_LOST;
+                self.sb.run_mut(id).seg.flags |= FLAG_LOST;
                 false
             };
             for seq in run.start..run.end {
@@ -675,11 +679,9 @@ impl Sender {
                 self.cc.skb_marked_lost(&mut self.tp, seq, &tx);
                 self.sb.queue_lost(seq);
             }
+            self.sb.merge_back(id);
         }
-        self.sb.merge_back(idx.end);
-        for i in idx.rev() {
-            self.sb.merge_back(i);
-        }
+        self.sb.merge_at(end);
     }
 
     /// Scoreboard entries held (memory-bound checks).

@@ -66,31 +66,14 @@ pub struct Verdict {
 }
 
 impl Scoreboard {
-    /// Index of the run holding `seq`, trying `hint` and its successor
-    /// before a search (the walk visits runs mostly in order).
-    #[inline]
-    fn find_from(&self, seq: u64, hint: &mut usize) -> usize {
-        let h = *hint;
-        let i = if h < self.runs.len() && self.runs[h].contains(seq) {
-            h
-        } else if h + 1 < self.runs.len() && self.runs[h + 1].contains(seq) {
-            h + 1
-        } else {
-            self.find(seq)
-        };
-        *hint = i;
-        i
-    }
-
     /// Oldest live transmission (its first live segment and send time),
     /// dropping stale entries on the way.
     pub fn oldest_live(&mut self) -> Option<(u64, Time)> {
-        let mut hint = 0;
         while let Some(&e) = self.tsorted.q.front() {
             let mut seq = e.start.max(self.snd_una);
             while seq < e.end {
-                let r = &self.runs[self.find_from(seq, &mut hint)];
-                if live(r, e.id) {
+                let r = *self.run_at(seq);
+                if live(&r, e.id) {
                     self.tsorted.q[0].start = seq;
                     return Some((seq, r.seg.xmit));
                 }
@@ -110,7 +93,6 @@ impl Scoreboard {
     /// and lost parts (the list_del_init() of the walk).
     pub fn walk_tsorted(&mut self, lost: &mut Vec<(u64, u64)>, mut visit: impl FnMut(u64, u64, Time) -> Verdict) {
         lost.clear();
-        let mut hint = 0;
         let mut i = 0;
         while i < self.tsorted.q.len() {
             let e = self.tsorted.q[i];
@@ -120,9 +102,9 @@ impl Scoreboard {
             let mut seq = keep_from;
             let mut stop = false;
             while seq < e.end {
-                let r = &self.runs[self.find_from(seq, &mut hint)];
+                let r = *self.run_at(seq);
                 let b = r.end.min(e.end);
-                if live(r, e.id) {
+                if live(&r, e.id) {
                     let v = visit(seq, b, r.seg.xmit);
                     if v.before > seq {
                         if v.lost {
