@@ -77,7 +77,7 @@ fn run_random_sequence(seed: u64) {
     let mut now = Time::ZERO;
     let mut delivered = 0u32;
     for _step in 0..400 {
-        now = now + Time::from_micros(1 + pick(50));
+        now += Time::from_micros(1 + pick(50));
         let nxt = rf.nxt();
         let outstanding = nxt - rf.una;
         match pick(8) {
