@@ -308,18 +308,31 @@ impl Scoreboard {
     /// TSO burst: same send time and snapshot).
     #[inline]
     pub fn push_new(&mut self, seg: Seg) -> u64 {
+        self.push_new_range(seg, 1)
+    }
+
+    /// Appends `n` (≥ 1) new segments sent together, the first with `seg`
+    /// and each next one's `in_flight` one higher (one TSO skb of
+    /// tcp_write_xmit(): one snapshot, tcp_set_tx_in_flight() counting
+    /// its segments); the same as `n` calls of [`Scoreboard::push_new`]
+    /// with those states. Returns the first seq. The range joins the tail
+    /// run when it continues it.
+    #[inline]
+    pub fn push_new_range(&mut self, seg: Seg, n: u32) -> u64 {
+        debug_assert!(n >= 1);
         let seq = self.snd_nxt;
-        let new = Run { start: seq, end: seq + 1, seg };
+        let end = seq + n as u64;
+        let new = Run { start: seq, end, seg };
         let id = match self.ids.back() {
             Some(&tail) if self.runs[tail as usize].continued_by(&new) => {
-                self.runs[tail as usize].end += 1;
+                self.runs[tail as usize].end = end;
                 tail
             }
             _ => self.alloc(new),
         };
-        self.ids.push_back(id);
-        self.snd_nxt += 1;
-        self.tsorted.note(seq, seg.tx_id, seg.xmit);
+        self.ids.extend(std::iter::repeat_n(id, n as usize));
+        self.snd_nxt = end;
+        self.tsorted.note_range(seq, end, seg.tx_id, seg.xmit);
         seq
     }
 

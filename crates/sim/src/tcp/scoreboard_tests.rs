@@ -82,18 +82,36 @@ fn run_random_sequence(seed: u64) {
         let outstanding = nxt - rf.una;
         match pick(8) {
             // A TSO burst of new data: in_flight steps, sometimes the
-            // snapshot changes mid-burst (an ACK between two pushes).
+            // snapshot changes mid-burst (an ACK between two pushes). The
+            // scoreboard takes each stretch of one snapshot either segment
+            // by segment or as one range (Sender::queue_new's burst).
             0 | 1 => {
                 let n = 1 + pick(12);
                 let app = if pick(4) == 0 { FLAG_APP_LIMITED } else { 0 };
+                let by_range = pick(2) == 0;
+                let mut stretch: Option<(Seg, u32)> = None;
                 for k in 0..n {
                     if pick(10) == 0 {
                         delivered += 1;
                     }
                     let seg = Seg { xmit: now, tx_id: 1, delivered, in_flight: (outstanding + k) as u32 + 1, flags: app, ..Seg::default() };
-                    sb.push_new(seg);
+                    if !by_range {
+                        sb.push_new(seg);
+                    } else {
+                        stretch = match stretch {
+                            Some((first, len)) if first.delivered == delivered => Some((first, len + 1)),
+                            Some((first, len)) => {
+                                assert_eq!(sb.push_new_range(first, len), nxt + k - len as u64, "seed {seed}: range's first seq");
+                                Some((seg, 1))
+                            }
+                            None => Some((seg, 1)),
+                        };
+                    }
                     rf.segs.push(seg);
                     rf.tsorted.push((nxt + k, 1));
+                }
+                if let Some((first, len)) = stretch {
+                    assert_eq!(sb.push_new_range(first, len), nxt + n - len as u64, "seed {seed}: range's first seq");
                 }
             }
             // SACK of a random range: flags change, SACKed snapshots used.
@@ -210,9 +228,33 @@ fn run_random_sequence(seed: u64) {
 
 #[test]
 fn runs_keep_exactly_the_per_segment_state_and_rack_marks_the_same_segments() {
+    // Also: a burst queued as one range (push_new_range) is the same as
+    // its segments queued one by one.
     for seed in 0..200 {
         run_random_sequence(seed);
     }
+}
+
+/// tcp_write_xmit() queues a TSO skb at once: a range of new segments
+/// with one snapshot is one run (joined to an equal tail) and one
+/// time-sorted entry, with in_flight stepping per segment.
+#[test]
+fn a_burst_queued_as_one_range_is_one_run_stepping_in_flight_per_segment() {
+    let mut one = Scoreboard::default();
+    let mut each = Scoreboard::default();
+    let seg = Seg { xmit: Time(7), tx_id: 1, delivered: 3, in_flight: 5, ..Seg::default() };
+    assert_eq!(one.push_new_range(seg, 6), 0);
+    assert_eq!(one.push_new_range(Seg { in_flight: 11, ..seg }, 4), 6);
+    for k in 0..10u32 {
+        each.push_new(Seg { in_flight: 5 + k, ..seg });
+    }
+    assert_eq!((one.run_count(), one.tsorted.len(), one.snd_nxt), (1, 1, 10));
+    for s in 0..10 {
+        assert_eq!(one.get(s), each.get(s), "segment {s}");
+    }
+    // A later send time starts a new run and a new time-sorted entry.
+    one.push_new_range(Seg { xmit: Time(8), in_flight: 15, ..seg }, 3);
+    assert_eq!((one.run_count(), one.tsorted.len(), one.get(12).in_flight), (2, 2, 17));
 }
 
 #[test]

@@ -142,15 +142,24 @@ struct Gso {
 }
 
 impl Gso {
+    /// Adds new segments `first..first + count` with one ECN field; a
+    /// full packet goes out when the next segment arrives (or at `flush`),
+    /// exactly as adding them one at a time.
     #[inline(always)]
-    fn add<E: SenderEnv>(&mut self, now: Time, seq: u64, ecn: SegEcn, tso: u32, env: &mut E) {
-        if self.n > 0 && (self.n >= tso || ecn != self.ecn || seq != self.first + self.n as u64) {
-            self.flush(now, env);
-        }
-        if self.n == 0 {
-            *self = Gso { first: seq, n: 1, ecn };
-        } else {
-            self.n += 1;
+    fn add_range<E: SenderEnv>(&mut self, now: Time, first: u64, count: u32, ecn: SegEcn, tso: u32, env: &mut E) {
+        let (mut seq, mut left) = (first, count);
+        while left > 0 {
+            if self.n > 0 && (self.n >= tso || ecn != self.ecn || seq != self.first + self.n as u64) {
+                self.flush(now, env);
+            }
+            if self.n == 0 {
+                *self = Gso { first: seq, n: 0, ecn };
+            }
+            // Here n < tso.
+            let take = (tso - self.n).min(left);
+            self.n += take;
+            seq += take as u64;
+            left -= take;
         }
     }
 
@@ -418,14 +427,31 @@ impl Sender {
                     rwnd_limited = true; // tcp_snd_wnd_test() failed
                     break;
                 }
-                if self.sb.snd_nxt - self.sb.snd_una >= self.wmem_segs {
+                let queued = self.sb.snd_nxt - self.sb.snd_una;
+                if queued >= self.wmem_segs {
                     sndbuf_limited = true;
                     break;
                 }
-                let (seq, ecn) = self.queue_new(now, E::ECN);
-                gso.add(now, seq, ecn, tso, env);
+                // All new segments the checks above allow go at once:
+                // nothing becomes lost inside push() (no loss marking on
+                // the transmit path: lost_q only grows on ACKs and
+                // timers), so `next_lost()` stays None and the checks
+                // would pass segment by segment up to the first limit.
+                let room = ((burst - n) as u64)
+                    .min(self.write_seq - self.sb.snd_nxt)
+                    .min(self.snd_wnd_end - self.sb.snd_nxt)
+                    .min(self.wmem_segs - queued) as u32;
+                let (first, ecn) = self.queue_new(now, room, E::ECN);
+                if ecn.cwr {
+                    // tcp_ecn_send(): only the first takes the queued CWR.
+                    gso.add_range(now, first, 1, ecn, tso, env);
+                    let rest = SegEcn { cwr: false, ..ecn };
+                    gso.add_range(now, first + 1, room - 1, rest, tso, env);
+                } else {
+                    gso.add_range(now, first, room, ecn, tso, env);
+                }
                 sent_new = true;
-                n += 1;
+                n += room;
             }
             // One paced burst is one TSO packet.
             gso.flush(now, env);
@@ -498,27 +524,43 @@ impl Sender {
 
     /// Sends one new segment on its own (a tail loss probe's new data).
     pub(super) fn send_new<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
-        let (seq, ecn) = self.queue_new(now, E::ECN);
+        let (seq, ecn) = self.queue_new(now, 1, E::ECN);
         env.transmit(now, seq, false, ecn);
     }
 
-    /// Puts the next new segment into the retransmit queue as sent at
-    /// `now` (tcp_event_new_data_sent) and returns it with its ECN field;
-    /// the caller hands it to the network.
+    /// Puts the next `n` (≥ 1) new segments into the retransmit queue as
+    /// sent together at `now` and returns the first with its ECN field
+    /// (the others' lack only a CWR flag); the caller hands them to the
+    /// network. Exactly `n` segments queued one by one: tcp_write_xmit()
+    /// sends a TSO skb of several segments as one unit, and per segment
+    /// only these facts step —
+    /// * CA_EVENT_TX_START (tcp_transmit_skb → tcp_event_data_sent) only
+    ///   when nothing was in flight before the first;
+    /// * tcp_rate_skb_sent(): a fresh sampling window only before the
+    ///   first (packets_out == 0); the delivered/lost/CE snapshots and the
+    ///   app-limited mark are the connection's, which sending does not
+    ///   change, so one snapshot serves the range;
+    /// * tcp_set_tx_in_flight(): "packets in flight including this one"
+    ///   counts up by one per segment (packets_out grows by one per
+    ///   segment, tcp_event_new_data_sent); runs store the first and step
+    ///   it (scoreboard.rs);
+    /// * tcp_event_new_data_sent(): packets_out and snd_nxt add n
+    ///   (tcp_skb_pcount), as do segs_out and, in a cwnd reduction,
+    ///   tcp_write_xmit()'s `tp->prr_out += sent_pkts`.
     #[inline]
-    fn queue_new(&mut self, now: Time, env_ecn: bool) -> (u64, SegEcn) {
+    fn queue_new(&mut self, now: Time, n: u32, env_ecn: bool) -> (u64, SegEcn) {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
         }
         let mut seg = Seg { xmit: now, tx_id: 1, ..Seg::default() };
         self.rate.on_sent(&mut seg, &mut self.tp);
-        let seq = self.sb.push_new(seg);
+        let seq = self.sb.push_new_range(seg, n);
         self.tp.packets_out = self.sb.packets_out();
         self.tp.snd_nxt = self.sb.snd_nxt;
         self.tp.lsndtime = now; // tcp_event_data_sent()
-        self.stats.segs_out += 1;
+        self.stats.segs_out += n as u64;
         if self.in_cwnd_reduction() {
-            self.prr.on_sent(1);
+            self.prr.on_sent(n);
         }
         // tcp_ecn_send(): a new data segment is ECT and takes a queued CWR.
         let ecn = if env_ecn && self.tp.ecn_ok {

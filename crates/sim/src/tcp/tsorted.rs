@@ -43,9 +43,17 @@ impl Tsorted {
     /// tsorted_sent_queue); it extends the last entry when it continues it.
     #[inline]
     pub fn note(&mut self, seq: u64, id: u32, xmit: Time) {
+        self.note_range(seq, seq + 1, id, xmit);
+    }
+
+    /// Appends a transmission of segments `start..end` sent together (a
+    /// TSO skb goes onto tsorted_sent_queue once, tcp_event_new_data_sent);
+    /// the same as noting each in order.
+    #[inline]
+    pub fn note_range(&mut self, start: u64, end: u64, id: u32, xmit: Time) {
         match self.q.back_mut() {
-            Some(e) if e.end == seq && e.id == id && e.xmit == xmit => e.end += 1,
-            _ => self.q.push_back(Entry { start: seq, end: seq + 1, id, xmit }),
+            Some(e) if e.end == start && e.id == id && e.xmit == xmit => e.end = end,
+            _ => self.q.push_back(Entry { start, end, id, xmit }),
         }
     }
 }
