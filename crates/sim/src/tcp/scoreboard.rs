@@ -231,7 +231,20 @@ impl Scoreboard {
         self.free.push(id);
     }
 
-    /// Makes a run start at `seq` (tcp_fragment() at that boundary).
+    /// Points segments `start..end` at run `id`.
+    #[inline]
+    fn set_ids(&mut self, start: u64, end: u64, id: u32) {
+        // An indexed loop: most rewrites are of one or a few ids, where
+        // setting up range_mut() costs more than the loop.
+        let una = self.snd_una;
+        for s in start..end {
+            self.ids[(s - una) as usize] = id;
+        }
+    }
+
+    /// Makes a run start at `seq` (tcp_fragment() at that boundary). The
+    /// shorter side gets the new id, so a split rewrites at most half the
+    /// run's ids (a segment cut out of a long run costs little).
     pub(super) fn split_at(&mut self, seq: u64) {
         if seq <= self.snd_una || seq >= self.snd_nxt {
             return;
@@ -241,11 +254,14 @@ impl Scoreboard {
         if r.start == seq {
             return;
         }
-        let new = self.alloc(Run { start: seq, end: r.end, seg: r.seg_at(seq) });
-        self.run_mut(id).end = seq;
-        let una = self.snd_una;
-        for s in seq..r.end {
-            self.ids[(s - una) as usize] = new;
+        if r.end - seq <= seq - r.start {
+            let new = self.alloc(Run { start: seq, end: r.end, seg: r.seg_at(seq) });
+            self.run_mut(id).end = seq;
+            self.set_ids(seq, r.end, new);
+        } else {
+            let new = self.alloc(Run { start: r.start, end: seq, seg: r.seg });
+            *self.run_mut(id) = Run { start: seq, end: r.end, seg: r.seg_at(seq) };
+            self.set_ids(r.start, seq, new);
         }
     }
 
@@ -259,23 +275,24 @@ impl Scoreboard {
 
     /// Merges run `id` into the run before it if it continues it with the
     /// same state (tcp_shifted_skb()); returns the id now holding its
-    /// segments.
+    /// segments (the longer run's: only the shorter one's ids are
+    /// rewritten). Run ids are only valid until the next split or merge.
     pub fn merge_back(&mut self, id: u32) -> u32 {
         let r = *self.run(id);
         if r.start <= self.snd_una {
             return id;
         }
         let prev = self.id_at(r.start - 1);
-        if !self.run(prev).continued_by(&r) {
+        let p = *self.run(prev);
+        if !p.continued_by(&r) {
             return id;
         }
-        self.run_mut(prev).end = r.end;
-        let una = self.snd_una;
-        for s in r.start..r.end {
-            self.ids[(s - una) as usize] = prev;
-        }
-        self.release(id);
-        prev
+        let (keep, gone) = if r.len() <= p.len() { (prev, id) } else { (id, prev) };
+        *self.run_mut(keep) = Run { start: p.start, end: r.end, seg: p.seg };
+        let (a, b) = if keep == prev { (r.start, r.end) } else { (p.start, p.end) };
+        self.set_ids(a, b, keep);
+        self.release(gone);
+        keep
     }
 
     /// Merges the run starting at `seq`, if any, into the one before it.

@@ -257,6 +257,28 @@ fn a_burst_queued_as_one_range_is_one_run_stepping_in_flight_per_segment() {
     assert_eq!((one.run_count(), one.tsorted.len(), one.get(12).in_flight), (2, 2, 17));
 }
 
+/// A split gives the new id to the shorter side and a merge keeps the
+/// longer run's id: cutting one segment out of a long run rewrites few
+/// ids, whatever end it is near.
+#[test]
+fn splits_and_merges_rewrite_only_the_shorter_sides_run_ids() {
+    let mut sb = Scoreboard::default();
+    sb.push_new_range(Seg { xmit: Time(7), tx_id: 1, in_flight: 1, ..Seg::default() }, 40);
+    let long = sb.id_at(0);
+    sb.set_flags(30, 31, FLAG_LOST, 0);
+    sb.set_flags(3, 4, FLAG_LOST, 0);
+    assert_eq!(sb.run_count(), 5);
+    // The long middle part (4..30) kept the original id.
+    assert!((4..30).all(|q| sb.id_at(q) == long));
+    assert!([0, 3, 30, 31].iter().all(|&q| sb.id_at(q) != long));
+    // Undoing both merges everything back into that id.
+    sb.set_flags(3, 4, 0, FLAG_LOST);
+    sb.set_flags(30, 31, 0, FLAG_LOST);
+    assert_eq!(sb.run_count(), 1);
+    assert!((0..40).all(|q| sb.id_at(q) == long));
+    assert_eq!((sb.run_at(0).start, sb.run_at(0).end, sb.get(39).in_flight), (0, 40, 40));
+}
+
 #[test]
 fn a_sack_inside_a_burst_splits_it_at_the_block_edges_only() {
     let mut sb = Scoreboard::default();

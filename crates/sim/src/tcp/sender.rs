@@ -432,10 +432,13 @@ impl Sender {
                     sndbuf_limited = true;
                     break;
                 }
-                // All new segments the checks above allow go at once:
-                // nothing becomes lost inside push() (no loss marking on
-                // the transmit path: lost_q only grows on ACKs and
-                // timers), so `next_lost()` stays None and the checks
+                // All new segments the checks above allow go at once
+                // (tcp_write_xmit() sends an skb of min(cwnd quota,
+                // tcp_tso_segs()) segments as one unit; `Gso` cuts the
+                // range into packets of tcp_tso_autosize() segments).
+                // Exact: nothing becomes lost inside push() (loss marking
+                // runs only on ACKs and timers, so lost_q does not grow
+                // here), hence `next_lost()` stays None and the checks
                 // would pass segment by segment up to the first limit.
                 let room = ((burst - n) as u64)
                     .min(self.write_seq - self.sb.snd_nxt)
