@@ -353,15 +353,15 @@ impl Scoreboard {
         seq
     }
 
-    /// Records a retransmission of `seq` (a run of its own, see
+    /// Records a retransmission of `start..end` (a run of its own, see
     /// [`Scoreboard::isolate`]) in the time-sorted list and merges its run
     /// with its neighbours where they now share its state
     /// (tcp_collapse_retrans()).
     #[inline]
-    pub fn note_retransmit(&mut self, seq: u64) {
-        let seg = self.get(seq);
-        self.tsorted.note(seq, seg.tx_id, seg.xmit);
-        let id = self.merge_back(self.id_at(seq));
+    pub fn note_retransmit(&mut self, start: u64, end: u64) {
+        let seg = self.get(start);
+        self.tsorted.note_range(start, end, seg.tx_id, seg.xmit);
+        let id = self.merge_back(self.id_at(start));
         let end = self.run(id).end;
         self.merge_at(end);
     }
@@ -394,6 +394,21 @@ impl Scoreboard {
 
     pub fn pop_lost(&mut self) {
         self.lost_q.pop_front();
+    }
+
+    /// Pops `seq` (what [`Scoreboard::next_lost`] just returned) and the
+    /// entries queued right after it for the segments that follow it
+    /// inside its run, at most `max` (≥ 1) in all; returns how many. They
+    /// share `seq`'s state, so each would be `next_lost()` in turn.
+    pub fn pop_lost_run(&mut self, seq: u64, max: u32) -> u32 {
+        let end = self.run_at(seq).end;
+        self.lost_q.pop_front();
+        let mut k = 1u32;
+        while k < max && seq + (k as u64) < end && self.lost_q.front() == Some(&(seq + k as u64)) {
+            self.lost_q.pop_front();
+            k += 1;
+        }
+        k
     }
 
     /// Tags SACK block [start, end) and returns the newly SACKed sub-ranges

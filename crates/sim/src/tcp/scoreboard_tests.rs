@@ -142,29 +142,38 @@ fn run_random_sequence(seed: u64) {
                     s.flags = (s.flags & !clear) | set;
                 }
             }
-            // Retransmissions of lost, unSACKed segments in sequence order.
+            // Retransmissions of lost, unSACKed segments in sequence order,
+            // one by one or (Sender::retransmit_range) a run's stretch at
+            // once.
             5 if outstanding > 0 => {
                 let a = rf.una + pick(outstanding);
                 let b = (a + 1 + pick(6)).min(nxt);
+                let by_range = pick(2) == 0;
                 let mut k = 0;
-                for seq in a..b {
+                let mut seq = a;
+                while seq < b {
                     let f = rf.seg(seq).flags;
                     if f & FLAG_LOST == 0 || f & (FLAG_SACKED | FLAG_RETRANS) != 0 {
+                        seq += 1;
                         continue;
                     }
-                    k += 1;
-                    let upd = |s: &mut Seg| {
+                    let end = if by_range { b.min(sb.run_at(seq).end) } else { seq + 1 };
+                    let upd = |s: &mut Seg, k: u32| {
                         s.xmit = now;
                         s.tx_id = s.tx_id.wrapping_add(1);
                         s.flags |= FLAG_RETRANS | FLAG_EVER_RETRANS;
                         s.in_flight = outstanding as u32 + k;
                     };
-                    sb.isolate(seq, seq + 1);
+                    sb.isolate(seq, end);
                     let id = sb.id_at(seq);
-                    upd(&mut sb.run_mut(id).seg);
-                    sb.note_retransmit(seq);
-                    upd(rf.seg_mut(seq));
-                    rf.tsorted.push((seq, rf.seg(seq).tx_id));
+                    upd(&mut sb.run_mut(id).seg, k + 1);
+                    sb.note_retransmit(seq, end);
+                    for q in seq..end {
+                        k += 1;
+                        upd(rf.seg_mut(q), k);
+                        rf.tsorted.push((q, rf.seg(q).tx_id));
+                    }
+                    seq = end;
                 }
             }
             // A cumulative ACK, often inside a burst.

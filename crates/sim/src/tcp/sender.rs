@@ -414,9 +414,13 @@ impl Sender {
             while n < burst {
                 if let Some(seq) = self.sb.next_lost() {
                     gso.flush(now, env);
-                    self.sb.pop_lost();
-                    self.retransmit(seq, now, env);
-                    n += 1;
+                    // tcp_xmit_retransmit_queue() retransmits a lost skb
+                    // whole (tcp_retransmit_skb(), up to the cwnd quota):
+                    // the lost segments queued next inside seq's run share
+                    // its state, so each would be next_lost() in turn.
+                    let k = self.sb.pop_lost_run(seq, burst - n);
+                    self.retransmit_range(seq, k, now, env);
+                    n += k;
                     continue;
                 }
                 if self.sb.snd_nxt >= self.write_seq {
@@ -575,32 +579,43 @@ impl Sender {
         (seq, ecn)
     }
 
-    /// __tcp_retransmit_skb().
+    /// __tcp_retransmit_skb() of one segment (tail loss probe, RTO).
     pub(super) fn retransmit<E: SenderEnv>(&mut self, seq: u64, now: Time, env: &mut E) {
+        self.retransmit_range(seq, 1, now, env);
+    }
+
+    /// __tcp_retransmit_skb() of segments `seq..seq + n` (n ≥ 1) sharing
+    /// one state (one run; for n > 1 none is in flight as a
+    /// retransmission yet): exactly `n` retransmissions in order. Per
+    /// segment only tcp_set_tx_in_flight() steps (retrans_out grows by one
+    /// each), which the run's stepping `in_flight` holds.
+    pub(super) fn retransmit_range<E: SenderEnv>(&mut self, seq: u64, n: u32, now: Time, env: &mut E) {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
         }
-        // The segment becomes a run of its own (tcp_fragment() of a TSO skb
-        // in __tcp_retransmit_skb()); note_retransmit() merges it with an
-        // equal neighbour (tcp_collapse_retrans()).
-        self.sb.isolate(seq, seq + 1);
+        // The segments become a run of their own (tcp_fragment() of a TSO
+        // skb in __tcp_retransmit_skb()); note_retransmit() merges it with
+        // an equal neighbour (tcp_collapse_retrans()).
+        let end = seq + n as u64;
+        self.sb.isolate(seq, end);
         let id = self.sb.id_at(seq);
         let seg = &mut self.sb.run_mut(id).seg;
         seg.xmit = now;
         seg.tx_id = seg.tx_id.wrapping_add(1);
         let was_retrans = seg.has(FLAG_RETRANS);
+        debug_assert!(n == 1 || !was_retrans);
         seg.flags |= FLAG_RETRANS | FLAG_EVER_RETRANS;
         self.rate.on_sent(seg, &mut self.tp);
         if !was_retrans {
-            self.tp.retrans_out += 1;
+            self.tp.retrans_out += n;
         }
-        self.sb.note_retransmit(seq);
-        self.undo_count_retransmit();
+        self.sb.note_retransmit(seq, end);
+        self.undo_count_retransmit(n);
         self.tp.lsndtime = now; // tcp_event_data_sent()
-        self.stats.segs_out += 1;
-        self.stats.retrans += 1;
+        self.stats.segs_out += n as u64;
+        self.stats.retrans += n as u64;
         if self.in_cwnd_reduction() {
-            self.prr.on_sent(1);
+            self.prr.on_sent(n);
         }
         // tcp_ecn_send(): a retransmission is not ECT unless the algorithm
         // needs ECN (INET_ECN_dontxmit), and never carries CWR.
@@ -609,7 +624,9 @@ impl Sender {
         } else {
             SegEcn::NOT_ECT
         };
-        env.transmit(now, seq, true, ecn);
+        for q in seq..end {
+            env.transmit(now, q, true, ecn);
+        }
     }
 
     // ----------------------------------------------------- CA-state helpers
