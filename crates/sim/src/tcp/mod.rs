@@ -5,6 +5,7 @@
 pub mod ack;
 pub mod chrono;
 pub mod ecn;
+mod gso;
 pub mod info;
 pub mod prr;
 pub mod rack;

@@ -12,6 +12,7 @@ use crate::units::{Bytes, Rate, Time};
 
 use super::chrono::{Chrono, ChronoKind};
 use super::ecn::{Codepoint, SegEcn};
+use super::gso::Gso;
 use super::prr::Prr;
 use super::rack::Rack;
 use super::rate::RateState;
@@ -128,50 +129,6 @@ pub struct Sender {
     pub(super) queue_cwr: bool,
     /// The algorithm needs ECN (tcp_ca_needs_ecn): retransmissions are ECT too.
     pub(super) cc_needs_ecn: bool,
-}
-
-/// New segments gathered into one TSO/GSO packet: consecutive sequence
-/// numbers with the same ECN field, at most `tso` of them
-/// (tcp_write_xmit builds one skb of up to tcp_tso_segs() segments;
-/// a CWR flag or a retransmission in between starts a new one).
-#[derive(Clone, Copy, Default)]
-struct Gso {
-    first: u64,
-    n: u32,
-    ecn: SegEcn,
-}
-
-impl Gso {
-    /// Adds new segments `first..first + count` with one ECN field; a
-    /// full packet goes out when the next segment arrives (or at `flush`),
-    /// exactly as adding them one at a time.
-    #[inline(always)]
-    fn add_range<E: SenderEnv>(&mut self, now: Time, first: u64, count: u32, ecn: SegEcn, tso: u32, env: &mut E) {
-        let (mut seq, mut left) = (first, count);
-        while left > 0 {
-            if self.n > 0 && (self.n >= tso || ecn != self.ecn || seq != self.first + self.n as u64) {
-                self.flush(now, env);
-            }
-            if self.n == 0 {
-                *self = Gso { first: seq, n: 0, ecn };
-            }
-            // Here n < tso.
-            let take = (tso - self.n).min(left);
-            self.n += take;
-            seq += take as u64;
-            left -= take;
-        }
-    }
-
-    #[inline(always)]
-    fn flush<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
-        match self.n {
-            0 => {}
-            1 => env.transmit(now, self.first, false, self.ecn),
-            n => env.transmit_burst(now, self.first, n, self.ecn),
-        }
-        self.n = 0;
-    }
 }
 
 impl Sender {
