@@ -40,6 +40,32 @@ fn unpaced_new_data_leaves_in_tso_bursts_of_tcp_tso_autosize_segments() {
     assert!(env.bursts.windows(2).all(|w| w[0].0 + w[0].1 as u64 == w[1].0));
 }
 
+#[test]
+fn new_data_queued_a_burst_at_a_time_keeps_per_segment_in_flight_and_counts() {
+    // tcp_write_xmit() queues and sends each TSO skb as one unit
+    // (tcp_event_new_data_sent adds tcp_skb_pcount to packets_out); the
+    // sender queues all new segments one push allows at once: one run,
+    // one snapshot, tx.in_flight counting each segment
+    // (tcp_set_tx_in_flight), the same TSO packets on the wire.
+    let cfg = SenderConfig { mss: 1448, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20,
+                             handshake_rtt: Some(Time::from_millis(20)), ecn: false };
+    let mut s = Sender::new(&cfg, cc::by_name("cubic").unwrap());
+    let mut env = Env::default();
+    s.start(Time::ZERO, &mut env);
+    assert_eq!((s.sb.snd_nxt, s.tp.packets_out, s.stats.segs_out), (10, 10, 10));
+    assert_eq!(s.sb.run_count(), 1, "the initial window is one run");
+    assert_eq!((0..10).map(|q| s.sb.get(q).in_flight).collect::<Vec<_>>(), (1..=10).collect::<Vec<u32>>());
+    // An ACK of 4 frees room for 4 + cwnd growth: one more run, its
+    // in_flight continuing from what is still out.
+    s.on_ack(Time::from_millis(20), &Ack { ack: 4, wnd: 1 << 20, ..Ack::default() }, &mut env);
+    let sent = s.sb.snd_nxt - 10;
+    assert!(sent >= 4, "{sent}");
+    assert_eq!(s.sb.run_count(), 2);
+    assert_eq!((10..s.sb.snd_nxt).map(|q| s.sb.get(q).in_flight).collect::<Vec<_>>(), (7..7 + sent as u32).collect::<Vec<u32>>());
+    // The wire saw every segment once, in order, as TSO packets.
+    assert_eq!(env.sent.iter().map(|&(_, q, _)| q).collect::<Vec<_>>(), (0..s.sb.snd_nxt).collect::<Vec<_>>());
+}
+
 /// A paced 1-stream BBR flow at 10 Gbit/s, 20 ms (TSO bursts of ~45
 /// segments), run for `secs`; returns (segments received, ACKs sent).
 fn received_and_acks(gro: bool, loss: f64, secs: f64) -> (u64, u64, f64) {

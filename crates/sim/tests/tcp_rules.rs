@@ -157,3 +157,37 @@ fn a_spurious_rto_is_undone_when_a_dsack_reports_the_retransmission_as_duplicate
     assert!(s.tp.snd_cwnd >= prior_cwnd, "cwnd {} not restored to {prior_cwnd}", s.tp.snd_cwnd);
     assert_eq!(s.stats.undos, 1);
 }
+
+/// tcp_xmit_retransmit_queue() retransmits a lost skb whole
+/// (tcp_retransmit_skb() up to the cwnd quota): lost segments that share
+/// one run go out in one step, each on the wire in order, counted one by
+/// one (retrans_out, tcpi_total_retrans) and forming one run whose
+/// tx.in_flight steps per segment (tcp_set_tx_in_flight()).
+#[test]
+fn lost_segments_of_one_run_are_retransmitted_together_with_per_segment_counts() {
+    let mut env = Env::default();
+    let mut s = sender();
+    s.start(Time::ZERO, &mut env);
+    s.on_ack(Time::from_millis(1), &ack(10), &mut env);
+    // 20 segments 10..30 in flight, all lost: the RTO (after the loss
+    // probe) marks them lost and retransmits the head.
+    while s.tp.ca_state != CaState::Loss {
+        env.fire_next(&mut s, Time::from_secs(60)).expect("a timer is pending");
+    }
+    let (head, nxt) = (s.sb.snd_una, s.sb.snd_nxt);
+    assert_eq!(env.sent.last().map(|&(_, q, r)| (q, r)), Some((head, true)));
+    // The head's ACK: slow start lets cwnd = 2 more out, all lost ones.
+    let t = env.sent.last().unwrap().0 + Time::from_millis(1);
+    let (before, retrans_before) = (env.sent.len(), s.stats.retrans);
+    s.on_ack(t, &ack(head + 1), &mut env);
+    let sent: Vec<(u64, bool)> = env.sent[before..].iter().map(|&(_, q, r)| (q, r)).collect();
+    let k = sent.len() as u64;
+    assert!(k >= 2, "{sent:?}");
+    assert_eq!(sent, (head + 1..head + 1 + k).map(|q| (q, true)).collect::<Vec<_>>());
+    assert!(head + 1 + k <= nxt);
+    assert_eq!((s.stats.retrans - retrans_before, s.tp.retrans_out as u64), (k, k));
+    let run = *s.sb.run_at(head + 1);
+    assert_eq!((run.start, run.end), (head + 1, head + 1 + k), "one run");
+    let steps: Vec<u32> = (head + 1..head + 1 + k).map(|q| s.sb.get(q).in_flight).collect();
+    assert!(steps.windows(2).all(|w| w[1] == w[0] + 1), "{steps:?}");
+}

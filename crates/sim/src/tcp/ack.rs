@@ -56,30 +56,49 @@ impl Sender {
             ranges.clear();
             ranges.extend_from_slice(self.sb.sack_block(s, e));
             for &(rs, re) in &ranges {
-                for seq in rs..re {
-                    let seg = self.sb.get_mut(seq);
-                    let flags = seg.flags;
+                // tcp_sacktag_walk(): the block's edges split runs
+                // (tcp_match_skb_to_sack() -> tcp_fragment()); every
+                // segment of a run inside it is tagged alike
+                // (tcp_sacktag_one() per skb, pcount segments at once).
+                self.sb.isolate(rs, re);
+                let mut seq = rs;
+                while seq < re {
+                    let id = self.sb.id_at(seq);
+                    let run = self.sb.run_mut(id);
+                    let n = run.len();
+                    let flags = run.seg.flags;
+                    let xmit = run.seg.xmit;
                     if flags & FLAG_RETRANS != 0 {
-                        self.tp.retrans_out = self.tp.retrans_out.saturating_sub(1);
+                        self.tp.retrans_out = self.tp.retrans_out.saturating_sub(n);
                     }
                     if flags & FLAG_LOST != 0 {
-                        self.tp.lost_out = self.tp.lost_out.saturating_sub(1);
+                        self.tp.lost_out = self.tp.lost_out.saturating_sub(n);
                     }
-                    seg.flags = (flags & !(FLAG_RETRANS | FLAG_LOST)) | FLAG_SACKED;
+                    run.seg.flags = (flags & !(FLAG_RETRANS | FLAG_LOST)) | FLAG_SACKED;
                     if flags & FLAG_EVER_RETRANS == 0 {
                         // tcp_check_sack_reordering(): a never-retransmitted
                         // segment below the highest SACK arrived late.
-                        if seq < fack {
+                        if run.start < fack {
                             self.rack.reord_seen = true;
                         }
-                        first_sackt = first_sackt.or(Some(seg.xmit));
-                        last_sackt = Some(last_sackt.map_or(seg.xmit, |t: Time| t.max(seg.xmit)));
+                        first_sackt = first_sackt.or(Some(xmit));
+                        last_sackt = Some(last_sackt.map_or(xmit, |t: Time| t.max(xmit)));
                     }
-                    let xmit = seg.xmit;
-                    self.rate.on_delivered(seg, seq, self.tp.delivered);
-                    self.rack.advance(flags, seq, xmit, now, min_rtt);
-                    newly_sacked += 1;
+                    // Per segment in order, tcp_rate_skb_delivered() and
+                    // tcp_rack_advance() keep the last one of a run sent at
+                    // one time (tcp_skb_sent_after()'s sequence tie-break).
+                    let last = run.end - 1;
+                    let mut seg = run.last_seg();
+                    self.rate.on_delivered(&mut seg, last, self.tp.delivered);
+                    run.seg.delivered_mstamp = seg.delivered_mstamp;
+                    self.rack.advance(flags, last, xmit, now, min_rtt);
+                    newly_sacked += n;
+                    // tcp_shifted_skb(): SACKed neighbours sharing their
+                    // state become one run.
+                    let id = self.sb.merge_back(id);
+                    seq = self.sb.run(id).end;
                 }
+                self.sb.merge_at(re);
             }
         }
         self.range_scratch = ranges;
@@ -96,30 +115,33 @@ impl Sender {
         let mut retrans_acked = false;
         let mut newly_acked = 0u32;
         while self.sb.snd_una < ack.ack {
-            let seq = self.sb.snd_una;
-            let seg = self.sb.get_mut(seq);
-            let flags = seg.flags;
+            // A fully acked run is freed, a partly acked one trimmed
+            // (tcp_tso_acked()); its segments are treated alike.
+            let run = self.sb.pop_acked(ack.ack);
+            let n = run.len();
+            let flags = run.seg.flags;
             if flags & FLAG_SACKED != 0 {
-                self.tp.sacked_out = self.tp.sacked_out.saturating_sub(1);
+                self.tp.sacked_out = self.tp.sacked_out.saturating_sub(n);
             } else {
                 if flags & FLAG_RETRANS != 0 {
-                    self.tp.retrans_out = self.tp.retrans_out.saturating_sub(1);
+                    self.tp.retrans_out = self.tp.retrans_out.saturating_sub(n);
                 }
                 if flags & FLAG_LOST != 0 {
-                    self.tp.lost_out = self.tp.lost_out.saturating_sub(1);
+                    self.tp.lost_out = self.tp.lost_out.saturating_sub(n);
                 }
+                let xmit = run.seg.xmit;
                 if flags & FLAG_EVER_RETRANS != 0 {
                     retrans_acked = true;
                 } else {
-                    first_ackt = first_ackt.or(Some(seg.xmit));
-                    last_ackt = Some(seg.xmit);
+                    first_ackt = first_ackt.or(Some(xmit));
+                    last_ackt = Some(xmit);
                 }
-                let xmit = seg.xmit;
-                self.rate.on_delivered(seg, seq, self.tp.delivered);
-                self.rack.advance(flags, seq, xmit, now, min_rtt);
-                newly_acked += 1;
+                let last = run.end - 1;
+                let mut seg = run.last_seg();
+                self.rate.on_delivered(&mut seg, last, self.tp.delivered);
+                self.rack.advance(flags, last, xmit, now, min_rtt);
+                newly_acked += n;
             }
-            self.sb.pop_acked();
         }
         let una_advanced = self.sb.snd_una > prior_una;
         if una_advanced {

@@ -5,6 +5,7 @@
 pub mod ack;
 pub mod chrono;
 pub mod ecn;
+mod gso;
 pub mod info;
 pub mod prr;
 pub mod rack;
@@ -12,8 +13,11 @@ pub mod rate;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
+#[cfg(test)]
+mod scoreboard_tests;
 pub mod sender;
 pub mod timers;
+pub mod tsorted;
 pub mod undo;
 
 pub use ecn::{Codepoint, SegEcn};

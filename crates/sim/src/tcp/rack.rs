@@ -3,7 +3,8 @@
 use crate::cc::CaState;
 use crate::units::Time;
 
-use super::scoreboard::{Scoreboard, Walk, FLAG_RETRANS};
+use super::scoreboard::{Scoreboard, FLAG_RETRANS};
+use super::tsorted::Verdict;
 
 /// TCP_TIMEOUT_MIN (2 jiffies at HZ=1000), added to RACK's reordering timer.
 pub const TIMEOUT_MIN: Time = Time::from_millis(2);
@@ -59,24 +60,32 @@ impl Rack {
         min_rtt.div(4).min(srtt)
     }
 
-    /// tcp_rack_detect_loss(): marks (into `lost`) every live packet sent
-    /// before the RACK packet whose RTT + reo_wnd has elapsed. Returns the
-    /// longest remaining wait of the others (zero if none).
-    pub fn detect_loss(&self, sb: &mut Scoreboard, now: Time, reo_wnd: Time, lost: &mut Vec<u64>) -> Time {
+    /// tcp_rack_detect_loss(): marks (into `lost`, as ranges in walk
+    /// order) every live packet sent before the RACK packet whose RTT +
+    /// reo_wnd has elapsed. Returns the longest remaining wait of the
+    /// others (zero if none). Segments sent at one time share their
+    /// deadline, so a run piece is judged at once; only where the piece was
+    /// sent at rack.mstamp does tcp_skb_sent_after()'s sequence tie-break
+    /// cut it at rack.end_seq.
+    pub fn detect_loss(&self, sb: &mut Scoreboard, now: Time, reo_wnd: Time, lost: &mut Vec<(u64, u64)>) -> Time {
         let mut wait = Time::ZERO;
         let (mstamp, end_seq, rtt) = (self.mstamp, self.end_seq, self.rtt);
-        sb.walk_tsorted(lost, |seq, seg| {
-            if !sent_after(mstamp, seg.xmit, end_seq, seq) {
-                return Walk::Stop;
-            }
-            // RFC 8985 §6.2 step 5: lost if now >= xmit + rtt + reo_wnd.
-            let deadline = seg.xmit + rtt + reo_wnd;
-            if deadline <= now {
-                Walk::Remove
+        sb.walk_tsorted(lost, |a, b, xmit| {
+            // Segments seq in a..b with sent_after(mstamp, xmit, end_seq, seq).
+            let before = if mstamp > xmit {
+                b
+            } else if mstamp == xmit {
+                end_seq.clamp(a, b)
             } else {
+                a
+            };
+            // RFC 8985 §6.2 step 5: lost if now >= xmit + rtt + reo_wnd.
+            let deadline = xmit + rtt + reo_wnd;
+            let lost = deadline <= now;
+            if !lost && before > a {
                 wait = wait.max(deadline - now);
-                Walk::Continue
             }
+            Verdict { before, lost }
         });
         wait
     }
@@ -98,7 +107,7 @@ mod tests {
         // Segment 3 is SACKed at t = 20 ms + 3 µs; segments 0..3 are holes.
         let now = Time::from_millis(20) + Time::from_micros(3);
         let _ = sb.sack_block(3, 4);
-        sb.get_mut(3).flags |= super::super::scoreboard::FLAG_SACKED;
+        sb.set_flags(3, 4, super::super::scoreboard::FLAG_SACKED, 0);
         rack.advance(0, 3, Time::from_micros(3), now, min_rtt);
         let reo = rack.reo_wnd(CaState::Open, 1, min_rtt, min_rtt);
         assert_eq!(reo, Time::from_millis(5));
@@ -109,7 +118,7 @@ mod tests {
         // After reo_wnd has passed, the holes are lost.
         let later = now + Time::from_millis(5);
         rack.detect_loss(&mut sb, later, reo, &mut lost);
-        assert_eq!(lost, vec![0, 1, 2]);
+        assert_eq!(lost, vec![(0, 3)]);
     }
 
     #[test]

@@ -1,15 +1,31 @@
 //! The sender's retransmission queue and SACK scoreboard.
 //!
-//! Sequence numbers count segments (all segments of a stream are MSS-sized),
-//! so the queue is a ring indexed by `seq - snd_una`. Its size is
-//! `snd_nxt - snd_una`, bounded by the window and the send buffer.
+//! Sequence numbers count segments (all segments of a stream are MSS-sized).
+//! Like Linux, which keeps the retransmission queue as skbs of up to a
+//! TSO burst each (one tcp_skb_cb per skb: one transmit time, one
+//! rate-sample snapshot, one set of SACK/loss flags), the queue holds
+//! [`Run`]s: maximal runs of consecutive segments whose state is the same
+//! (their `in_flight` snapshots step by one, as tcp_set_tx_in_flight()
+//! counts each segment of a burst). A run is split exactly where an
+//! ACK, SACK, loss mark or retransmission boundary falls (tcp_fragment(),
+//! called from tcp_sacktag_walk()/tcp_match_skb_to_sack(),
+//! tcp_mark_head_lost() and __tcp_retransmit_skb()), and neighbours whose
+//! state becomes the same are merged again (tcp_shifted_skb(),
+//! tcp_collapse_retrans()). The result is a run-length encoding of the
+//! per-segment state: every rule reads the same per-segment values as
+//! before, but the ACK, SACK and RACK paths handle a run at once where all
+//! its segments get the same treatment.
+//!
 //! Like Linux (tcp_sacktag_write_queue), SACK blocks are processed
 //! incrementally: a sorted list of already-SACKed ranges means each segment
-//! is tagged once, however often a block is repeated.
+//! is tagged once, however often a block is repeated. The time-sorted
+//! transmission list RACK walks lives in `tsorted.rs`.
 
 use std::collections::VecDeque;
 
 use crate::units::Time;
+
+use super::tsorted::Tsorted;
 
 /// TCPCB_SACKED_ACKED.
 pub const FLAG_SACKED: u8 = 1;
@@ -23,7 +39,7 @@ pub const FLAG_EVER_RETRANS: u8 = 8;
 pub const FLAG_APP_LIMITED: u8 = 16;
 
 /// Per-segment state (the parts of tcp_skb_cb the engine uses).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Seg {
     /// Time of the latest (re)transmission (skb->skb_mstamp_ns).
     pub xmit: Time,
@@ -61,18 +77,72 @@ impl Seg {
     }
 }
 
+/// Segments `start..end` sharing one state (an skb's tcp_skb_cb): segment
+/// `start + k` has `seg` with `in_flight + k`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub start: u64,
+    pub end: u64,
+    /// The state of the run's first segment.
+    pub seg: Seg,
+}
+
+impl Run {
+    #[inline]
+    pub fn len(&self) -> u32 {
+        (self.end - self.start) as u32
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+
+    #[inline]
+    pub fn contains(&self, seq: u64) -> bool {
+        self.start <= seq && seq < self.end
+    }
+
+    /// The state of segment `seq` of this run.
+    #[inline]
+    pub fn seg_at(&self, seq: u64) -> Seg {
+        let k = (seq - self.start) as u32;
+        Seg { in_flight: self.seg.in_flight.wrapping_add(k), ..self.seg }
+    }
+
+    /// The state of the run's last segment.
+    #[inline]
+    pub fn last_seg(&self) -> Seg {
+        self.seg_at(self.end - 1)
+    }
+
+    /// Whether `next` continues this run with the same state, so that the
+    /// two can be one run (tcp_skb_can_collapse() / tcp_shifted_skb()).
+    #[inline]
+    fn continued_by(&self, next: &Run) -> bool {
+        self.end == next.start && next.seg == self.seg_at(self.end)
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Scoreboard {
     /// First unacknowledged segment.
     pub snd_una: u64,
     /// Next new segment to send.
     pub snd_nxt: u64,
-    segs: VecDeque<Seg>,
+    /// The run of each segment of [snd_una, snd_nxt), by id: finding a
+    /// segment's run is one index, and a split rewrites only the ids of
+    /// the run it cuts (no shifting of other runs).
+    ids: VecDeque<u32>,
+    /// The runs by id (a slab; `free` holds unused ids, reused so that
+    /// the steady state allocates nothing).
+    runs: Vec<Run>,
+    free: Vec<u32>,
+    live_runs: usize,
     /// SACKed ranges [start, end) above snd_una: sorted, disjoint.
     sacked: VecDeque<(u64, u64)>,
-    /// Transmissions in send-time order (tp->tsorted_sent_queue), as
-    /// (seq, tx_id); entries go stale lazily.
-    tsorted: VecDeque<(u64, u32)>,
+    /// Transmissions in send-time order (tp->tsorted_sent_queue).
+    pub(super) tsorted: Tsorted,
     /// Segments marked lost, in marking order, awaiting retransmission.
     lost_q: VecDeque<u64>,
     /// Scratch for newly SACKed ranges.
@@ -88,43 +158,212 @@ impl Scoreboard {
 
     /// Number of queued segments (for memory-bound checks).
     pub fn len(&self) -> usize {
-        self.segs.len()
+        (self.snd_nxt - self.snd_una) as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.segs.is_empty()
+        self.snd_nxt == self.snd_una
     }
 
-    /// Capacity currently allocated by the ring and side lists.
+    /// Number of runs the queue holds.
+    pub fn run_count(&self) -> usize {
+        self.live_runs
+    }
+
+    /// Entries currently held by the queue and side lists.
     pub fn footprint(&self) -> usize {
-        self.segs.len() + self.tsorted.len() + self.lost_q.len() + self.sacked.len()
+        self.live_runs + self.tsorted.len() + self.lost_q.len() + self.sacked.len()
+    }
+
+    /// Id of the run holding `seq` (snd_una <= seq < snd_nxt).
+    #[inline]
+    pub fn id_at(&self, seq: u64) -> u32 {
+        self.ids[(seq - self.snd_una) as usize]
+    }
+
+    /// The state of segment `seq`.
+    #[inline]
+    pub fn get(&self, seq: u64) -> Seg {
+        self.run_at(seq).seg_at(seq)
+    }
+
+    /// The run with id `id`.
+    #[inline]
+    pub fn run(&self, id: u32) -> &Run {
+        &self.runs[id as usize]
     }
 
     #[inline]
-    pub fn get(&self, seq: u64) -> &Seg {
-        &self.segs[(seq - self.snd_una) as usize]
+    pub fn run_mut(&mut self, id: u32) -> &mut Run {
+        &mut self.runs[id as usize]
+    }
+
+    /// The run holding `seq`.
+    #[inline]
+    pub fn run_at(&self, seq: u64) -> &Run {
+        self.run(self.id_at(seq))
+    }
+
+    /// Send time of the oldest outstanding segment (the rtx queue head).
+    #[inline]
+    pub fn head_xmit(&self) -> Option<Time> {
+        self.ids.front().map(|&id| self.run(id).seg.xmit)
     }
 
     #[inline]
-    pub fn get_mut(&mut self, seq: u64) -> &mut Seg {
-        &mut self.segs[(seq - self.snd_una) as usize]
+    fn alloc(&mut self, r: Run) -> u32 {
+        self.live_runs += 1;
+        match self.free.pop() {
+            Some(id) => {
+                self.runs[id as usize] = r;
+                id
+            }
+            None => {
+                self.runs.push(r);
+                (self.runs.len() - 1) as u32
+            }
+        }
     }
 
-    /// Appends a new segment (snd_nxt advances); returns its seq.
+    #[inline]
+    fn release(&mut self, id: u32) {
+        self.live_runs -= 1;
+        self.free.push(id);
+    }
+
+    /// Points segments `start..end` at run `id`.
+    #[inline]
+    fn set_ids(&mut self, start: u64, end: u64, id: u32) {
+        // An indexed loop: most rewrites are of one or a few ids, where
+        // setting up range_mut() costs more than the loop.
+        let una = self.snd_una;
+        for s in start..end {
+            self.ids[(s - una) as usize] = id;
+        }
+    }
+
+    /// Makes a run start at `seq` (tcp_fragment() at that boundary). The
+    /// shorter side gets the new id, so a split rewrites at most half the
+    /// run's ids (a segment cut out of a long run costs little).
+    pub(super) fn split_at(&mut self, seq: u64) {
+        if seq <= self.snd_una || seq >= self.snd_nxt {
+            return;
+        }
+        let id = self.id_at(seq);
+        let r = *self.run(id);
+        if r.start == seq {
+            return;
+        }
+        if r.end - seq <= seq - r.start {
+            let new = self.alloc(Run { start: seq, end: r.end, seg: r.seg_at(seq) });
+            self.run_mut(id).end = seq;
+            self.set_ids(seq, r.end, new);
+        } else {
+            let new = self.alloc(Run { start: r.start, end: seq, seg: r.seg });
+            *self.run_mut(id) = Run { start: seq, end: r.end, seg: r.seg_at(seq) };
+            self.set_ids(r.start, seq, new);
+        }
+    }
+
+    /// Splits runs so that runs start at `start` and `end` (tcp_fragment()
+    /// at both edges, as tcp_match_skb_to_sack() does for a SACK block's
+    /// edges inside an skb).
+    pub fn isolate(&mut self, start: u64, end: u64) {
+        self.split_at(start);
+        self.split_at(end);
+    }
+
+    /// Merges run `id` into the run before it if it continues it with the
+    /// same state (tcp_shifted_skb()); returns the id now holding its
+    /// segments (the longer run's: only the shorter one's ids are
+    /// rewritten). Run ids are only valid until the next split or merge.
+    pub fn merge_back(&mut self, id: u32) -> u32 {
+        let r = *self.run(id);
+        if r.start <= self.snd_una {
+            return id;
+        }
+        let prev = self.id_at(r.start - 1);
+        let p = *self.run(prev);
+        if !p.continued_by(&r) {
+            return id;
+        }
+        let (keep, gone) = if r.len() <= p.len() { (prev, id) } else { (id, prev) };
+        *self.run_mut(keep) = Run { start: p.start, end: r.end, seg: p.seg };
+        let (a, b) = if keep == prev { (r.start, r.end) } else { (p.start, p.end) };
+        self.set_ids(a, b, keep);
+        self.release(gone);
+        keep
+    }
+
+    /// Merges the run starting at `seq`, if any, into the one before it.
+    pub fn merge_at(&mut self, seq: u64) {
+        if seq > self.snd_una && seq < self.snd_nxt {
+            let id = self.id_at(seq);
+            if self.run(id).start == seq {
+                self.merge_back(id);
+            }
+        }
+    }
+
+    /// Sets and clears flags of every segment in [start, end) (tests and
+    /// rare paths; the hot paths work on runs directly).
+    pub fn set_flags(&mut self, start: u64, end: u64, set: u8, clear: u8) {
+        self.isolate(start, end);
+        let mut seq = start;
+        while seq < end {
+            let id = self.id_at(seq);
+            let f = &mut self.run_mut(id).seg.flags;
+            *f = (*f & !clear) | set;
+            let id = self.merge_back(id);
+            seq = self.run(id).end;
+        }
+        self.merge_at(end);
+    }
+
+    /// Appends a new segment (snd_nxt advances); returns its seq. It joins
+    /// the tail run when it continues it (the next segment of the same
+    /// TSO burst: same send time and snapshot).
     #[inline]
     pub fn push_new(&mut self, seg: Seg) -> u64 {
+        self.push_new_range(seg, 1)
+    }
+
+    /// Appends `n` (≥ 1) new segments sent together, the first with `seg`
+    /// and each next one's `in_flight` one higher (one TSO skb of
+    /// tcp_write_xmit(): one snapshot, tcp_set_tx_in_flight() counting
+    /// its segments); the same as `n` calls of [`Scoreboard::push_new`]
+    /// with those states. Returns the first seq. The range joins the tail
+    /// run when it continues it.
+    #[inline]
+    pub fn push_new_range(&mut self, seg: Seg, n: u32) -> u64 {
+        debug_assert!(n >= 1);
         let seq = self.snd_nxt;
-        self.segs.push_back(seg);
-        self.snd_nxt += 1;
-        self.tsorted.push_back((seq, seg.tx_id));
+        let end = seq + n as u64;
+        let new = Run { start: seq, end, seg };
+        let id = match self.ids.back() {
+            Some(&tail) if self.runs[tail as usize].continued_by(&new) => {
+                self.runs[tail as usize].end = end;
+                tail
+            }
+            _ => self.alloc(new),
+        };
+        self.ids.extend(std::iter::repeat_n(id, n as usize));
+        self.snd_nxt = end;
+        self.tsorted.note_range(seq, end, seg.tx_id, seg.xmit);
         seq
     }
 
-    /// Records a retransmission of `seq` in the time-sorted list.
+    /// Records a retransmission of `start..end` (a run of its own, see
+    /// [`Scoreboard::isolate`]) in the time-sorted list and merges its run
+    /// with its neighbours where they now share its state
+    /// (tcp_collapse_retrans()).
     #[inline]
-    pub fn note_retransmit(&mut self, seq: u64) {
-        let id = self.get(seq).tx_id;
-        self.tsorted.push_back((seq, id));
+    pub fn note_retransmit(&mut self, start: u64, end: u64) {
+        let seg = self.get(start);
+        self.tsorted.note_range(start, end, seg.tx_id, seg.xmit);
+        let id = self.merge_back(self.id_at(start));
+        let end = self.run(id).end;
+        self.merge_at(end);
     }
 
     /// Queues `seq` for retransmission (it was just marked lost).
@@ -137,7 +376,7 @@ impl Scoreboard {
     pub fn next_lost(&mut self) -> Option<u64> {
         while let Some(&seq) = self.lost_q.front() {
             if seq >= self.snd_una {
-                let s = self.get(seq);
+                let s = self.run_at(seq).seg;
                 if s.has(FLAG_LOST) && !s.has(FLAG_SACKED) && !s.has(FLAG_RETRANS) {
                     return Some(seq);
                 }
@@ -157,56 +396,19 @@ impl Scoreboard {
         self.lost_q.pop_front();
     }
 
-    /// Whether a time-sorted entry still describes an in-flight transmission
-    /// that RACK may have to mark lost.
-    #[inline]
-    fn live(&self, seq: u64, id: u32) -> bool {
-        if seq < self.snd_una {
-            return false;
+    /// Pops `seq` (what [`Scoreboard::next_lost`] just returned) and the
+    /// entries queued right after it for the segments that follow it
+    /// inside its run, at most `max` (≥ 1) in all; returns how many. They
+    /// share `seq`'s state, so each would be `next_lost()` in turn.
+    pub fn pop_lost_run(&mut self, seq: u64, max: u32) -> u32 {
+        let end = self.run_at(seq).end;
+        self.lost_q.pop_front();
+        let mut k = 1u32;
+        while k < max && seq + (k as u64) < end && self.lost_q.front() == Some(&(seq + k as u64)) {
+            self.lost_q.pop_front();
+            k += 1;
         }
-        let s = self.get(seq);
-        s.tx_id == id && !s.has(FLAG_SACKED) && (!s.has(FLAG_LOST) || s.has(FLAG_RETRANS))
-    }
-
-    /// Oldest live transmission, dropping stale entries on the way.
-    pub fn oldest_live(&mut self) -> Option<u64> {
-        while let Some(&(seq, id)) = self.tsorted.front() {
-            if self.live(seq, id) {
-                return Some(seq);
-            }
-            self.tsorted.pop_front();
-        }
-        None
-    }
-
-    /// Visits live transmissions in send order (tcp_rack_detect_loss's walk).
-    /// `f` returns `Walk::Continue`, `Walk::Remove` (marked lost) or `Walk::Stop`.
-    pub fn walk_tsorted(&mut self, lost: &mut Vec<u64>, mut f: impl FnMut(u64, &Seg) -> Walk) {
-        lost.clear();
-        let mut i = 0;
-        while i < self.tsorted.len() {
-            let (seq, id) = self.tsorted[i];
-            if !self.live(seq, id) {
-                if i == 0 {
-                    self.tsorted.pop_front();
-                } else {
-                    i += 1;
-                }
-                continue;
-            }
-            match f(seq, self.get(seq)) {
-                Walk::Continue => i += 1,
-                Walk::Remove => {
-                    lost.push(seq);
-                    if i == 0 {
-                        self.tsorted.pop_front();
-                    } else {
-                        i += 1;
-                    }
-                }
-                Walk::Stop => break,
-            }
-        }
+        k
     }
 
     /// Tags SACK block [start, end) and returns the newly SACKed sub-ranges
@@ -273,12 +475,27 @@ impl Scoreboard {
         self.sacked.back().map_or(0, |r| r.1)
     }
 
-    /// Pops the head segment when the cumulative ACK passes it.
+    /// Removes the head run's segments below `upto` (> snd_una) from the
+    /// queue and returns them as a run: tcp_clean_rtx_queue() frees a
+    /// fully acked skb and trims a partly acked TSO skb
+    /// (tcp_tso_acked() / tcp_trim_head()).
     #[inline]
-    pub fn pop_acked(&mut self) -> Seg {
-        let seg = self.segs.pop_front().expect("pop_acked on empty queue");
-        self.snd_una += 1;
-        seg
+    pub fn pop_acked(&mut self, upto: u64) -> Run {
+        let id = *self.ids.front().expect("pop_acked on empty queue");
+        let r = *self.run(id);
+        if r.end <= upto {
+            self.ids.drain(..r.len() as usize);
+            self.release(id);
+            self.snd_una = r.end;
+            r
+        } else {
+            self.ids.drain(..(upto - r.start) as usize);
+            let head = self.run_mut(id);
+            head.seg = r.seg_at(upto);
+            head.start = upto;
+            self.snd_una = upto;
+            Run { start: r.start, end: upto, seg: r.seg }
+        }
     }
 
     /// Drops SACK ranges fully below snd_una (after cumulative ACK).
@@ -292,29 +509,10 @@ impl Scoreboard {
         }
     }
 
-    /// Forgets every SACKed range (SACK reneging is not modelled; this is
-    /// only used when rebuilding after an RTO).
-    pub fn reset_tsorted(&mut self) {
-        self.tsorted.clear();
-        for i in 0..self.segs.len() {
-            let seq = self.snd_una + i as u64;
-            let id = self.segs[i].tx_id;
-            self.tsorted.push_back((seq, id));
-        }
-        self.tsorted.make_contiguous().sort_by_key(|&(seq, _)| (self.segs[(seq - self.snd_una) as usize].xmit, seq));
-    }
-
     /// Sequence numbers in [snd_una, snd_nxt).
     pub fn range(&self) -> std::ops::Range<u64> {
         self.snd_una..self.snd_nxt
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Walk {
-    Continue,
-    Remove,
-    Stop,
 }
 
 #[cfg(test)]
@@ -344,10 +542,48 @@ mod tests {
     fn cumulative_ack_trims_sack_ranges() {
         let mut b = board(10);
         let _ = b.sack_block(4, 6);
-        for _ in 0..5 {
-            b.pop_acked();
+        while b.snd_una < 5 {
+            b.pop_acked(5);
         }
         b.trim_sacked();
         assert_eq!(b.sack_block(5, 7), &[(6, 7)]);
+    }
+
+    #[test]
+    fn segments_of_one_burst_form_one_run_with_stepping_in_flight() {
+        let mut b = Scoreboard::default();
+        for k in 0..8u32 {
+            b.push_new(Seg { xmit: Time(5), tx_id: 1, in_flight: 10 + k, ..Seg::default() });
+        }
+        // A different send time starts a new run (a new skb).
+        b.push_new(Seg { xmit: Time(6), tx_id: 1, in_flight: 18, ..Seg::default() });
+        assert_eq!(b.run_count(), 2);
+        assert_eq!(b.get(3).in_flight, 13);
+        assert_eq!(b.get(8).xmit, Time(6));
+    }
+
+    #[test]
+    fn a_flag_change_inside_a_run_splits_it_at_the_edges_and_undoing_it_merges_back() {
+        let mut b = Scoreboard::default();
+        for k in 0..10u32 {
+            b.push_new(Seg { xmit: Time(5), tx_id: 1, in_flight: 1 + k, ..Seg::default() });
+        }
+        b.set_flags(3, 6, FLAG_LOST, 0);
+        assert_eq!(b.run_count(), 3);
+        assert_eq!(b.run_at(3), &Run { start: 3, end: 6, seg: Seg { xmit: Time(5), tx_id: 1, in_flight: 4, flags: FLAG_LOST, ..Seg::default() } });
+        assert_eq!(b.get(7).in_flight, 8);
+        b.set_flags(3, 6, 0, FLAG_LOST);
+        assert_eq!(b.run_count(), 1);
+    }
+
+    #[test]
+    fn a_partial_cumulative_ack_trims_the_head_run() {
+        let mut b = Scoreboard::default();
+        for k in 0..10u32 {
+            b.push_new(Seg { xmit: Time(5), tx_id: 1, in_flight: 1 + k, ..Seg::default() });
+        }
+        let r = b.pop_acked(4);
+        assert_eq!((r.start, r.end, r.last_seg().in_flight), (0, 4, 4));
+        assert_eq!((b.snd_una, b.run_at(4).start, b.run_at(4).seg.in_flight), (4, 4, 5));
     }
 }

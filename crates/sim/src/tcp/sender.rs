@@ -12,6 +12,7 @@ use crate::units::{Bytes, Rate, Time};
 
 use super::chrono::{Chrono, ChronoKind};
 use super::ecn::{Codepoint, SegEcn};
+use super::gso::Gso;
 use super::prr::Prr;
 use super::rack::Rack;
 use super::rate::RateState;
@@ -119,7 +120,7 @@ pub struct Sender {
     pub(super) max_packets_out: u32,
     pub(super) cwnd_usage_seq: u64,
     pub(super) cwnd_limited_flag: bool,
-    pub(super) lost_scratch: Vec<u64>,
+    pub(super) lost_scratch: Vec<(u64, u64)>,
     pub(super) range_scratch: Vec<(u64, u64)>,
     /// SACK blocks of the previous ACK (tp->recv_sack_cache).
     pub(super) sack_cache: [(u64, u64); super::receiver::MAX_SACKS],
@@ -128,41 +129,6 @@ pub struct Sender {
     pub(super) queue_cwr: bool,
     /// The algorithm needs ECN (tcp_ca_needs_ecn): retransmissions are ECT too.
     pub(super) cc_needs_ecn: bool,
-}
-
-/// New segments gathered into one TSO/GSO packet: consecutive sequence
-/// numbers with the same ECN field, at most `tso` of them
-/// (tcp_write_xmit builds one skb of up to tcp_tso_segs() segments;
-/// a CWR flag or a retransmission in between starts a new one).
-#[derive(Clone, Copy, Default)]
-struct Gso {
-    first: u64,
-    n: u32,
-    ecn: SegEcn,
-}
-
-impl Gso {
-    #[inline(always)]
-    fn add<E: SenderEnv>(&mut self, now: Time, seq: u64, ecn: SegEcn, tso: u32, env: &mut E) {
-        if self.n > 0 && (self.n >= tso || ecn != self.ecn || seq != self.first + self.n as u64) {
-            self.flush(now, env);
-        }
-        if self.n == 0 {
-            *self = Gso { first: seq, n: 1, ecn };
-        } else {
-            self.n += 1;
-        }
-    }
-
-    #[inline(always)]
-    fn flush<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
-        match self.n {
-            0 => {}
-            1 => env.transmit(now, self.first, false, self.ecn),
-            n => env.transmit_burst(now, self.first, n, self.ecn),
-        }
-        self.n = 0;
-    }
 }
 
 impl Sender {
@@ -405,9 +371,13 @@ impl Sender {
             while n < burst {
                 if let Some(seq) = self.sb.next_lost() {
                     gso.flush(now, env);
-                    self.sb.pop_lost();
-                    self.retransmit(seq, now, env);
-                    n += 1;
+                    // tcp_xmit_retransmit_queue() retransmits a lost skb
+                    // whole (tcp_retransmit_skb(), up to the cwnd quota):
+                    // the lost segments queued next inside seq's run share
+                    // its state, so each would be next_lost() in turn.
+                    let k = self.sb.pop_lost_run(seq, burst - n);
+                    self.retransmit_range(seq, k, now, env);
+                    n += k;
                     continue;
                 }
                 if self.sb.snd_nxt >= self.write_seq {
@@ -418,14 +388,34 @@ impl Sender {
                     rwnd_limited = true; // tcp_snd_wnd_test() failed
                     break;
                 }
-                if self.sb.snd_nxt - self.sb.snd_una >= self.wmem_segs {
+                let queued = self.sb.snd_nxt - self.sb.snd_una;
+                if queued >= self.wmem_segs {
                     sndbuf_limited = true;
                     break;
                 }
-                let (seq, ecn) = self.queue_new(now, E::ECN);
-                gso.add(now, seq, ecn, tso, env);
+                // All new segments the checks above allow go at once
+                // (tcp_write_xmit() sends an skb of min(cwnd quota,
+                // tcp_tso_segs()) segments as one unit; `Gso` cuts the
+                // range into packets of tcp_tso_autosize() segments).
+                // Exact: nothing becomes lost inside push() (loss marking
+                // runs only on ACKs and timers, so lost_q does not grow
+                // here), hence `next_lost()` stays None and the checks
+                // would pass segment by segment up to the first limit.
+                let room = ((burst - n) as u64)
+                    .min(self.write_seq - self.sb.snd_nxt)
+                    .min(self.snd_wnd_end - self.sb.snd_nxt)
+                    .min(self.wmem_segs - queued) as u32;
+                let (first, ecn) = self.queue_new(now, room, E::ECN);
+                if ecn.cwr {
+                    // tcp_ecn_send(): only the first takes the queued CWR.
+                    gso.add_range(now, first, 1, ecn, tso, env);
+                    let rest = SegEcn { cwr: false, ..ecn };
+                    gso.add_range(now, first + 1, room - 1, rest, tso, env);
+                } else {
+                    gso.add_range(now, first, room, ecn, tso, env);
+                }
                 sent_new = true;
-                n += 1;
+                n += room;
             }
             // One paced burst is one TSO packet.
             gso.flush(now, env);
@@ -498,27 +488,43 @@ impl Sender {
 
     /// Sends one new segment on its own (a tail loss probe's new data).
     pub(super) fn send_new<E: SenderEnv>(&mut self, now: Time, env: &mut E) {
-        let (seq, ecn) = self.queue_new(now, E::ECN);
+        let (seq, ecn) = self.queue_new(now, 1, E::ECN);
         env.transmit(now, seq, false, ecn);
     }
 
-    /// Puts the next new segment into the retransmit queue as sent at
-    /// `now` (tcp_event_new_data_sent) and returns it with its ECN field;
-    /// the caller hands it to the network.
+    /// Puts the next `n` (≥ 1) new segments into the retransmit queue as
+    /// sent together at `now` and returns the first with its ECN field
+    /// (the others' lack only a CWR flag); the caller hands them to the
+    /// network. Exactly `n` segments queued one by one: tcp_write_xmit()
+    /// sends a TSO skb of several segments as one unit, and per segment
+    /// only these facts step —
+    /// * CA_EVENT_TX_START (tcp_transmit_skb → tcp_event_data_sent) only
+    ///   when nothing was in flight before the first;
+    /// * tcp_rate_skb_sent(): a fresh sampling window only before the
+    ///   first (packets_out == 0); the delivered/lost/CE snapshots and the
+    ///   app-limited mark are the connection's, which sending does not
+    ///   change, so one snapshot serves the range;
+    /// * tcp_set_tx_in_flight(): "packets in flight including this one"
+    ///   counts up by one per segment (packets_out grows by one per
+    ///   segment, tcp_event_new_data_sent); runs store the first and step
+    ///   it (scoreboard.rs);
+    /// * tcp_event_new_data_sent(): packets_out and snd_nxt add n
+    ///   (tcp_skb_pcount), as do segs_out and, in a cwnd reduction,
+    ///   tcp_write_xmit()'s `tp->prr_out += sent_pkts`.
     #[inline]
-    fn queue_new(&mut self, now: Time, env_ecn: bool) -> (u64, SegEcn) {
+    fn queue_new(&mut self, now: Time, n: u32, env_ecn: bool) -> (u64, SegEcn) {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
         }
         let mut seg = Seg { xmit: now, tx_id: 1, ..Seg::default() };
         self.rate.on_sent(&mut seg, &mut self.tp);
-        let seq = self.sb.push_new(seg);
+        let seq = self.sb.push_new_range(seg, n);
         self.tp.packets_out = self.sb.packets_out();
         self.tp.snd_nxt = self.sb.snd_nxt;
         self.tp.lsndtime = now; // tcp_event_data_sent()
-        self.stats.segs_out += 1;
+        self.stats.segs_out += n as u64;
         if self.in_cwnd_reduction() {
-            self.prr.on_sent(1);
+            self.prr.on_sent(n);
         }
         // tcp_ecn_send(): a new data segment is ECT and takes a queued CWR.
         let ecn = if env_ecn && self.tp.ecn_ok {
@@ -530,27 +536,43 @@ impl Sender {
         (seq, ecn)
     }
 
-    /// __tcp_retransmit_skb().
+    /// __tcp_retransmit_skb() of one segment (tail loss probe, RTO).
     pub(super) fn retransmit<E: SenderEnv>(&mut self, seq: u64, now: Time, env: &mut E) {
+        self.retransmit_range(seq, 1, now, env);
+    }
+
+    /// __tcp_retransmit_skb() of segments `seq..seq + n` (n ≥ 1) sharing
+    /// one state (one run; for n > 1 none is in flight as a
+    /// retransmission yet): exactly `n` retransmissions in order. Per
+    /// segment only tcp_set_tx_in_flight() steps (retrans_out grows by one
+    /// each), which the run's stepping `in_flight` holds.
+    pub(super) fn retransmit_range<E: SenderEnv>(&mut self, seq: u64, n: u32, now: Time, env: &mut E) {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
         }
-        let seg = self.sb.get_mut(seq);
+        // The segments become a run of their own (tcp_fragment() of a TSO
+        // skb in __tcp_retransmit_skb()); note_retransmit() merges it with
+        // an equal neighbour (tcp_collapse_retrans()).
+        let end = seq + n as u64;
+        self.sb.isolate(seq, end);
+        let id = self.sb.id_at(seq);
+        let seg = &mut self.sb.run_mut(id).seg;
         seg.xmit = now;
         seg.tx_id = seg.tx_id.wrapping_add(1);
         let was_retrans = seg.has(FLAG_RETRANS);
+        debug_assert!(n == 1 || !was_retrans);
         seg.flags |= FLAG_RETRANS | FLAG_EVER_RETRANS;
         self.rate.on_sent(seg, &mut self.tp);
         if !was_retrans {
-            self.tp.retrans_out += 1;
+            self.tp.retrans_out += n;
         }
-        self.sb.note_retransmit(seq);
-        self.undo_count_retransmit();
+        self.sb.note_retransmit(seq, end);
+        self.undo_count_retransmit(n);
         self.tp.lsndtime = now; // tcp_event_data_sent()
-        self.stats.segs_out += 1;
-        self.stats.retrans += 1;
+        self.stats.segs_out += n as u64;
+        self.stats.retrans += n as u64;
         if self.in_cwnd_reduction() {
-            self.prr.on_sent(1);
+            self.prr.on_sent(n);
         }
         // tcp_ecn_send(): a retransmission is not ECT unless the algorithm
         // needs ECN (INET_ECN_dontxmit), and never carries CWR.
@@ -559,7 +581,9 @@ impl Sender {
         } else {
             SegEcn::NOT_ECT
         };
-        env.transmit(now, seq, true, ecn);
+        for q in seq..end {
+            env.transmit(now, q, true, ecn);
+        }
     }
 
     // ----------------------------------------------------- CA-state helpers
@@ -637,30 +661,46 @@ impl Sender {
         self.set_state(CaState::Recovery);
     }
 
-    /// tcp_mark_skb_lost(): tcp_notify_skb_loss_event() counts tp->lost
-    /// and calls the algorithm's skb_marked_lost with the send snapshot.
-    pub(super) fn mark_lost(&mut self, seq: u64) {
-        let seg = self.sb.get_mut(seq);
-        if seg.has(FLAG_SACKED) {
-            return;
-        }
-        if seg.has(FLAG_LOST) {
-            if seg.has(FLAG_RETRANS) {
+    /// tcp_mark_skb_lost() for every segment of `start..end` in order:
+    /// tcp_notify_skb_loss_event() counts tp->lost and calls the
+    /// algorithm's skb_marked_lost with each segment's send snapshot. The
+    /// range's edges split runs (tcp_fragment() as in tcp_mark_head_lost());
+    /// a run's flags change at once, the counts and calls stay per segment.
+    pub(super) fn mark_lost(&mut self, start: u64, end: u64) {
+        self.sb.isolate(start, end);
+        let mut at = start;
+        while at < end {
+            let id = self.sb.id_at(at);
+            let run = *self.sb.run(id);
+            at = run.end;
+            let f = run.seg.flags;
+            let retrans_lost = if f & FLAG_SACKED != 0 {
+                continue;
+            } else if f & FLAG_LOST != 0 {
+                if f & FLAG_RETRANS == 0 {
+                    continue;
+                }
                 // A retransmission was lost again.
-                seg.flags &= !FLAG_RETRANS;
-                self.tp.retrans_out = self.tp.retrans_out.saturating_sub(1);
-                self.tp.lost += 1;
+                self.sb.run_mut(id).seg.flags &= !FLAG_RETRANS;
+                true
             } else {
-                return;
+                self.sb.run_mut(id).seg.flags |= FLAG_LOST;
+                false
+            };
+            for seq in run.start..run.end {
+                if retrans_lost {
+                    self.tp.retrans_out = self.tp.retrans_out.saturating_sub(1);
+                } else {
+                    self.tp.lost_out += 1;
+                }
+                self.tp.lost += 1;
+                let tx = RateState::tx_snapshot(&run.seg_at(seq), &self.tp);
+                self.cc.skb_marked_lost(&mut self.tp, seq, &tx);
+                self.sb.queue_lost(seq);
             }
-        } else {
-            seg.flags |= FLAG_LOST;
-            self.tp.lost_out += 1;
-            self.tp.lost += 1;
+            self.sb.merge_back(id);
         }
-        let tx = RateState::tx_snapshot(self.sb.get(seq), &self.tp);
-        self.cc.skb_marked_lost(&mut self.tp, seq, &tx);
-        self.sb.queue_lost(seq);
+        self.sb.merge_at(end);
     }
 
     /// Scoreboard entries held (memory-bound checks).

@@ -38,11 +38,10 @@ impl Sender {
     /// Deadline of the RTO for the oldest outstanding segment
     /// (tcp_rto_delta_us): rto - (now - head's send time).
     pub(super) fn rto_delta(&self, now: Time) -> Time {
-        if self.sb.is_empty() {
-            return self.current_rto();
+        match self.sb.head_xmit() {
+            None => self.current_rto(),
+            Some(head) => (head + self.current_rto()).saturating_sub(now),
         }
-        let head = self.sb.get(self.sb.snd_una).xmit;
-        (head + self.current_rto()).saturating_sub(now)
     }
 
     /// tcp_rearm_rto().
@@ -182,19 +181,28 @@ impl Sender {
         let head = self.sb.snd_una;
         let rack_rtt = self.rack.rtt;
         self.sb.clear_lost();
-        for seq in self.sb.range() {
-            let seg = *self.sb.get(seq);
+        // A run at a time (its segments share flags and send time), in
+        // sequence order; marking never changes the segments above it.
+        let mut seq = head;
+        while seq < self.sb.snd_nxt {
+            let run = *self.sb.run_at(seq);
+            let seg = run.seg;
+            let end = run.end;
             if seg.has(FLAG_SACKED) {
-                continue;
+                // SACKed: not lost.
+            } else if seg.has(FLAG_LOST) && !seg.has(FLAG_RETRANS) {
+                for s in seq..end {
+                    self.sb.queue_lost(s); // already lost, not yet resent
+                }
+            } else if seg.xmit + rack_rtt > now {
+                // Recently sent: not lost yet, except the head.
+                if seq == head {
+                    self.mark_lost(seq, seq + 1);
+                }
+            } else {
+                self.mark_lost(seq, end);
             }
-            if seg.has(FLAG_LOST) && !seg.has(FLAG_RETRANS) {
-                self.sb.queue_lost(seq); // already lost, not yet resent
-                continue;
-            }
-            if seq != head && seg.xmit + rack_rtt > now {
-                continue; // recently sent: not lost yet
-            }
-            self.mark_lost(seq);
+            seq = end;
         }
         self.tp.snd_cwnd = self.tp.in_flight() + 1;
         self.tp.snd_cwnd_cnt = 0;
@@ -233,8 +241,7 @@ impl Sender {
         // the walk would stop at once.
         match self.sb.oldest_live() {
             None => return,
-            Some(seq) => {
-                let x = self.sb.get(seq).xmit;
+            Some((seq, x)) => {
                 if x > self.rack.mstamp || (x == self.rack.mstamp && seq >= self.rack.end_seq) {
                     return;
                 }
@@ -243,8 +250,8 @@ impl Sender {
         let reo = self.rack.reo_wnd(self.tp.ca_state, self.tp.sacked_out, self.rtt.min_rtt, self.rtt.srtt);
         let mut lost = std::mem::take(&mut self.lost_scratch);
         let wait = self.rack.detect_loss(&mut self.sb, now, reo, &mut lost);
-        for &seq in &lost {
-            self.mark_lost(seq);
+        for &(start, end) in &lost {
+            self.mark_lost(start, end);
         }
         self.lost_scratch = lost;
         if wait > Time::ZERO {

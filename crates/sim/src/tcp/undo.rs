@@ -16,13 +16,13 @@ impl Sender {
         self.undo_retrans = if self.tp.retrans_out > 0 { self.tp.retrans_out as i64 } else { -1 };
     }
 
-    /// A retransmission during an undoable episode.
-    pub(super) fn undo_count_retransmit(&mut self) {
+    /// `n` retransmissions during an undoable episode.
+    pub(super) fn undo_count_retransmit(&mut self, n: u32) {
         if self.undo_marker {
             if self.undo_retrans < 0 {
                 self.undo_retrans = 0;
             }
-            self.undo_retrans += 1;
+            self.undo_retrans += n as i64;
         }
     }
 
