@@ -101,8 +101,7 @@ def paired_ratio_ci(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> t
     ma, mb = float(np.mean(a)), float(np.mean(b))
     if n < 2 or not (ma > 0 and mb > 0):
         return (mb / ma if ma > 0 else math.nan), math.nan, math.nan
-    c = np.cov(a, b, ddof=1)
-    var = (c[0, 0] / ma ** 2 + c[1, 1] / mb ** 2 - 2 * c[0, 1] / (ma * mb)) / n
+    var = _paired_rel_var(a, b) / n
     ratio = mb / ma
     if var <= 0:
         return ratio, ratio, ratio

@@ -13,16 +13,23 @@ use fatpipe_sim::units::{Rate, Time};
 use hand_env::Env;
 use serde_json::json;
 
-#[test]
-fn unpaced_new_data_leaves_in_tso_bursts_of_tcp_tso_autosize_segments() {
-    // tcp_write_xmit() builds skbs of tcp_tso_segs() segments, sized from
-    // sk_pacing_rate (kept by tcp_update_pacing_rate() for every flow) even
-    // when the flow is not paced.
+/// A CUBIC sender (MSS 1448, 20 ms handshake RTT, no buffer limits) that
+/// has sent its initial window into a hand-driven environment.
+fn started_cubic_sender() -> (Sender, Env) {
     let cfg = SenderConfig { mss: 1448, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20,
                              handshake_rtt: Some(Time::from_millis(20)), ecn: false };
     let mut s = Sender::new(&cfg, cc::by_name("cubic").unwrap());
     let mut env = Env::default();
     s.start(Time::ZERO, &mut env);
+    (s, env)
+}
+
+#[test]
+fn unpaced_new_data_leaves_in_tso_bursts_of_tcp_tso_autosize_segments() {
+    // tcp_write_xmit() builds skbs of tcp_tso_segs() segments, sized from
+    // sk_pacing_rate (kept by tcp_update_pacing_rate() for every flow) even
+    // when the flow is not paced.
+    let (mut s, mut env) = started_cubic_sender();
     // IW 10 at 200 % of 10 segments per 20 ms (1.16 MB/s): 1 ms is one
     // segment, so the minimum of 2 (tcp_min_tso_segs) applies.
     assert_eq!(env.bursts, vec![(0, 2), (2, 2), (4, 2), (6, 2), (8, 2)]);
@@ -47,11 +54,7 @@ fn new_data_queued_a_burst_at_a_time_keeps_per_segment_in_flight_and_counts() {
     // sender queues all new segments one push allows at once: one run,
     // one snapshot, tx.in_flight counting each segment
     // (tcp_set_tx_in_flight), the same TSO packets on the wire.
-    let cfg = SenderConfig { mss: 1448, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20,
-                             handshake_rtt: Some(Time::from_millis(20)), ecn: false };
-    let mut s = Sender::new(&cfg, cc::by_name("cubic").unwrap());
-    let mut env = Env::default();
-    s.start(Time::ZERO, &mut env);
+    let (mut s, mut env) = started_cubic_sender();
     assert_eq!((s.sb.snd_nxt, s.tp.packets_out, s.stats.segs_out), (10, 10, 10));
     assert_eq!(s.sb.run_count(), 1, "the initial window is one run");
     assert_eq!((0..10).map(|q| s.sb.get(q).in_flight).collect::<Vec<_>>(), (1..=10).collect::<Vec<u32>>());
