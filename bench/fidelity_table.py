@@ -4,7 +4,8 @@
 
 Reads (under RESULTS_DIR, default results/) the kernel and sim results of
 studies/fidelity.toml (fidelity/, fidelity-sim/), of
-studies/fidelity-fairness.toml (fidelity-fairness/, fidelity-fairness-sim/)
+studies/fidelity-fairness.toml (fidelity-fairness/, fidelity-fairness-sim/, pooled
+with its companions fidelity-fairness-more*/ and fidelity-fairness-more*-sim/)
 and the kernel results of studies/bpf-port-validation.toml
 (bpf-port-validation/), and of studies/fidelity-resolve.toml
 (fidelity-resolve/, fidelity-resolve-sim/) and, when present, the
@@ -31,6 +32,7 @@ side and, per kernel run, the data and ACK packets linkem carried.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -41,8 +43,10 @@ from fatpipe.results import StudyStore
 
 
 def runs(path: Path) -> pd.DataFrame:
+    """The ok runs of one study directory, with the directory's name as
+    `study` (run ids repeat across studies: kernel-p000-r00 in each)."""
     r = StudyStore(path).load().runs
-    return r[r["status"] == "ok"]
+    return r[r["status"] == "ok"].assign(study=path.name)
 
 
 def pooled(base: Path, *names: str) -> pd.DataFrame:
@@ -131,7 +135,7 @@ def validation_table(r: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-RUN_COLUMNS = ["run_id", "seed", "cc", "streams", "loss", "flow_group", "goodput_bps", "retrans_rate",
+RUN_COLUMNS = ["study", "run_id", "seed", "cc", "streams", "loss", "flow_group", "goodput_bps", "retrans_rate",
                "path_random_drops", "path_queue_drops", "path_packets", "path_late_p99_s", "flags"]
 
 
@@ -143,16 +147,19 @@ def ack_counts(study: Path) -> pd.DataFrame:
         lk = facts.get("linkem") or {}
         if lk.get("data_packets"):
             acks = lk["packets"] - lk["data_packets"]
-            rows.append({"run_id": f.stem, "data_packets": lk["data_packets"], "ack_packets": acks,
+            rows.append({"study": study.name, "run_id": f.stem, "data_packets": lk["data_packets"], "ack_packets": acks,
                          "segments_per_ack": round(lk["data_packets"] / acks, 2) if acks else None})
     return pd.DataFrame(rows)
 
 
-def more(name: str) -> tuple[str, ...]:
-    """A study directory and its "-more" companion (fidelity-fairness-more)."""
-    if name.startswith("fidelity-fairness"):
-        return name, name.replace("fidelity-fairness", "fidelity-fairness-more")
-    return (name,)
+def more(base: Path, name: str) -> tuple[str, ...]:
+    """A study directory and its "-more" companions under `base`
+    (fidelity-fairness-sim: fidelity-fairness-more-sim,
+    fidelity-fairness-more2-sim, ...), which repeat its grid points."""
+    if not name.startswith("fidelity-fairness"):
+        return (name,)
+    companion = re.compile(r"fidelity-fairness-more\d*" + re.escape(name.removeprefix("fidelity-fairness")))
+    return (name, *sorted(d.name for d in base.iterdir() if d.is_dir() and companion.fullmatch(d.name)))
 
 
 def export(base: Path, out: Path) -> None:
@@ -164,15 +171,15 @@ def export(base: Path, out: Path) -> None:
                                       ("fairness", "fidelity-fairness", "fidelity-fairness-sim")):
         if not all((base / d / "runs.parquet").exists() for d in (kernel_dir or "fidelity", sim_dir)):
             continue
-        k, s = pooled(base, *more(kernel_dir or "fidelity")), pooled(base, *more(sim_dir))
+        k, s = pooled(base, *more(base, kernel_dir or "fidelity")), pooled(base, *more(base, sim_dir))
         compare_points(k, s).to_csv(out / f"{name}-goodput.csv", index=False)
         compare_points(k, s, metric="retrans_rate").to_csv(out / f"{name}-retrans.csv", index=False)
         s[[c for c in RUN_COLUMNS if c in s.columns]].to_csv(out / f"{name}-sim-runs.csv", index=False)
         if kernel_dir:
             k[[c for c in RUN_COLUMNS if c in k.columns]].to_csv(out / f"{name}-kernel-runs.csv", index=False)
-            acks = pd.concat([ack_counts(base / d) for d in more(kernel_dir) if (base / d).exists()])
+            acks = pd.concat([ack_counts(base / d) for d in more(base, kernel_dir) if (base / d).exists()])
             if not acks.empty:
-                acks.merge(k[["run_id", "cc"]].drop_duplicates(), on="run_id").to_csv(
+                acks.merge(k[["study", "run_id", "cc"]].drop_duplicates(), on=["study", "run_id"]).to_csv(
                     out / f"{name}-kernel-acks.csv", index=False)
     if (base / "bpf-port-validation").exists():
         v = runs(base / "bpf-port-validation")
@@ -198,7 +205,8 @@ def main(argv: list[str]) -> None:
         print(grid_table(runs(base / "fidelity-resolve"), runs(base / "fidelity-resolve-sim")))
     if (base / "fidelity-fairness").exists():
         print("\n## 1 X vs 2 CUBIC\n")
-        print(fairness_table(pooled(base, *more("fidelity-fairness")), pooled(base, *more("fidelity-fairness-sim"))))
+        print(fairness_table(pooled(base, *more(base, "fidelity-fairness")),
+                             pooled(base, *more(base, "fidelity-fairness-sim"))))
     if (base / "bpf-port-validation").exists():
         print("\n## BPF ports vs built-in (kernel)\n")
         print(validation_table(runs(base / "bpf-port-validation")))

@@ -113,6 +113,8 @@ def test_linkem_summary_totals():
     assert s["ce_marks"] == 0, "statistics of a linkem without marking read as no marks"
     s = summarize({"queues": [dict(q, ce_marks=7, ce_unmarkable=0), dict(q, ce_marks=0, ce_unmarkable=1)]})
     assert (s["ce_marks"], s["ce_unmarkable"]) == (7, 1)
+    assert s["cpu_cores"] is None, "statistics of a linkem that does not time itself read as unknown CPU"
+    assert summarize({"queues": [q], "wall_s": 8.0, "cpu_s": 2.0})["cpu_cores"] == 0.25
 
 
 def test_tbf_and_nfqueue_commands():

@@ -420,7 +420,31 @@ fn kernel_queue_counters(num: u16) -> Option<(u64, u64, u64)> {
     })
 }
 
-fn stats_json(queues: &[QueueSocket], wakeups: u64, final_: bool) -> String {
+/// CPU time (user + system) this process has used, in ns (getrusage(2)).
+fn cpu_ns() -> u64 {
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Where the measured part began (start, or the last SIGUSR1): wall clock
+/// and CPU time, so the statistics give the delay line's CPU use over the
+/// same part of the run as its lateness.
+#[derive(Clone, Copy)]
+struct Epoch {
+    wall_ns: u64,
+    cpu_ns: u64,
+}
+
+impl Epoch {
+    fn now() -> Self {
+        Epoch { wall_ns: mono_ns(), cpu_ns: cpu_ns() }
+    }
+}
+
+fn stats_json(queues: &[QueueSocket], wakeups: u64, epoch: Epoch, final_: bool) -> String {
     let parts: Vec<String> = queues
         .iter()
         .map(|q| {
@@ -434,11 +458,19 @@ fn stats_json(queues: &[QueueSocket], wakeups: u64, final_: bool) -> String {
             j
         })
         .collect();
-    format!("{{\"final\":{},\"wakeups\":{},\"queues\":[{}]}}\n", final_, wakeups, parts.join(","))
+    let (wall_s, cpu_s) = ((mono_ns() - epoch.wall_ns) as f64 / 1e9, cpu_ns().saturating_sub(epoch.cpu_ns) as f64 / 1e9);
+    format!(
+        "{{\"final\":{},\"wakeups\":{},\"wall_s\":{:.6},\"cpu_s\":{:.6},\"queues\":[{}]}}\n",
+        final_,
+        wakeups,
+        wall_s,
+        cpu_s,
+        parts.join(",")
+    )
 }
 
-fn write_stats(path: &Option<String>, queues: &[QueueSocket], wakeups: u64, final_: bool) {
-    let text = stats_json(queues, wakeups, final_);
+fn write_stats(path: &Option<String>, queues: &[QueueSocket], wakeups: u64, epoch: Epoch, final_: bool) {
+    let text = stats_json(queues, wakeups, epoch, final_);
     match path {
         Some(p) => {
             let tmp = format!("{p}.tmp");
@@ -520,10 +552,12 @@ fn run(a: Args) -> io::Result<()> {
     let _ = io::stdout().flush();
     let mut next_stats = mono_ns() + a.stats_interval_ns;
     let mut wakeups: u64 = 0;
+    let mut epoch = Epoch::now();
     let batch_ns = a.batch_ns();
     while !STOP.load(Ordering::SeqCst) {
         wakeups += 1;
         if RESET_LATENESS.swap(false, Ordering::SeqCst) {
+            epoch = Epoch::now();
             for q in queues.iter_mut() {
                 q.stats.late = stats::LateHist::default();
                 q.stats.read_wait = stats::LateHist::default();
@@ -544,7 +578,7 @@ fn run(a: Args) -> io::Result<()> {
                 eprintln!("fatpipe-linkem: parent {} is gone; exiting", a.parent_pid.unwrap_or(0));
                 std::process::exit(3);
             }
-            write_stats(&a.stats_path, &queues, wakeups, false);
+            write_stats(&a.stats_path, &queues, wakeups, epoch, false);
             next_stats = now + a.stats_interval_ns;
         }
         // Next wake-up: when the next held packet enters its release window,
@@ -570,7 +604,7 @@ fn run(a: Args) -> io::Result<()> {
     for q in queues.iter_mut() {
         q.release_all();
     }
-    write_stats(&a.stats_path, &queues, wakeups, true);
+    write_stats(&a.stats_path, &queues, wakeups, epoch, true);
     Ok(())
 }
 

@@ -127,4 +127,6 @@ def summarize(stats: dict) -> dict:
         "ce_unmarkable": sum(q.get("ce_unmarkable", 0) for q in qs),
         "overflows": sum(q.get("enobufs", 0) + q.get("kernel_queue_dropped", 0) + q.get("kernel_user_dropped", 0)
                          for q in qs),
+        # The delay line's CPU use over the measured part (cores: 1.0 = one core busy).
+        "cpu_cores": stats["cpu_s"] / stats["wall_s"] if stats.get("wall_s") else None,
     }
