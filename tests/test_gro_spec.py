@@ -1,14 +1,17 @@
 """`hosts.receiver.gro`: the receiver coalesces with GRO (the simulator's
-tcp/receiver/gro.rs). Validation naming the key, the run plan, and the
-backends that cannot honour it refusing it by name."""
+tcp/receiver/gro.rs; on the kernel backend linkem's unit mode). Validation
+naming the key, the run plan, and the kernel path's configuration."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from fatpipe import spec as spec_mod
-from fatpipe.backends.base import BackendUnavailable
-from fatpipe.backends.kernel import KernelBackend
+from fatpipe.backends.kernel import path_config
+from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args
+from fatpipe.backends.kernel.path import QUEUE_DATA, QUEUE_DATA_SPLIT, gro_refusal
+from fatpipe.backends.kernel.traffic import group_port
 from fatpipe.study import plan_runs
 
 BASE = """
@@ -45,7 +48,24 @@ def test_gro_that_is_not_a_boolean_is_refused_naming_the_key(tmp_path):
     assert any("hosts.receiver.gro" in k for k, _ in e.value.problems)
 
 
-def test_the_kernel_backend_refuses_a_gro_receiver_by_name(tmp_path):
+def test_the_kernel_backend_carries_tso_packets_as_units_for_a_gro_receiver(tmp_path):
+    """A GRO receiver on the kernel backend is linkem's unit mode: the data
+    queue names its split queue and each flow's segment payload by its
+    receiver port (crates/linkem/src/units.rs)."""
     (plan,) = _plans(tmp_path, "[hosts.receiver]\ngro = true")
-    with pytest.raises(BackendUnavailable, match=r"hosts\.receiver\.gro = true"):
-        KernelBackend().check([plan])
+    cfg = path_config(plan)
+    assert cfg.receiver_gro and cfg.mss_by_port == {group_port(0): plan.flows[0].mss_bytes}
+    data = QueueConfig(QUEUE_DATA, "data", 0.01, 0.0, split_queue=QUEUE_DATA_SPLIT, mss_by_port=cfg.mss_by_port,
+                       default_mss=1448)
+    (spec,) = [a for a in linkem_args(Path("/bin/linkem"), [data], 1, Path("/tmp/s.json")) if a.startswith("num=")]
+    assert spec.endswith(f",units_split={QUEUE_DATA_SPLIT},default_mss=1448,mss={group_port(0)}:1448")
+    (plan,) = _plans(tmp_path)
+    assert not path_config(plan).receiver_gro
+
+
+def test_a_gro_receiver_needs_linkem_as_delay_line_and_bottleneck(tmp_path):
+    (plan,) = _plans(tmp_path, "[hosts.receiver]\ngro = true")
+    cfg = path_config(plan)
+    assert gro_refusal(cfg, "linkem-nfqueue", "linkem") is None
+    for emulator, bottleneck in (("netem", "tbf"), ("linkem-nfqueue", "tbf")):
+        assert "hosts.receiver.gro = true needs fatpipe-linkem" in gro_refusal(cfg, emulator, bottleneck)

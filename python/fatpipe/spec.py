@@ -281,7 +281,9 @@ class HostSection(_Strict):
     ecn: TcpEcn | None = None  # net.ipv4.tcp_ecn (None: Linux's default, 2)
     # The receiver coalesces back-to-back segments with GRO and ACKs once per
     # super-packet (crates/sim/src/tcp/receiver/gro.rs); only the receiver's
-    # setting matters. Off by default, as on the kernel backend's veth.
+    # setting matters. Off by default. The kernel backend's veth receiver has
+    # no GRO; there linkem carries each TSO packet as one unit instead
+    # (crates/linkem/src/units.rs, docs/kernel-path.md).
     gro: bool | None = None
 
 

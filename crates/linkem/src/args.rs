@@ -12,6 +12,8 @@ use std::fmt;
 use fatpipe_sim::path::{Aqm, CeThreshold};
 use fatpipe_sim::units::Time;
 
+use crate::units::MssMap;
+
 /// One direction of the path: an NFQUEUE number, its one-way delay and loss.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueSpec {
@@ -30,6 +32,11 @@ pub struct QueueSpec {
     /// (`ce_k_packets`, `ce_k_bytes` or `ce_k_s`), the simulator's
     /// [`Aqm::CeThreshold`] rule. Needs a bottleneck (`rate_bps`).
     pub aqm: Aqm,
+    /// Unit mode (units.rs): GSO packets are queued whole and sent to this
+    /// split queue when a segment inside them is lost, dropped or marked.
+    pub split_queue: Option<u16>,
+    /// Unit mode: each flow's segment payload size (its GSO size).
+    pub mss: MssMap,
 }
 
 impl QueueSpec {
@@ -85,7 +92,25 @@ pub const USAGE: &str = "usage: fatpipe-linkem --queue num=N,delay_s=SECONDS[,lo
 [--queue ...] [--seed N] [--stats PATH] [--stats-interval-s S] [--maxlen N] \
 [--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--rt-priority N] [--parent-pid PID] [--gso]\n\
   queue keys: num, delay_s, loss, name, rate_bps (bottleneck after the delay), buffer_bytes,\n\
-  and at most one CE threshold of that bottleneck: ce_k_packets, ce_k_bytes, ce_k_s";
+  and at most one CE threshold of that bottleneck: ce_k_packets, ce_k_bytes, ce_k_s;\n\
+  unit mode (GSO packets whole unless a segment is lost, dropped or marked): units_split (the split\n\
+  queue's number), mss (PORT:BYTES/PORT:BYTES, segment payload by flow port), default_mss";
+
+/// Parses `5201:1448/5202:8948` (segment payload bytes by TCP port).
+fn parse_mss_map(text: &str) -> Result<Vec<(u16, u32)>, ArgError> {
+    text.split('/')
+        .map(|pair| {
+            let (port, mss) = pair
+                .split_once(':')
+                .ok_or_else(|| ArgError(format!("--queue mss: expected PORT:BYTES, got {pair:?}")))?;
+            let mss = parse_num::<u32>("--queue mss", mss)?;
+            if mss == 0 {
+                return Err(ArgError(format!("--queue mss: a segment size must be > 0, got {pair:?}")));
+            }
+            Ok((parse_num::<u16>("--queue mss port", port)?, mss))
+        })
+        .collect()
+}
 
 fn parse_num<T: std::str::FromStr>(what: &str, text: &str) -> Result<T, ArgError> {
     text.parse::<T>()
@@ -101,6 +126,8 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
     let mut rate_bps = 0.0;
     let mut buffer_bytes = u64::MAX;
     let mut thresholds = Vec::new();
+    let mut split_queue = None;
+    let mut mss = MssMap::default();
     for part in text.split(',') {
         let (key, value) = part
             .split_once('=')
@@ -112,6 +139,9 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
             "name" => name = Some(value.to_string()),
             "rate_bps" => rate_bps = parse_num::<f64>("--queue rate_bps", value)?,
             "buffer_bytes" => buffer_bytes = parse_num::<u64>("--queue buffer_bytes", value)?,
+            "units_split" => split_queue = Some(parse_num::<u16>("--queue units_split", value)?),
+            "mss" => mss.by_port = parse_mss_map(value)?,
+            "default_mss" => mss.default_mss = parse_num::<u32>("--queue default_mss", value)?,
             // The simulator's units (scenario.rs): packets clamped to u32,
             // bytes of frames, seconds rounded to the nanosecond.
             "ce_k_packets" => thresholds
@@ -135,6 +165,12 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
     if !(0.0..=1.0).contains(&loss) {
         return Err(ArgError(format!("--queue {text:?}: loss must be in [0, 1]")));
     }
+    if split_queue == Some(num) {
+        return Err(ArgError(format!("--queue {text:?}: units_split must name another queue than num")));
+    }
+    if split_queue.is_some() && mss.default_mss == 0 {
+        return Err(ArgError(format!("--queue {text:?}: unit mode (units_split) needs default_mss > 0")));
+    }
     let aqm = match thresholds[..] {
         [] => Aqm::DropTail,
         [k] if rate_bps > 0.0 => Aqm::CeThreshold(k),
@@ -154,6 +190,8 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
         rate_bps,
         buffer_bytes,
         aqm,
+        split_queue,
+        mss,
     })
 }
 
@@ -225,11 +263,12 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
     if args.queues.is_empty() {
         return Err(ArgError(format!("at least one --queue is required\n{USAGE}")));
     }
-    let mut nums: Vec<u16> = args.queues.iter().map(|q| q.num).collect();
+    let mut nums: Vec<u16> = args.queues.iter().flat_map(|q| [Some(q.num), q.split_queue]).flatten().collect();
+    let count = nums.len();
     nums.sort_unstable();
     nums.dedup();
-    if nums.len() != args.queues.len() {
-        return Err(ArgError("--queue numbers must be distinct".into()));
+    if nums.len() != count {
+        return Err(ArgError("--queue numbers (num and units_split) must be distinct".into()));
     }
     if args.copy_range < 60 {
         return Err(ArgError("--copy-range must be >= 60 (IP + TCP headers)".into()));
@@ -293,6 +332,21 @@ mod tests {
         assert!(parse_queue("num=0,delay_s=0.01,ce_k_packets=20").is_err()); // no bottleneck
         assert!(parse_queue("num=0,delay_s=0.01,rate_bps=1e8,ce_k_packets=2,ce_k_bytes=3").is_err());
         assert!(parse_queue("num=0,delay_s=0.01,rate_bps=1e8,ce_k_s=-1").is_err());
+    }
+
+    #[test]
+    fn unit_mode_names_a_distinct_split_queue_and_the_flows_segment_sizes() {
+        let q = parse_queue("num=0,delay_s=0.01,units_split=9,mss=5201:1448/5202:8948,default_mss=1448").unwrap();
+        assert_eq!(q.split_queue, Some(9));
+        assert_eq!(q.mss.by_port, vec![(5201, 1448), (5202, 8948)]);
+        assert_eq!(q.mss.default_mss, 1448);
+        assert_eq!(parse_queue("num=0,delay_s=0.01").unwrap().split_queue, None);
+        assert!(parse_queue("num=0,delay_s=0.01,units_split=0,default_mss=1448").is_err(), "itself");
+        assert!(parse_queue("num=0,delay_s=0.01,units_split=9").is_err(), "no default_mss");
+        assert!(parse_queue("num=0,delay_s=0.01,units_split=9,default_mss=1448,mss=5201").is_err());
+        assert!(parse_queue("num=0,delay_s=0.01,units_split=9,default_mss=1448,mss=5201:0").is_err());
+        let clash = ["--queue", "num=0,delay_s=0.01,units_split=1,default_mss=1448", "--queue", "num=1,delay_s=0.01"];
+        assert!(parse_args(&argv(&clash)).is_err(), "the split queue is another queue's number");
     }
 
     #[test]

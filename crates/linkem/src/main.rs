@@ -20,19 +20,16 @@ mod args;
 mod ecn;
 mod link;
 mod netlink;
+mod queue;
 mod rng;
 mod stats;
+mod units;
 
-use std::collections::VecDeque;
 use std::io;
-use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use args::{Args, QueueSpec};
-use fatpipe_sim::path::Bottleneck;
-use netlink::{Message, Packet};
-use fatpipe_sim::path::LossStage;
-use stats::QueueStats;
+use args::Args;
+use queue::{kernel_queue_counters, QueueSocket, RecvBuffers, RECV_MSG_BYTES, WHOLE_PACKET_MSG_BYTES};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static RESET_LATENESS: AtomicBool = AtomicBool::new(false);
@@ -46,378 +43,20 @@ extern "C" fn on_usr1(_: libc::c_int) {
     RESET_LATENESS.store(true, Ordering::SeqCst);
 }
 
-fn clock_ns(clock: libc::clockid_t) -> u64 {
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn mono_ns() -> u64 {
+pub(crate) fn mono_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
-fn os_err(what: &str) -> io::Error {
+pub(crate) fn os_err(what: &str) -> io::Error {
     let e = io::Error::last_os_error();
     io::Error::new(e.kind(), format!("{what}: {e}"))
-}
-
-/// Netlink messages read per recvmmsg(2) call.
-const RECV_BATCH: usize = 64;
-/// Bytes per message buffer: a packet message carries at most copy_range
-/// (128) bytes of packet plus attributes, well under this.
-const RECV_MSG_BYTES: usize = 4096;
-/// Copy range of a marking queue: whole packets (NFQNL_MAX_COPY_RANGE), as
-/// a verdict's NFQA_PAYLOAD replaces the packet and trims it to its length.
-const WHOLE_PACKET_COPY: u32 = 0xffff;
-/// Message buffer of a marking queue: a whole packet plus attributes.
-const WHOLE_PACKET_MSG_BYTES: usize = WHOLE_PACKET_COPY as usize + 1024;
-/// Verdict bytes gathered before a send(2): well under a netlink socket's
-/// default send buffer (wmem_default, 208 KiB) with one more whole packet.
-const VERDICT_FLUSH_BYTES: usize = 64 * 1024;
-
-/// Buffers and headers for one recvmmsg(2) call.
-struct RecvBuffers {
-    data: Vec<u8>,
-    msg_bytes: usize,
-    iovs: Vec<libc::iovec>,
-    hdrs: Vec<libc::mmsghdr>,
-}
-
-impl RecvBuffers {
-    fn new(msg_bytes: usize) -> Self {
-        let mut b = RecvBuffers {
-            data: vec![0u8; RECV_BATCH * msg_bytes],
-            msg_bytes,
-            iovs: Vec::with_capacity(RECV_BATCH),
-            hdrs: Vec::with_capacity(RECV_BATCH),
-        };
-        for i in 0..RECV_BATCH {
-            // SAFETY: the pointer stays inside `data`, which is never resized.
-            let base = unsafe { b.data.as_mut_ptr().add(i * msg_bytes) };
-            b.iovs.push(libc::iovec { iov_base: base.cast(), iov_len: msg_bytes });
-        }
-        for i in 0..RECV_BATCH {
-            // SAFETY: a zeroed mmsghdr is valid; we then point it at iovs[i].
-            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            h.msg_hdr.msg_iov = &mut b.iovs[i];
-            h.msg_hdr.msg_iovlen = 1;
-            b.hdrs.push(h);
-        }
-        b
-    }
-
-    /// recvmmsg(MSG_DONTWAIT): number of messages read, or -1 (errno set).
-    fn receive(&mut self, fd: RawFd) -> i32 {
-        for h in self.hdrs.iter_mut() {
-            h.msg_len = 0;
-        }
-        // SAFETY: hdrs point at RECV_BATCH valid iovecs into `data`.
-        unsafe {
-            libc::recvmmsg(fd, self.hdrs.as_mut_ptr(), RECV_BATCH as u32, libc::MSG_DONTWAIT, std::ptr::null_mut())
-        }
-    }
-
-    fn message(&self, i: usize) -> &[u8] {
-        let len = (self.hdrs[i].msg_len as usize).min(self.msg_bytes);
-        &self.data[i * self.msg_bytes..i * self.msg_bytes + len]
-    }
-}
-
-/// A netlink socket bound to one NFQUEUE.
-struct QueueSocket {
-    fd: RawFd,
-    spec: QueueSpec,
-    /// Random loss of this queue's data segments (the simulator's stage).
-    loss: LossStage,
-    bottleneck: Option<Bottleneck>,
-    /// Held packets: (id, due time in CLOCK_MONOTONIC ns, marked CE), FIFO.
-    held: VecDeque<(u32, u64, bool)>,
-    /// The whole packets of the held CE-marked ones, in the same order.
-    marked: VecDeque<Vec<u8>>,
-    /// Packet buffers to reuse (no allocation per mark once warm).
-    spare: Vec<Vec<u8>>,
-    /// Verdict messages being gathered for one send(2).
-    out: Vec<u8>,
-    stats: QueueStats,
-    enobufs: u64,
-}
-
-fn send_all(fd: RawFd, msg: &[u8]) -> io::Result<()> {
-    // SAFETY: msg is a valid buffer of msg.len() bytes.
-    let n = unsafe { libc::send(fd, msg.as_ptr().cast(), msg.len(), 0) };
-    if n < 0 {
-        return Err(os_err("netlink send"));
-    }
-    Ok(())
-}
-
-fn wait_ack(fd: RawFd, seq: u32) -> io::Result<()> {
-    let mut buf = vec![0u8; 8192];
-    loop {
-        // SAFETY: buf is valid for buf.len() bytes.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            return Err(os_err("netlink recv (config ack)"));
-        }
-        for m in netlink::decode(&buf[..n as usize]) {
-            if let Message::Error { seq: s, errno } = m {
-                if s == seq {
-                    if errno != 0 {
-                        return Err(io::Error::from_raw_os_error(-errno));
-                    }
-                    return Ok(());
-                }
-            }
-        }
-    }
-}
-
-impl QueueSocket {
-    fn open(spec: QueueSpec, a: &Args) -> io::Result<Self> {
-        // SAFETY: plain socket(2) call.
-        let fd = unsafe {
-            libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, netlink::NETLINK_NETFILTER)
-        };
-        if fd < 0 {
-            return Err(os_err("socket(AF_NETLINK, NETLINK_NETFILTER)"));
-        }
-        // SAFETY: zeroed sockaddr_nl is valid; we pass its size.
-        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        addr.nl_family = libc::AF_NETLINK as u16;
-        let rc = unsafe {
-            libc::bind(fd, (&addr as *const libc::sockaddr_nl).cast(), std::mem::size_of::<libc::sockaddr_nl>() as u32)
-        };
-        if rc < 0 {
-            return Err(os_err("bind netlink"));
-        }
-        let rcvbuf = a.rcvbuf_bytes as libc::c_int;
-        // SO_RCVBUFFORCE: root may exceed net.core.rmem_max (a large buffer
-        // is what keeps bursts of a fat pipe from overflowing the socket).
-        let rc = unsafe {
-            libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, (&rcvbuf as *const libc::c_int).cast(), 4)
-        };
-        if rc < 0 {
-            return Err(os_err("setsockopt SO_RCVBUFFORCE"));
-        }
-        let seq = spec.num as u32 * 10 + 1;
-        send_all(fd, &netlink::encode_bind(seq, spec.num))?;
-        wait_ack(fd, seq).map_err(|e| io::Error::new(e.kind(), format!("bind queue {}: {e}", spec.num)))?;
-        let copy_range = if spec.marks() { WHOLE_PACKET_COPY } else { a.copy_range };
-        send_all(fd, &netlink::encode_params(seq + 1, spec.num, copy_range, a.maxlen, a.gso))?;
-        wait_ack(fd, seq + 1).map_err(|e| io::Error::new(e.kind(), format!("configure queue {}: {e}", spec.num)))?;
-        // Non-blocking from now on: the main loop drains with MSG_DONTWAIT.
-        let loss = rng::queue_loss(a.seed, spec.num, spec.loss);
-        let bottleneck = (spec.rate_bps > 0.0).then(|| link::bottleneck(spec.rate_bps, spec.buffer_bytes, spec.aqm));
-        Ok(QueueSocket {
-            fd,
-            spec,
-            loss,
-            bottleneck,
-            held: VecDeque::new(),
-            marked: VecDeque::new(),
-            spare: Vec::new(),
-            out: Vec::new(),
-            stats: QueueStats::default(),
-            enobufs: 0,
-        })
-    }
-
-    /// Reads every message waiting in the socket, up to RECV_BATCH netlink
-    /// messages per recvmmsg(2) call (one packet each: a syscall per packet
-    /// was most of linkem's CPU time at 1 Gbit/s).
-    fn drain(&mut self, bufs: &mut RecvBuffers) -> io::Result<()> {
-        loop {
-            let n = bufs.receive(self.fd);
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EAGAIN) | Some(libc::EINTR) => return Ok(()),
-                    // The socket buffer overflowed: the kernel dropped packets.
-                    Some(libc::ENOBUFS) => {
-                        self.enobufs += 1;
-                        continue;
-                    }
-                    _ => return Err(io::Error::new(e.kind(), format!("recv queue {}: {e}", self.spec.num))),
-                }
-            }
-            let now = mono_ns();
-            let now_real = clock_ns(libc::CLOCK_REALTIME);
-            for i in 0..n as usize {
-                let datagram = bufs.message(i);
-                for m in netlink::decode(datagram) {
-                    if let Message::Packet(p) = m {
-                        self.on_packet(&p, datagram, now, now_real)?;
-                    }
-                }
-            }
-            if (n as usize) < RECV_BATCH {
-                return Ok(()); // the socket is empty
-            }
-        }
-    }
-
-    /// `datagram` is the netlink datagram `p` was decoded from (its
-    /// `data` range holds the copied packet).
-    fn on_packet(&mut self, p: &Packet, datagram: &[u8], now: u64, now_real: u64) -> io::Result<()> {
-        let s = &mut self.stats;
-        s.packets += 1;
-        s.bytes += p.len as u64;
-        s.max_packet_bytes = s.max_packet_bytes.max(p.len);
-        s.gso_packets += p.gso as u64;
-        let is_data = p.tcp_payload.is_some_and(|n| n > 0);
-        if is_data {
-            s.data_packets += 1;
-            // Loss acts on TCP segments with payload only (handshakes and
-            // pure ACKs of this direction pass), like corruption of data.
-            if self.loss.lose() {
-                s.dropped += 1;
-                return send_all(self.fd, &netlink::encode_verdict(self.spec.num, p.id, netlink::NF_DROP));
-            }
-        }
-        // Arrival time: the kernel's timestamp when it has one (it tells how
-        // long the packet waited in our socket), else our receive time.
-        let arrival = match p.tstamp_ns {
-            Some(t) if t <= now_real && now_real - t < 10_000_000_000 => {
-                s.timestamps_seen += 1;
-                s.read_wait.record(now_real - t, 1);
-                now - (now_real - t)
-            }
-            _ => now,
-        };
-        let mut due = arrival + self.spec.delay_ns;
-        let mut ce = false;
-        if let Some(b) = self.bottleneck.as_mut() {
-            // The bottleneck queue follows the delay line (propagation
-            // upstream of the router's egress queue). Only an ECN-capable
-            // packet consults the discipline (a drop-tail queue ignores it).
-            let ect = p.ecn.is_some_and(ecn::is_ect);
-            match link::admit(b, due, p.len, ect) {
-                Some(a) => {
-                    due = a.depart_ns;
-                    s.bottleneck_bytes += a.frame_bytes;
-                    ce = a.ce;
-                }
-                None => {
-                    s.queue_drops += 1;
-                    return send_all(self.fd, &netlink::encode_verdict(self.spec.num, p.id, netlink::NF_DROP));
-                }
-            }
-        }
-        if ce {
-            ce = self.mark(p, datagram);
-        }
-        self.held.push_back((p.id, due, ce));
-        self.stats.held_max = self.stats.held_max.max(self.held.len());
-        Ok(())
-    }
-
-    /// Keeps a CE-marked copy of `p` to hand back with its verdict; false
-    /// (counted in ce_unmarkable) if the copy is not the whole packet.
-    fn mark(&mut self, p: &Packet, datagram: &[u8]) -> bool {
-        let Some(bytes) = datagram.get(p.data.clone()).filter(|d| d.len() == p.len as usize) else {
-            self.stats.ce_unmarkable += 1;
-            return false;
-        };
-        let mut packet = self.spare.pop().unwrap_or_default();
-        packet.clear();
-        packet.extend_from_slice(bytes);
-        if !ecn::set_ce(&mut packet) {
-            self.spare.push(packet);
-            self.stats.ce_unmarkable += 1;
-            return false;
-        }
-        self.stats.ce_marks += 1;
-        self.marked.push_back(packet);
-        true
-    }
-
-    /// Sends the gathered verdicts (if any) in one send(2).
-    fn flush_verdicts(&mut self) -> io::Result<()> {
-        if self.out.is_empty() {
-            return Ok(());
-        }
-        let t0 = mono_ns();
-        let r = send_all(self.fd, &self.out);
-        self.stats.verdict_call.record(mono_ns() - t0, 1);
-        self.stats.verdict_batches += 1;
-        self.out.clear();
-        r
-    }
-
-    /// Accepts every held packet due before `now + early_ns`, in one batch
-    /// (a release window of ±early_ns around the due time saves wake-ups).
-    /// Unmarked packets leave in batch verdicts (every id up to the last
-    /// unmarked one before a marked packet); a marked packet leaves in its
-    /// own verdict carrying its CE-marked bytes, so order is kept.
-    fn release_due(&mut self, now: u64, early_ns: u64) -> io::Result<()> {
-        let mut last = None;
-        while let Some(&(id, due, ce)) = self.held.front() {
-            if due > now + early_ns {
-                break;
-            }
-            self.stats.late.record(now.saturating_sub(due), 1);
-            self.held.pop_front();
-            if ce {
-                self.append_marked(last.take(), id);
-                if self.out.len() >= VERDICT_FLUSH_BYTES {
-                    self.flush_verdicts()?;
-                }
-            } else {
-                last = Some(id);
-            }
-        }
-        if let Some(id) = last {
-            self.out = netlink::append_verdict_batch(std::mem::take(&mut self.out), self.spec.num, id, netlink::NF_ACCEPT);
-        }
-        self.flush_verdicts()
-    }
-
-    /// Appends the batch verdict of the unmarked run ending at `plain` (if
-    /// any), then the verdict of marked packet `id` with its bytes.
-    fn append_marked(&mut self, plain: Option<u32>, id: u32) {
-        let q = self.spec.num;
-        let mut out = std::mem::take(&mut self.out);
-        if let Some(p) = plain {
-            out = netlink::append_verdict_batch(out, q, p, netlink::NF_ACCEPT);
-        }
-        let packet = self.marked.pop_front().unwrap_or_default();
-        self.out = netlink::append_verdict_with_packet(out, q, id, netlink::NF_ACCEPT, &packet);
-        self.spare.push(packet);
-    }
-
-    /// Releases everything held at once (on exit), marked packets included.
-    fn release_all(&mut self) {
-        let mut last = None;
-        while let Some((id, _, ce)) = self.held.pop_front() {
-            if ce {
-                self.append_marked(last.take(), id);
-                if self.out.len() >= VERDICT_FLUSH_BYTES {
-                    let _ = self.flush_verdicts();
-                }
-            } else {
-                last = Some(id);
-            }
-        }
-        if let Some(id) = last {
-            self.out = netlink::append_verdict_batch(std::mem::take(&mut self.out), self.spec.num, id, netlink::NF_ACCEPT);
-        }
-        let _ = self.flush_verdicts();
-    }
-
-    fn next_due(&self) -> Option<u64> {
-        self.held.front().map(|&(_, due, _)| due)
-    }
-}
-
-/// /proc/net/netfilter/nfnetlink_queue line for `num`: queue_total,
-/// queue_dropped (queue maxlen exceeded), user_dropped (socket full).
-fn kernel_queue_counters(num: u16) -> Option<(u64, u64, u64)> {
-    let text = std::fs::read_to_string("/proc/net/netfilter/nfnetlink_queue").ok()?;
-    text.lines().find_map(|line| {
-        let f: Vec<u64> = line.split_whitespace().filter_map(|x| x.parse().ok()).collect();
-        (f.len() >= 7 && f[0] == num as u64).then(|| (f[2], f[5], f[6]))
-    })
 }
 
 /// CPU time (user + system) this process has used, in ns (getrusage(2)).
@@ -543,6 +182,16 @@ fn run(a: Args) -> io::Result<()> {
     for spec in a.queues.clone() {
         queues.push(QueueSocket::open(spec, &a)?);
     }
+    // Split queues come after every other queue, so in each round a unit
+    // split while draining its queue is known to the split queue before
+    // the split queue is drained (units.rs).
+    let mut split_of = vec![None; queues.len()];
+    for (i, spec) in a.queues.iter().enumerate() {
+        if let Some(q) = QueueSocket::open_split(spec, &a) {
+            split_of[i] = Some(queues.len());
+            queues.push(q?);
+        }
+    }
     let msg_bytes = if queues.iter().any(|q| q.spec.marks()) { WHOLE_PACKET_MSG_BYTES } else { RECV_MSG_BYTES };
     let mut bufs = RecvBuffers::new(msg_bytes);
     let mut pfds: Vec<libc::pollfd> =
@@ -564,8 +213,14 @@ fn run(a: Args) -> io::Result<()> {
                 q.stats.verdict_call = stats::LateHist::default();
             }
         }
-        for q in queues.iter_mut() {
-            q.drain(&mut bufs)?;
+        for i in 0..queues.len() {
+            queues[i].drain(&mut bufs)?;
+            if let Some(j) = split_of.get(i).copied().flatten() {
+                let units = queues[i].take_split_units();
+                if !units.is_empty() {
+                    queues[j].add_split_units(units);
+                }
+            }
         }
         let now = mono_ns();
         for q in queues.iter_mut() {

@@ -38,6 +38,16 @@ pub const NFQNL_COPY_PACKET: u8 = 2;
 
 pub const NF_DROP: u32 = 0;
 pub const NF_ACCEPT: u32 = 1;
+const NF_QUEUE: u32 = 3;
+/// NF_VERDICT_QBITS: the queue number of an NF_QUEUE verdict sits above it.
+const NF_VERDICT_QBITS: u32 = 16;
+
+/// The verdict that hands a packet to NFQUEUE `queue` (NF_QUEUE_NR();
+/// nf_reinject() queues it again at the same hook, and a queue without
+/// NFQA_CFG_F_GSO segments a GSO packet first: nfqnl_enqueue_packet()).
+pub fn requeue_verdict(queue: u16) -> u32 {
+    ((queue as u32) << NF_VERDICT_QBITS) | NF_QUEUE
+}
 
 const AF_INET: u8 = 2;
 const AF_UNSPEC: u8 = 0;
@@ -162,6 +172,10 @@ pub struct Packet {
     pub tcp_payload: Option<u32>,
     /// The IPv4 ECN codepoint (ecn.rs), None for other packets.
     pub ecn: Option<u8>,
+    /// Sequence number and (source, destination) ports of an IPv4/TCP
+    /// packet, None for other packets.
+    pub tcp_seq: Option<u32>,
+    pub tcp_ports: Option<(u16, u16)>,
     /// Where the copied packet bytes (NFQA_PAYLOAD) sit in the datagram
     /// given to [`decode`]; shorter than `len` when the copy was truncated.
     pub data: std::ops::Range<usize>,
@@ -194,6 +208,21 @@ pub fn ipv4_tcp_payload(ip: &[u8]) -> Option<u32> {
     Some(total.saturating_sub(ihl + doff) as u32)
 }
 
+/// The TCP header of an IPv4/TCP packet whose first bytes are `ip`.
+fn ipv4_tcp_header(ip: &[u8]) -> Option<&[u8]> {
+    if ip.len() < 20 || ip[0] >> 4 != 4 || ip[9] != 6 {
+        return None;
+    }
+    let ihl = ((ip[0] & 0x0f) as usize) * 4;
+    ip.get(ihl..ihl + 8)
+}
+
+/// Sequence number and (source, destination) ports of an IPv4/TCP packet.
+pub fn ipv4_tcp_seq_ports(ip: &[u8]) -> Option<(u32, (u16, u16))> {
+    let t = ipv4_tcp_header(ip)?;
+    Some((be32(&t[4..8]), (u16::from_be_bytes([t[0], t[1]]), u16::from_be_bytes([t[2], t[3]]))))
+}
+
 /// `attrs` starts `at` bytes into the datagram.
 fn decode_packet(queue: u16, mut attrs: &[u8], mut at: usize) -> Option<Packet> {
     let mut p = Packet { queue, ..Default::default() };
@@ -215,6 +244,9 @@ fn decode_packet(queue: u16, mut attrs: &[u8], mut at: usize) -> Option<Packet> 
                 p.len = body.len() as u32;
                 p.tcp_payload = ipv4_tcp_payload(body);
                 p.ecn = crate::ecn::ipv4_codepoint(body);
+                if let Some((seq, ports)) = ipv4_tcp_seq_ports(body) {
+                    (p.tcp_seq, p.tcp_ports) = (Some(seq), Some(ports));
+                }
                 p.data = at + 4..at + len;
             }
             NFQA_CAP_LEN if body.len() >= 4 => cap_len = Some(be32(body)),
@@ -306,6 +338,26 @@ mod tests {
         assert!(!p.gso);
         assert_eq!(p.tstamp_ns, None);
         assert_eq!(p.ecn, Some(crate::ecn::NOT_ECT));
+        assert_eq!((p.tcp_seq, p.tcp_ports), (Some(0), Some((0, 0))));
+    }
+
+    #[test]
+    fn decodes_tcp_sequence_number_and_ports() {
+        let mut ip = vec![0u8; 52];
+        ip[0] = 0x45;
+        ip[9] = 6;
+        ip[20..22].copy_from_slice(&40000u16.to_be_bytes());
+        ip[22..24].copy_from_slice(&5201u16.to_be_bytes());
+        ip[24..28].copy_from_slice(&0xdead_beefu32.to_be_bytes());
+        assert_eq!(ipv4_tcp_seq_ports(&ip), Some((0xdead_beef, (40000, 5201))));
+        ip[9] = 17; // UDP
+        assert_eq!(ipv4_tcp_seq_ports(&ip), None);
+    }
+
+    #[test]
+    fn requeue_verdict_carries_the_queue_number_above_nf_verdict_qbits() {
+        // NF_QUEUE_NR(9) = (9 << 16) | NF_QUEUE (include/uapi/linux/netfilter.h).
+        assert_eq!(requeue_verdict(9), 0x0009_0003);
     }
 
     #[test]

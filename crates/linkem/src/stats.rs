@@ -75,6 +75,13 @@ pub struct QueueStats {
     pub verdict_call: LateHist,
     /// Batch verdicts sent (each releases every packet due by then).
     pub verdict_batches: u64,
+    /// Unit mode (units.rs): GSO packets held whole, the segments they
+    /// carried, GSO packets handed to the split queue, and split segments
+    /// that matched no decided fate (0 unless a flow's MSS was wrong).
+    pub units: u64,
+    pub unit_segments: u64,
+    pub split_units: u64,
+    pub unit_mismatches: u64,
 }
 
 impl QueueStats {
@@ -85,7 +92,8 @@ impl QueueStats {
                 "\"packets\":{},\"bytes\":{},\"data_packets\":{},\"dropped\":{},\"queue_drops\":{},\"bottleneck_bytes\":{},\"ce_marks\":{},\"ce_unmarkable\":{},",
                 "\"gso_packets\":{},\"max_packet_bytes\":{},\"held_max\":{},",
                 "\"timestamps_seen\":{},\"late_p50_s\":{:e},\"late_p99_s\":{:e},\"late_max_s\":{:e},",
-                "\"verdict_batches\":{},\"read_wait_p99_s\":{:e},\"read_wait_max_s\":{:e},\"verdict_call_p99_s\":{:e},\"verdict_call_max_s\":{:e}}}"
+                "\"verdict_batches\":{},\"read_wait_p99_s\":{:e},\"read_wait_max_s\":{:e},\"verdict_call_p99_s\":{:e},\"verdict_call_max_s\":{:e},",
+                "\"units\":{},\"unit_segments\":{},\"split_units\":{},\"unit_mismatches\":{}}}"
             ),
             name,
             num,
@@ -111,6 +119,10 @@ impl QueueStats {
             self.read_wait.max_s(),
             self.verdict_call.quantile_s(0.99),
             self.verdict_call.max_s(),
+            self.units,
+            self.unit_segments,
+            self.split_units,
+            self.unit_mismatches,
         )
     }
 }

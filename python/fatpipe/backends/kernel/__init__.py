@@ -38,7 +38,7 @@ from .cleanup import clean, clean_stale
 from .doctor import LINKEM, DoctorReport, available_ccas, doctor
 from .ecn import marks, sender_tcp_ecn, unsupported_aqm
 from .path import RECEIVER_ADDR, EmulatedPath, HostConfig, PathConfig, rate_above_ceiling
-from .traffic import FlowSpec, run_traffic
+from .traffic import FlowSpec, group_port, run_traffic
 
 __all__ = ["KernelBackend", "doctor", "clean", "clean_stale"]
 
@@ -66,6 +66,8 @@ def path_config(plan: RunPlan) -> PathConfig:
                             tcp_ecn=plan.receiver.ecn),
         seed=plan.seed,
         aqm=dict(plan.aqm),
+        receiver_gro=plan.receiver.gro,
+        mss_by_port={group_port(f.group): f.mss_bytes for f in plan.flows},
     )
 
 
@@ -118,10 +120,6 @@ class KernelBackend:
 
     def check(self, plans: list[RunPlan]) -> None:
         for plan in plans:
-            if plan.receiver.gro:
-                raise BackendUnavailable(f"run {plan.run_id}: hosts.receiver.gro = true: the kernel backend's veth "
-                                         "receiver has no GRO (veth delivers through netif_rx without NAPI); "
-                                         "leave gro out or use the sim backend")
             refused = unsupported_aqm(plan.aqm)
             if refused:
                 raise BackendUnavailable(f"run {plan.run_id}: {refused}")

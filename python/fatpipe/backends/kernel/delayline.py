@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cleanup import REGISTRY, stop_process
@@ -46,6 +46,10 @@ class QueueConfig:
     rate_bps: float = 0.0  # bottleneck after the delay; 0 = none
     buffer_bytes: int = 0
     ce_threshold: str | None = None  # the bottleneck's CE threshold key (ecn.linkem_threshold), e.g. "ce_k_packets=20"
+    # Unit mode (GRO receiver): the split queue, and each flow's segment payload by TCP port.
+    split_queue: int | None = None
+    mss_by_port: dict[int, int] = field(default_factory=dict)
+    default_mss: int = 0
 
 
 RT_PRIORITY = 50  # SCHED_FIFO: wake-ups on time even when other work loads the CPUs
@@ -61,6 +65,10 @@ def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: 
             spec += f",rate_bps={q.rate_bps:.0f},buffer_bytes={q.buffer_bytes}"
             if q.ce_threshold:
                 spec += f",{q.ce_threshold}"
+        if q.split_queue is not None:
+            spec += f",units_split={q.split_queue},default_mss={q.default_mss}"
+            if q.mss_by_port:
+                spec += ",mss=" + "/".join(f"{port}:{mss}" for port, mss in sorted(q.mss_by_port.items()))
         args += ["--queue", spec]
     args += ["--seed", str(seed), "--stats", str(stats_path), "--stats-interval-s", "0.5",
              "--rt-priority", str(rt_priority)]
@@ -129,4 +137,12 @@ def summarize(stats: dict) -> dict:
                          for q in qs),
         # The delay line's CPU use over the measured part (cores: 1.0 = one core busy).
         "cpu_cores": stats["cpu_s"] / stats["wall_s"] if stats.get("wall_s") else None,
+        # Unit mode (a GRO receiver): TSO packets carried whole, their
+        # segments, those split, and split segments that matched no fate.
+        "units": sum(q.get("units", 0) for q in qs),
+        "unit_segments": sum(q.get("unit_segments", 0) for q in qs),
+        "split_units": sum(q.get("split_units", 0) for q in qs),
+        "unit_mismatches": sum(q.get("unit_mismatches", 0) for q in qs),
+        # Packets of the reverse queues (path.py names them "ack", "ack-<sender>"): the receiver's ACKs.
+        "ack_packets": sum(q["packets"] for q in qs if q.get("name", "").startswith("ack")),
     }

@@ -49,12 +49,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ...units import format_rate
-from ...wire import frame_bytes
+from ...wire import TCP_IP_TS_HEADER_BYTES, frame_bytes
 from ..base import PathReport
 from . import cmd, parse
 from .clamp import prime_metrics_cache, route_metric_args
@@ -89,6 +89,7 @@ def rate_above_ceiling(rate_bps: float) -> str | None:
 QUEUE_DATA = 0  # NFQUEUE of the sender → receiver direction
 QUEUE_ACK = 1  # NFQUEUE of the receiver → sender direction
 QUEUE_SENDER_BASE = 2  # + sender index: reverse direction of a sender with extra RTT
+QUEUE_DATA_SPLIT = 65000  # with a GRO receiver: where units with a lost, dropped or marked segment are segmented
 ROUTER_TO_RECEIVER_IF = "rcv"
 
 
@@ -120,6 +121,20 @@ class PathConfig:
     burst_bytes: int | None = None
     # The bottleneck's discipline (RunPlan.aqm): droptail or ce_threshold.
     aqm: dict[str, Any] = field(default_factory=lambda: {"kind": "droptail"})
+    # A GRO receiver (hosts.receiver.gro): the delay line carries each TSO
+    # packet as one unit (linkem's unit mode), which needs each flow's
+    # segment payload by its receiver port.
+    receiver_gro: bool = False
+    mss_by_port: dict[int, int] = field(default_factory=dict)
+
+
+def gro_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | None:
+    """Why a GRO receiver cannot be had with this delay line and
+    bottleneck, or None (pure): only linkem carries TSO packets as units."""
+    if cfg.receiver_gro and (emulator == "netem" or bottleneck == "tbf"):
+        return (f"hosts.receiver.gro = true needs fatpipe-linkem as delay line and bottleneck (emulator={emulator!r}, "
+                f"bottleneck={bottleneck!r} were asked for): netem and tbf handle every segment on its own")
+    return None
 
 
 def tbf_burst_bytes(rate_bps: float, mtu_bytes: int) -> int:
@@ -267,7 +282,7 @@ class EmulatedPath:
 
     def build(self) -> None:
         c = self.cfg
-        refused = path_refusal(c.aqm, c.emulator, c.bottleneck)
+        refused = path_refusal(c.aqm, c.emulator, c.bottleneck) or gro_refusal(c, c.emulator, c.bottleneck)
         if refused:  # before anything is built
             raise ValueError(refused)
         self.router = self._ns("r")
@@ -295,8 +310,9 @@ class EmulatedPath:
         emulator = c.emulator
         if emulator == "auto":
             # Marking is linkem's: a CE threshold takes it even where netem exists.
-            emulator = "linkem-nfqueue" if marks(c.aqm) or not netem_available(self.router, ROUTER_TO_RECEIVER_IF) \
-                else "netem"
+            # So does a GRO receiver (linkem's unit mode).
+            emulator = "linkem-nfqueue" if marks(c.aqm) or c.receiver_gro \
+                or not netem_available(self.router, ROUTER_TO_RECEIVER_IF) else "netem"
         bottleneck = c.bottleneck
         if bottleneck == "auto":
             bottleneck = "linkem" if emulator == "linkem-nfqueue" else "tbf"
@@ -338,6 +354,11 @@ class EmulatedPath:
         if self.bottleneck == "linkem":
             buffer_bytes = max(c.buffer_bytes, frame_bytes(c.mtu_bytes))
             data = QueueConfig(QUEUE_DATA, "data", half, c.loss, c.rate_bps, buffer_bytes, linkem_threshold(c.aqm))
+        if c.receiver_gro:
+            # Unit mode (crates/linkem/src/units.rs): TSO packets whole
+            # unless a segment inside is lost, dropped or marked.
+            data = replace(data, split_queue=QUEUE_DATA_SPLIT, mss_by_port=dict(c.mss_by_port),
+                           default_mss=max(c.mss_by_port.values(), default=c.mtu_bytes - TCP_IP_TS_HEADER_BYTES))
         shared, own = reverse_delays(c)
         queues = [data, QueueConfig(QUEUE_ACK, "ack", shared, c.loss)]
         sender_queues = {}

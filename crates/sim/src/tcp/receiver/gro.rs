@@ -28,9 +28,11 @@
 //! that arrive back to back; the model ACKs a little more often), and runs
 //! that carry ECN or queue in fq_codel go segment by segment, without GRO.
 //! GRO is a host option: on by default on a NIC (NETIF_F_GRO is one of
-//! NETIF_F_SOFT_FEATURES, set by register_netdevice()); the kernel
+//! NETIF_F_SOFT_FEATURES, set by register_netdevice()). The kernel
 //! backend's veth receiver has none (veth_xmit() hands frames to
-//! netif_rx() unless XDP or GRO was asked for, veth_gro_requested()).
+//! netif_rx() unless XDP or GRO was asked for, veth_gro_requested()); for a
+//! GRO receiver its delay line carries each TSO packet as one unit instead
+//! (crates/linkem/src/units.rs), delivered at its last segment's departure.
 
 use crate::units::Time;
 
