@@ -8,8 +8,9 @@ import os
 
 import numpy as np
 import pytest
+from plans import bulk_plan
 
-from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
+from fatpipe.backends.base import RunPlan
 from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.kernel.delayline import find_linkem
 from fatpipe.backends.sim import SimBackend
@@ -24,12 +25,8 @@ SEEDS = (11, 12, 13, 14, 15, 16)
 
 
 def plan(seed: int, backend: str) -> RunPlan:
-    host = HostLimits(rmem_max_bytes=16 << 20, wmem_max_bytes=16 << 20)
-    return RunPlan(run_id=f"crn{seed}", backend=backend, rep=0, seed=seed, duration_s=DURATION_S,
-                   warmup_s=WARMUP_S, sample_interval_s=0.1, rate_bps=RATE_BPS, rtt_s=RTT_S, loss=LOSS,
-                   corruption=0.0, buffer_bytes=int(RATE_BPS * RTT_S / 8), mtu_bytes=1500,
-                   senders={"s1": host}, receiver=host,
-                   flows=(FlowPlan(group=0, kind="bulk", cc="reno", streams=1, mss_bytes=1448, sender="s1"),))
+    return bulk_plan(f"crn{seed}", cc="reno", streams=1, rate_bps=RATE_BPS, rtt_s=RTT_S, loss=LOSS,
+                     duration_s=DURATION_S, warmup_s=WARMUP_S, seed=seed, backend=backend)
 
 
 def test_a_seed_pairs_the_kernel_run_with_the_sim_run(tmp_path):

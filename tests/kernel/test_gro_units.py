@@ -7,8 +7,9 @@ import math
 import os
 
 import pytest
+from plans import bulk_plan
 
-from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
+from fatpipe.backends.base import RunPlan
 from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.kernel.delayline import find_linkem
 
@@ -19,13 +20,8 @@ DURATION_S, WARMUP_S = 4.0, 1.0
 
 
 def plan(gro: bool) -> RunPlan:
-    host = HostLimits(rmem_max_bytes=32 << 20, wmem_max_bytes=32 << 20)
-    receiver = HostLimits(rmem_max_bytes=32 << 20, wmem_max_bytes=32 << 20, gro=gro)
-    return RunPlan(run_id=f"gro-{gro}", backend="kernel", rep=0, seed=5, duration_s=DURATION_S,
-                   warmup_s=WARMUP_S, sample_interval_s=0.1, rate_bps=RATE_BPS, rtt_s=RTT_S, loss=LOSS,
-                   corruption=0.0, buffer_bytes=int(RATE_BPS * RTT_S / 8), mtu_bytes=1500,
-                   senders={"s1": host}, receiver=receiver,
-                   flows=(FlowPlan(group=0, kind="bulk", cc="cubic", streams=1, mss_bytes=1448, sender="s1"),))
+    return bulk_plan(f"gro-{gro}", cc="cubic", streams=1, rate_bps=RATE_BPS, rtt_s=RTT_S, loss=LOSS,
+                     duration_s=DURATION_S, warmup_s=WARMUP_S, seed=5, mem_bytes=32 << 20, receiver_gro=gro)
 
 
 def test_tso_packets_cross_whole_and_the_receiver_acks_once_per_unit(tmp_path):
