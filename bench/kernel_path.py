@@ -72,13 +72,14 @@ def rate_table(be: KernelBackend, work: Path, dur: float, gro: bool = False) -> 
             busy = (1 - (t1[1] - t0[1]) / total) * ncpu
             softirq = (t1[2] - t0[2]) / total * ncpu
             r, lk = out.path, out.facts.get("linkem") or {}
+            late_p99_s, late_max_s = r.late_p99_s or 0.0, r.late_max_s or 0.0  # None without a delay line
             overflows = int(lk.get("overflows") or 0)
             lost = r.host_drops + overflows
             cores = lk.get("cpu_cores")
             print(f"{mtu:5d} {rate / 1e9:9.1f} {goodput_bps(out, 2.0) / 1e9:13.2f} "
-                  f"{out.facts['late_p50_s'] * 1e6:12.0f} {r.late_p99_s * 1e3:7.2f} {r.late_max_s * 1e3:7.1f} "
+                  f"{(out.facts['late_p50_s'] or 0) * 1e6:12.0f} {late_p99_s * 1e3:7.2f} {late_max_s * 1e3:7.1f} "
                   f"{r.host_drops:11d} {overflows:10d} {cores if cores is not None else float('nan'):13.2f} "
-                  f"{busy:11.2f} {softirq:14.2f}  {'on time' if on_time(r.late_p99_s, lost) else 'LATE'}", flush=True)
+                  f"{busy:11.2f} {softirq:14.2f}  {'on time' if on_time(late_p99_s, lost) else 'LATE'}", flush=True)
 
 
 def main() -> int:

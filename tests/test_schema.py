@@ -172,6 +172,15 @@ def test_python_wire_sizes_equal_the_simulators():
     assert wire.frame_bytes(1500) == 1514 and wire.mss_with_timestamps(1500) == 1448
 
 
+def test_linux_segments_carry_at_most_mtu_less_52_bytes_whatever_maxseg_asks():
+    from fatpipe import wire
+    # TCP_MAXSEG = 1472 on a 1500-byte path: tcp_sync_mss clamps to 1460,
+    # then the timestamp option takes 12 (measured: GSO units of 1448).
+    assert wire.linux_segment_payload(1460, 1500) == 1448
+    assert wire.linux_segment_payload(1000, 1500) == 1000
+    assert wire.linux_segment_payload(8948, 9000) == 8948
+
+
 def test_sim_loss_matches_the_python_loss_from_corruption_formula():
     # A corruption-only path: the sim's random drops follow wire.packet_loss_probability.
     from fatpipe import wire

@@ -31,6 +31,15 @@ def tcp_maxseg(mss_bytes: int) -> int:
     return int(mss_bytes) + TIMESTAMP_OPTION_BYTES
 
 
+def linux_segment_payload(mss_bytes: int, mtu_bytes: int) -> int:
+    """The payload of a full segment Linux sends with TCP_MAXSEG =
+    tcp_maxseg(`mss_bytes`) on an `mtu_bytes` path, timestamps on: the MSS
+    is clamped to tcp_mtu_to_mss() (MTU - 40) before the option's 12 bytes
+    come off (tcp_sync_mss), so at most MTU - 52. (The simulator sends
+    such segments without timestamps instead: ip_packet_bytes.)"""
+    return min(int(mss_bytes), mss_with_timestamps(mtu_bytes))
+
+
 def frame_bytes(ip_len: int) -> int:
     """Bytes a bottleneck charges for an IP packet of `ip_len` bytes."""
     return ip_len + ETH_HEADER_BYTES

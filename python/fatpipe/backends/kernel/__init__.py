@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...summary import emulator_late
-from ...wire import TCP_IP_HEADER_BYTES
+from ...wire import TCP_IP_HEADER_BYTES, linux_segment_payload
 from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, RunOutcome, RunPlan
 from . import bpfcca, bpfcca_clean, cleanup, privilege
 from .clamp import sender_cwnd_clamps
@@ -67,7 +67,7 @@ def path_config(plan: RunPlan) -> PathConfig:
         seed=plan.seed,
         aqm=dict(plan.aqm),
         receiver_gro=plan.receiver.gro,
-        mss_by_port={group_port(f.group): f.mss_bytes for f in plan.flows},
+        mss_by_port={group_port(f.group): linux_segment_payload(f.mss_bytes, plan.mtu_bytes) for f in plan.flows},
     )
 
 
