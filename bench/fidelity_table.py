@@ -98,7 +98,7 @@ def grid_table(kernel: pd.DataFrame, sim: pd.DataFrame) -> str:
 
 
 def share_of_flow0(r: pd.DataFrame) -> pd.DataFrame:
-    per_run = r.pivot_table(index=["run_id", "flows.0.cc"], columns="flow_group", values="goodput_bps")
+    per_run = r.pivot_table(index=["study", "run_id", "flows.0.cc"], columns="flow_group", values="goodput_bps")
     share = per_run[0] / per_run.sum(axis=1)
     out = share.groupby(level="flows.0.cc").agg(["mean", "std", "count"])
     out["total"] = per_run.sum(axis=1).groupby(level="flows.0.cc").mean()
