@@ -7,8 +7,6 @@
 //! down to whole segments (no receive-buffer autotuning ramp: the buffer is
 //! assumed to have grown to rmem_max already).
 
-use std::collections::VecDeque;
-
 use crate::event::{ReceiverTimer, Timer};
 use crate::units::Time;
 
@@ -16,8 +14,10 @@ use super::ecn::{RxEcn, SegEcn};
 
 mod gro;
 mod ofo;
+mod sacks;
 pub use gro::gro_max_segs;
 use ofo::OfoQueue;
+use sacks::SackList;
 
 /// Delayed-ACK timeout (TCP_DELACK_MIN, 40 ms).
 pub const DELACK: Time = Time::from_millis(40);
@@ -88,7 +88,7 @@ pub struct Receiver {
     /// SACK blocks to report, most recently changed first, at most
     /// NUM_SACKS (tp->selective_acks, kept by tcp_sack_new_ofo_skb()).
     /// Ranges of `ofo` that fell off this list are not reported again.
-    sacks: VecDeque<(u64, u64)>,
+    sacks: SackList,
     /// rcv_nxt when the last ACK was sent (tp->rcv_wup); data above it is
     /// not yet acknowledged.
     rcv_wup: u64,
@@ -130,7 +130,7 @@ impl Receiver {
         Receiver {
             rcv_nxt: 0,
             ofo: OfoQueue::default(),
-            sacks: VecDeque::with_capacity(NUM_SACKS + 1),
+            sacks: SackList::default(),
             rcv_wup: 0,
             compressed_ack: 0,
             compressed_ack_rcv_nxt: 0,
@@ -411,7 +411,7 @@ impl Receiver {
             // The block grows in place; a deep one is flushed with it.
             self.sacks[i] = (self.sacks[i].0.min(s), self.sacks[i].1.max(e));
             let flushed = if i >= SACK_BLOCKS_EXPECTED { self.sack_compress_send_ack() } else { None };
-            let mut b = self.sacks.remove(i).expect("index from position");
+            let mut b = self.sacks.remove(i);
             // tcp_sack_maybe_coalesce(): fold blocks the grown one overlaps.
             self.sacks.retain(|&(os, oe)| {
                 let overlaps = os <= b.1 && b.0 <= oe;
