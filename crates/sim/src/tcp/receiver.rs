@@ -13,11 +13,11 @@ use crate::units::Time;
 use super::ecn::{RxEcn, SegEcn};
 
 mod gro;
-mod ofo;
 mod sacks;
 pub use gro::gro_max_segs;
-use ofo::OfoQueue;
 use sacks::SackList;
+
+use super::segbits::SegBits;
 
 /// Delayed-ACK timeout (TCP_DELACK_MIN, 40 ms).
 pub const DELACK: Time = Time::from_millis(40);
@@ -84,7 +84,7 @@ pub struct Receiver {
     /// Next expected segment.
     pub rcv_nxt: u64,
     /// Out-of-order segments held above rcv_nxt (tp->out_of_order_queue).
-    ofo: OfoQueue,
+    ofo: SegBits,
     /// SACK blocks to report, most recently changed first, at most
     /// NUM_SACKS (tp->selective_acks, kept by tcp_sack_new_ofo_skb()).
     /// Ranges of `ofo` that fell off this list are not reported again.
@@ -129,7 +129,7 @@ impl Receiver {
         let wnd = ((rmem_bytes / 2) / mss.max(1) as u64).clamp(1, u32::MAX as u64) as u32;
         Receiver {
             rcv_nxt: 0,
-            ofo: OfoQueue::default(),
+            ofo: SegBits::default(),
             sacks: SackList::default(),
             rcv_wup: 0,
             compressed_ack: 0,
