@@ -117,7 +117,7 @@ impl SegBits {
             return;
         }
         if floor >= self.end {
-            self.clear_range(from, self.end.max(from));
+            self.clear_range(from, self.end);
             self.ranges = 0;
             self.end = 0;
             return;
@@ -157,28 +157,33 @@ impl SegBits {
     /// Sets the bits of `s..e` (room reserved).
     #[inline]
     fn fill(&mut self, s: u64, e: u64) {
-        let mask = self.mask();
-        let mut pos = s;
-        while pos < e {
-            let off = pos & 63;
-            let n = (64 - off).min(e - pos);
-            let bits = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << off };
-            self.words[(pos >> 6) as usize & mask] |= bits;
-            pos += n;
-        }
+        self.apply(s, e, |w, bits| *w |= bits);
     }
 
     /// Clears the bits of `s..e`.
     fn clear_range(&mut self, s: u64, e: u64) {
-        let mask = self.mask();
-        let mut pos = s;
-        while pos < e {
-            let off = pos & 63;
-            let n = (64 - off).min(e - pos);
-            let bits = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << off };
-            self.words[(pos >> 6) as usize & mask] &= !bits;
-            pos += n;
+        if s < e {
+            self.apply(s, e, |w, bits| *w &= !bits);
         }
+    }
+
+    /// Calls `f` on each ring word `s..e` covers, with the bits of `s..e`
+    /// in it (s < e).
+    #[inline]
+    fn apply(&mut self, s: u64, e: u64, f: impl Fn(&mut u64, u64)) {
+        let mask = self.mask();
+        let (ws, we) = (s >> 6, (e - 1) >> 6);
+        let head = u64::MAX << (s & 63);
+        let tail = u64::MAX >> (63 - ((e - 1) & 63));
+        if ws == we {
+            f(&mut self.words[ws as usize & mask], head & tail);
+            return;
+        }
+        f(&mut self.words[ws as usize & mask], head);
+        for w in ws + 1..we {
+            f(&mut self.words[w as usize & mask], u64::MAX);
+        }
+        f(&mut self.words[we as usize & mask], tail);
     }
 
     /// tcp_ofo_queue(): if segment `rcv_nxt` is held, its run leaves the
