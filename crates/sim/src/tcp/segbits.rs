@@ -102,8 +102,7 @@ impl SegBits {
             }
             pos += n;
         }
-        for i in first..new.len() {
-            let (rs, re) = new[i];
+        for &(rs, re) in &new[first..] {
             let joins = (rs > floor && self.contains(rs - 1)) as usize + self.contains(re) as usize;
             self.ranges = self.ranges + 1 - joins;
             self.fill(rs, re);
