@@ -13,6 +13,7 @@ pub mod rate;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
+mod segbits;
 #[cfg(test)]
 mod scoreboard_tests;
 pub mod sender;

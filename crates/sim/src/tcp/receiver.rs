@@ -7,15 +7,17 @@
 //! down to whole segments (no receive-buffer autotuning ramp: the buffer is
 //! assumed to have grown to rmem_max already).
 
-use std::collections::VecDeque;
-
 use crate::event::{ReceiverTimer, Timer};
 use crate::units::Time;
 
 use super::ecn::{RxEcn, SegEcn};
 
 mod gro;
+mod sacks;
 pub use gro::gro_max_segs;
+use sacks::SackList;
+
+use super::segbits::SegBits;
 
 /// Delayed-ACK timeout (TCP_DELACK_MIN, 40 ms).
 pub const DELACK: Time = Time::from_millis(40);
@@ -81,12 +83,12 @@ pub enum RxAction {
 pub struct Receiver {
     /// Next expected segment.
     pub rcv_nxt: u64,
-    /// Out-of-order ranges [start, end), sorted, disjoint, above rcv_nxt.
-    ofo: VecDeque<(u64, u64)>,
+    /// Out-of-order segments held above rcv_nxt (tp->out_of_order_queue).
+    ofo: SegBits,
     /// SACK blocks to report, most recently changed first, at most
     /// NUM_SACKS (tp->selective_acks, kept by tcp_sack_new_ofo_skb()).
     /// Ranges of `ofo` that fell off this list are not reported again.
-    sacks: VecDeque<(u64, u64)>,
+    sacks: SackList,
     /// rcv_nxt when the last ACK was sent (tp->rcv_wup); data above it is
     /// not yet acknowledged.
     rcv_wup: u64,
@@ -127,8 +129,8 @@ impl Receiver {
         let wnd = ((rmem_bytes / 2) / mss.max(1) as u64).clamp(1, u32::MAX as u64) as u32;
         Receiver {
             rcv_nxt: 0,
-            ofo: VecDeque::new(),
-            sacks: VecDeque::with_capacity(NUM_SACKS + 1),
+            ofo: SegBits::default(),
+            sacks: SackList::default(),
             rcv_wup: 0,
             compressed_ack: 0,
             compressed_ack_rcv_nxt: 0,
@@ -229,17 +231,15 @@ impl Receiver {
         self.note_arrival(now);
         // tcp_data_queue(): tcp_ecn_accept_cwr() first.
         let mut ack_now = ECN && self.ecn.accept_cwr(ecn);
-        if seq < self.rcv_nxt || self.ofo_contains(seq) {
+        if seq < self.rcv_nxt || self.ofo.contains(seq) {
             // Duplicate: immediate ACK with D-SACK (tcp_send_dupack).
             return RxAction::AckNow(self.make_ack(Some(seq)));
         }
         if seq == self.rcv_nxt {
             self.rcv_nxt += 1;
             if !self.ofo.is_empty() {
-                if self.ofo[0].0 == self.rcv_nxt {
-                    self.rcv_nxt = self.ofo[0].1;
-                    self.ofo.pop_front();
-                }
+                // tcp_ofo_queue(): the run rcv_nxt reaches joins it.
+                self.rcv_nxt = self.ofo.take_front(self.rcv_nxt);
                 // tcp_data_queue(): "RFC5681. 4.2. SHOULD send immediate
                 // ACK, when gap in queue is filled" (ICSK_ACK_NOW).
                 ack_now |= self.ofo.is_empty();
@@ -252,7 +252,7 @@ impl Receiver {
             if ECN && self.ecn.ok {
                 ack_now |= self.ecn_check_ce(ecn);
             }
-            self.insert_ofo(seq);
+            self.ofo.insert(self.rcv_nxt, seq, seq + 1);
             if let Some(flushed) = self.sack_new_ofo(seq, seq + 1) {
                 return self.ack_snd_check_after_flush(now, ack_now, flushed);
             }
@@ -368,43 +368,6 @@ impl Receiver {
         Some(self.make_ack(None))
     }
 
-    fn ofo_contains(&self, seq: u64) -> bool {
-        match self.ofo.back() {
-            None => return false,
-            Some(b) if seq >= b.1 => return false, // new data above every range
-            Some(b) if seq >= b.0 => return true,
-            _ => {}
-        }
-        let i = self.ofo.partition_point(|r| r.1 <= seq);
-        i < self.ofo.len() && self.ofo[i].0 <= seq
-    }
-
-    fn insert_ofo(&mut self, seq: u64) {
-        if let Some(b) = self.ofo.back_mut() {
-            if b.1 == seq {
-                b.1 = seq + 1; // the common case: extends the highest range
-                return;
-            }
-            if seq > b.1 {
-                self.ofo.push_back((seq, seq + 1));
-                return;
-            }
-        }
-        let i = self.ofo.partition_point(|r| r.1 < seq);
-        // Extend a range that ends at seq, or one that starts at seq + 1.
-        if i < self.ofo.len() && self.ofo[i].1 == seq {
-            self.ofo[i].1 = seq + 1;
-            if i + 1 < self.ofo.len() && self.ofo[i + 1].0 == seq + 1 {
-                self.ofo[i].1 = self.ofo[i + 1].1;
-                self.ofo.remove(i + 1);
-            }
-        } else if i < self.ofo.len() && self.ofo[i].0 == seq + 1 {
-            self.ofo[i].0 = seq;
-        } else {
-            self.ofo.insert(i, (seq, seq + 1));
-        }
-    }
-
     /// Builds an ACK with the first MAX_SACKS remembered blocks, most
     /// recently changed first (RFC 2018 §4, tcp_options_write).
     fn make_ack(&mut self, dsack: Option<u64>) -> Ack {
@@ -448,7 +411,7 @@ impl Receiver {
             // The block grows in place; a deep one is flushed with it.
             self.sacks[i] = (self.sacks[i].0.min(s), self.sacks[i].1.max(e));
             let flushed = if i >= SACK_BLOCKS_EXPECTED { self.sack_compress_send_ack() } else { None };
-            let mut b = self.sacks.remove(i).expect("index from position");
+            let mut b = self.sacks.remove(i);
             // tcp_sack_maybe_coalesce(): fold blocks the grown one overlaps.
             self.sacks.retain(|&(os, oe)| {
                 let overlaps = os <= b.1 && b.0 <= oe;
@@ -483,7 +446,7 @@ impl Receiver {
 
     /// Out-of-order ranges held (for memory-bound checks).
     pub fn ofo_ranges(&self) -> usize {
-        self.ofo.len()
+        self.ofo.ranges()
     }
 }
 

@@ -17,14 +17,16 @@
 //! its segments get the same treatment.
 //!
 //! Like Linux (tcp_sacktag_write_queue), SACK blocks are processed
-//! incrementally: a sorted list of already-SACKed ranges means each segment
-//! is tagged once, however often a block is repeated. The time-sorted
+//! incrementally: a set of already-SACKed segments (a bitmap,
+//! `segbits.rs`) means each segment is tagged once, however often a block
+//! is repeated. The time-sorted
 //! transmission list RACK walks lives in `tsorted.rs`.
 
 use std::collections::VecDeque;
 
 use crate::units::Time;
 
+use super::segbits::SegBits;
 use super::tsorted::Tsorted;
 
 /// TCPCB_SACKED_ACKED.
@@ -139,8 +141,10 @@ pub struct Scoreboard {
     runs: Vec<Run>,
     free: Vec<u32>,
     live_runs: usize,
-    /// SACKed ranges [start, end) above snd_una: sorted, disjoint.
-    sacked: VecDeque<(u64, u64)>,
+    /// SACKed segments above snd_una (tcp/segbits.rs), and the lowest
+    /// segment the set may hold (snd_una when it was last trimmed).
+    sacked: SegBits,
+    sacked_from: u64,
     /// Transmissions in send-time order (tp->tsorted_sent_queue).
     pub(super) tsorted: Tsorted,
     /// Segments marked lost, in marking order, awaiting retransmission.
@@ -172,7 +176,7 @@ impl Scoreboard {
 
     /// Entries currently held by the queue and side lists.
     pub fn footprint(&self) -> usize {
-        self.live_runs + self.tsorted.len() + self.lost_q.len() + self.sacked.len()
+        self.live_runs + self.tsorted.len() + self.lost_q.len() + self.sacked.ranges()
     }
 
     /// Id of the run holding `seq` (snd_una <= seq < snd_nxt).
@@ -420,59 +424,18 @@ impl Scoreboard {
         if s >= e {
             return &self.scratch;
         }
-        // Fast path: the block starts inside or above the highest range
-        // (new SACKs usually extend it), so no other range is involved.
-        if let Some(last) = self.sacked.back_mut() {
-            if s >= last.0 {
-                if s > last.1 {
-                    self.sacked.push_back((s, e));
-                    self.scratch.push((s, e));
-                } else if e > last.1 {
-                    self.scratch.push((last.1, e));
-                    last.1 = e;
-                }
-                return &self.scratch;
-            }
-        } else {
-            self.sacked.push_back((s, e));
-            self.scratch.push((s, e));
-            return &self.scratch;
+        // tcp_sacktag_walk() tags the segments of the block not yet
+        // SACKed.
+        if self.sacked.is_empty() {
+            self.sacked_from = self.snd_una;
         }
-        // Ranges overlapping or touching [s, e).
-        let first = self.sacked.partition_point(|r| r.1 < s);
-        let mut last = first;
-        let mut cursor = s;
-        let mut ns = s;
-        let mut ne = e;
-        while last < self.sacked.len() && self.sacked[last].0 <= e {
-            let (rs, re) = self.sacked[last];
-            if rs > cursor {
-                self.scratch.push((cursor, rs.min(e)));
-            }
-            cursor = cursor.max(re);
-            ns = ns.min(rs);
-            ne = ne.max(re);
-            last += 1;
-        }
-        if cursor < e {
-            self.scratch.push((cursor, e));
-        }
-        // Replace sacked[first..last] by the merged range; usually this only
-        // extends one range near the tail.
-        if last == first {
-            self.sacked.insert(first, (ns, ne));
-        } else {
-            self.sacked[first] = (ns, ne);
-            if last > first + 1 {
-                self.sacked.drain(first + 1..last);
-            }
-        }
+        self.sacked.insert_new(self.sacked_from, s, e, &mut self.scratch);
         &self.scratch
     }
 
     /// Highest SACKed segment + 1 (for reordering detection), 0 if none.
     pub fn highest_sacked(&self) -> u64 {
-        self.sacked.back().map_or(0, |r| r.1)
+        self.sacked.end()
     }
 
     /// Removes the head run's segments below `upto` (> snd_una) from the
@@ -500,13 +463,8 @@ impl Scoreboard {
 
     /// Drops SACK ranges fully below snd_una (after cumulative ACK).
     pub fn trim_sacked(&mut self) {
-        let una = self.snd_una;
-        while self.sacked.front().is_some_and(|r| r.1 <= una) {
-            self.sacked.pop_front();
-        }
-        if let Some(r) = self.sacked.front_mut() {
-            r.0 = r.0.max(una);
-        }
+        self.sacked.remove_below(self.sacked_from, self.snd_una);
+        self.sacked_from = self.snd_una;
     }
 
     /// Sequence numbers in [snd_una, snd_nxt).

@@ -64,20 +64,15 @@ impl Receiver {
         if seq == self.rcv_nxt {
             self.rcv_nxt = end;
             if !self.ofo.is_empty() {
-                if self.ofo[0].0 == self.rcv_nxt {
-                    self.rcv_nxt = self.ofo[0].1;
-                    self.ofo.pop_front();
-                }
+                // tcp_ofo_queue(): the run rcv_nxt reaches joins it.
+                self.rcv_nxt = self.ofo.take_front(self.rcv_nxt);
                 // tcp_data_queue(): ICSK_ACK_NOW when the gap is filled.
                 ack_now |= self.ofo.is_empty();
             }
         } else {
             // tcp_data_queue_ofo(): new data lies above everything received.
-            debug_assert!(seq > self.rcv_nxt && self.ofo.back().is_none_or(|b| b.1 <= seq));
-            match self.ofo.back_mut() {
-                Some(b) if b.1 == seq => b.1 = end,
-                _ => self.ofo.push_back((seq, end)),
-            }
+            debug_assert!(seq > self.rcv_nxt && self.ofo.end() <= seq);
+            self.ofo.insert(self.rcv_nxt, seq, end);
             if let Some(flushed) = self.sack_new_ofo(seq, end) {
                 return self.ack_snd_check_after_flush(now, ack_now, flushed);
             }
