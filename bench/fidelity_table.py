@@ -179,7 +179,8 @@ def export(base: Path, out: Path) -> None:
             k[[c for c in RUN_COLUMNS if c in k.columns]].to_csv(out / f"{name}-kernel-runs.csv", index=False)
             acks = pd.concat([ack_counts(base / d) for d in more(base, kernel_dir) if (base / d).exists()])
             if not acks.empty:
-                acks.merge(k[["study", "run_id", "cc"]].drop_duplicates(), on=["study", "run_id"]).to_csv(
+                flow0 = k[k["flow_group"] == 0]  # a run's CCA is flow group 0's (the fairness point's X)
+                acks.merge(flow0[["study", "run_id", "cc"]].drop_duplicates(), on=["study", "run_id"]).to_csv(
                     out / f"{name}-kernel-acks.csv", index=False)
     if (base / "bpf-port-validation").exists():
         v = runs(base / "bpf-port-validation")
