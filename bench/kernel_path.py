@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -45,7 +46,7 @@ def parse_rates(text: str) -> list[tuple[int, list[float]]]:
 
 def cpu_ticks() -> tuple[int, int, int]:
     """/proc/stat's first line: (total, idle + iowait, softirq) in clock ticks."""
-    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     return sum(f), f[3] + f[4], f[6]
 
 
@@ -68,7 +69,7 @@ def rate_table(be: KernelBackend, work: Path, dur: float, gro: bool = False) -> 
             out = be.run(p, work / f"max-{mtu}-{rate:g}")
             t1 = cpu_ticks()
             total = max(1, t1[0] - t0[0])
-            ncpu = len([ln for ln in open("/proc/stat") if ln.startswith("cpu") and ln[3].isdigit()])
+            ncpu = os.cpu_count() or 1
             busy = (1 - (t1[1] - t0[1]) / total) * ncpu
             softirq = (t1[2] - t0[2]) / total * ncpu
             r, lk = out.path, out.facts.get("linkem") or {}

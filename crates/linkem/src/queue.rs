@@ -300,7 +300,7 @@ impl QueueSocket {
         let mut fates = std::mem::take(&mut self.fates);
         fates.clear();
         for i in 0..n {
-            let segment = if n == 1 { payload } else { units::segment_payload(payload, mss, i) };
+            let segment = units::segment_payload(payload, mss, i);
             fates.push(self.decide(segment > 0, due, header + segment, ect));
         }
         let r = if n == 1 {
