@@ -350,6 +350,12 @@ impl Sim {
     /// sees the data (RPC completions).
     fn on_data<const ECN: bool, const FQ: bool>(&mut self, now: Time) {
         let Some((at, head)) = self.net.fwd.front_mut() else { return };
+        if head.gro && head.n > 1 && !self.streams[head.stream as usize].receiver.gro_takes_whole(head.seq, head.n) {
+            // A super-packet repeating received data goes to TCP segment
+            // by segment, all at its arrival (tcp/receiver/gro.rs).
+            head.gro = false;
+            head.spacing = Time::ZERO;
+        }
         let pkt = *head;
         if pkt.n > 1 && !pkt.gro {
             // The next segment of a burst is the new head.

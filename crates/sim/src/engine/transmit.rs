@@ -73,10 +73,10 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
     /// random draws as segment by segment). Runs that may mark CE or
     /// queue in fq_codel go segment by segment.
     #[inline]
-    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, ecn: SegEcn) {
+    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, retrans: bool, ecn: SegEcn) {
         if ECN || FQ {
             for seq in first..first + n as u64 {
-                self.transmit(now, seq, false, ecn);
+                self.transmit(now, seq, retrans, ecn);
             }
             return;
         }

@@ -45,7 +45,7 @@ impl Gso {
         match self.n {
             0 => {}
             1 => env.transmit(now, self.first, false, self.ecn),
-            n => env.transmit_burst(now, self.first, n, self.ecn),
+            n => env.transmit_burst(now, self.first, n, false, self.ecn),
         }
         self.n = 0;
     }
@@ -64,7 +64,7 @@ mod tests {
         fn transmit(&mut self, _now: Time, seq: u64, _retrans: bool, ecn: SegEcn) {
             self.0.push((seq, 1, ecn.cwr));
         }
-        fn transmit_burst(&mut self, _now: Time, first: u64, n: u32, ecn: SegEcn) {
+        fn transmit_burst(&mut self, _now: Time, first: u64, n: u32, _retrans: bool, ecn: SegEcn) {
             self.0.push((first, n, ecn.cwr));
         }
         fn schedule(&mut self, _at: Time, _timer: SenderTimer) {}

@@ -62,6 +62,25 @@ impl SegBits {
         seq < self.end && self.words[(seq >> 6) as usize & self.mask()] >> (seq & 63) & 1 == 1
     }
 
+    /// Whether any segment of `s..e` (at or above the floor) is held.
+    #[inline]
+    pub(crate) fn holds_any(&self, s: u64, e: u64) -> bool {
+        let e = e.min(self.end);
+        if s >= e {
+            return false;
+        }
+        let mask = self.mask();
+        let (ws, we) = (s >> 6, (e - 1) >> 6);
+        let head = u64::MAX << (s & 63);
+        let tail = u64::MAX >> (63 - ((e - 1) & 63));
+        if ws == we {
+            return self.words[ws as usize & mask] & head & tail != 0;
+        }
+        self.words[ws as usize & mask] & head != 0
+            || (ws + 1..we).any(|w| self.words[w as usize & mask] != 0)
+            || self.words[we as usize & mask] & tail != 0
+    }
+
     /// Segments `s..e`, none of them held, all above `floor`, join the
     /// set: the run count grows by one less per held neighbour it joins
     /// (tcp_data_queue_ofo()'s coalescing with the skb before and after).
@@ -332,6 +351,8 @@ mod tests {
                     rcv_nxt = r.take_front(n);
                     assert_eq!(q.take_front(n), rcv_nxt);
                 } else {
+                    let any = (s..e).any(|seg| r.contains(seg));
+                    assert_eq!(q.holds_any(s, e), any, "holds_any({s}, {e})");
                     for seg in s..e {
                         assert_eq!(q.contains(seg), r.contains(seg), "segment {seg}");
                         if !r.contains(seg) {

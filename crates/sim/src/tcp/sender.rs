@@ -29,15 +29,16 @@ pub trait SenderEnv {
     /// connection they would do nothing (tp.ecn_ok is false everywhere).
     const ECN: bool = true;
     fn transmit(&mut self, now: Time, seq: u64, retrans: bool, ecn: SegEcn);
-    /// Puts `n` new segments `first..first + n` on the wire at `now` as
-    /// one TSO/GSO packet (one skb of tcp_write_xmit, ≤ tcp_tso_autosize
-    /// segments). The same as `n` calls of `transmit` in order; an
-    /// environment may carry the burst as one unit where nothing happens
-    /// to a segment of it on its own.
+    /// Puts `n` segments `first..first + n` on the wire at `now` as one
+    /// TSO/GSO packet: new data (one skb of tcp_write_xmit, ≤
+    /// tcp_tso_autosize segments) or, with `retrans`, lost segments
+    /// retransmitted together (tcp_retransmit_skb). The same as `n` calls
+    /// of `transmit` in order; an environment may carry the burst as one
+    /// unit where nothing happens to a segment of it on its own.
     #[inline]
-    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, ecn: SegEcn) {
+    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, retrans: bool, ecn: SegEcn) {
         for seq in first..first + n as u64 {
-            self.transmit(now, seq, false, ecn);
+            self.transmit(now, seq, retrans, ecn);
         }
     }
     fn schedule(&mut self, at: Time, timer: SenderTimer);
@@ -581,9 +582,10 @@ impl Sender {
         } else {
             SegEcn::NOT_ECT
         };
-        for q in seq..end {
-            env.transmit(now, q, true, ecn);
-        }
+        // One TSO packet of the lost segments (tcp_retransmit_skb() sends
+        // the skb whole, up to the cwnd): the same as segment by segment,
+        // but a GRO receiver merges it (tcp/receiver/gro.rs).
+        env.transmit_burst(now, seq, n, true, ecn);
     }
 
     // ----------------------------------------------------- CA-state helpers

@@ -14,7 +14,8 @@ pub struct Env {
     pub timers: Vec<(Time, SenderTimer)>,
     /// The ECN field of every transmission, in the same order as `sent`.
     pub ecn: Vec<SegEcn>,
-    /// (first segment, segments) of every TSO burst handed over whole.
+    /// (first segment, segments) of every TSO burst of new data handed
+    /// over whole.
     pub bursts: Vec<(u64, u32)>,
 }
 
@@ -23,10 +24,12 @@ impl SenderEnv for Env {
         self.sent.push((now, seq, retrans));
         self.ecn.push(ecn);
     }
-    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, ecn: SegEcn) {
-        self.bursts.push((first, n));
+    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, retrans: bool, ecn: SegEcn) {
+        if !retrans {
+            self.bursts.push((first, n));
+        }
         for seq in first..first + n as u64 {
-            self.transmit(now, seq, false, ecn);
+            self.transmit(now, seq, retrans, ecn);
         }
     }
     fn schedule(&mut self, at: Time, kind: SenderTimer) {

@@ -54,11 +54,27 @@ pub fn gro_max_segs(mss: u32, ip_len: u32) -> u32 {
 }
 
 impl Receiver {
-    /// A GRO super-packet of `n` new segments `seq..seq + n` (never sent
-    /// before, Not-ECT) arrived at `now`: tcp_rcv_established() for one
-    /// skb, then one ACK decision (__tcp_ack_snd_check).
+    /// Whether a super-packet `seq..seq + n` holds only data not yet
+    /// received, so `on_gro_segment` takes it as one skb. One that repeats
+    /// received data (a spurious retransmission: Linux trims it and sends
+    /// a D-SACK, tcp_data_queue() / tcp_data_queue_ofo()) is handed to the
+    /// receiver segment by segment instead (`on_segment`, one D-SACK per
+    /// duplicate segment); retransmissions here follow losses, so it is
+    /// rare.
+    #[inline]
+    pub(crate) fn gro_takes_whole(&self, seq: u64, n: u32) -> bool {
+        seq >= self.rcv_nxt && !self.ofo.holds_any(seq, seq + n as u64)
+    }
+
+    /// A GRO super-packet of `n` segments `seq..seq + n`, none received
+    /// before and Not-ECT (`gro_takes_whole`), arrived at `now`: new data
+    /// of a TSO burst, or retransmissions, which GRO merges as well when
+    /// they arrive back to back (tcp_gro_receive checks only that each
+    /// segment follows the held one). tcp_rcv_established() for one skb,
+    /// then one ACK decision (__tcp_ack_snd_check).
     pub(crate) fn on_gro_segment(&mut self, seq: u64, n: u32, now: Time) -> RxAction {
         let end = seq + n as u64;
+        debug_assert!(self.gro_takes_whole(seq, n));
         self.note_arrival(now);
         let mut ack_now = false;
         if seq == self.rcv_nxt {
@@ -70,8 +86,9 @@ impl Receiver {
                 ack_now |= self.ofo.is_empty();
             }
         } else {
-            // tcp_data_queue_ofo(): new data lies above everything received.
-            debug_assert!(seq > self.rcv_nxt && self.ofo.end() <= seq);
+            // tcp_data_queue_ofo(): queued above rcv_nxt, above everything
+            // received (new data) or into a hole (retransmissions),
+            // coalescing with the runs it touches.
             self.ofo.insert(self.rcv_nxt, seq, end);
             if let Some(flushed) = self.sack_new_ofo(seq, end) {
                 return self.ack_snd_check_after_flush(now, ack_now, flushed);
@@ -134,5 +151,48 @@ mod tests {
             RxAction::AckNow(a) => assert_eq!((a.ack, a.nsacks), (111, 0)),
             other => panic!("expected the hole's ACK, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn retransmissions_merged_by_gro_fill_a_deep_hole_as_one_skb() {
+        let mut r = receiver();
+        for s in 0..20 {
+            r.on_data(s, Time(s), SegEcn::NOT_ECT);
+        }
+        // 20..30 and 40..50 were tail-dropped; 30..40 and 50..95 arrived.
+        r.on_gro_segment(30, 10, Time(100));
+        r.on_gro_segment(50, 45, Time(110));
+        // The retransmission of 40..50, one TSO packet merged whole, fills
+        // the upper hole: one run 30..95 (tcp_data_queue_ofo coalescing)
+        // and one ACK that reports it first.
+        assert!(r.gro_takes_whole(40, 10));
+        let before = r.acks_sent;
+        match r.on_gro_segment(40, 10, Time(200)) {
+            RxAction::AckNow(a) => assert_eq!((a.ack, a.sack_blocks()), (20, &[(30, 95)][..])),
+            other => panic!("expected an immediate SACK, got {other:?}"),
+        }
+        assert_eq!(r.acks_sent, before + 1);
+        assert_eq!(r.ofo_ranges(), 1);
+        // Then 20..30 closes the gap at rcv_nxt: everything is delivered.
+        match r.on_gro_segment(20, 10, Time(210)) {
+            RxAction::AckNow(a) => assert_eq!((a.ack, a.nsacks), (95, 0)),
+            other => panic!("expected the filled hole's ACK, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_super_packet_repeating_received_data_is_not_taken_whole() {
+        let mut r = receiver();
+        for s in 0..20 {
+            r.on_data(s, Time(s), SegEcn::NOT_ECT);
+        }
+        r.on_gro_segment(30, 10, Time(100));
+        // Below rcv_nxt, or overlapping a queued run: Linux trims it and
+        // D-SACKs the duplicate part; the engine hands it over per segment.
+        assert!(!r.gro_takes_whole(15, 10));
+        assert!(!r.gro_takes_whole(25, 6));
+        assert!(!r.gro_takes_whole(39, 3));
+        assert!(r.gro_takes_whole(20, 10));
+        assert!(r.gro_takes_whole(40, 64));
     }
 }
