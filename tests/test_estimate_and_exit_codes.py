@@ -60,6 +60,17 @@ def test_run_cost_follows_the_documented_formulas(tmp_path):
     assert cost.wall_s == pytest.approx(cost.packets / SIM_PACKETS_PER_S)
 
 
+def test_a_gro_receiver_makes_the_simulator_estimate_faster(tmp_path):
+    # One ACK per super-packet instead of one per two segments: the sim
+    # backend's wall-time guess uses its GRO throughput (backends/sim.py).
+    from fatpipe.backends.sim import SIM_PACKETS_PER_S, SIM_PACKETS_PER_S_GRO
+    text = SPEC.format(reps=1) + "[hosts.receiver]\ngro = true\n"
+    spec, raw = spec_mod.load(_file(tmp_path, text=text))
+    cost = estimate.run_cost(study_mod.plan_runs(spec, raw)[0])
+    assert cost.wall_s == pytest.approx(cost.packets / SIM_PACKETS_PER_S_GRO)
+    assert SIM_PACKETS_PER_S_GRO > SIM_PACKETS_PER_S
+
+
 def test_rpc_rows_are_the_fewer_of_arrivals_and_what_the_bottleneck_carries(tmp_path):
     text = SPEC.format(reps=1) + ('[[flows]]\ncc = "reno"\nkind = "rpc"\nsender = "s2"\n'
                                   'request = "100B"\nresponse = "1MB"\nrate = "2/s"\nstreams = 2\n')

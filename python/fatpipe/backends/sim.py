@@ -17,8 +17,14 @@ from .base import BackendUnavailable, PathReport, RunOutcome, RunPlan
 # Bottleneck packets the simulator gets through per second of wall time, for
 # the wall-time guess of fatpipe.estimate: 8-14 million measured on a 2-core
 # VM (1-10 Gbit/s, 1-8 streams, cubic/bbr/reno, 5 s runs, including the
-# conversion of the tables to Python), rounded down.
+# conversion of the tables to Python), rounded down; the 208 runs of
+# studies/fidelity.toml averaged 4.9 million.
 SIM_PACKETS_PER_S = 5e6
+# The same with a GRO receiver (`hosts.receiver.gro`), which ACKs once per
+# super-packet: studies/hpwan-long-fat-full.toml (160 runs, 100 Gbit/s)
+# averaged 34 million, quickstart-gro.toml (54 runs, 1 Gbit/s) 28 million;
+# rounded down.
+SIM_PACKETS_PER_S_GRO = 25e6
 
 
 def _native():
@@ -84,9 +90,9 @@ class SimBackend:
             "python": platform.python_version(),
         }
 
-    def estimated_wall_s(self, plan: RunPlan, packets: float) -> float:  # noqa: ARG002 - the estimate's signature
+    def estimated_wall_s(self, plan: RunPlan, packets: float) -> float:
         """Wall time of a run that carries `packets` bottleneck packets."""
-        return packets / SIM_PACKETS_PER_S
+        return packets / (SIM_PACKETS_PER_S_GRO if plan.receiver.gro else SIM_PACKETS_PER_S)
 
     def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:  # noqa: ARG002 - a simulation writes no files
         result = _native().simulate(json.dumps(asdict(plan)))
