@@ -82,6 +82,9 @@ pub struct QueueStats {
     pub unit_segments: u64,
     pub split_units: u64,
     pub unit_mismatches: u64,
+    /// Unit mode: GSO packets none of whose segments passed, dropped whole
+    /// (their segments counted in `dropped`/`queue_drops` as usual).
+    pub dropped_units: u64,
 }
 
 impl QueueStats {
@@ -93,7 +96,7 @@ impl QueueStats {
                 "\"gso_packets\":{},\"max_packet_bytes\":{},\"held_max\":{},",
                 "\"timestamps_seen\":{},\"late_p50_s\":{:e},\"late_p99_s\":{:e},\"late_max_s\":{:e},",
                 "\"verdict_batches\":{},\"read_wait_p99_s\":{:e},\"read_wait_max_s\":{:e},\"verdict_call_p99_s\":{:e},\"verdict_call_max_s\":{:e},",
-                "\"units\":{},\"unit_segments\":{},\"split_units\":{},\"unit_mismatches\":{}}}"
+                "\"units\":{},\"unit_segments\":{},\"split_units\":{},\"unit_mismatches\":{},\"dropped_units\":{}}}"
             ),
             name,
             num,
@@ -123,6 +126,7 @@ impl QueueStats {
             self.unit_segments,
             self.split_units,
             self.unit_mismatches,
+            self.dropped_units,
         )
     }
 }
