@@ -5,7 +5,7 @@
 //!                --queue num=1,delay_s=0.01,name=rev \
 //!                [--seed 1] [--stats PATH] [--stats-interval-s 1]
 //!                [--maxlen 1000000] [--rcvbuf-bytes 268435456] [--copy-range 128] [--gso]
-//!                [--threads per-queue|one]
+//!                [--threads split-apart|per-queue|one]
 //! ```
 
 use std::fmt;
@@ -95,7 +95,7 @@ impl fmt::Display for ArgError {
 pub const USAGE: &str = "usage: fatpipe-linkem --queue num=N,delay_s=SECONDS[,loss=P][,name=NAME] \
 [--queue ...] [--seed N] [--stats PATH] [--stats-interval-s S] [--maxlen N] \
 [--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--rt-priority N] [--parent-pid PID] [--gso] \
-[--threads per-queue|one]\n\
+[--threads split-apart|per-queue|one]\n\
   queue keys: num, delay_s, loss, name, rate_bps (bottleneck after the delay), buffer_bytes,\n\
   and at most one CE threshold of that bottleneck: ce_k_packets, ce_k_bytes, ce_k_s;\n\
   unit mode (GSO packets whole unless a segment is lost, dropped or marked): units_split (the split\n\
@@ -229,7 +229,7 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
         rt_priority: 0,
         max_sleep_ns: 1_000_000,
         parent_pid: None,
-        threads: Threads::PerQueue,
+        threads: Threads::SplitApart,
     };
     let mut i = 0;
     while i < argv.len() {
@@ -257,7 +257,7 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
             "--copy-range" => args.copy_range = parse_num("--copy-range", value)?,
             "--threads" => {
                 args.threads = Threads::parse(value).ok_or_else(|| {
-                    ArgError(format!("--threads: expected per-queue or one, got {value:?}"))
+                    ArgError(format!("--threads: expected split-apart, per-queue or one, got {value:?}"))
                 })?
             }
             "--parent-pid" => {
@@ -384,8 +384,10 @@ mod tests {
     }
 
     #[test]
-    fn each_queue_has_its_own_thread_unless_one_thread_is_asked_for() {
+    fn split_queues_have_their_own_threads_unless_asked_otherwise() {
         let a = parse_args(&argv(&["--queue", "num=0,delay_s=0.01"])).unwrap();
+        assert_eq!(a.threads, Threads::SplitApart);
+        let a = parse_args(&argv(&["--queue", "num=0,delay_s=0.01", "--threads", "per-queue"])).unwrap();
         assert_eq!(a.threads, Threads::PerQueue);
         let a = parse_args(&argv(&["--queue", "num=0,delay_s=0.01", "--threads", "one"])).unwrap();
         assert_eq!(a.threads, Threads::One);

@@ -185,10 +185,11 @@ fn run(a: Args) -> io::Result<()> {
     let timing =
         Timing { batch_ns: a.batch_ns(), max_sleep_ns: a.max_sleep_ns, stats_interval_ns: a.stats_interval_ns };
     let board = Board::new(&STOP, queues.len());
+    let split: Vec<bool> = queues.iter().map(|q| q.is_split()).collect();
     let mut slots: Vec<Option<QueueSocket>> = queues.into_iter().map(Some).collect();
     let groups: Vec<Vec<(usize, QueueSocket)>> = a
         .threads
-        .groups(slots.len())
+        .groups(&split)
         .into_iter()
         .map(|g| g.into_iter().filter_map(|i| slots[i].take().map(|q| (i, q))).collect())
         .collect();

@@ -512,6 +512,11 @@ impl QueueSocket {
         let _ = self.flush_verdicts();
     }
 
+    /// Whether this is the split queue of a unit-mode queue.
+    pub fn is_split(&self) -> bool {
+        matches!(self.role, Role::Split(_))
+    }
+
     pub fn next_due(&self) -> Option<u64> {
         self.held.front().map(|&(_, due, _)| due)
     }

@@ -22,6 +22,8 @@ pub enum Threads {
     One,
     /// Each queue (a split queue included) has its own thread.
     PerQueue,
+    /// Each split queue has its own thread; one thread serves the others.
+    SplitApart,
 }
 
 impl Threads {
@@ -29,15 +31,23 @@ impl Threads {
         match text {
             "one" => Some(Threads::One),
             "per-queue" => Some(Threads::PerQueue),
+            "split-apart" => Some(Threads::SplitApart),
             _ => None,
         }
     }
 
-    /// The queues each thread serves: lists of indices into the queue list.
-    pub fn groups(self, queues: usize) -> Vec<Vec<usize>> {
+    /// The queues each thread serves: lists of indices into the queue
+    /// list, whose entries are split queues where `split` says so.
+    pub fn groups(self, split: &[bool]) -> Vec<Vec<usize>> {
+        let all = 0..split.len();
         match self {
-            Threads::One => vec![(0..queues).collect()],
-            Threads::PerQueue => (0..queues).map(|i| vec![i]).collect(),
+            Threads::One => vec![all.collect()],
+            Threads::PerQueue => all.map(|i| vec![i]).collect(),
+            Threads::SplitApart => {
+                let rest: Vec<usize> = all.clone().filter(|&i| !split[i]).collect();
+                let apart = all.filter(|&i| split[i]).map(|i| vec![i]);
+                std::iter::once(rest).filter(|g| !g.is_empty()).chain(apart).collect()
+            }
         }
     }
 }
@@ -124,6 +134,7 @@ fn serve_loop(queues: &mut [(usize, QueueSocket)], bufs: &mut RecvBuffers, board
         queues.iter().map(|(_, q)| libc::pollfd { fd: q.fd, events: libc::POLLIN, revents: 0 }).collect();
     let mut next_stats = mono_ns() + t.stats_interval_ns;
     let mut reset_seen = 0;
+    let mut last_read = mono_ns();
     let batch_ns = t.batch_ns;
     while !board.stop.load(Ordering::SeqCst) {
         board.wakeups.fetch_add(1, Ordering::Relaxed);
@@ -134,11 +145,15 @@ fn serve_loop(queues: &mut [(usize, QueueSocket)], bufs: &mut RecvBuffers, board
                 q.stats.late = stats::LateHist::default();
                 q.stats.read_wait = stats::LateHist::default();
                 q.stats.verdict_call = stats::LateHist::default();
+                q.stats.read_gap = stats::LateHist::default();
             }
         }
+        let read_at = mono_ns();
         for (_, q) in queues.iter_mut() {
+            q.stats.read_gap.record(read_at.saturating_sub(last_read), 1);
             q.drain(bufs)?;
         }
+        last_read = read_at;
         let now = mono_ns();
         for (_, q) in queues.iter_mut() {
             q.release_due(now, batch_ns / 2)?;
@@ -177,8 +192,12 @@ mod tests {
 
     #[test]
     fn per_queue_threads_give_each_queue_its_own_thread_and_one_serves_all() {
-        assert_eq!(Threads::PerQueue.groups(3), vec![vec![0], vec![1], vec![2]]);
-        assert_eq!(Threads::One.groups(3), vec![vec![0, 1, 2]]);
+        let split = [false, false, true];
+        assert_eq!(Threads::PerQueue.groups(&split), vec![vec![0], vec![1], vec![2]]);
+        assert_eq!(Threads::One.groups(&split), vec![vec![0, 1, 2]]);
+        assert_eq!(Threads::SplitApart.groups(&split), vec![vec![0, 1], vec![2]]);
+        assert_eq!(Threads::SplitApart.groups(&[false, false]), vec![vec![0, 1]], "no split queue: one thread");
+        assert_eq!(Threads::parse("split-apart"), Some(Threads::SplitApart));
         assert_eq!(Threads::parse("per-queue"), Some(Threads::PerQueue));
         assert_eq!(Threads::parse("one"), Some(Threads::One));
         assert_eq!(Threads::parse("two"), None);
