@@ -16,9 +16,11 @@
 //! rule), kept in full until due, and handed back with its verdict
 //! (NFQA_PAYLOAD); such a queue copies whole packets (copy range 64 KiB).
 //!
-//! Each queue is served by its own thread (worker.rs; `--threads one`
-//! serves them all from one); this thread starts them, handles SIGUSR1 and
-//! the parent check, and writes the statistics of every queue.
+//! A unit-mode queue's split queue is served by a thread of its own and
+//! every other queue by one more (worker.rs; `--threads per-queue` and
+//! `--threads one` share them out otherwise); this thread starts them,
+//! handles SIGUSR1 and the parent check, and writes every queue's
+//! statistics.
 
 mod args;
 mod ecn;

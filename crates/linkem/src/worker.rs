@@ -2,11 +2,15 @@
 //! netlink sockets) in the wake-up loop below, and they share only the
 //! statistics board and, in unit mode, a queue's split fates (units.rs).
 //!
-//! With one thread per queue (the default) the ACK queue is never held up
-//! behind a verdict call of the data queue, whose re-injected packets run
-//! through the router's forwarding and the receiver's TCP inside that call,
-//! nor behind the split queue's segment-by-segment work; the kernel then
-//! runs the queues on both cores of a 2-core machine.
+//! By default a split queue has a thread of its own and one thread serves
+//! the other queues (`split-apart`): in unit mode the split queue's
+//! segment-by-segment work (the kernel segments each handed-over unit
+//! inside the data queue's verdict call and queues every segment to it)
+//! then runs on the other core instead of holding up the data and ACK
+//! queues. Measured on a 2-core VM (bench/README.md), a thread per queue in
+//! per-segment mode cost more CPU and was later than one thread (the two
+//! threads and the ACK NAPI threads then compete for both cores), so
+//! without a split queue one thread serves all.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
