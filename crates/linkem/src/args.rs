@@ -5,6 +5,7 @@
 //!                --queue num=1,delay_s=0.01,name=rev \
 //!                [--seed 1] [--stats PATH] [--stats-interval-s 1]
 //!                [--maxlen 1000000] [--rcvbuf-bytes 268435456] [--copy-range 128] [--gso]
+//!                [--threads split-apart|per-queue|one]
 //! ```
 
 use std::fmt;
@@ -13,6 +14,7 @@ use fatpipe_sim::path::{Aqm, CeThreshold};
 use fatpipe_sim::units::Time;
 
 use crate::units::MssMap;
+use crate::worker::Threads;
 
 /// One direction of the path: an NFQUEUE number, its one-way delay and loss.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +79,8 @@ pub struct Args {
     /// (PR_SET_PDEATHSIG, and getppid() checked in the loop), so a killed
     /// fatpipe leaves no delay line running. None = live on.
     pub parent_pid: Option<i32>,
+    /// How the queues are shared out among threads (worker.rs).
+    pub threads: Threads,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,7 +94,8 @@ impl fmt::Display for ArgError {
 
 pub const USAGE: &str = "usage: fatpipe-linkem --queue num=N,delay_s=SECONDS[,loss=P][,name=NAME] \
 [--queue ...] [--seed N] [--stats PATH] [--stats-interval-s S] [--maxlen N] \
-[--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--rt-priority N] [--parent-pid PID] [--gso]\n\
+[--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--rt-priority N] [--parent-pid PID] [--gso] \
+[--threads split-apart|per-queue|one]\n\
   queue keys: num, delay_s, loss, name, rate_bps (bottleneck after the delay), buffer_bytes,\n\
   and at most one CE threshold of that bottleneck: ce_k_packets, ce_k_bytes, ce_k_s;\n\
   unit mode (GSO packets whole unless a segment is lost, dropped or marked): units_split (the split\n\
@@ -224,6 +229,7 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
         rt_priority: 0,
         max_sleep_ns: 1_000_000,
         parent_pid: None,
+        threads: Threads::SplitApart,
     };
     let mut i = 0;
     while i < argv.len() {
@@ -249,6 +255,11 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
             "--batch-us" => args.batch_ns = Some(parse_num::<u64>("--batch-us", value)? * 1000),
             "--rt-priority" => args.rt_priority = parse_num("--rt-priority", value)?,
             "--copy-range" => args.copy_range = parse_num("--copy-range", value)?,
+            "--threads" => {
+                args.threads = Threads::parse(value).ok_or_else(|| {
+                    ArgError(format!("--threads: expected split-apart, per-queue or one, got {value:?}"))
+                })?
+            }
             "--parent-pid" => {
                 let pid: i32 = parse_num("--parent-pid", value)?;
                 if pid <= 1 {
@@ -370,5 +381,17 @@ mod tests {
         for bad in ["0", "1", "-5", "x"] {
             assert!(parse_args(&argv(&["--queue", "num=0,delay_s=0.01", "--parent-pid", bad])).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn split_queues_have_their_own_threads_unless_asked_otherwise() {
+        let a = parse_args(&argv(&["--queue", "num=0,delay_s=0.01"])).unwrap();
+        assert_eq!(a.threads, Threads::SplitApart);
+        let a = parse_args(&argv(&["--queue", "num=0,delay_s=0.01", "--threads", "per-queue"])).unwrap();
+        assert_eq!(a.threads, Threads::PerQueue);
+        let a = parse_args(&argv(&["--queue", "num=0,delay_s=0.01", "--threads", "one"])).unwrap();
+        assert_eq!(a.threads, Threads::One);
+        let e = parse_args(&argv(&["--queue", "num=0,delay_s=0.01", "--threads", "2"])).unwrap_err();
+        assert!(e.0.contains("--threads") && e.0.contains("\"2\""), "{e}");
     }
 }

@@ -15,6 +15,12 @@
 //! than K queued is marked CE when it is enqueued (link.rs, the simulator's
 //! rule), kept in full until due, and handed back with its verdict
 //! (NFQA_PAYLOAD); such a queue copies whole packets (copy range 64 KiB).
+//!
+//! A unit-mode queue's split queue is served by a thread of its own and
+//! every other queue by one more (worker.rs; `--threads per-queue` and
+//! `--threads one` share them out otherwise); this thread starts them,
+//! handles SIGUSR1 and the parent check, and writes every queue's
+//! statistics.
 
 mod args;
 mod ecn;
@@ -24,12 +30,14 @@ mod queue;
 mod rng;
 mod stats;
 mod units;
+mod worker;
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use args::Args;
-use queue::{kernel_queue_counters, QueueSocket, RecvBuffers, RECV_MSG_BYTES, WHOLE_PACKET_MSG_BYTES};
+use queue::{QueueSocket, RECV_MSG_BYTES, WHOLE_PACKET_MSG_BYTES};
+use worker::{Board, Timing};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static RESET_LATENESS: AtomicBool = AtomicBool::new(false);
@@ -83,20 +91,7 @@ impl Epoch {
     }
 }
 
-fn stats_json(queues: &[QueueSocket], wakeups: u64, epoch: Epoch, final_: bool) -> String {
-    let parts: Vec<String> = queues
-        .iter()
-        .map(|q| {
-            let mut j = q.stats.to_json(&q.spec.name, q.spec.num, q.spec.delay_ns, q.spec.loss);
-            j.pop();
-            let (total, qdrop, udrop) = kernel_queue_counters(q.spec.num).unwrap_or((0, 0, 0));
-            j.push_str(&format!(
-                ",\"enobufs\":{},\"kernel_queue_total\":{},\"kernel_queue_dropped\":{},\"kernel_user_dropped\":{}}}",
-                q.enobufs, total, qdrop, udrop
-            ));
-            j
-        })
-        .collect();
+fn stats_json(parts: &[String], wakeups: u64, epoch: Epoch, final_: bool) -> String {
     let (wall_s, cpu_s) = ((mono_ns() - epoch.wall_ns) as f64 / 1e9, cpu_ns().saturating_sub(epoch.cpu_ns) as f64 / 1e9);
     format!(
         "{{\"final\":{},\"wakeups\":{},\"wall_s\":{:.6},\"cpu_s\":{:.6},\"queues\":[{}]}}\n",
@@ -108,8 +103,8 @@ fn stats_json(queues: &[QueueSocket], wakeups: u64, epoch: Epoch, final_: bool) 
     )
 }
 
-fn write_stats(path: &Option<String>, queues: &[QueueSocket], wakeups: u64, epoch: Epoch, final_: bool) {
-    let text = stats_json(queues, wakeups, epoch, final_);
+fn write_stats(path: &Option<String>, board: &Board, epoch: Epoch, final_: bool) {
+    let text = stats_json(&board.parts(), board.wakeups.load(Ordering::Relaxed), epoch, final_);
     match path {
         Some(p) => {
             let tmp = format!("{p}.tmp");
@@ -178,89 +173,64 @@ fn run(a: Args) -> io::Result<()> {
         libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, (&one as *const libc::c_int).cast(), 4);
         fd
     };
+    // Split queues come after every other queue (their statistics too).
     let mut queues = Vec::new();
     for spec in a.queues.clone() {
         queues.push(QueueSocket::open(spec, &a)?);
     }
-    // Split queues come after every other queue, so in each round a unit
-    // split while draining its queue is known to the split queue before
-    // the split queue is drained (units.rs).
-    let mut split_of = vec![None; queues.len()];
-    for (i, spec) in a.queues.iter().enumerate() {
-        if let Some(q) = QueueSocket::open_split(spec, &a) {
-            split_of[i] = Some(queues.len());
+    for i in 0..queues.len() {
+        if let Some(q) = QueueSocket::open_split(&queues[i], &a) {
             queues.push(q?);
         }
     }
     let msg_bytes = if queues.iter().any(|q| q.spec.marks()) { WHOLE_PACKET_MSG_BYTES } else { RECV_MSG_BYTES };
-    let mut bufs = RecvBuffers::new(msg_bytes);
-    let mut pfds: Vec<libc::pollfd> =
-        queues.iter().map(|q| libc::pollfd { fd: q.fd, events: libc::POLLIN, revents: 0 }).collect();
-    println!("ready");
-    use std::io::Write;
-    let _ = io::stdout().flush();
-    let mut next_stats = mono_ns() + a.stats_interval_ns;
-    let mut wakeups: u64 = 0;
+    let timing =
+        Timing { batch_ns: a.batch_ns(), max_sleep_ns: a.max_sleep_ns, stats_interval_ns: a.stats_interval_ns };
+    let board = Board::new(&STOP, queues.len());
+    let split: Vec<bool> = queues.iter().map(|q| q.is_split()).collect();
+    let mut slots: Vec<Option<QueueSocket>> = queues.into_iter().map(Some).collect();
+    let groups: Vec<Vec<(usize, QueueSocket)>> = a
+        .threads
+        .groups(&split)
+        .into_iter()
+        .map(|g| g.into_iter().filter_map(|i| slots[i].take().map(|q| (i, q))).collect())
+        .collect();
     let mut epoch = Epoch::now();
-    let batch_ns = a.batch_ns();
-    while !STOP.load(Ordering::SeqCst) {
-        wakeups += 1;
-        if RESET_LATENESS.swap(false, Ordering::SeqCst) {
-            epoch = Epoch::now();
-            for q in queues.iter_mut() {
-                q.stats.late = stats::LateHist::default();
-                q.stats.read_wait = stats::LateHist::default();
-                q.stats.verdict_call = stats::LateHist::default();
-            }
+    std::thread::scope(|scope| {
+        for group in groups {
+            // Threads inherit SCHED_FIFO and the timer slack set above.
+            let board = &board;
+            scope.spawn(move || worker::serve(group, msg_bytes, board, timing));
         }
-        for i in 0..queues.len() {
-            queues[i].drain(&mut bufs)?;
-            if let Some(j) = split_of.get(i).copied().flatten() {
-                let units = queues[i].take_split_units();
-                if !units.is_empty() {
-                    queues[j].add_split_units(units);
+        println!("ready");
+        use std::io::Write;
+        let _ = io::stdout().flush();
+        let mut next_stats = mono_ns() + a.stats_interval_ns;
+        while !STOP.load(Ordering::SeqCst) {
+            // SAFETY: plain sleep; a signal cuts it short, which is fine.
+            unsafe { libc::usleep(10_000) };
+            if RESET_LATENESS.swap(false, Ordering::SeqCst) {
+                epoch = Epoch::now();
+                board.reset_gen.fetch_add(1, Ordering::SeqCst);
+            }
+            let now = mono_ns();
+            if now >= next_stats {
+                // Belt and braces beside PR_SET_PDEATHSIG: an orphan writes
+                // nothing more (the stats file may be a redone run's by now).
+                if a.parent_pid.is_some_and(|p| !parent_alive(p)) {
+                    eprintln!("fatpipe-linkem: parent {} is gone; exiting", a.parent_pid.unwrap_or(0));
+                    std::process::exit(3);
                 }
+                write_stats(&a.stats_path, &board, epoch, false);
+                next_stats = now + a.stats_interval_ns;
             }
         }
-        let now = mono_ns();
-        for q in queues.iter_mut() {
-            q.release_due(now, batch_ns / 2)?;
-        }
-        if now >= next_stats {
-            // Belt and braces beside PR_SET_PDEATHSIG: an orphan writes
-            // nothing more (the stats file may be a redone run's by now).
-            if a.parent_pid.is_some_and(|p| !parent_alive(p)) {
-                eprintln!("fatpipe-linkem: parent {} is gone; exiting", a.parent_pid.unwrap_or(0));
-                std::process::exit(3);
-            }
-            write_stats(&a.stats_path, &queues, wakeups, epoch, false);
-            next_stats = now + a.stats_interval_ns;
-        }
-        // Next wake-up: when the next held packet enters its release window,
-        // but not before one quantum has passed (everything due before
-        // now + quantum/2 just left, so that packet is at most quantum/2 late).
-        let wake = queues
-            .iter()
-            .filter_map(|q| q.next_due().map(|d| d.saturating_sub(batch_ns / 2).max(now + batch_ns)))
-            .min()
-            .unwrap_or(now + 100_000_000)
-            .min(next_stats);
-        // With kernel arrival timestamps, arrivals need not wake us: sleep to
-        // the next due time (at most max_sleep), read what came meanwhile.
-        let timestamped = queues.iter().all(|q| q.stats.packets == 0 || q.stats.timestamps_seen * 2 > q.stats.packets);
-        let any_held = queues.iter().any(|q| !q.held.is_empty());
-        let wake = if timestamped && any_held { wake.min(now + a.max_sleep_ns) } else { wake };
-        let wait = wake.saturating_sub(mono_ns());
-        let ts = libc::timespec { tv_sec: (wait / 1_000_000_000) as i64, tv_nsec: (wait % 1_000_000_000) as i64 };
-        let nfds = if timestamped && any_held { 0 } else { pfds.len() as libc::nfds_t };
-        // SAFETY: pfds is a valid array of pollfd; ts valid; no sigmask.
-        unsafe { libc::ppoll(pfds.as_mut_ptr(), nfds, &ts, std::ptr::null()) };
+    });
+    write_stats(&a.stats_path, &board, epoch, true);
+    match board.error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    for q in queues.iter_mut() {
-        q.release_all();
-    }
-    write_stats(&a.stats_path, &queues, wakeups, epoch, true);
-    Ok(())
 }
 
 fn main() {

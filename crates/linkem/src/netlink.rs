@@ -123,11 +123,15 @@ pub fn encode_params(seq: u32, queue: u16, copy_range: u32, maxlen: u32, gso: bo
         .finish()
 }
 
-/// A verdict for one packet (used for drops, which leave the FIFO early).
-pub fn encode_verdict(queue: u16, id: u32, verdict: u32) -> Vec<u8> {
-    let mut hdr = verdict.to_be_bytes().to_vec();
-    hdr.extend_from_slice(&id.to_be_bytes());
-    MsgBuilder::new(NFQNL_MSG_VERDICT, 0, 0, AF_UNSPEC, queue)
+/// Appends to `out` a verdict for one packet (drops and NF_QUEUE hand-offs
+/// leave the FIFO early; gathered with the batch verdicts that follow them,
+/// they go out in one send(2), in order, so no batch verdict covers them
+/// first).
+pub fn append_verdict(out: Vec<u8>, queue: u16, id: u32, verdict: u32) -> Vec<u8> {
+    let mut hdr = [0u8; 8];
+    hdr[..4].copy_from_slice(&verdict.to_be_bytes());
+    hdr[4..].copy_from_slice(&id.to_be_bytes());
+    MsgBuilder::append_to(out, NFQNL_MSG_VERDICT, 0, 0, AF_UNSPEC, queue)
         .attr(NFQA_VERDICT_HDR, &hdr)
         .finish()
 }
@@ -406,6 +410,19 @@ mod tests {
         let msgs = decode(&buf);
         assert_eq!(msgs.len(), 2);
         assert_eq!(msgs[1], Message::Error { seq: 5, errno: 0 });
+    }
+
+    #[test]
+    fn single_verdicts_append_after_what_the_buffer_holds() {
+        let out = append_verdict(vec![1, 2, 3, 4], 65000, 77, requeue_verdict(65000));
+        assert_eq!(&out[..4], &[1, 2, 3, 4]);
+        let m = &out[4..];
+        assert_eq!(u32::from_ne_bytes(m[0..4].try_into().unwrap()) as usize, m.len());
+        assert_eq!(m.len(), 16 + 4 + 4 + 8);
+        assert_eq!(u16::from_ne_bytes(m[4..6].try_into().unwrap()), (3 << 8) | NFQNL_MSG_VERDICT);
+        assert_eq!(&m[18..20], &65000u16.to_be_bytes()); // res_id
+        assert_eq!(&m[24..28], &requeue_verdict(65000).to_be_bytes());
+        assert_eq!(&m[28..32], &77u32.to_be_bytes()); // id
     }
 
     #[test]

@@ -5,13 +5,14 @@
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::{Arc, Mutex};
 
 use fatpipe_sim::path::{Bottleneck, LossStage};
 
 use crate::args::{Args, QueueSpec};
 use crate::netlink::{self, Message, Packet};
 use crate::stats::QueueStats;
-use crate::units::{self, Fate, SplitFates, SplitUnit};
+use crate::units::{self, Fate, SharedSplitFates, SplitUnit};
 use crate::{clock_ns, ecn, link, mono_ns, os_err, rng};
 
 /// Netlink messages read per recvmmsg(2) call.
@@ -81,10 +82,12 @@ enum Role {
     /// Every packet on its own: the kernel segments GSO packets first.
     Segments,
     /// Unit mode: GSO packets whole unless a segment inside is lost,
-    /// dropped or marked; those units wait here for the split queue.
-    Units { outbox: Vec<SplitUnit> },
+    /// dropped or marked; the fates of those units go to the split queue
+    /// (shared with it: it may run on another thread) before the verdict
+    /// that hands the unit over is sent.
+    Units { split: SharedSplitFates },
     /// The split queue of a unit-mode queue, with the fates of its units.
-    Split(SplitFates),
+    Split(SharedSplitFates),
 }
 
 /// A netlink socket bound to one NFQUEUE.
@@ -100,7 +103,9 @@ pub struct QueueSocket {
     marked: VecDeque<Vec<u8>>,
     /// Packet buffers to reuse (no allocation per mark once warm).
     spare: Vec<Vec<u8>>,
-    /// Verdict messages being gathered for one send(2).
+    /// Verdict messages being gathered for one send(2): single verdicts
+    /// (drops, hand-offs to the split queue) appended while reading, batch
+    /// verdicts while releasing; sent in that order.
     out: Vec<u8>,
     pub stats: QueueStats,
     pub enobufs: u64,
@@ -142,14 +147,21 @@ fn wait_ack(fd: RawFd, seq: u32) -> io::Result<()> {
 impl QueueSocket {
     /// The queue `spec` describes (in unit mode if it names a split queue).
     pub fn open(spec: QueueSpec, a: &Args) -> io::Result<Self> {
-        let role = if spec.split_queue.is_some() { Role::Units { outbox: Vec::new() } } else { Role::Segments };
+        let role = if spec.split_queue.is_some() {
+            Role::Units { split: Arc::new(Mutex::new(Default::default())) }
+        } else {
+            Role::Segments
+        };
         Self::open_as(spec, a, role)
     }
 
     /// The split queue of unit-mode queue `of`: no loss and no bottleneck
     /// of its own (the fates were decided by `of`), whole-packet copies if
     /// `of` marks CE, and GSO packets segmented by the kernel.
-    pub fn open_split(of: &QueueSpec, a: &Args) -> Option<io::Result<Self>> {
+    pub fn open_split(of: &QueueSocket, a: &Args) -> Option<io::Result<Self>> {
+        let Role::Units { split } = &of.role else { return None };
+        let fates = Arc::clone(split);
+        let of = &of.spec;
         let num = of.split_queue?;
         let spec = QueueSpec {
             num,
@@ -162,7 +174,7 @@ impl QueueSocket {
             split_queue: None,
             mss: Default::default(),
         };
-        Some(Self::open_as(spec, a, Role::Split(SplitFates::default())))
+        Some(Self::open_as(spec, a, Role::Split(fates)))
     }
 
     fn open_as(spec: QueueSpec, a: &Args, role: Role) -> io::Result<Self> {
@@ -222,14 +234,16 @@ impl QueueSocket {
 
     /// Reads every message waiting in the socket, up to RECV_BATCH netlink
     /// messages per recvmmsg(2) call (one packet each: a syscall per packet
-    /// was most of linkem's CPU time at 1 Gbit/s).
+    /// was most of linkem's CPU time at 1 Gbit/s). The single verdicts of
+    /// each call's packets (drops, hand-offs to the split queue) leave in
+    /// one send(2) after it, not one each.
     pub fn drain(&mut self, bufs: &mut RecvBuffers) -> io::Result<()> {
         loop {
             let n = bufs.receive(self.fd);
             if n < 0 {
                 let e = io::Error::last_os_error();
                 match e.raw_os_error() {
-                    Some(libc::EAGAIN) | Some(libc::EINTR) => return Ok(()),
+                    Some(libc::EAGAIN) | Some(libc::EINTR) => return self.send_out(),
                     // The socket buffer overflowed: the kernel dropped packets.
                     Some(libc::ENOBUFS) => {
                         self.enobufs += 1;
@@ -248,6 +262,7 @@ impl QueueSocket {
                     }
                 }
             }
+            self.send_out()?;
             if (n as usize) < RECV_BATCH {
                 return Ok(()); // the socket is empty
             }
@@ -262,10 +277,11 @@ impl QueueSocket {
         s.bytes += p.len as u64;
         s.max_packet_bytes = s.max_packet_bytes.max(p.len);
         s.gso_packets += p.gso as u64;
-        if let Role::Split(fates) = &mut self.role {
+        if let Role::Split(fates) = &self.role {
             // A segment of a unit split by the unit-mode queue: its fate was
             // decided there, in order (units.rs).
-            return match p.tcp_seq.and_then(|seq| fates.take(seq)) {
+            let fate = p.tcp_seq.and_then(|seq| units::lock(fates).take(seq));
+            return match fate {
                 Some(fate) => self.apply(p, datagram, fate),
                 None => {
                     self.stats.unit_mismatches += 1;
@@ -310,6 +326,12 @@ impl QueueSocket {
             self.stats.unit_segments += n as u64;
             self.hold(p.id, units::unit_due(&fates).unwrap_or(due), false);
             Ok(())
+        } else if units::none_pass(&fates) {
+            // Every segment is lost or dropped: drop the packet whole, which
+            // is what the split queue would do segment by segment.
+            self.stats.dropped_units += 1;
+            self.append_single(p.id, netlink::NF_DROP);
+            Ok(())
         } else {
             self.split(p, mss, &fates)
         };
@@ -351,7 +373,8 @@ impl QueueSocket {
     fn apply(&mut self, p: &Packet, datagram: &[u8], fate: Fate) -> io::Result<()> {
         match fate {
             Fate::Lost | Fate::QueueDrop => {
-                send_all(self.fd, &netlink::encode_verdict(self.spec.num, p.id, netlink::NF_DROP))
+                self.append_single(p.id, netlink::NF_DROP);
+                Ok(())
             }
             Fate::Pass { due_ns, ce } => {
                 let ce = ce && self.mark(p, datagram);
@@ -368,28 +391,33 @@ impl QueueSocket {
 
     /// Hands GSO packet `p` to the split queue, where the kernel segments
     /// it and each segment meets the fate decided here (units.rs).
+    /// The split queue learns the unit's fates now; the verdict that hands
+    /// the unit over is sent after this call, so they are there before its
+    /// first segment reaches the split queue.
     fn split(&mut self, p: &Packet, mss: u32, fates: &[Fate]) -> io::Result<()> {
-        let (Role::Units { outbox }, Some(split)) = (&mut self.role, self.spec.split_queue) else {
+        let (Role::Units { split }, Some(queue)) = (&self.role, self.spec.split_queue) else {
             unreachable!("only a unit-mode queue sees GSO packets of several segments")
         };
-        outbox.push(SplitUnit { first_seq: p.tcp_seq.unwrap_or(0), mss, fates: fates.to_vec() });
+        units::lock(split).push(SplitUnit { first_seq: p.tcp_seq.unwrap_or(0), mss, fates: fates.to_vec() });
         self.stats.split_units += 1;
-        send_all(self.fd, &netlink::encode_verdict(self.spec.num, p.id, netlink::requeue_verdict(split)))
+        self.append_single(p.id, netlink::requeue_verdict(queue));
+        Ok(())
     }
 
-    /// The units this queue split since the last call (for its split queue).
-    pub fn take_split_units(&mut self) -> Vec<SplitUnit> {
-        match &mut self.role {
-            Role::Units { outbox } if !outbox.is_empty() => std::mem::take(outbox),
-            _ => Vec::new(),
-        }
+    /// Appends a verdict for packet `id` alone (sent with the next send(2)).
+    fn append_single(&mut self, id: u32, verdict: u32) {
+        self.out = netlink::append_verdict(std::mem::take(&mut self.out), self.spec.num, id, verdict);
     }
 
-    /// A split queue learns the fates of units split by its unit-mode queue.
-    pub fn add_split_units(&mut self, split: Vec<SplitUnit>) {
-        if let Role::Split(fates) = &mut self.role {
-            split.into_iter().for_each(|u| fates.push(u));
+    /// Sends the verdicts gathered so far, if any (no statistics: see
+    /// flush_verdicts for releases).
+    fn send_out(&mut self) -> io::Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
         }
+        let r = send_all(self.fd, &self.out);
+        self.out.clear();
+        r
     }
 
     /// Keeps a CE-marked copy of `p` to hand back with its verdict; false
@@ -418,10 +446,9 @@ impl QueueSocket {
             return Ok(());
         }
         let t0 = mono_ns();
-        let r = send_all(self.fd, &self.out);
+        let r = self.send_out();
         self.stats.verdict_call.record(mono_ns() - t0, 1);
         self.stats.verdict_batches += 1;
-        self.out.clear();
         r
     }
 
@@ -483,6 +510,11 @@ impl QueueSocket {
             self.out = netlink::append_verdict_batch(std::mem::take(&mut self.out), self.spec.num, id, netlink::NF_ACCEPT);
         }
         let _ = self.flush_verdicts();
+    }
+
+    /// Whether this is the split queue of a unit-mode queue.
+    pub fn is_split(&self) -> bool {
+        matches!(self.role, Role::Split(_))
     }
 
     pub fn next_due(&self) -> Option<u64> {

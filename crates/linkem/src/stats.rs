@@ -73,6 +73,10 @@ pub struct QueueStats {
     /// Wall time of each batch verdict call: re-injected packets run through
     /// the rest of the stack (veth, the receiving TCP) inside that call.
     pub verdict_call: LateHist,
+    /// Time between the starts of two reads of this queue's socket by its
+    /// thread (a long gap while packets wait shows the thread was busy or
+    /// held off; a long read wait without one, that they waited elsewhere).
+    pub read_gap: LateHist,
     /// Batch verdicts sent (each releases every packet due by then).
     pub verdict_batches: u64,
     /// Unit mode (units.rs): GSO packets held whole, the segments they
@@ -82,6 +86,9 @@ pub struct QueueStats {
     pub unit_segments: u64,
     pub split_units: u64,
     pub unit_mismatches: u64,
+    /// Unit mode: GSO packets none of whose segments passed, dropped whole
+    /// (their segments counted in `dropped`/`queue_drops` as usual).
+    pub dropped_units: u64,
 }
 
 impl QueueStats {
@@ -92,8 +99,8 @@ impl QueueStats {
                 "\"packets\":{},\"bytes\":{},\"data_packets\":{},\"dropped\":{},\"queue_drops\":{},\"bottleneck_bytes\":{},\"ce_marks\":{},\"ce_unmarkable\":{},",
                 "\"gso_packets\":{},\"max_packet_bytes\":{},\"held_max\":{},",
                 "\"timestamps_seen\":{},\"late_p50_s\":{:e},\"late_p99_s\":{:e},\"late_max_s\":{:e},",
-                "\"verdict_batches\":{},\"read_wait_p99_s\":{:e},\"read_wait_max_s\":{:e},\"verdict_call_p99_s\":{:e},\"verdict_call_max_s\":{:e},",
-                "\"units\":{},\"unit_segments\":{},\"split_units\":{},\"unit_mismatches\":{}}}"
+                "\"verdict_batches\":{},\"read_wait_p99_s\":{:e},\"read_wait_max_s\":{:e},\"read_gap_p99_s\":{:e},\"read_gap_max_s\":{:e},\"verdict_call_p99_s\":{:e},\"verdict_call_max_s\":{:e},",
+                "\"units\":{},\"unit_segments\":{},\"split_units\":{},\"unit_mismatches\":{},\"dropped_units\":{}}}"
             ),
             name,
             num,
@@ -117,12 +124,15 @@ impl QueueStats {
             self.verdict_batches,
             self.read_wait.quantile_s(0.99),
             self.read_wait.max_s(),
+            self.read_gap.quantile_s(0.99),
+            self.read_gap.max_s(),
             self.verdict_call.quantile_s(0.99),
             self.verdict_call.max_s(),
             self.units,
             self.unit_segments,
             self.split_units,
             self.unit_mismatches,
+            self.dropped_units,
         )
     }
 }

@@ -28,6 +28,7 @@
 //! (`unit_mismatches`), so a wrong MSS shows in the statistics.
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// What the delay line does with one segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +56,12 @@ pub fn segment_payload(payload: u32, mss: u32, i: u32) -> u32 {
 /// Whether a unit can leave whole: every segment passes unmarked.
 pub fn whole(fates: &[Fate]) -> bool {
     fates.iter().all(|f| matches!(f, Fate::Pass { ce: false, .. }))
+}
+
+/// Whether no segment of a unit passes (each is lost or tail-dropped), so
+/// the unit can be dropped whole instead of split.
+pub fn none_pass(fates: &[Fate]) -> bool {
+    !fates.iter().any(|f| matches!(f, Fate::Pass { .. }))
 }
 
 /// When a whole unit leaves: its last segment's departure.
@@ -90,6 +97,16 @@ pub struct SplitUnit {
     pub first_seq: u32,
     pub mss: u32,
     pub fates: Vec<Fate>,
+}
+
+/// A unit-mode queue's split fates, shared with its split queue, which may
+/// run on another thread (main.rs).
+pub type SharedSplitFates = Arc<Mutex<SplitFates>>;
+
+/// Locks `fates`; a thread that panicked holding it left whole units only
+/// (push and take do not unwind halfway), so a poisoned lock is used as is.
+pub fn lock(fates: &SharedSplitFates) -> MutexGuard<'_, SplitFates> {
+    fates.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The split queue's fates, in the order its segments arrive (the units
@@ -152,6 +169,13 @@ mod tests {
         assert!(!whole(&[pass(1), Fate::Lost]));
         assert!(!whole(&[pass(1), Fate::QueueDrop]));
         assert!(!whole(&[pass(1), Fate::Pass { due_ns: 2, ce: true }]));
+    }
+
+    #[test]
+    fn a_unit_is_dropped_whole_only_if_no_segment_passes() {
+        assert!(none_pass(&[Fate::QueueDrop, Fate::Lost, Fate::QueueDrop]));
+        assert!(!none_pass(&[Fate::QueueDrop, pass(3)]));
+        assert!(!none_pass(&[Fate::Pass { due_ns: 1, ce: true }, Fate::QueueDrop]), "a marked segment passes");
     }
 
     #[test]
