@@ -74,9 +74,10 @@ MAX_RATE_BPS = 10e9
 # Where the delay line stayed on time on that machine (MTU -> rate), every
 # segment through NFQUEUE, and with a GRO receiver (linkem's unit mode;
 # CUBIC, 4 streams; BBR v1's ~10 % tail drops at 1 BDP keep it lower, on
-# time to 3 Gbit/s at MTU 1500 and 5 Gbit/s at MTU 9000: bench/README.md). Rates between these and MAX_RATE_BPS are accepted (a
-# faster machine may keep up); a run that falls behind is flagged
-# emulator_late, host_drops, rate_short.
+# time to 3 Gbit/s at MTU 1500 and 5 Gbit/s at MTU 9000: bench/README.md).
+# Rates between these and MAX_RATE_BPS are accepted (a faster machine may
+# keep up); a run that falls behind is flagged emulator_late, host_drops,
+# rate_short.
 ON_TIME_RATE_BPS = {1500: 1e9, 9000: 3e9}
 ON_TIME_RATE_BPS_GRO = {1500: 5e9, 9000: 10e9}
 
