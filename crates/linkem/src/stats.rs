@@ -92,6 +92,15 @@ pub struct QueueStats {
 }
 
 impl QueueStats {
+    /// Forgets the timing histograms gathered so far (SIGUSR1: lateness is
+    /// measured from the end of the warm-up); the counters stay.
+    pub fn forget_timings(&mut self) {
+        self.late = LateHist::default();
+        self.read_wait = LateHist::default();
+        self.verdict_call = LateHist::default();
+        self.read_gap = LateHist::default();
+    }
+
     pub fn to_json(&self, name: &str, num: u16, delay_ns: u64, loss: f64) -> String {
         format!(
             concat!(

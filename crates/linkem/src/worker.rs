@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::queue::{kernel_queue_counters, QueueSocket, RecvBuffers};
-use crate::{mono_ns, stats};
+use crate::mono_ns;
 
 /// How queues are shared out among threads (`--threads`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,10 +146,7 @@ fn serve_loop(queues: &mut [(usize, QueueSocket)], bufs: &mut RecvBuffers, board
         if gen != reset_seen {
             reset_seen = gen;
             for (_, q) in queues.iter_mut() {
-                q.stats.late = stats::LateHist::default();
-                q.stats.read_wait = stats::LateHist::default();
-                q.stats.verdict_call = stats::LateHist::default();
-                q.stats.read_gap = stats::LateHist::default();
+                q.stats.forget_timings();
             }
         }
         let read_at = mono_ns();
