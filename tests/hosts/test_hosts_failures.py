@@ -8,6 +8,7 @@ deadline derived from the agent's lease, for the hosts to be clean."""
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import json
 import os
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -96,6 +98,24 @@ def one_point_study(tmp_path: Path, name: str, duration: str = "8s") -> Path:
     return write_study(tmp_path / f"{name}.toml", name, duration=duration, losses="[0.0]", ccs='["cubic"]')
 
 
+def where_it_waits(thread: threading.Thread) -> str:
+    """The stack of a run thread that did not end, and of every task of
+    the event loop it runs (what a hang waits on)."""
+    frame = sys._current_frames().get(thread.ident)
+    if frame is None:
+        return "(thread gone)"
+    text = "".join(traceback.format_stack(frame))
+    while frame is not None:
+        loop = frame.f_locals.get("self")
+        if isinstance(loop, asyncio.AbstractEventLoop):
+            for task in asyncio.all_tasks(loop):
+                text += f"\ntask {task.get_name()}:\n" + "".join(traceback.format_list(
+                    traceback.extract_stack(task.get_stack()[-1]) if task.get_stack() else []))
+            break
+        frame = frame.f_back
+    return text
+
+
 def run_in_thread(study: Path, out: Path, testbed: Path) -> tuple[threading.Thread, dict]:
     result: dict = {}
 
@@ -139,7 +159,7 @@ def test_killed_sshd_fails_the_run_and_the_study_resumes(lab, tmp_path):
     for pid in serving:
         os.kill(pid, signal.SIGKILL)
     thread.join(timeout=120)
-    assert not thread.is_alive()
+    assert not thread.is_alive(), f"the run went on 120 s after sshd {serving} was killed:\n{where_it_waits(thread)}"
     state.assert_clean()
     runs = result["study"].runs
     assert list(runs["status"].unique()) == ["failed"]
@@ -167,7 +187,7 @@ def test_host_whose_traffic_is_dropped_cleans_up_by_its_lease(lab, tmp_path):
         wait_for(sender_samples_exist, "the run's traffic")
         drop_all(lab, "s1", True)
         thread.join(timeout=120)
-        assert not thread.is_alive()
+        assert not thread.is_alive(), f"the run went on 120 s after its traffic was dropped:\n{where_it_waits(thread)}"
         # Nothing reaches the sender now: its agent ends by its lease.
         state.assert_clean()
     finally:
