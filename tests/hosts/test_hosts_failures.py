@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import glob
+import io
 import json
 import os
 import signal
@@ -108,10 +109,10 @@ def where_it_waits(thread: threading.Thread) -> str:
     while frame is not None:
         loop = frame.f_locals.get("self")
         if isinstance(loop, asyncio.AbstractEventLoop):
+            tasks = io.StringIO()
             for task in asyncio.all_tasks(loop):
-                text += f"\ntask {task.get_name()}:\n" + "".join(traceback.format_list(
-                    traceback.extract_stack(task.get_stack()[-1]) if task.get_stack() else []))
-            break
+                task.print_stack(file=tasks)
+            return text + "\n" + tasks.getvalue()
         frame = frame.f_back
     return text
 

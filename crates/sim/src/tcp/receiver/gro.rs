@@ -104,8 +104,14 @@ mod tests {
     use super::*;
     use crate::tcp::ecn::SegEcn;
 
-    fn receiver() -> Receiver {
-        Receiver::new(1 << 30, 1448, Time::from_millis(300))
+    /// A receiver that has taken segments 0..20 one by one: past the
+    /// quick-ACK start (16 segments ACKed one by one).
+    fn receiver_past_quickack() -> Receiver {
+        let mut r = Receiver::new(1 << 30, 1448, Time::from_millis(300));
+        for s in 0..20 {
+            r.on_data(s, Time(s), SegEcn::NOT_ECT);
+        }
+        r
     }
 
     #[test]
@@ -120,11 +126,7 @@ mod tests {
 
     #[test]
     fn a_gro_super_packet_in_order_is_acked_once_at_once() {
-        let mut r = receiver();
-        // Past the quick-ACK start (16 segments ACKed one by one).
-        for s in 0..20 {
-            r.on_data(s, Time(s), SegEcn::NOT_ECT);
-        }
+        let mut r = receiver_past_quickack();
         let before = r.acks_sent;
         match r.on_gro_segment(20, 45, Time(100)) {
             RxAction::AckNow(a) => assert_eq!((a.ack, a.nsacks), (65, 0)),
@@ -135,10 +137,7 @@ mod tests {
 
     #[test]
     fn a_gro_super_packet_above_a_hole_is_one_sack_block() {
-        let mut r = receiver();
-        for s in 0..20 {
-            r.on_data(s, Time(s), SegEcn::NOT_ECT);
-        }
+        let mut r = receiver_past_quickack();
         // Segment 20 was lost: 21..66 arrive as one super-packet.
         match r.on_gro_segment(21, 45, Time(100)) {
             RxAction::AckNow(a) => assert_eq!((a.ack, a.sack_blocks()), (20, &[(21, 66)][..])),
@@ -155,10 +154,7 @@ mod tests {
 
     #[test]
     fn retransmissions_merged_by_gro_fill_a_deep_hole_as_one_skb() {
-        let mut r = receiver();
-        for s in 0..20 {
-            r.on_data(s, Time(s), SegEcn::NOT_ECT);
-        }
+        let mut r = receiver_past_quickack();
         // 20..30 and 40..50 were tail-dropped; 30..40 and 50..95 arrived.
         r.on_gro_segment(30, 10, Time(100));
         r.on_gro_segment(50, 45, Time(110));
@@ -182,10 +178,7 @@ mod tests {
 
     #[test]
     fn a_super_packet_repeating_received_data_is_not_taken_whole() {
-        let mut r = receiver();
-        for s in 0..20 {
-            r.on_data(s, Time(s), SegEcn::NOT_ECT);
-        }
+        let mut r = receiver_past_quickack();
         r.on_gro_segment(30, 10, Time(100));
         // Below rcv_nxt, or overlapping a queued run: Linux trims it and
         // D-SACKs the duplicate part; the engine hands it over per segment.
