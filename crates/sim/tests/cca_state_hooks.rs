@@ -73,6 +73,9 @@ impl CongestionControl for Probe {
     fn in_ack_event(&mut self, tp: &mut ConnState, flags: u32) {
         self.seen.lock().unwrap().push(Seen::AckEvent(flags, tp.delivered, tp.snd_una));
     }
+    fn wants_skb_marked_lost(&self) -> bool {
+        true
+    }
     fn skb_marked_lost(&mut self, tp: &mut ConnState, seq: u64, tx: &TxSnapshot) {
         self.seen.lock().unwrap().push(Seen::Lost(seq, *tx, tp.lost));
     }

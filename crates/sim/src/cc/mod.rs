@@ -411,6 +411,15 @@ pub trait CongestionControl: Send {
     /// its send-time snapshot. `tp.lost` already counts it.
     fn skb_marked_lost(&mut self, _tp: &mut ConnState, _seq: u64, _tx: &TxSnapshot) {}
 
+    /// Whether [`CongestionControl::skb_marked_lost`] does anything (Linux
+    /// calls the hook only when `ca_ops->skb_marked_lost` is set). When it
+    /// does not, the sender marks a run of lost segments in one step
+    /// instead of one call per segment: an algorithm that implements the
+    /// hook says so here too.
+    fn wants_skb_marked_lost(&self) -> bool {
+        false
+    }
+
     /// `min_tso_segs`: the smallest burst tcp_tso_segs() may build
     /// (Linux's default is sysctl_tcp_min_tso_segs).
     fn min_tso_segs(&self, _tp: &ConnState) -> u32 {

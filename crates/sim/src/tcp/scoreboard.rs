@@ -147,8 +147,10 @@ pub struct Scoreboard {
     sacked_from: u64,
     /// Transmissions in send-time order (tp->tsorted_sent_queue).
     pub(super) tsorted: Tsorted,
-    /// Segments marked lost, in marking order, awaiting retransmission.
-    lost_q: VecDeque<u64>,
+    /// Segments marked lost, in marking order, awaiting retransmission:
+    /// ranges [start, end), each of segments queued one after the other
+    /// in sequence order (a run-length encoding of the per-segment queue).
+    lost_q: VecDeque<(u64, u64)>,
     /// Scratch for newly SACKed ranges.
     scratch: Vec<(u64, u64)>,
 }
@@ -370,19 +372,34 @@ impl Scoreboard {
         self.merge_at(end);
     }
 
-    /// Queues `seq` for retransmission (it was just marked lost).
+    /// Queues segments `start..end` for retransmission, in that order
+    /// (they were just marked lost).
     #[inline]
-    pub fn queue_lost(&mut self, seq: u64) {
-        self.lost_q.push_back(seq);
+    pub fn queue_lost(&mut self, start: u64, end: u64) {
+        match self.lost_q.back_mut() {
+            Some(back) if back.1 == start => back.1 = end,
+            _ => self.lost_q.push_back((start, end)),
+        }
     }
 
-    /// The next lost segment that still needs a retransmission.
+    /// The next lost segment that still needs a retransmission. Queued
+    /// segments that no longer do (acked, SACKed or already resent) are
+    /// dropped from the queue, a run at a time: a run's segments share
+    /// their flags.
     pub fn next_lost(&mut self) -> Option<u64> {
-        while let Some(&seq) = self.lost_q.front() {
-            if seq >= self.snd_una {
-                let s = self.run_at(seq).seg;
+        while let Some(&(start, end)) = self.lost_q.front() {
+            let seq = start.max(self.snd_una);
+            if seq < end {
+                let r = self.run_at(seq);
+                let s = r.seg;
                 if s.has(FLAG_LOST) && !s.has(FLAG_SACKED) && !s.has(FLAG_RETRANS) {
+                    self.lost_q[0].0 = seq;
                     return Some(seq);
+                }
+                let skip_to = r.end.min(end);
+                if skip_to < end {
+                    self.lost_q[0].0 = skip_to;
+                    continue;
                 }
             }
             self.lost_q.pop_front();
@@ -396,8 +413,18 @@ impl Scoreboard {
         self.lost_q.clear();
     }
 
+    /// Pops the segment [`Scoreboard::next_lost`] just returned.
     pub fn pop_lost(&mut self) {
-        self.lost_q.pop_front();
+        self.pop_lost_front(1);
+    }
+
+    fn pop_lost_front(&mut self, k: u64) {
+        if let Some(front) = self.lost_q.front_mut() {
+            front.0 += k;
+            if front.0 >= front.1 {
+                self.lost_q.pop_front();
+            }
+        }
     }
 
     /// Pops `seq` (what [`Scoreboard::next_lost`] just returned) and the
@@ -405,14 +432,11 @@ impl Scoreboard {
     /// inside its run, at most `max` (≥ 1) in all; returns how many. They
     /// share `seq`'s state, so each would be `next_lost()` in turn.
     pub fn pop_lost_run(&mut self, seq: u64, max: u32) -> u32 {
-        let end = self.run_at(seq).end;
-        self.lost_q.pop_front();
-        let mut k = 1u32;
-        while k < max && seq + (k as u64) < end && self.lost_q.front() == Some(&(seq + k as u64)) {
-            self.lost_q.pop_front();
-            k += 1;
-        }
-        k
+        let run_end = self.run_at(seq).end;
+        let queued_end = self.lost_q.front().map_or(seq + 1, |&(_, end)| end);
+        let k = (max.max(1) as u64).min(run_end - seq).min(queued_end - seq);
+        self.pop_lost_front(k);
+        k as u32
     }
 
     /// Tags SACK block [start, end) and returns the newly SACKed sub-ranges
@@ -532,6 +556,37 @@ mod tests {
         assert_eq!(b.get(7).in_flight, 8);
         b.set_flags(3, 6, 0, FLAG_LOST);
         assert_eq!(b.run_count(), 1);
+    }
+
+    #[test]
+    fn lost_segments_leave_the_queue_in_marking_order_a_run_at_a_time() {
+        let mut b = Scoreboard::default();
+        for k in 0..20u32 {
+            b.push_new(Seg { xmit: Time(5), tx_id: 1, in_flight: 1 + k, ..Seg::default() });
+        }
+        // Marked lost in two steps that continue each other, then an
+        // earlier stretch: the queue keeps marking order.
+        b.set_flags(4, 10, FLAG_LOST, 0);
+        b.queue_lost(4, 6);
+        b.queue_lost(6, 10);
+        b.set_flags(1, 3, FLAG_LOST, 0);
+        b.queue_lost(1, 3);
+        // 4..6 SACKed meanwhile: skipped whole; a burst stops at the end
+        // of the run holding its first segment.
+        b.set_flags(4, 6, FLAG_SACKED, 0);
+        assert_eq!(b.next_lost(), Some(6));
+        assert_eq!(b.pop_lost_run(6, 3), 3);
+        assert_eq!(b.next_lost(), Some(9));
+        assert_eq!(b.pop_lost_run(9, 8), 1);
+        // The next queued range does not continue 9: a new burst.
+        assert_eq!(b.next_lost(), Some(1));
+        b.pop_lost();
+        assert_eq!(b.next_lost(), Some(2));
+        // Acked past it: nothing left to resend.
+        while b.snd_una < 3 {
+            b.pop_acked(3);
+        }
+        assert_eq!(b.next_lost(), None);
     }
 
     #[test]

@@ -130,6 +130,8 @@ pub struct Sender {
     pub(super) queue_cwr: bool,
     /// The algorithm needs ECN (tcp_ca_needs_ecn): retransmissions are ECT too.
     pub(super) cc_needs_ecn: bool,
+    /// The algorithm has an skb_marked_lost hook (called per segment).
+    cc_marks_lost: bool,
 }
 
 impl Sender {
@@ -143,6 +145,7 @@ impl Sender {
         tp.ecn_ok = cfg.ecn;
         let owns = cc.owns_cwnd_and_pacing();
         let cc_needs_ecn = cc.needs_ecn();
+        let cc_marks_lost = cc.wants_skb_marked_lost();
         let mut s = Sender {
             tp,
             cc,
@@ -182,6 +185,7 @@ impl Sender {
             handshake_rtt: None,
             queue_cwr: false,
             cc_needs_ecn,
+            cc_marks_lost,
         };
         s.handshake_rtt = cfg.handshake_rtt;
         s
@@ -689,17 +693,26 @@ impl Sender {
                 self.sb.run_mut(id).seg.flags |= FLAG_LOST;
                 false
             };
-            for seq in run.start..run.end {
-                if retrans_lost {
-                    self.tp.retrans_out = self.tp.retrans_out.saturating_sub(1);
-                } else {
-                    self.tp.lost_out += 1;
-                }
-                self.tp.lost += 1;
-                let tx = RateState::tx_snapshot(&run.seg_at(seq), &self.tp);
-                self.cc.skb_marked_lost(&mut self.tp, seq, &tx);
-                self.sb.queue_lost(seq);
+            // tcp_mark_skb_lost() for each segment of the run: the
+            // counters move by the run's length at once unless the
+            // algorithm's skb_marked_lost hook must see each segment with
+            // tp->lost counting it.
+            let n = run.len();
+            if retrans_lost {
+                self.tp.retrans_out = self.tp.retrans_out.saturating_sub(n);
+            } else {
+                self.tp.lost_out += n;
             }
+            if self.cc_marks_lost {
+                for seq in run.start..run.end {
+                    self.tp.lost += 1;
+                    let tx = RateState::tx_snapshot(&run.seg_at(seq), &self.tp);
+                    self.cc.skb_marked_lost(&mut self.tp, seq, &tx);
+                }
+            } else {
+                self.tp.lost += n as u64;
+            }
+            self.sb.queue_lost(run.start, run.end);
             self.sb.merge_back(id);
         }
         self.sb.merge_at(end);

@@ -191,9 +191,7 @@ impl Sender {
             if seg.has(FLAG_SACKED) {
                 // SACKed: not lost.
             } else if seg.has(FLAG_LOST) && !seg.has(FLAG_RETRANS) {
-                for s in seq..end {
-                    self.sb.queue_lost(s); // already lost, not yet resent
-                }
+                self.sb.queue_lost(seq, end); // already lost, not yet resent
             } else if seg.xmit + rack_rtt > now {
                 // Recently sent: not lost yet, except the head.
                 if seq == head {

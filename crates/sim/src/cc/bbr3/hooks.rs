@@ -112,6 +112,10 @@ impl CongestionControl for Bbr3 {
         self.ack_is_ece = flags & CA_ACK_ECE != 0;
     }
 
+    fn wants_skb_marked_lost(&self) -> bool {
+        true
+    }
+
     /// bbr_skb_marked_lost().
     fn skb_marked_lost(&mut self, tp: &mut ConnState, _seq: u64, tx: &TxSnapshot) {
         self.on_skb_marked_lost(tp, tx);
