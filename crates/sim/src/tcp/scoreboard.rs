@@ -389,20 +389,17 @@ impl Scoreboard {
     pub fn next_lost(&mut self) -> Option<u64> {
         while let Some(&(start, end)) = self.lost_q.front() {
             let seq = start.max(self.snd_una);
-            if seq < end {
-                let r = self.run_at(seq);
-                let s = r.seg;
-                if s.has(FLAG_LOST) && !s.has(FLAG_SACKED) && !s.has(FLAG_RETRANS) {
-                    self.lost_q[0].0 = seq;
-                    return Some(seq);
-                }
-                let skip_to = r.end.min(end);
-                if skip_to < end {
-                    self.lost_q[0].0 = skip_to;
-                    continue;
-                }
+            if seq >= end {
+                self.lost_q.pop_front();
+                continue;
             }
-            self.lost_q.pop_front();
+            let r = self.run_at(seq);
+            let (s, run_end) = (r.seg, r.end);
+            self.advance_lost_front(seq);
+            if s.has(FLAG_LOST) && !s.has(FLAG_SACKED) && !s.has(FLAG_RETRANS) {
+                return Some(seq);
+            }
+            self.advance_lost_front(run_end);
         }
         None
     }
@@ -415,12 +412,16 @@ impl Scoreboard {
 
     /// Pops the segment [`Scoreboard::next_lost`] just returned.
     pub fn pop_lost(&mut self) {
-        self.pop_lost_front(1);
+        if let Some(&(seq, _)) = self.lost_q.front() {
+            self.advance_lost_front(seq + 1);
+        }
     }
 
-    fn pop_lost_front(&mut self, k: u64) {
+    /// Drops the queued segments of the front range below `to`, and the
+    /// range once none is left.
+    fn advance_lost_front(&mut self, to: u64) {
         if let Some(front) = self.lost_q.front_mut() {
-            front.0 += k;
+            front.0 = front.0.max(to);
             if front.0 >= front.1 {
                 self.lost_q.pop_front();
             }
@@ -435,7 +436,7 @@ impl Scoreboard {
         let run_end = self.run_at(seq).end;
         let queued_end = self.lost_q.front().map_or(seq + 1, |&(_, end)| end);
         let k = (max.max(1) as u64).min(run_end - seq).min(queued_end - seq);
-        self.pop_lost_front(k);
+        self.advance_lost_front(seq + k);
         k as u32
     }
 
