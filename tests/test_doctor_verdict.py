@@ -14,12 +14,14 @@ import pytest
 
 from fatpipe import spec as spec_mod
 from fatpipe.backends.base import BackendUnavailable
-from fatpipe.backends.kernel import KernelBackend, doctor, privilege, workspace_binary
-from fatpipe.backends.kernel.doctor import SYSTEM_TOOLS, Check, missing_packages
+from fatpipe.backends.kernel import KernelBackend, doctor, privilege
+from fatpipe.backends.kernel.doctor import SYSTEM_TOOLS, missing_packages
+from fatpipe.linuxpath import workspace_binary
+from fatpipe.linuxpath.checks import Check
 from fatpipe.study import plan_runs
 
 doctor_module = importlib.import_module("fatpipe.backends.kernel.doctor")
-delayline = importlib.import_module("fatpipe.backends.kernel.delayline")
+delayline = importlib.import_module("fatpipe.linuxpath.linkem")
 
 STUDY = """
 version = 1

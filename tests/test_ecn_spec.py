@@ -9,10 +9,11 @@ import pytest
 
 from fatpipe import spec as spec_mod
 from fatpipe.backends.base import BackendUnavailable
-from fatpipe.backends.kernel import KernelBackend, path_config
-from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args
-from fatpipe.backends.kernel.ecn import linkem_threshold, path_refusal
+from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.sim import SimBackend
+from fatpipe.linuxpath.config import path_config
+from fatpipe.linuxpath.ecn import linkem_threshold, path_refusal
+from fatpipe.linuxpath.linkem import QueueConfig, linkem_args
 from fatpipe.schema import path_columns
 from fatpipe.study import plan_runs
 from fatpipe.summary import summarize

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from fatpipe.backends.kernel import parse, tcpinfo, traffic
-from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args, summarize
-from fatpipe.backends.kernel.path import nfqueue_rules, tbf_args, tbf_burst_bytes
+from fatpipe.backends.kernel.path import nfqueue_rules
 from fatpipe.goodput import rows_as_columns, total_goodput_bps
+from fatpipe.linuxpath import flows as traffic
+from fatpipe.linuxpath import parse, tcpinfo
+from fatpipe.linuxpath.linkem import QueueConfig, linkem_args, summarize
+from fatpipe.linuxpath.qdisc import tbf_args, tbf_burst_bytes
 from fatpipe.schema import SERIES_COLUMNS
 
 #  on this machine (kernel 6.18) after a run.

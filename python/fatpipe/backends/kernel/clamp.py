@@ -41,7 +41,6 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
 from typing import Protocol
 
 # Seconds to wait for the priming connection's metrics entry.
@@ -49,31 +48,6 @@ PRIME_TIMEOUT_S = 10.0
 
 # One line of `ip tcp_metrics show ADDR`: "198.19.0.1 age 0.01sec ssthresh 20 cwnd 20 rtt 69us …".
 _METRIC = re.compile(r"\b(cwnd|ssthresh) (\d+)\b")
-
-
-class ClampedFlow(Protocol):
-    group: int
-    sender: str
-    cwnd_clamp: int | None
-
-
-def sender_cwnd_clamps(flows: Iterable[ClampedFlow]) -> dict[str, int]:
-    """The clamp of each sender namespace (pure). Raises ValueError naming
-    the flows when flows of one sender ask for different clamps (one
-    clamped, one not, counts as different): the route metric is per
-    sender, not per flow."""
-    flows = list(flows)
-    wanted: dict[str, set[int | None]] = {}
-    for f in flows:
-        wanted.setdefault(f.sender, set()).add(f.cwnd_clamp)
-    for sender, clamps in wanted.items():
-        if len(clamps) > 1:
-            keys = ", ".join(f"flows.{f.group}.cwnd_clamp = {f.cwnd_clamp if f.cwnd_clamp is not None else 'none'}"
-                             for f in flows if f.sender == sender)
-            raise ValueError(f"sender {sender!r}: {keys}: the kernel backend clamps cwnd with a route metric of the "
-                             "sender's namespace, so all flows of one sender share one clamp; give each clamp its "
-                             "own sender (the sim backend clamps per flow)")
-    return {s: next(iter(c)) for s, c in wanted.items() if next(iter(c)) is not None}
 
 
 def route_metric_args(clamp_segments: int) -> list[str]:
@@ -137,4 +111,4 @@ def prime_metrics_cache(sender: _Ns, receiver: _Ns, receiver_addr: str, clamp_se
         sender.sysctl("net.ipv4.tcp_no_metrics_save", 1)
 
 
-__all__ = ["cached_metrics", "prime_metrics_cache", "route_metric_args", "sender_cwnd_clamps"]
+__all__ = ["cached_metrics", "prime_metrics_cache", "route_metric_args"]

@@ -10,17 +10,12 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cmd, parse, privilege
+from ...linuxpath import cmd, parse, workspace_binary
+from ...linuxpath import linkem as delay_line
+from ...linuxpath.checks import Check
+from . import privilege
 from .netns import Namespace, add_veth, new_prefix
 from .ownership import OwnershipRecord
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    required: bool = True  # the kernel backend cannot run without it
 
 
 @dataclass(frozen=True)
@@ -95,13 +90,10 @@ def linkem_check(netem: bool) -> Check:
     """The delay line: found (in the installed package, on PATH, in the
     source tree's target/), or buildable from the source tree, or missing.
     Required when the kernel has no netem (the run would need it)."""
-    from .delayline import find_linkem
-    from .workspace_binary import unbuildable
-
-    linkem = find_linkem()
+    linkem = delay_line.find_linkem()
     if linkem is not None:
         return Check(LINKEM, True, str(linkem), required=not netem)
-    why = unbuildable("linkem")
+    why = workspace_binary.unbuildable("linkem")
     if why is None:
         return Check(LINKEM, True, f"{NOT_BUILT}: a run builds it with cargo from the source tree",
                      required=not netem)

@@ -9,7 +9,7 @@ per-socket equivalent short of a sock_ops BPF program, so a flow's ``ecn``
 sets its sender's namespace and flows of one sender must agree (as
 ``cwnd_clamp`` does, clamp.py). ``tcp_ecn_fallback`` keeps Linux's default.
 
-An RPC connection is opened by the receiver's client (traffic.py), so its
+An RPC connection is opened by the receiver's client (flows.py), so its
 SYN carries the receiver's ``tcp_ecn``; the simulator negotiates every
 connection from the sender's value.
 
