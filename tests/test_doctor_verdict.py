@@ -59,11 +59,11 @@ def _path_without(tmp_path, missing: str) -> str:
 @pytest.fixture
 def as_root_without_probe(monkeypatch):
     """Doctor as root, with the namespace probe reporting a kernel without
-    netem whose iptables NFQUEUE works (this VM's kernel)."""
+    netem (built without CONFIG_NET_SCH_NETEM) whose iptables NFQUEUE works."""
     monkeypatch.setattr(privilege, "is_root", lambda: True)
 
     def probe(report):
-        report.append(Check("netem", False, "tc qdisc netem not in this kernel", required=False))
+        report.append(Check("netem", False, "tc qdisc netem: not in the running kernel", required=False))
         report.append(Check("tbf", True, "tc qdisc tbf", required=False))
         report.append(Check("nfqueue", True, "iptables -j NFQUEUE works", required=True))
 

@@ -43,7 +43,7 @@ class PathConfig:
     emulator: str = "auto"  # "auto" | "netem" | "linkem-nfqueue"
     bottleneck: str = "auto"  # "auto" | "tbf" | "linkem" (linkem only with the linkem emulator)
     burst_bytes: int | None = None
-    # The bottleneck's discipline (RunPlan.aqm): droptail or ce_threshold.
+    # The bottleneck's discipline (RunPlan.aqm): droptail, ce_threshold or fq_codel.
     aqm: dict[str, Any] = field(default_factory=lambda: {"kind": "droptail"})
     # A GRO receiver (hosts.receiver.gro): the delay line carries each TSO
     # packet as one unit (linkem's unit mode), which needs each flow's

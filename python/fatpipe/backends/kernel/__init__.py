@@ -31,7 +31,7 @@ from typing import Any
 
 from ...linuxpath import linkem as delay_line
 from ...linuxpath.config import path_config
-from ...linuxpath.ecn import marks, unsupported_aqm
+from ...linuxpath.ecn import marks, qdisc_refusal, unsupported_aqm
 from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
 from ...schema import emulator_late
 from ..base import BackendUnavailable, RunOutcome, RunPlan
@@ -87,7 +87,7 @@ class KernelBackend:
                     raise BackendUnavailable(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not "
                                              "supported by the kernel backend (bulk, rpc)")
                 if f.cc not in ccas and f.cc not in ports:
-                    raise BackendUnavailable(f"run {plan.run_id}: CCA {f.cc!r} is neither in this kernel "
+                    raise BackendUnavailable(f"run {plan.run_id}: CCA {f.cc!r} is neither in the running kernel "
                                              f"(have: {' '.join(sorted(ccas))}) nor one of fatpipe's BPF ports "
                                              f"(bpf/cca: {' '.join(sorted(ports)) or 'none built'})")
             too_fast = rate_above_ceiling(plan.rate_bps)
@@ -99,6 +99,12 @@ class KernelBackend:
         report = doctor()
         if not report.usable:
             raise BackendUnavailable(report.verdict)
+        # The qdiscs the running kernel has, as doctor's probe found them.
+        qdiscs = {c.name for c in report if c.ok}
+        for plan in plans:
+            refused = qdisc_refusal(plan.aqm, qdiscs)
+            if refused:
+                raise BackendUnavailable(f"run {plan.run_id}: {refused}")
         # linkem is the delay line without netem, and the bottleneck of every
         # marking path (a CE threshold marks in linkem, linuxpath/ecn.py).
         needs_linkem = not any(c.name == "netem" and c.ok for c in report) or any(marks(p.aqm) for p in plans)
@@ -121,7 +127,7 @@ class KernelBackend:
         try:
             return bpfcca.loader()[1]
         except (OSError, RuntimeError, subprocess.SubprocessError) as e:
-            raise BackendUnavailable(f"CCA {' '.join(sorted(missing))} not in this kernel, and fatpipe's BPF "
+            raise BackendUnavailable(f"CCA {' '.join(sorted(missing))} not in the running kernel, and fatpipe's BPF "
                                      f"ports are unavailable: {e}") from e
 
     def facts(self) -> dict[str, Any]:

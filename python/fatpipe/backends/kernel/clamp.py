@@ -24,9 +24,9 @@ tcp_init_metrics() reads the metric through the tcp_metrics cache entry
 of the (source, destination) pair and does not create one
 (``tcp_get_metrics(sk, dst, false)``); a new entry copies the route's
 metrics and locks (tcpm_suck_dst). On kernels without the 2025 change
-that reads the locked cwnd from the route directly (this VM's 6.18 among
-them: measured, cwnd grew to 136 under ``cwnd lock 20`` until an entry
-existed), the first connection to the receiver would be unclamped. So
+that reads the locked cwnd from the route directly (Linux 6.18 among
+them: measured there, cwnd grew to 136 under ``cwnd lock 20`` until an
+entry existed), the first connection to the receiver would be unclamped. So
 :func:`prime_metrics_cache` opens and closes one short connection from the
 sender namespace with metrics saving on (tcp_update_metrics() creates the
 entry at TIME-WAIT), turns saving off again, and checks with

@@ -17,12 +17,16 @@
   the bottleneck in linkem, packets leave in batch verdicts instead and
   1 Gbit/s at MTU 1500 runs without lateness. Both count wire bytes as
   IP length + 14 (Ethernet header). A CE threshold (``PathConfig.aqm``,
-  linuxpath/ecn.py) marks inside linkem's bottleneck, per segment, so a marking path
-  always takes linkem (emulator and bottleneck), even where netem exists;
-  tbf with a CE threshold is refused.
+  linuxpath/ecn.py) marks inside linkem's bottleneck, per segment, so a
+  marking path always takes linkem (emulator and bottleneck), even where
+  netem exists; tbf with a CE threshold is refused. fq_codel
+  (``PathConfig.aqm``) is Linux's qdisc in tbf's child slot, so it always
+  takes the tbf bottleneck, behind either delay line, and only where the
+  running kernel has the qdisc (probed before the path is built).
 * **ECN negotiation**: ``net.ipv4.tcp_ecn`` of each sender and of the
   receiver namespace (``HostConfig.tcp_ecn``, per-netns sysctl).
-* **Delay + loss, linkem** (kernels without netem, like this one):
+* **Delay + loss, linkem** (where the probe finds no netem: kernels built
+  without CONFIG_NET_SCH_NETEM):
   ``iptables -j NFQUEUE`` in the router's FORWARD chain sends each direction
   to its own queue; fatpipe-linkem holds every packet RTT/2 and drops TCP
   data segments with the configured probability. The queues are configured
@@ -63,9 +67,9 @@ from ...linuxpath.config import (
     gro_refusal,
     reverse_delays,
 )
-from ...linuxpath.ecn import linkem_threshold, marks, path_refusal
+from ...linuxpath.ecn import linkem_threshold, marks, path_refusal, qdisc_refusal
 from ...linuxpath.linkem import RT_PRIORITY, QueueConfig, build_linkem, find_linkem, summarize
-from ...linuxpath.qdisc import netem_args, tbf_args, tbf_burst_bytes
+from ...linuxpath.qdisc import bottleneck_qdiscs, netem_args, probe_args, tbf_bottleneck_args, tbf_burst_bytes
 from ...linuxpath.stats import PathStats
 from ...units import format_rate
 from ...wire import TCP_IP_TS_HEADER_BYTES, frame_bytes
@@ -130,9 +134,10 @@ def nfqueue_rules(iptables: str, sender_queues: dict[str, int] | None = None) ->
     return rules
 
 
-def netem_available(ns: Namespace, ifname: str) -> bool:
-    """Probe: can a netem qdisc be added here? (removes it again)."""
-    if not cmd.ok(ns.exec_args(["tc", "qdisc", "add", "dev", ifname, "root", "handle", "9:", "netem", "delay", "1ms"])):
+def qdisc_available(ns: Namespace, ifname: str, kind: str) -> bool:
+    """Probe: can a `kind` qdisc (qdisc.QDISC_CONFIG) be added as the root
+    of `ifname` in `ns`? (removes it again)."""
+    if not cmd.ok(ns.exec_args(probe_args(kind, ifname))):
         return False
     cmd.ok(ns.exec_args(["tc", "qdisc", "del", "dev", ifname, "root"]))
     return True
@@ -164,6 +169,7 @@ class EmulatedPath:
         self.emulator = ""
         self.bottleneck = ""
         self._tbf_start: parse.QdiscStats | None = None
+        self._ce_start = 0
 
     # -- topology -------------------------------------------------------
     def _ns(self, role: str) -> Namespace:
@@ -223,17 +229,23 @@ class EmulatedPath:
             # Marking is linkem's: a CE threshold takes it even where netem exists.
             # So does a GRO receiver (linkem's unit mode).
             emulator = "linkem-nfqueue" if marks(c.aqm) or c.receiver_gro \
-                or not netem_available(self.router, ROUTER_TO_RECEIVER_IF) else "netem"
+                or not qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, "netem") else "netem"
         bottleneck = c.bottleneck
         if bottleneck == "auto":
-            bottleneck = "linkem" if emulator == "linkem-nfqueue" else "tbf"
+            # A qdisc discipline (fq_codel) sits below tbf, whatever the delay line.
+            bottleneck = "linkem" if emulator == "linkem-nfqueue" and not bottleneck_qdiscs(c.aqm) else "tbf"
         if bottleneck == "linkem" and emulator != "linkem-nfqueue":
             raise ValueError("bottleneck='linkem' needs the linkem-nfqueue emulator")
         self.bottleneck = bottleneck
         if bottleneck == "tbf":
+            refused = qdisc_refusal(c.aqm, [kind for kind in bottleneck_qdiscs(c.aqm)
+                                            if qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, kind)])
+            if refused:
+                raise ValueError(refused)
             burst = c.burst_bytes or tbf_burst_bytes(c.rate_bps, c.mtu_bytes)
             limit = max(c.buffer_bytes, frame_bytes(c.mtu_bytes))
-            self.router.run(*tbf_args(ROUTER_TO_RECEIVER_IF, c.rate_bps, burst, limit))
+            for command in tbf_bottleneck_args(ROUTER_TO_RECEIVER_IF, c.rate_bps, burst, limit, c.aqm):
+                self.router.run(*command)
         if emulator == "netem":
             self._add_netem()
         else:
@@ -291,6 +303,11 @@ class EmulatedPath:
                 return q
         raise RuntimeError(f"no tbf on {ROUTER_TO_RECEIVER_IF}: {out}")
 
+    def ce_marks(self) -> int:
+        """Packets the qdiscs toward the receiver marked CE (fq_codel's ecn_mark)."""
+        out = self.router.run("tc", "-s", "qdisc", "show", "dev", ROUTER_TO_RECEIVER_IF)
+        return sum(q.ecn_marks for q in parse.tc_qdisc_stats(out))
+
     def end_warmup(self) -> None:
         """Lateness is reported for the measured part of the run only."""
         if self.linkem is not None:
@@ -299,6 +316,7 @@ class EmulatedPath:
     def mark_start(self) -> None:
         if self.bottleneck == "tbf":
             self._tbf_start = self.tbf_stats()
+            self._ce_start = self.ce_marks()
 
     def finish(self) -> PathStats:
         """Stop the delay line and collect what the path did."""
@@ -306,8 +324,11 @@ class EmulatedPath:
         stats.details["bottleneck"] = self.bottleneck
         if self.bottleneck == "tbf":
             tbf, start = self.tbf_stats(), self._tbf_start
+            # tbf's drops include its child's (fq_codel's CoDel and limit
+            # drops reach it through qdisc_tree_reduce_backlog).
             stats.queue_drops = tbf.dropped - (start.dropped if start else 0)
             stats.bottleneck_bytes = tbf.sent_bytes - (start.sent_bytes if start else 0)
+            stats.ce_marks = self.ce_marks() - self._ce_start
         if self.linkem is not None:
             raw = self.linkem.stop()
             self.linkem = None
