@@ -166,6 +166,21 @@ def test_cli_run_writes_the_report_after_a_study(tmp_path, monkeypatch):
     assert (tmp_path / "res" / "report" / "report.html").exists()
 
 
+@pytest.mark.parametrize(("module", "loads_matplotlib"), [
+    ("fatpipe.report.findings", False),
+    ("fatpipe.report.references", False),  # the docs generator's Markdown
+    ("fatpipe.cli", False),
+    ("fatpipe.advisor", False),
+    ("fatpipe.report.figures", True),  # the probe sees matplotlib where it is loaded
+])
+def test_text_findings_and_report_less_paths_load_no_matplotlib(module, loads_matplotlib):
+    code = f"import sys, {module}; print('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": str(ROOT / "python"), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(loads_matplotlib)
+
+
 CHROMIUM = shutil.which("chromium")
 
 

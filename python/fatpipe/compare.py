@@ -46,6 +46,7 @@ import pandas as pd
 
 from .analysis.stats import GROUP_COLUMNS, display_columns, grid_summary, swept_columns, t_quantile
 from .report.page import (
+    Section,
     cc_color,
     findings_html,
     fmt_num,
@@ -55,7 +56,6 @@ from .report.page import (
     pyplot,
     rate_unit,
     save_figure,
-    section,
     short_key,
     table_html,
 )
@@ -346,7 +346,7 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
     fig = _scatter_figure(matched, name_a, name_b, unit)
     body += save_figure(fig, out, "compare_scatter", "Mean goodput of B against A.") if fig else ""
     if body:
-        sections.append(section("plots", "Goodput ratio", body))
+        sections.append(Section("plots", "Goodput ratio", body))
     div, uname = unit
     view = t[shown].rename(columns={k: short_key(k) for k in shown}).copy()
     for side, name in (("a", name_a), ("b", name_b)):
@@ -361,7 +361,7 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
                              for p, c in zip(t["pairs"], t["pair_corr"], strict=True)]
     view["reps for ±15 %"] = t["reps_to_resolve"]
     view["disagree"] = ["yes" if d else "" for d in t["disagree"]]
-    sections.append(section(
+    sections.append(Section(
         "table", "Grid points", table_html(view, highlight=t["disagree"], scroll=len(view) > 30),
         f"A = {name_a}, B = {name_b}. Ratio CI: delta method on the log ratio with Welch degrees "
         f"of freedom, or over runs paired by seed (pairs: their number and correlation). Reps for "
@@ -377,7 +377,7 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
             rv[f"{name} A (ms)"] = rpc[f"a_{q}_s"] * 1e3
             rv[f"{name} B (ms)"] = rpc[f"b_{q}_s"] * 1e3
         rv["p99 B/A"] = rpc["b_p99_s"] / rpc["a_p99_s"]
-        sections.append(section("rpc", "RPC completion times", table_html(
+        sections.append(Section("rpc", "RPC completion times", table_html(
             rv, formats={c: fmt_num for c in rv.columns}), "Means over repetitions."))
     html = page(f"fatpipe compare: {name_a} vs {name_b}",
                 f"A = {Path(dir_a).resolve()} · B = {Path(dir_b).resolve()}",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..report.page import fmt_rate, page, pyplot, save_figure, section, table_html
+from ..report.page import Section, fmt_rate, page, pyplot, save_figure, table_html
 from ..units import format_time
 from .advice import Advice
 from .findings import mib, sysctl_lines
@@ -87,8 +87,8 @@ def write_html(advice: Advice) -> Path:
     top = f'<div class="findings"><b>Recommendation</b><p>{_esc(advice.recommendation)}</p></div>'
     sections = []
     if advice.measured:
-        sections.append(section("measured", "The path as measured", _ul(advice.measured)))
-    sections.append(section("ranking", "Candidates, ranked by expected goodput",
+        sections.append(Section("measured", "The path as measured", _ul(advice.measured)))
+    sections.append(Section("ranking", "Candidates, ranked by expected goodput",
                             _figure(advice, out) + table_html(table, highlight=advice.table["recommended"],
                                                               scroll=True),
                             "Goodput after the warm-up, mean of the runs with its Student-t 95 % interval; "
@@ -99,12 +99,12 @@ def write_html(advice: Advice) -> Path:
     if not rec.empty:
         sysctls = sysctl_lines(int(rec.iloc[0]["rmem_bytes"]), int(rec.iloc[0]["wmem_bytes"]))
     found = ([advice.baseline] if advice.baseline else []) + advice.buffers["lines"] + advice.notes
-    sections.append(section("buffers", "Socket buffers and sysctls",
+    sections.append(Section("buffers", "Socket buffers and sysctls",
                             _ul(found) + "<p>For the recommendation:</p><pre>"
                             + _esc("\n".join(f"sysctl -w {s}" for s in sysctls)) + "</pre>"))
-    sections.append(section("jumbo", "Jumbo frames", f"<p>{_esc(advice.jumbo)}</p>"))
+    sections.append(Section("jumbo", "Jumbo frames", f"<p>{_esc(advice.jumbo)}</p>"))
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in advice.stage_times.items())
-    sections.append(section("assumptions", "Assumptions", _ul(advice.assumptions) +
+    sections.append(Section("assumptions", "Assumptions", _ul(advice.assumptions) +
                             f'<p class="note">Runs of {format_time(advice.timing.duration_s)}; the advice took '
                             f"{advice.wall_s:.1f} s ({_esc(stages)}). Each stage is a study in "
                             f"{_esc(str(advice.root))} (repeat one with <code>fatpipe run STAGE.toml</code>).</p>"))

@@ -11,8 +11,7 @@ import math
 import pandas as pd
 
 from ..analysis import models
-from .figures import point_label
-from .page import fmt_rate
+from .page import fmt_rate, point_label
 
 
 def _g(x: float) -> str:

@@ -1,7 +1,7 @@
-"""HTML building blocks shared by the report and the comparison: one
-self-contained page (inline CSS, figures as base64 PNG), tables, labels of
-columns and grid points, number formatting, and saving figures as PNG + SVG
-files."""
+"""HTML building blocks shared by the report, the comparison and the advice:
+one self-contained page of sections (inline CSS, figures as base64 PNG),
+tables, labels of columns and grid points, number formatting, and saving
+figures as PNG + SVG files."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import html
 import io
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -176,14 +177,26 @@ def findings_html(lines: list[str]) -> str:
     return f'<div class="findings"><b>Main findings</b><ul>{items}</ul></div>'
 
 
-def section(anchor: str, title: str, body: str, intro: str = "") -> tuple[str, str, str]:
-    text = f'<p class="note">{esc(intro)}</p>' if intro else ""
-    return anchor, title, f'<h2 id="{esc(anchor)}">{esc(title)}</h2>{text}{body}'
+@dataclass(frozen=True)
+class Section:
+    """One section of a page: the anchor the navigation links to, its title,
+    body HTML, an optional note under the title, and the main findings drawn
+    from the same tables (shown at the top of the page, not in the section)."""
+
+    anchor: str
+    title: str
+    body: str
+    intro: str = ""
+    findings: tuple[str, ...] = ()
+
+    def html(self) -> str:
+        note = f'<p class="note">{esc(self.intro)}</p>' if self.intro else ""
+        return f'<h2 id="{esc(self.anchor)}">{esc(self.title)}</h2>{note}{self.body}'
 
 
-def page(title: str, subtitle: str, top: str, sections: list[tuple[str, str, str]]) -> str:
-    nav = " ".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t, _ in sections)
-    parts = "".join(body for _, _, body in sections)
+def page(title: str, subtitle: str, top: str, sections: Sequence[Section]) -> str:
+    nav = " ".join(f'<a href="#{esc(s.anchor)}">{esc(s.title)}</a>' for s in sections)
+    parts = "".join(s.html() for s in sections)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
             f"<h1>{esc(title)}</h1><p class=\"sub\">{esc(subtitle)}</p>{top}"

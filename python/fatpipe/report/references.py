@@ -1,8 +1,9 @@
-"""The report's "Beside the references" section: each reference table of
+"""The comparison with reference numbers, as text: each reference table of
 the study (its ``[[references]]``, or those of another study file) with
-fatpipe's mean, 95 % CI and the ratio, the overlay figure, references.csv,
-and the same comparison as Markdown (scripts/studies_vs_talks.py writes it
-into docs/studies-vs-talks.md)."""
+fatpipe's mean, 95 % CI and the ratio, as the report's tables and findings
+(sections.references_section adds the overlay figure and references.csv)
+and as Markdown (scripts/studies_vs_talks.py writes it into
+docs/studies-vs-talks.md). Nothing here draws, so matplotlib stays unloaded."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ import pandas as pd
 from ..analysis import collapse as an_collapse
 from ..analysis import references as an_refs
 from ..references import METRICS, ReferenceTable
-from . import figures as figs
-from .page import esc, fmt_num, fmt_rate, rate_unit, section, short_key, table_html
+from .page import fmt_num, fmt_rate, rate_unit, short_key
 
 
 def table_scale(g: pd.DataFrame) -> tuple[float, str]:
@@ -109,31 +109,6 @@ def finding_lines(comparison: pd.DataFrame) -> list[str]:
         lines.append(f"{title}: fatpipe / reference from {r.min():.2f} to {r.max():.2f} "
                      f"(median {r.median():.2f}) over {len(r)} of {len(g)} reference values")
     return lines
-
-
-def references_section(study, tables: list[ReferenceTable], collapses: pd.DataFrame,
-                       save_fig, save_csv, origin: str) -> tuple[tuple | None, list[str]]:
-    """The section and its findings; `save_fig(fig, name, caption)` and
-    `save_csv(df, name)` write files beside the report."""
-    if not tables:
-        return None, []
-    comparison, common = labelled(an_refs.compare(study.runs, tables, collapses), tables)
-    save_csv(comparison, "references")
-    body = save_fig(figs.reference_figure(comparison, {t: table_scale(g) for t, g in
-                                                       comparison.groupby("table", sort=False)}),
-                    "references", "fatpipe's mean (dots, bars: 95 % CI) beside each reference value "
-                                  "(open diamonds), one panel per reference table; on a log axis a "
-                                  "reference of 0 (a talk's ~0) cannot be drawn.")
-    for table in tables:
-        g = comparison[comparison["table"] == table.title]
-        shared = an_refs.where_label(common[table.title])
-        cap = f"{table.title} — {METRICS[table.metric].what}" + (f"; stat: {table.stat}" if table.stat else "") \
-            + (f"; every value at {shared}" if shared else "")
-        body += table_html(view(g), cap)
-        body += f'<p class="note">Source: {esc(table.source)}</p>'
-    intro = (f"Reference numbers ({origin}) beside fatpipe's: fatpipe / reference > 1 means fatpipe "
-             "measured more. References are not targets; no setting was tuned to match them.")
-    return section("references", "Beside the references", body, intro), finding_lines(comparison)
 
 
 def markdown(comparison: pd.DataFrame, tables: list[ReferenceTable]) -> str:
