@@ -14,6 +14,7 @@ import fatpipe
 from fake_backend import FakeBackend, FakeReport
 from fatpipe import backends, cli
 from fatpipe import spec as spec_mod
+from fatpipe.study import plan_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,6 +154,50 @@ def test_doctor_and_clean_ask_every_registered_backend(monkeypatch, capsys):
     assert "dummy backend:\n  [ok] fake backend: always usable" in capsys.readouterr().out
     assert cli.main(["clean"]) == 0
     assert "dummy: dummy leftover" in capsys.readouterr().out
+
+
+def test_the_base_declares_every_capability_with_a_default_and_every_backend_subclasses_it(tmp_path):
+    class Bare(backends.Backend):
+        name = "bare"
+
+        def check(self, plans):
+            pass
+
+        def facts(self):
+            return {}
+
+        def run(self, plan, workdir):  # noqa: ARG002 - never called
+            raise AssertionError("not run")
+
+        def doctor(self):
+            return FakeReport()
+
+        def clean(self):
+            return []
+
+        def clean_stale(self):
+            return []
+
+    bare = Bare()
+    assert (bare.takes_testbed, bare.measures_path, bare.cluster_resource) == (False, False, None)
+    assert bare.max_parallel_runs(8) == 1
+    spec, raw = spec_mod.load(_spec_file(tmp_path, SPEC.replace('["dummy"]', '["sim"]')))
+    [plan, *_] = plan_runs(spec, raw)
+    assert bare.estimated_wall_s(plan, 1e6) is None
+    for name in backends.backend_names():
+        assert isinstance(backends.get_backend(name), backends.Backend), name
+
+
+def test_a_factory_that_makes_no_backend_subclass_is_refused_naming_it():
+    class NotABackend:
+        name = "loose"
+
+    backends.register_backend("loose", NotABackend)
+    try:
+        with pytest.raises(TypeError, match="backend 'loose'.*NotABackend.*does not subclass"):
+            backends.get_backend("loose")
+    finally:
+        backends.unregister_backend("loose")
 
 
 def test_an_unknown_backend_is_a_clear_error():

@@ -131,7 +131,7 @@ def _testbed_backends(args: argparse.Namespace):
         backend = get_backend(name)
         if testbed is None:
             chosen.append((name, backend, {}))
-        elif getattr(backend, "takes_testbed", False):
+        elif backend.takes_testbed:
             chosen.append((name, backend, {"testbed": testbed}))
     return testbed, chosen
 
@@ -144,7 +144,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         try:
             report = backend.doctor(**kw)
             print(report.render())
-            ready = ready and getattr(report, "usable", True)
+            ready = ready and report.usable
         except BackendUnavailable as e:
             print(f"  unavailable: {e}")
             ready = False

@@ -95,7 +95,7 @@ def plan_runs(
         )
         unset = point_spec.path_unset()
         for backend in backends or point_spec.study.backends:
-            if unset and not getattr(get_backend(backend), "measures_path", False):
+            if unset and not get_backend(backend).measures_path:
                 raise spec_mod.SpecError([(key, f"missing: backend {backend!r} emulates the path and needs "
                                                 "path.rate and path.rtt (only a backend that runs on a real path "
                                                 "measures it instead)") for key in unset])

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .base import BackendUnavailable, RunOutcome, RunPlan
+from .base import Backend, BackendUnavailable, RunOutcome, RunPlan
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class ImportedDoctorReport:
         return f"  [ok] {self.detail}"
 
 
-class ImportedBackend:
+class ImportedBackend(Backend):
     def __init__(self, name: str, command: str) -> None:
         self.name = name
         self.command = command  # how its results get in, e.g. "fatpipe import iperf3 FILE… --path …"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
-from ..base import BackendUnavailable, RunOutcome, RunPlan
+from ..base import Backend, BackendUnavailable, RunOutcome, RunPlan
 
 NO_TESTBED = ("the hosts backend runs on a testbed: add a [testbed] section to the study or pass "
               "`fatpipe run --testbed FILE` (docs/hosts.md)")
@@ -71,7 +71,7 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
     return problems
 
 
-class HostsBackend:
+class HostsBackend(Backend):
     name = "hosts"
     takes_testbed = True
     measures_path = True  # without an emulator host the path is what it is

@@ -31,7 +31,7 @@ from typing import Any
 
 from ...summary import emulator_late
 from ...wire import TCP_IP_HEADER_BYTES, linux_segment_payload
-from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, RunOutcome, RunPlan
+from ..base import RPC_COLUMNS, SERIES_COLUMNS, Backend, BackendUnavailable, RunOutcome, RunPlan
 from . import bpfcca, bpfcca_clean, cleanup, privilege
 from .clamp import sender_cwnd_clamps
 from .cleanup import clean, clean_stale
@@ -98,7 +98,7 @@ def rows_to_series(rows: list[dict]) -> dict[str, list]:
     return series
 
 
-class KernelBackend:
+class KernelBackend(Backend):
     name = "kernel"
 
     # On a cluster (fatpipe.cluster) a kernel run needs this Dask resource
