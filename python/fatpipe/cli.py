@@ -16,7 +16,7 @@ from .backends.base import BackendUnavailable
 from .cluster import ClusterError, ClusterSpecError
 from .estimate import StudyTooBig
 from .results import StoreError
-from .study import AUTO, plan_runs, run_study, study_dir_default
+from .study import AUTO, load_study, plan_runs, run_study, study_dir_default
 from .tables import backend_comparison_table, summary_table
 from .testbed import load_testbed
 
@@ -108,7 +108,7 @@ def _maybe_report(out: Path, say: Output) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    spec, raw = spec_mod.load(args.study)
+    spec, raw = load_study(args.study, args.backend)
     plans = plan_runs(spec, raw, args.backend or None)
     print(f"{args.study}: valid; {len(plans)} runs")
     for p in plans[: args.show]:

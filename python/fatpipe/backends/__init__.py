@@ -87,12 +87,6 @@ def _hosts() -> Backend:
     return HostsBackend()
 
 
-def _iperf3() -> Backend:
-    from .imported import ImportedBackend
-    return ImportedBackend("iperf3", "fatpipe import iperf3 RESULTS.json… --path rate=…,rtt=…")
-
-
 register_backend("sim", _sim)
 register_backend("kernel", _kernel)
 register_backend("hosts", _hosts)
-register_backend("iperf3", _iperf3)  # results of `iperf3 -J` imported (fatpipe.importers)
