@@ -1,11 +1,9 @@
 """The backend registry: generic layers (spec, study runner, CLI) ask it and
-never name a backend; a backend registered from outside runs a study end to
-end, as many runs at once as it allows."""
+never name a backend (test_generic_layers.py); a backend registered from
+outside runs a study end to end, as many runs at once as it allows."""
 
-import re
 import threading
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,8 +13,6 @@ from fake_backend import FakeBackend, FakeReport
 from fatpipe import backends, cli
 from fatpipe import spec as spec_mod
 from fatpipe.study import plan_runs
-
-ROOT = Path(__file__).resolve().parents[1]
 
 SPEC = """
 version = 1
@@ -205,10 +201,3 @@ def test_an_unknown_backend_is_a_clear_error():
         backends.get_backend("ns3")
     with pytest.raises(ValueError, match="already registered"):
         backends.register_backend("sim", lambda: None)
-
-
-@pytest.mark.parametrize("module", ["spec.py", "study.py", "cli.py"])
-def test_generic_layers_name_no_backend(module):
-    text = (ROOT / "python" / "fatpipe" / module).read_text()
-    named = [line for line in text.splitlines() if re.search(r"[\"'](sim|kernel)[\"']", line)]
-    assert named == []
