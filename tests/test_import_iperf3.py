@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+import fatpipe
 from fatpipe import spec as spec_mod
+from fatpipe.backends import BackendUnavailable
 from fatpipe.cli import main
 from fatpipe.importers import iperf3
 from fatpipe.importers.study import import_iperf3, parse_path, study_text
@@ -151,6 +153,8 @@ def test_running_an_imported_study_is_refused_with_the_import_command(tmp_path, 
         assert "its runs were made by iperf3 and imported" in err and "fatpipe import iperf3" in err
     assert main(["check", str(tmp_path / "imp" / "study.toml")]) == 2
     assert "fatpipe import iperf3" in capsys.readouterr().err
+    with pytest.raises(BackendUnavailable, match="its runs were made by iperf3 and imported"):
+        fatpipe.run(tmp_path / "imp" / "study.toml", backend="iperf3", out=tmp_path / "again", progress=None)
     assert not (tmp_path / "again").exists()
 
 

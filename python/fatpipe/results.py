@@ -126,7 +126,7 @@ def imported_mark(manifest: dict[str, Any]) -> dict[str, Any] | None:
     whose facts held the import command (``imported_by``)."""
     mark = manifest.get(IMPORTED_KEY)
     if isinstance(mark, dict) and isinstance(mark.get("tool"), str):
-        return mark
+        return {"command": "fatpipe import", "files": [], **mark}
     for tool, facts in (manifest.get("backends") or {}).items():
         if isinstance(facts, dict) and isinstance(facts.get("imported_by"), str):
             return {"tool": tool, "command": facts["imported_by"], "files": []}

@@ -247,11 +247,11 @@ def load_study(study_file: str | Path, backends: Sequence[str] | None = None) ->
     instead, and refuses the study's own with the command that imports more."""
     mark = imported_study(Path(study_file).parent)
     spec, raw = spec_mod.load(study_file, mark["tool"] if mark else None)
-    if mark and (not backends or AUTO in backends):
+    if mark and (not backends or AUTO in backends or mark["tool"] in backends):
         raise BackendUnavailable(
             f"{study_file}: its runs were made by {mark['tool']} and imported (manifest.json); fatpipe runs nothing "
-            f"of {mark['tool']}: import more with `{mark.get('command', 'fatpipe import')}`, or run the same "
-            "study on a backend with --backend NAME")
+            f"of {mark['tool']}: import more with `{mark['command']}`, or run the same study on a backend with "
+            "--backend NAME")
     return spec, raw
 
 
@@ -317,7 +317,9 @@ def run_study(
     the study's [testbed] for backends that run on one. `cluster` (a
     --cluster SPEC, fatpipe.cluster) computes the runs on a Dask cluster
     whose workers are checked before anything is written; this process
-    still writes every run. `fatpipe run` and fatpipe.run() both come here."""
+    still writes every run. An imported study runs only on `backends` given
+    instead of its own, and never into its directory (`load_study`).
+    `fatpipe run` and fatpipe.run() both come here."""
     cluster_spec = parse_cluster_spec(cluster) if cluster else None
     spec, raw = load_study(study_file, backends)
     if testbed is not None and not isinstance(testbed, Testbed):
@@ -335,7 +337,7 @@ def run_study(
     root = Path(out) if out else study_dir_default(spec)
     mark = imported_study(root)
     if mark:
-        raise FileExistsError(f"{root} holds runs of {mark['tool']} imported with `{mark.get('command')}`; "
+        raise FileExistsError(f"{root} holds runs of {mark['tool']} imported with `{mark['command']}`; "
                               "fatpipe does not add runs to it: choose another --out directory")
     jobs = jobs or os.cpu_count() or 1
     for name in sorted({p.backend for p in plans}):
