@@ -2,16 +2,18 @@
 delivers at a constant rate that depends on the plan, so every summary value
 is known exactly."""
 
-from fatpipe.backends.base import PathReport, RunOutcome, RunPlan
+from fatpipe.backends.base import Backend, PathReport, RunOutcome, RunPlan
 from fatpipe.schema import SERIES_COLUMNS
 
 
 class FakeReport:
+    usable = True
+
     def render(self):
         return "  [ok] fake backend: always usable"
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     name = "sim"
 
     def __init__(self, interrupt_after=None):

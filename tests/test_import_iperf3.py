@@ -4,6 +4,7 @@ a study directory with the tables every backend writes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import tomllib
@@ -11,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
+import fatpipe
 from fatpipe import spec as spec_mod
+from fatpipe.backends import BackendUnavailable
 from fatpipe.cli import main
 from fatpipe.importers import iperf3
 from fatpipe.importers.study import import_iperf3, parse_path, study_text
+from fatpipe.report import write_report
 from fatpipe.results import StudyStore
 from fatpipe.schema import SERIES_COLUMNS
 
@@ -85,8 +89,11 @@ def test_files_that_differ_in_cca_become_sweep_points_and_files_that_agree_repet
     assert bbr.cc == "bbr"
     text = study_text("t", [run, run, bbr], parse_path(PATH), ["a", "b", "c"])
     assert '"flows.0.cc" = ["cubic", "bbr"]' in text and "repetitions = 2" in text
-    spec = spec_mod.validate(tomllib.loads(text))
+    # iperf3 is no backend: only an imported study (its manifest's mark) may name it.
+    spec = spec_mod.validate(tomllib.loads(text), imported_from="iperf3")
     assert spec.study.backends == ["iperf3"] and spec.study.warmup == 1.0
+    with pytest.raises(spec_mod.SpecError, match="study.backends: got 'iperf3'; the backends are"):
+        spec_mod.validate(tomllib.loads(text))
 
 
 def test_an_imported_study_has_the_runs_table_of_a_run_study(tmp_path):
@@ -105,10 +112,61 @@ def test_an_imported_study_has_the_runs_table_of_a_run_study(tmp_path):
     assert loaded.run_facts("iperf3-p000-r00")["iperf3_file"] == str(FIXTURE)
 
 
+def test_the_manifest_marks_the_study_imported_and_loading_validates_its_spec_from_the_mark(tmp_path):
+    other = tmp_path / "again.json"
+    other.write_bytes(FIXTURE.read_bytes())
+    import_iperf3([FIXTURE, other], PATH, tmp_path / "imp", emit=lambda _line: None)
+    loaded = StudyStore(tmp_path / "imp").load()
+    assert loaded.imported == {
+        "tool": "iperf3", "command": "fatpipe import iperf3 RESULTS.json… --path rate=…,rtt=…",
+        "files": [{"file": str(FIXTURE), "sha256": hashlib.sha256(FIXTURE.read_bytes()).hexdigest(),
+                   "run_id": "iperf3-p000-r00"},
+                  {"file": str(other), "sha256": hashlib.sha256(FIXTURE.read_bytes()).hexdigest(),
+                   "run_id": "iperf3-p000-r01"}]}
+    assert loaded.manifest["backends"] == {}  # its runs ran on no backend of this machine
+    assert loaded.spec is not None and loaded.spec.study.backends == ["iperf3"]
+    assert set(loaded.runs["backend"]) == {"iperf3"}
+
+
+def test_a_study_imported_before_the_mark_reads_its_mark_from_the_backend_facts(tmp_path):
+    import_iperf3([FIXTURE], PATH, tmp_path / "imp", emit=lambda _line: None)
+    manifest_file = tmp_path / "imp" / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    del manifest["imported"]
+    manifest["backends"] = {"iperf3": {"imported_by": "fatpipe import iperf3 RESULTS.json… --path rate=…,rtt=…"}}
+    manifest_file.write_text(json.dumps(manifest))
+    loaded = StudyStore(tmp_path / "imp").load()
+    assert loaded.imported["tool"] == "iperf3" and loaded.spec is not None
+
+
+def test_a_report_of_an_imported_study_is_written(tmp_path):
+    import_iperf3([FIXTURE], PATH, tmp_path / "imp", emit=lambda _line: None)
+    page = write_report(tmp_path / "imp").read_text()
+    assert "backends: iperf3" in page
+
+
 def test_running_an_imported_study_is_refused_with_the_import_command(tmp_path, capsys):
     import_iperf3([FIXTURE], PATH, tmp_path / "imp", emit=lambda _line: None)
-    assert main(["run", str(tmp_path / "imp" / "study.toml"), "--out", str(tmp_path / "again")]) == 2
+    for extra in ([], ["--backend", "auto"]):
+        assert main(["run", str(tmp_path / "imp" / "study.toml"), "--out", str(tmp_path / "again"), *extra]) == 2
+        err = capsys.readouterr().err
+        assert "its runs were made by iperf3 and imported" in err and "fatpipe import iperf3" in err
+    assert main(["check", str(tmp_path / "imp" / "study.toml")]) == 2
     assert "fatpipe import iperf3" in capsys.readouterr().err
+    with pytest.raises(BackendUnavailable, match="its runs were made by iperf3 and imported"):
+        fatpipe.run(tmp_path / "imp" / "study.toml", backend="iperf3", out=tmp_path / "again", progress=None)
+    assert not (tmp_path / "again").exists()
+
+
+def test_an_imported_study_runs_on_a_backend_given_instead_but_never_into_its_own_directory(tmp_path, capsys):
+    import_iperf3([FIXTURE], PATH, tmp_path / "imp", emit=lambda _line: None)
+    study = str(tmp_path / "imp" / "study.toml")
+    assert main(["check", study, "--backend", "sim"]) == 0
+    assert main(["run", study, "--backend", "sim", "--out", str(tmp_path / "imp"), "--no-report"]) == 2
+    assert "holds runs of iperf3 imported with" in capsys.readouterr().err
+    assert set(StudyStore(tmp_path / "imp").runs_table()["backend"]) == {"iperf3"}
+    assert main(["run", study, "--backend", "sim", "--out", str(tmp_path / "sim"), "--no-report"]) == 0
+    assert set(StudyStore(tmp_path / "sim").runs_table()["backend"]) == {"sim"}
 
 
 def test_import_then_compare_with_a_sim_study_of_the_same_path(tmp_path, capsys):

@@ -16,7 +16,7 @@ from .backends.base import BackendUnavailable
 from .cluster import ClusterError, ClusterSpecError
 from .estimate import StudyTooBig
 from .results import StoreError
-from .study import AUTO, plan_runs, run_study, study_dir_default
+from .study import AUTO, load_study, plan_runs, run_study, study_dir_default
 from .tables import backend_comparison_table, summary_table
 
 
@@ -107,7 +107,7 @@ def _maybe_report(out: Path, say: Output) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    spec, raw = spec_mod.load(args.study)
+    spec, raw = load_study(args.study, args.backend)
     plans = plan_runs(spec, raw, args.backend or None)
     print(f"{args.study}: valid; {len(plans)} runs")
     for p in plans[: args.show]:
@@ -130,7 +130,7 @@ def _testbed_backends(args: argparse.Namespace):
         backend = get_backend(name)
         if testbed is None:
             chosen.append((name, backend, {}))
-        elif getattr(backend, "takes_testbed", False):
+        elif backend.takes_testbed:
             chosen.append((name, backend, {"testbed": testbed}))
     return testbed, chosen
 
@@ -143,7 +143,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         try:
             report = backend.doctor(**kw)
             print(report.render())
-            ready = ready and getattr(report, "usable", True)
+            ready = ready and report.usable
         except BackendUnavailable as e:
             print(f"  unavailable: {e}")
             ready = False

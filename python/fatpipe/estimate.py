@@ -23,9 +23,9 @@ The formulas, written down here only (docs/architecture.md points here):
   lists, ~32 bytes per value) and (all series rows × SERIES_ROW_BYTES × 2:
   consolidation concatenates every run's series in Arrow, then writes it).
 * **wall time** of a run = the backend's ``estimated_wall_s(plan, packets)``
-  where it has one (the sim: packets / its documented packets per second),
-  else duration_s (a backend that runs in real time); a backend's runs are
-  divided by the runs it allows at once.
+  where it makes a guess (the sim: packets / its documented packets per
+  second), else duration_s (``None``, Backend's default: a backend that runs
+  in real time); a backend's runs are divided by the runs it allows at once.
 
 Limits (refused unless forced): a run of more than MAX_SERIES_ROWS_PER_RUN
 series rows; bytes written above DISK_HEADROOM of the free space where the
@@ -94,8 +94,8 @@ def run_cost(plan: RunPlan) -> RunCost:
         carried = rate_bps * plan.duration_s / (8 * max(1, f.response_bytes or 1))
         arrivals = f.rate_per_s * f.streams * plan.duration_s if f.rate_per_s else math.inf
         rpc_rows += min(carried, arrivals)
-    wall = getattr(get_backend(plan.backend), "estimated_wall_s", None)
-    wall_s = wall(plan, packets) if wall else plan.duration_s
+    guess_s = get_backend(plan.backend).estimated_wall_s(plan, packets)
+    wall_s = plan.duration_s if guess_s is None else guess_s
     return RunCost(plan.run_id, plan.backend, packets, series_rows, rpc_rows, wall_s)
 
 

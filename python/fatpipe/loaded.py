@@ -58,13 +58,22 @@ class LoadedStudy:
         that cannot observe their bottleneck)."""
         return self.store.path_series_table()
 
+    @property
+    def imported(self) -> dict[str, Any] | None:
+        """The manifest's mark of a study whose runs were imported (tool,
+        command, files; results.imported_mark), None for a study fatpipe ran."""
+        from .results import imported_mark
+        return imported_mark(self.manifest)
+
     @cached_property
     def spec(self) -> Spec | None:
-        """The validated spec as run; None when study.toml is missing or no
-        longer validates (the tables stay readable)."""
+        """The validated spec as run (an imported study's names its tool as
+        the backend); None when study.toml is missing or no longer validates
+        (the tables stay readable)."""
         from .spec import SpecError, validate
+        tool = self.imported["tool"] if self.imported else None
         try:
-            return validate(self._spec_raw, str(self.root / "study.toml")) if self._spec_raw else None
+            return validate(self._spec_raw, str(self.root / "study.toml"), tool) if self._spec_raw else None
         except SpecError:
             return None
 

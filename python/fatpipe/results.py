@@ -5,7 +5,8 @@ Layout (documented for users in docs/results.md)::
     DIR/.fatpipe-study      marker: this directory is a fatpipe study
     DIR/.fatpipe.lock       flock held by the process writing the study (pid, host, start)
     DIR/study.toml          the spec as run
-    DIR/manifest.json       fatpipe version, schema version, backends' facts, seeds
+    DIR/manifest.json       fatpipe version, schema version, backends' facts, seeds;
+                            an imported study's mark (IMPORTED_KEY)
     DIR/runs/<run_id>.json  one record per finished run (written last, atomically)
     DIR/series/<run_id>.parquet, DIR/rpcs/<run_id>.parquet, DIR/path_series/<run_id>.parquet
     DIR/work/<run_id>/      a backend's scratch files for the run (raw samples)
@@ -54,8 +55,8 @@ from .storefs import StoreError, StudyLocked
 if TYPE_CHECKING:
     from .loaded import LoadedStudy
 
-__all__ = ["RUN_COLUMNS", "SCHEMA_VERSION", "STORED_PATH_SERIES_COLUMNS", "STORED_RPC_COLUMNS",
-           "STORED_SERIES_COLUMNS", "StoreError", "StudyLocked", "StudyStore"]
+__all__ = ["IMPORTED_KEY", "RUN_COLUMNS", "SCHEMA_VERSION", "STORED_PATH_SERIES_COLUMNS", "STORED_RPC_COLUMNS",
+           "STORED_SERIES_COLUMNS", "StoreError", "StudyLocked", "StudyStore", "imported_mark", "imported_study"]
 
 # Columns every runs row has, in order; swept keys (dotted names) follow the
 # identity columns. Units are in the names.
@@ -110,6 +111,36 @@ def _is_legacy_study(root: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(manifest, dict) and "schema_version" in manifest
+
+
+# manifest.json's mark of a study whose runs were made elsewhere and imported
+# (`fatpipe import`, fatpipe.importers): {"tool": what made them (the runs'
+# `backend` column, and what study.toml's study.backends names), "command":
+# how to import more, "files": [{"file", "sha256", "run_id"}]}.
+IMPORTED_KEY = "imported"
+
+
+def imported_mark(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The import mark of a study's manifest (None: its runs were run by fatpipe).
+    A study imported before the mark existed named its tool as a backend
+    whose facts held the import command (``imported_by``)."""
+    mark = manifest.get(IMPORTED_KEY)
+    if isinstance(mark, dict) and isinstance(mark.get("tool"), str):
+        return {"command": "fatpipe import", "files": [], **mark}
+    for tool, facts in (manifest.get("backends") or {}).items():
+        if isinstance(facts, dict) and isinstance(facts.get("imported_by"), str):
+            return {"tool": tool, "command": facts["imported_by"], "files": []}
+    return None
+
+
+def imported_study(root: str | Path) -> dict[str, Any] | None:
+    """The import mark of the study directory `root` (None: not imported, or
+    no readable manifest.json there)."""
+    try:
+        manifest = json.loads((Path(root) / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return imported_mark(manifest) if isinstance(manifest, dict) else None
 
 
 class StudyStore:

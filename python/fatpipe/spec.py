@@ -27,6 +27,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -184,6 +185,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+# The validation context key that carries validate()'s `imported_from`.
+IMPORTED_FROM = "imported_from"
+
+
 class StudySection(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
     description: str = ""
@@ -200,9 +205,11 @@ class StudySection(_Strict):
 
     @field_validator("backends")
     @classmethod
-    def _registered_backends(cls, names: list[str]) -> list[str]:
+    def _registered_backends(cls, names: list[str], info: ValidationInfo) -> list[str]:
+        # An imported study names the tool that made its runs (validate()'s imported_from).
         known = backend_names()
-        unknown = [n for n in names if n not in known]
+        imported_from = (info.context or {}).get(IMPORTED_FROM)
+        unknown = [n for n in names if n not in known and n != imported_from]
         if unknown:
             raise ValueError(f"got {', '.join(map(repr, unknown))}; the backends are {', '.join(known)}")
         return names
@@ -442,25 +449,29 @@ def _too_deep(raw: Any) -> list[tuple[str, str]]:
 # ---- validation ---------------------------------------------------------------
 
 
-def _validated(raw: dict[str, Any]) -> tuple[Spec | None, list[tuple[str, str]]]:
+def _validated(raw: dict[str, Any], imported_from: str | None) -> tuple[Spec | None, list[tuple[str, str]]]:
     """The model and the cross-section checks: (spec or None, problems)."""
     try:
-        spec = Spec.model_validate(raw)
+        spec = Spec.model_validate(raw, context={IMPORTED_FROM: imported_from})
     except ValidationError as e:
         return None, _problems(e)
     return spec, cross_problems(spec)
 
 
-def validate(raw: dict[str, Any], source: str = "") -> Spec:
+def validate(raw: dict[str, Any], source: str = "", imported_from: str | None = None) -> Spec:
     """Validate a raw spec mapping (no sweep applied yet) and its sweep: its
     structure and keys, then its size, then every value of every cartesian
-    axis alone and every point of every linked group (its keys together)."""
+    axis alone and every point of every linked group (its keys together).
+
+    `imported_from` is the tool whose runs an imported study holds (its
+    manifest's mark, results.imported_mark): study.backends may name it
+    besides the registered backends."""
     if not isinstance(raw, dict):
         raise SpecError([("spec", f"a study spec is a TOML table, got {toml_type(raw)}")], source)
     deep = _too_deep(raw)
     if deep:
         raise SpecError(deep, source)
-    spec, problems = _validated(raw)
+    spec, problems = _validated(raw, imported_from)
     if spec is None or problems:
         raise SpecError(problems, source)
     problems += spec.sweep.structure_problems()
@@ -617,10 +628,11 @@ def load_raw(path: str | Path) -> dict[str, Any]:
             str(p)) from None
 
 
-def load(path: str | Path) -> tuple[Spec, dict[str, Any]]:
-    """Load and validate a study file; returns the spec and its raw mapping."""
+def load(path: str | Path, imported_from: str | None = None) -> tuple[Spec, dict[str, Any]]:
+    """Load and validate a study file (`imported_from` as for :func:`validate`);
+    returns the spec and its raw mapping."""
     raw = load_raw(path)
-    return validate(raw, str(path)), raw
+    return validate(raw, str(path), imported_from), raw
 
 
 def load_testbed(path: str | Path) -> Testbed:

@@ -25,7 +25,7 @@ from . import spec as spec_mod
 from .backends import DEFAULT_BACKEND, get_backend
 from .backends.base import BackendUnavailable, FlowPlan, HostLimits, RunPlan
 from .cluster.spec import parse_cluster_spec
-from .results import StoreError, StudyStore
+from .results import IMPORTED_KEY, StoreError, StudyStore, imported_study
 from .runcompute import compute_run, failed_rows, identity_columns, record_run  # noqa: F401 - two re-exported
 from .testbed import Testbed, study_problems
 
@@ -95,7 +95,7 @@ def plan_runs(
         )
         unset = point_spec.path_unset()
         for backend in backends or point_spec.study.backends:
-            if unset and not getattr(get_backend(backend), "measures_path", False):
+            if unset and not get_backend(backend).measures_path:
                 raise spec_mod.SpecError([(key, f"missing: backend {backend!r} emulates the path and needs "
                                                 "path.rate and path.rtt (only a backend that runs on a real path "
                                                 "measures it instead)") for key in unset])
@@ -219,9 +219,13 @@ def study_dir_default(spec: spec_mod.Spec) -> Path:
     return Path("results") / spec.study.name
 
 
-def study_manifest(spec: spec_mod.Spec, plans: list[RunPlan]) -> dict[str, Any]:
-    """What manifest.json records about a study as it starts."""
-    used = sorted({p.backend for p in plans})
+def study_manifest(spec: spec_mod.Spec, plans: list[RunPlan],
+                   imported: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What manifest.json records about a study as it starts. The runs of an
+    imported study (`imported`: its mark, results.IMPORTED_KEY) ran on no
+    backend of this machine, so it records no backend facts."""
+    used = [] if imported else sorted({p.backend for p in plans})
+    mark = {IMPORTED_KEY: imported} if imported else {}
     return {
         "fatpipe_version": __version__,
         "study": spec.study.name,
@@ -231,7 +235,24 @@ def study_manifest(spec: spec_mod.Spec, plans: list[RunPlan]) -> dict[str, Any]:
                  "machine": platform.machine(), "python": platform.python_version()},
         "backends": {name: get_backend(name).facts() for name in used},
         "runs": [{"run_id": p.run_id, "seed": p.seed, "swept": p.swept} for p in plans],
+        **mark,
     }
+
+
+def load_study(study_file: str | Path, backends: Sequence[str] | None = None) -> tuple[spec_mod.Spec, dict[str, Any]]:
+    """Load and validate a study file to run (or check) on `backends`
+    (default: the study's own). The study.toml of an imported study (the
+    manifest.json beside it marks it, results.imported_mark) names the tool
+    that made its runs as its backend: fatpipe runs only the backends given
+    instead, and refuses the study's own with the command that imports more."""
+    mark = imported_study(Path(study_file).parent)
+    spec, raw = spec_mod.load(study_file, mark["tool"] if mark else None)
+    if mark and (not backends or AUTO in backends or mark["tool"] in backends):
+        raise BackendUnavailable(
+            f"{study_file}: its runs were made by {mark['tool']} and imported (manifest.json); fatpipe runs nothing "
+            f"of {mark['tool']}: import more with `{mark['command']}`, or run the same study on a backend with "
+            "--backend NAME")
+    return spec, raw
 
 
 # `--backend auto`: every backend of the study that can run here (its own
@@ -296,9 +317,11 @@ def run_study(
     the study's [testbed] for backends that run on one. `cluster` (a
     --cluster SPEC, fatpipe.cluster) computes the runs on a Dask cluster
     whose workers are checked before anything is written; this process
-    still writes every run. `fatpipe run` and fatpipe.run() both come here."""
+    still writes every run. An imported study runs only on `backends` given
+    instead of its own, and never into its directory (`load_study`).
+    `fatpipe run` and fatpipe.run() both come here."""
     cluster_spec = parse_cluster_spec(cluster) if cluster else None
-    spec, raw = spec_mod.load(study_file)
+    spec, raw = load_study(study_file, backends)
     if testbed is not None and not isinstance(testbed, Testbed):
         testbed = spec_mod.load_testbed(testbed)
     skipped: dict[str, str] = {}
@@ -312,6 +335,10 @@ def run_study(
             emit(f"{name} backend left out: {why} -> running on {', '.join(backends)} only")
     plans = plan_runs(spec, raw, list(backends) if backends else None, testbed)
     root = Path(out) if out else study_dir_default(spec)
+    mark = imported_study(root)
+    if mark:
+        raise FileExistsError(f"{root} holds runs of {mark['tool']} imported with `{mark['command']}`; "
+                              "fatpipe does not add runs to it: choose another --out directory")
     jobs = jobs or os.cpu_count() or 1
     for name in sorted({p.backend for p in plans}):
         if name not in checked:

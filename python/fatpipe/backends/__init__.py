@@ -6,7 +6,11 @@ module themselves; a backend module is imported only when first asked for,
 so `import fatpipe` stays light and a machine without the simulator
 extension (or without root) can still use the others.
 
-Tests and plugins add backends with :func:`register_backend`.
+Every backend subclasses :class:`~fatpipe.backends.base.Backend`, which
+declares the capabilities the generic layers read (``takes_testbed``,
+``measures_path``, ``cluster_resource``, ``estimated_wall_s``,
+``max_parallel_runs``) with their defaults. Tests and plugins add backends
+with :func:`register_backend`.
 """
 
 from __future__ import annotations
@@ -61,6 +65,9 @@ def get_backend(name: str) -> Backend:
     if factory is None:
         raise BackendUnavailable(f"unknown backend {name!r}; choose one of {', '.join(backend_names())}")
     instance = factory()
+    if not isinstance(instance, Backend):
+        raise TypeError(f"backend {name!r}: its factory made a {type(instance).__name__}, which does not subclass "
+                        "fatpipe.backends.base.Backend")
     with _lock:
         return _instances.setdefault(name, instance)
 
@@ -80,12 +87,6 @@ def _hosts() -> Backend:
     return HostsBackend()
 
 
-def _iperf3() -> Backend:
-    from .imported import ImportedBackend
-    return ImportedBackend("iperf3", "fatpipe import iperf3 RESULTS.json… --path rate=…,rtt=…")
-
-
 register_backend("sim", _sim)
 register_backend("kernel", _kernel)
 register_backend("hosts", _hosts)
-register_backend("iperf3", _iperf3)  # results of `iperf3 -J` imported (fatpipe.importers)

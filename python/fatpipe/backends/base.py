@@ -1,4 +1,4 @@
-"""The one small protocol every backend implements.
+"""The one small base class every backend subclasses (:class:`Backend`).
 
 A backend receives a fully resolved :class:`RunPlan` (one point of the sweep,
 one repetition, every unit already converted to SI numbers) and returns a
@@ -9,6 +9,7 @@ once, for every backend alike, by :mod:`fatpipe.summary`.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,8 +18,8 @@ from .. import wire
 from ..schema import RPC_COLUMNS, SERIES_COLUMNS, PathReport, empty_path_series
 from ..testbed import Testbed
 
-__all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Backend", "BackendUnavailable", "FlowPlan", "HostLimits",
-           "PathReport", "RunOutcome", "RunPlan"]
+__all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Backend", "BackendUnavailable", "DoctorReport", "FlowPlan",
+           "HostLimits", "PathReport", "RunOutcome", "RunPlan"]
 
 
 @dataclass(frozen=True)
@@ -115,39 +116,86 @@ class BackendUnavailable(RuntimeError):
     """The backend cannot run on this machine; the message says why."""
 
 
-class Backend(Protocol):
-    name: str
-    # Optional attributes: ``takes_testbed`` (doctor/clean take a testbed)
-    # and ``measures_path`` (runs without path.rate/path.rtt on the real
-    # path, measuring it; every other backend emulates the path and needs them).
+class DoctorReport(Protocol):
+    """What a backend's ``doctor()`` returns (`fatpipe doctor`)."""
 
+    # Whether the backend can run studies here (on the testbed it was given):
+    # `fatpipe doctor --testbed FILE` exits 1 when a backend it asked is not.
+    usable: bool
+
+    def render(self) -> str:
+        """The lines `fatpipe doctor` prints under the backend's name."""
+        ...
+
+
+class Backend(ABC):
+    """The base every backend subclasses; the registry (backends/__init__.py)
+    hands out its instances and the generic layers read the capabilities
+    below as plain attributes. The class attributes are the defaults of a
+    backend that emulates the path itself on the machine fatpipe runs on, in
+    real time, one run at a time; a backend overrides what differs."""
+
+    # The name the registry knows it by; also each run's `backend` column.
+    name: str
+
+    # The backend works on a testbed of machines (fatpipe.testbed): `fatpipe
+    # doctor|clean --testbed FILE` ask only such backends and hand their
+    # doctor() and clean() ``testbed=``; a study's runs carry it in
+    # RunPlan.testbed. Such a backend runs one run at a time on its testbed,
+    # so its runs refuse `--cluster` (fatpipe.cluster).
+    takes_testbed: bool = False
+
+    # The backend can run on the real path as it is and measure it: a study
+    # may then leave out path.rate/path.rtt (RunPlan.rate_bps, rtt_s and
+    # buffer_bytes are None). Every other backend emulates the path and
+    # needs them (plan_runs refuses their absence, naming the keys).
+    measures_path: bool = False
+
+    # On a cluster (fatpipe.cluster): the Dask resource token each of its
+    # runs needs, offered once per machine, so that a worker machine runs one
+    # such run at a time; None: its runs need no machine to themselves.
+    cluster_resource: str | None = None
+
+    def estimated_wall_s(self, plan: RunPlan, packets: float) -> float | None:  # noqa: ARG002 - no guess
+        """The wall time of one run (as if it ran alone) that carries
+        `packets` bottleneck packets (fatpipe.estimate). None, the default:
+        no guess of its own, the run takes its duration (a backend that runs
+        in real time)."""
+        return None
+
+    def max_parallel_runs(self, jobs: int) -> int:  # noqa: ARG002 - the default ignores it
+        """How many of this backend's runs may run at once when the user
+        allows `jobs` (>= 1): a simulator takes `jobs`, a backend that owns
+        the machine's network or a testbed's path takes 1. The default is 1,
+        which is right for any backend."""
+        return 1
+
+    @abstractmethod
     def check(self, plans: list[RunPlan]) -> None:
         """Raise BackendUnavailable (naming what is missing) if these runs
         cannot be carried out here. Called once before a study starts."""
 
+    @abstractmethod
     def facts(self) -> dict[str, Any]:
         """Machine facts for the manifest (kernel, CCAs, qdiscs, tools)."""
 
+    @abstractmethod
     def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:
         """Carry out one run. Raise on failure; the study records the reason."""
 
-    def max_parallel_runs(self, jobs: int) -> int:
-        """How many of this backend's runs may run at once when the user
-        allows `jobs` (>= 1): a simulator takes `jobs`, a backend that owns
-        the machine's network (kernel) takes 1."""
+    @abstractmethod
+    def doctor(self) -> DoctorReport:
+        """What this backend can do on this machine (`fatpipe doctor`). A
+        ``takes_testbed`` backend takes ``testbed=`` here and in clean()."""
 
-    def doctor(self) -> Any:
-        """What this backend can do on this machine (`fatpipe doctor`): an
-        object whose ``render()`` returns the text to print. A backend that
-        works on a testbed of machines sets ``takes_testbed = True`` and
-        takes ``testbed=`` here and in clean() (`--testbed FILE`)."""
-
+    @abstractmethod
     def clean(self) -> list[str]:
         """Remove what a crashed fatpipe left behind (`fatpipe clean`), and
         only what this backend recorded as its own; returns one line per
         item removed or deliberately left alone ("removed …", "left alone
         …"), empty if there was nothing."""
 
+    @abstractmethod
     def clean_stale(self) -> list[str]:
         """Remove what fatpipe processes that are gone (killed with
         SIGKILL) left behind, as `clean` does, before a study's first run;

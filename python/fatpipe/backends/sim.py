@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .base import BackendUnavailable, PathReport, RunOutcome, RunPlan
+from .base import Backend, BackendUnavailable, PathReport, RunOutcome, RunPlan
 
 # Bottleneck packets the simulator gets through per second of wall time, for
 # the wall-time guess of fatpipe.estimate: 8-14 million measured on a 2-core
@@ -49,7 +49,7 @@ class SimDoctorReport:
         return f"  [{'ok' if self.usable else 'MISSING'}] simulator extension: {self.detail}"
 
 
-class SimBackend:
+class SimBackend(Backend):
     name = "sim"
 
     def max_parallel_runs(self, jobs: int) -> int:

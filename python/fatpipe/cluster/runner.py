@@ -41,10 +41,10 @@ def machine_tokens(plans: list[RunPlan]) -> dict[str, int]:
     tokens: dict[str, int] = {}
     for name in sorted({p.backend for p in plans}):
         backend = get_backend(name)
-        if getattr(backend, "takes_testbed", False):
+        if backend.takes_testbed:
             raise ClusterError(f"backend {name!r} runs on one testbed, one run at a time, and cannot use "
                                "--cluster; run its studies without --cluster")
-        token = getattr(backend, "cluster_resource", None)
+        token = backend.cluster_resource
         if token:
             tokens[token] = 1
     return tokens
@@ -143,7 +143,7 @@ def run_on_cluster(
     arrived: queue.SimpleQueue = queue.SimpleQueue()
     try:
         for i, plan in enumerate(plans):
-            token = getattr(get_backend(plan.backend), "cluster_resource", None)
+            token = get_backend(plan.backend).cluster_resource
             # Earlier plans first (a higher priority), so runs start in plan order as they do serially.
             future = client.submit(run_on_worker, plan, token, key=f"fatpipe-{plan.run_id}-{batch}", pure=False,
                                    resources={token: 1} if token else None, priority=len(plans) - i)

@@ -1,17 +1,22 @@
 """Imported runs → a study directory with the tables every backend writes.
 
 `fatpipe import iperf3 FILE… --path rate=…,rtt=…[,loss=…,buffer=…,mtu=…,corruption=…]`
-writes a study.toml that describes what the files measured (backend
-``iperf3``, the path as the user describes it, one flow group with each
+writes a study.toml that describes what the files measured (``iperf3`` in
+study.backends, the path as the user describes it, one flow group with each
 file's CCA, streams and MSS; files that differ in those become the points of
 a sweep, files that agree its repetitions), plans it with the same planner
 as any study, and records each file as one run through the same summary and
-store as a run of any backend (runcompute.outcome_result, record_run). `fatpipe compare`
-then sets it beside a simulated study of the same path.
+store as a run of any backend (runcompute.outcome_result, record_run).
+manifest.json marks the study imported (results.IMPORTED_KEY: the tool, the
+command, each file and the run it became): iperf3 is no fatpipe backend, and
+the mark is what lets the study.toml name it (spec.validate's
+`imported_from`) and what refuses running it. `fatpipe compare` then sets it
+beside a simulated study of the same path.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import tomllib
@@ -27,7 +32,9 @@ from ..study import plan_runs, study_manifest
 from ..wire import mss_with_timestamps, tcp_maxseg
 from . import iperf3
 
-BACKEND = "iperf3"
+# The tool that made the runs: their `backend` column and study.backends.
+TOOL = "iperf3"
+COMMAND = "fatpipe import iperf3 RESULTS.json… --path rate=…,rtt=…"
 PATH_KEYS = ("rate", "rtt", "loss", "corruption", "buffer", "mtu")
 DEFAULT_MTU_BYTES = 1500
 
@@ -85,7 +92,7 @@ def study_text(name: str, runs: Sequence[iperf3.Iperf3Run], path: dict[str, str]
     reps = max(sum(k == p for k in keys) for p in points)
     lines = ["version = 1", "", "[study]", f"name = {json.dumps(name)}",
              f"description = {json.dumps('imported from iperf3 -J: ' + ', '.join(sources))[:2000]}",
-             f'backends = ["{BACKEND}"]', f"duration = {_seconds(first.duration_s)}",
+             f'backends = ["{TOOL}"]', f"duration = {_seconds(first.duration_s)}",
              f"warmup = {_seconds(first.omit_s)}", f"repetitions = {reps}",
              f"interval = {_seconds(first.interval_s)}", "", "[path]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in path.items()]
@@ -108,23 +115,27 @@ def import_iperf3(files: Sequence[str | Path], path_text: str, out: str | Path, 
     if not files:
         raise spec_mod.SpecError([("files", "no iperf3 -J file given")])
     path = parse_path(path_text)
-    runs = [iperf3.parse(Path(f).read_text(), str(f)) for f in files]
+    contents = [Path(f).read_bytes() for f in files]
+    runs = [iperf3.parse(data.decode(), str(f)) for f, data in zip(files, contents, strict=True)]
     name = name or Path(out).name
     text = study_text(name, runs, path, [Path(f).name for f in files])
     raw = tomllib.loads(text)
-    spec = spec_mod.validate(raw, "the imported study")
+    spec = spec_mod.validate(raw, "the imported study", imported_from=TOOL)
     plans = plan_runs(spec, raw)
     mtu = spec.path.mtu
     by_point: dict[str, list] = {}
     for plan in plans:
         key = json.dumps(_flow_key_of_plan(plan), sort_keys=True)
         by_point.setdefault(key, []).append(plan)
+    made = [by_point[json.dumps(_flow_key(run, mtu), sort_keys=True)].pop(0) for run in runs]
+    mark = {"tool": TOOL, "command": COMMAND,
+            "files": [{"file": str(f), "sha256": hashlib.sha256(data).hexdigest(), "run_id": plan.run_id}
+                      for f, data, plan in zip(files, contents, made, strict=True)]}
     store = StudyStore(out)
     with store.lock():
         store.prepare(text)
-        store.write_manifest(study_manifest(spec, plans))
-        for f, run in zip(files, runs, strict=True):
-            plan = by_point[json.dumps(_flow_key(run, mtu), sort_keys=True)].pop(0)
+        store.write_manifest(study_manifest(spec, plans, imported=mark))
+        for f, run, plan in zip(files, runs, made, strict=True):
             min_rtts = [v for v in run.series["min_rtt_s"] if v > 0]
             outcome = RunOutcome(series=run.series, rpcs={k: [] for k in RPC_COLUMNS},
                                  path=PathReport(emulator="iperf3 (the path as measured)",

@@ -21,7 +21,7 @@ from typing import Any
 from ...linuxpath.ecn import qdisc_refusal
 from ...linuxpath.qdisc import bottleneck_qdiscs
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
-from ..base import BackendUnavailable, RunOutcome, RunPlan
+from ..base import Backend, BackendUnavailable, RunOutcome, RunPlan
 
 NO_TESTBED = ("the hosts backend runs on a testbed: add a [testbed] section to the study or pass "
               "`fatpipe run --testbed FILE` (docs/hosts.md)")
@@ -83,7 +83,7 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
     return problems
 
 
-class HostsBackend:
+class HostsBackend(Backend):
     name = "hosts"
     takes_testbed = True
     measures_path = True  # without an emulator host the path is what it is

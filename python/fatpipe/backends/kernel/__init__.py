@@ -34,7 +34,7 @@ from ...linuxpath.config import gro_refusal, path_config
 from ...linuxpath.ecn import marks, path_refusal, qdisc_refusal
 from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
 from ...schema import emulator_late
-from ..base import BackendUnavailable, RunOutcome, RunPlan
+from ..base import Backend, BackendUnavailable, RunOutcome, RunPlan
 from . import bpfcca, bpfcca_clean, cleanup, privilege
 from .cleanup import clean, clean_stale
 from .doctor import LINKEM, DoctorReport, available_ccas, doctor
@@ -47,7 +47,7 @@ __all__ = ["KernelBackend", "doctor", "clean", "clean_stale"]
 MAX_SENDERS = 200
 
 
-class KernelBackend:
+class KernelBackend(Backend):
     name = "kernel"
 
     # On a cluster (fatpipe.cluster) a kernel run needs this Dask resource
