@@ -7,6 +7,11 @@
 //! walking the tables' typed column iterators (fatpipe_sim::trace), so no
 //! column is named here. `series_columns()`, `rpc_columns()`,
 //! `path_series_columns()` and `path_facts()` expose the schema for python/fatpipe/schema.py's test.
+//! The plan is a typed contract (fatpipe_sim::plan): a field the simulator
+//! does not declare is a ValueError naming it, and `plan_fields()` gives,
+//! per plan struct (RunPlan, HostLimits, FlowPlan, `aqm.<kind>`), the
+//! fields the simulator reads and those it ignores on purpose, taken from
+//! the serde structs themselves, for tests/test_plan_contract.py.
 //! Configuration errors become ValueError; a panic inside the simulator
 //! becomes `SimulationPanic` (a RuntimeError) carrying the panic message, so
 //! the study records that one run as failed and goes on (the release
@@ -145,6 +150,15 @@ fn wire_constants() -> Vec<(&'static str, u32)> {
     ]
 }
 
+/// The fields of the run plan's structs as the simulator declares them:
+/// (struct, fields read, fields ignored on purpose) for RunPlan,
+/// HostLimits, FlowPlan and each `aqm.<kind>` table
+/// (fatpipe_sim::plan::plan_fields).
+#[pyfunction]
+fn plan_fields() -> Vec<(String, Vec<&'static str>, Vec<&'static str>)> {
+    fatpipe_sim::plan::plan_fields().into_iter().map(|f| (f.name, f.read, f.ignored)).collect()
+}
+
 /// Names of the congestion control algorithms the simulator implements.
 #[pyfunction]
 fn available_ccas() -> Vec<&'static str> {
@@ -162,5 +176,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(path_series_columns, m)?)?;
     m.add_function(wrap_pyfunction!(path_facts, m)?)?;
     m.add_function(wrap_pyfunction!(wire_constants, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_fields, m)?)?;
     Ok(())
 }

@@ -3,8 +3,11 @@
 //!
 //! # Layout
 //!
-//! * [`scenario`] — RunPlan JSON in (validated, errors name the field),
-//!   [`trace::RunResult`] out; `scenario::run_json` is the entry point.
+//! * [`plan`] — the RunPlan as Python sends it: serde structs that refuse
+//!   unknown fields and name the fields ignored on purpose.
+//! * [`scenario`] — RunPlan JSON in (through [`plan`], validated, errors
+//!   name the field), [`trace::RunResult`] out; `scenario::run_json` is
+//!   the entry point.
 //! * [`engine`] — the event loop: streams, shared path, sampling.
 //! * [`path`] — loss stage, bottleneck FIFO, constant-delay pipes.
 //! * [`event`] — (time, seq) heap for timers; one-event-per-timer [`event::Timer`].
@@ -67,6 +70,7 @@ pub mod engine;
 pub mod event;
 pub mod fq_codel;
 pub mod path;
+pub mod plan;
 pub mod rng;
 pub mod scenario;
 pub mod tcp;

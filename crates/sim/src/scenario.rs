@@ -1,7 +1,11 @@
 //! Scenario input: the JSON of `dataclasses.asdict(RunPlan)`
-//! (python/fatpipe/backends/base.py), validated into a [`SimConfig`], and
-//! the run entry point. Unknown fields (e.g. `swept`) are ignored; bad
-//! values are rejected with an error naming the field.
+//! (python/fatpipe/backends/base.py), deserialised into crate::plan's
+//! structs, validated into a [`Scenario`] and so a [`SimConfig`], and the
+//! run entry point. crate::plan refuses an unknown or mistyped field
+//! (naming its path, e.g. `flows[0].cc_name: unknown field ...`) and
+//! declares the Python fields the simulator ignores on purpose (`backend`,
+//! `rep`, `swept`, `testbed`); this module checks that required fields are
+//! present and that values are in range, with an error naming the field.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -9,6 +13,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::app::{RpcMode, RpcSpec};
+use crate::plan::{self, AqmPlan, PlanError, RunPlan, Whole};
 use crate::engine::{Sim, SimConfig, StreamSpec};
 use crate::fq_codel::FqCodelParams;
 use crate::path::{Aqm, CeThreshold};
@@ -41,90 +46,48 @@ fn err<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, Con
 }
 
 fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
+    match (path.is_empty(), key.is_empty()) {
+        (true, _) => key.to_string(),
+        (false, true) => path.to_string(),
+        (false, false) => format!("{path}.{key}"),
     }
 }
 
-struct Obj<'a> {
-    map: &'a Map<String, Value>,
-    path: String,
+impl From<PlanError> for ConfigError {
+    fn from(e: PlanError) -> ConfigError {
+        ConfigError { field: e.path, message: e.message }
+    }
 }
 
-impl<'a> Obj<'a> {
-    fn new(v: &'a Value, path: &str) -> Result<Obj<'a>, ConfigError> {
-        match v.as_object() {
-            Some(map) => Ok(Obj { map, path: path.to_string() }),
-            None => err(path, "expected an object"),
-        }
+/// A field's value, or "missing" (absent and null alike).
+fn required<T>(v: Option<T>, field: impl Into<String>) -> Result<T, ConfigError> {
+    v.ok_or_else(|| ConfigError { field: field.into(), message: "missing".into() })
+}
+
+fn positive(v: Option<f64>, field: &str) -> Result<f64, ConfigError> {
+    let x = required(v, field)?;
+    if x <= 0.0 {
+        return err(field, format!("must be > 0, got {x}"));
     }
-    fn field(&self, key: &str) -> String {
-        join(&self.path, key)
+    Ok(x)
+}
+
+fn non_negative(v: f64, field: &str) -> Result<f64, ConfigError> {
+    if v < 0.0 {
+        return err(field, format!("must be >= 0, got {v}"));
     }
-    fn opt(&self, key: &str) -> Option<&'a Value> {
-        self.map.get(key).filter(|v| !v.is_null())
+    Ok(v)
+}
+
+fn probability(v: f64, field: &str) -> Result<f64, ConfigError> {
+    if !(0.0..=1.0).contains(&v) {
+        return err(field, format!("must be a probability in [0, 1], got {v}"));
     }
-    fn req(&self, key: &str) -> Result<&'a Value, ConfigError> {
-        self.opt(key).ok_or_else(|| ConfigError { field: self.field(key), message: "missing".into() })
-    }
-    fn f64(&self, key: &str) -> Result<f64, ConfigError> {
-        let v = self.req(key)?;
-        match v.as_f64() {
-            Some(x) if x.is_finite() => Ok(x),
-            _ => err(self.field(key), format!("expected a finite number, got {v}")),
-        }
-    }
-    fn opt_f64(&self, key: &str) -> Result<Option<f64>, ConfigError> {
-        match self.opt(key) {
-            None => Ok(None),
-            Some(_) => self.f64(key).map(Some),
-        }
-    }
-    fn u64(&self, key: &str) -> Result<u64, ConfigError> {
-        let v = self.req(key)?;
-        if let Some(x) = v.as_u64() {
-            return Ok(x);
-        }
-        match v.as_f64() {
-            Some(x) if x >= 0.0 && x.fract() == 0.0 && x < 1.8e19 => Ok(x as u64),
-            _ => err(self.field(key), format!("expected a non-negative integer, got {v}")),
-        }
-    }
-    fn opt_u64(&self, key: &str) -> Result<Option<u64>, ConfigError> {
-        match self.opt(key) {
-            None => Ok(None),
-            Some(_) => self.u64(key).map(Some),
-        }
-    }
-    fn opt_bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {
-        match self.opt(key) {
-            None => Ok(None),
-            Some(v) => match v.as_bool() {
-                Some(b) => Ok(Some(b)),
-                None => err(self.field(key), format!("expected true or false, got {v}")),
-            },
-        }
-    }
-    fn str(&self, key: &str) -> Result<&'a str, ConfigError> {
-        let v = self.req(key)?;
-        v.as_str().ok_or_else(|| ConfigError { field: self.field(key), message: format!("expected a string, got {v}") })
-    }
-    fn positive(&self, key: &str) -> Result<f64, ConfigError> {
-        let x = self.f64(key)?;
-        if x <= 0.0 {
-            return err(self.field(key), format!("must be > 0, got {x}"));
-        }
-        Ok(x)
-    }
-    fn probability(&self, key: &str) -> Result<f64, ConfigError> {
-        let x = self.f64(key)?;
-        if !(0.0..=1.0).contains(&x) {
-            return err(self.field(key), format!("must be a probability in [0, 1], got {x}"));
-        }
-        Ok(x)
-    }
+    Ok(v)
+}
+
+fn whole(v: Option<Whole>) -> Option<u64> {
+    v.map(|w| w.0)
 }
 
 /// End-host limits (HostLimits).
@@ -143,11 +106,11 @@ pub struct HostLimits {
 
 /// An `ecn` field: net.ipv4.tcp_ecn's 0 (off), 1 (request and accept) or
 /// 2 (accept only).
-fn tcp_ecn(o: &Obj<'_>, key: &str) -> Result<Option<u8>, ConfigError> {
-    match o.opt_u64(key)? {
+fn tcp_ecn(v: Option<Whole>, field: &str) -> Result<Option<u8>, ConfigError> {
+    match whole(v) {
         None => Ok(None),
         Some(v @ 0..=2) => Ok(Some(v as u8)),
-        Some(v) => err(o.field(key), format!("must be 0 (off), 1 (request and accept) or 2 (accept only), got {v}")),
+        Some(v) => err(field, format!("must be 0 (off), 1 (request and accept) or 2 (accept only), got {v}")),
     }
 }
 
@@ -156,11 +119,11 @@ pub const MAX_CWND_CLAMP: u64 = i32::MAX as u64;
 
 /// A `cwnd_clamp` field: segments, 1 to [`MAX_CWND_CLAMP`]
 /// (bpf_sol_tcp_setsockopt rejects `val <= 0`).
-fn cwnd_clamp(o: &Obj<'_>, key: &str) -> Result<Option<u32>, ConfigError> {
-    match o.opt_u64(key)? {
+fn cwnd_clamp(v: Option<Whole>, field: &str) -> Result<Option<u32>, ConfigError> {
+    match whole(v) {
         None => Ok(None),
         Some(v @ 1..=MAX_CWND_CLAMP) => Ok(Some(v as u32)),
-        Some(v) => err(o.field(key), format!("must be 1 to {MAX_CWND_CLAMP} segments, got {v}")),
+        Some(v) => err(field, format!("must be 1 to {MAX_CWND_CLAMP} segments, got {v}")),
     }
 }
 
@@ -168,113 +131,90 @@ fn cwnd_clamp(o: &Obj<'_>, key: &str) -> Result<Option<u32>, ConfigError> {
 /// {"kind": "ce_threshold"} with exactly one of k_packets, k_bytes, k_s, or
 /// {"kind": "fq_codel"} with target_s, interval_s, limit_packets,
 /// quantum_bytes, ecn and an optional ce_threshold_s.
-fn aqm(v: Option<&Value>) -> Result<Aqm, ConfigError> {
-    let Some(v) = v else { return Ok(Aqm::DropTail) };
-    let o = Obj::new(v, "aqm")?;
-    match o.str("kind")? {
-        "droptail" => Ok(Aqm::DropTail),
-        "ce_threshold" => {
-            let given: Vec<&str> = ["k_packets", "k_bytes", "k_s"].into_iter().filter(|k| o.opt(k).is_some()).collect();
-            if given.len() != 1 {
-                return err(o.field("k_packets"), "a ce_threshold needs exactly one of k_packets, k_bytes, k_s");
-            }
-            let k = match given[0] {
-                "k_packets" => CeThreshold::Packets(o.u64("k_packets")?.min(u32::MAX as u64) as u32),
-                "k_bytes" => CeThreshold::Bytes(o.u64("k_bytes")?),
-                _ => {
-                    let t = o.f64("k_s")?;
-                    if t < 0.0 {
-                        return err(o.field("k_s"), format!("must be >= 0, got {t}"));
-                    }
-                    CeThreshold::Delay(Time::from_secs_f64(t))
-                }
+fn aqm(table: Option<&Map<String, Value>>) -> Result<Aqm, ConfigError> {
+    let Some(table) = table else { return Ok(Aqm::DropTail) };
+    let at = |key: &str| join("aqm", key);
+    let plan = AqmPlan::from_table(table).map_err(|e| ConfigError { field: at(&e.path), message: e.message })?;
+    match plan {
+        AqmPlan::DropTail(plan::DropTailPlan {}) => Ok(Aqm::DropTail),
+        AqmPlan::CeThreshold(k) => {
+            let k = match (whole(k.k_packets), whole(k.k_bytes), k.k_s) {
+                (Some(packets), None, None) => CeThreshold::Packets(packets.min(u32::MAX as u64) as u32),
+                (None, Some(bytes), None) => CeThreshold::Bytes(bytes),
+                (None, None, Some(t)) => CeThreshold::Delay(Time::from_secs_f64(non_negative(t, &at("k_s"))?)),
+                _ => return err(at("k_packets"), "a ce_threshold needs exactly one of k_packets, k_bytes, k_s"),
             };
             Ok(Aqm::CeThreshold(k))
         }
-        "fq_codel" => fq_codel(&o).map(Aqm::FqCodel),
-        k => err(o.field("kind"), format!("unknown queue discipline '{k}'; expected droptail, ce_threshold or fq_codel")),
+        AqmPlan::FqCodel(p) => fq_codel(&p, &at).map(Aqm::FqCodel),
     }
 }
 
-fn fq_codel(o: &Obj<'_>) -> Result<FqCodelParams, ConfigError> {
-    let positive_time = |key: &str| -> Result<Time, ConfigError> {
-        let t = o.f64(key)?;
-        if t <= 0.0 {
-            return err(o.field(key), format!("must be > 0, got {t}"));
-        }
-        Ok(Time::from_secs_f64(t))
-    };
-    let target = positive_time("target_s")?;
-    let interval = positive_time("interval_s")?;
-    let ce_threshold = match o.opt("ce_threshold_s") {
+fn fq_codel(p: &plan::FqCodelPlan, at: &dyn Fn(&str) -> String) -> Result<FqCodelParams, ConfigError> {
+    let positive_time = |v: Option<f64>, key: &str| positive(v, &at(key)).map(Time::from_secs_f64);
+    let target = positive_time(p.target_s, "target_s")?;
+    let interval = positive_time(p.interval_s, "interval_s")?;
+    let ce_threshold = match p.ce_threshold_s {
         None => None,
-        Some(_) => Some(positive_time("ce_threshold_s")?),
+        t => Some(positive_time(t, "ce_threshold_s")?),
     };
-    let limit = o.u64("limit_packets")?;
+    let limit = required(whole(p.limit_packets), at("limit_packets"))?;
     if limit == 0 || limit > u32::MAX as u64 {
-        return err(o.field("limit_packets"), format!("must be 1 to {}, got {limit}", u32::MAX));
+        return err(at("limit_packets"), format!("must be 1 to {}, got {limit}", u32::MAX));
     }
-    let quantum = o.u64("quantum_bytes")?;
+    let quantum = required(whole(p.quantum_bytes), at("quantum_bytes"))?;
     if quantum == 0 || quantum > i32::MAX as u64 {
-        return err(o.field("quantum_bytes"), format!("must be 1 to {}, got {quantum}", i32::MAX));
+        return err(at("quantum_bytes"), format!("must be 1 to {}, got {quantum}", i32::MAX));
     }
-    let ecn = match o.req("ecn")?.as_bool() {
-        Some(b) => b,
-        None => return err(o.field("ecn"), "expected true or false"),
-    };
+    let ecn = required(p.ecn, at("ecn"))?;
     Ok(FqCodelParams { target, interval, limit: limit as u32, ce_threshold, quantum: quantum as u32, ecn })
 }
 
-fn host_limits(v: &Value, path: &str) -> Result<HostLimits, ConfigError> {
-    let o = Obj::new(v, path)?;
-    let rmem = o.u64("rmem_max_bytes")?;
-    let wmem = o.u64("wmem_max_bytes")?;
+fn host_limits(h: &plan::HostLimits, path: &str) -> Result<HostLimits, ConfigError> {
+    let at = |key: &str| join(path, key);
+    let rmem = required(whole(h.rmem_max_bytes), at("rmem_max_bytes"))?;
+    let wmem = required(whole(h.wmem_max_bytes), at("wmem_max_bytes"))?;
     if rmem == 0 {
-        return err(o.field("rmem_max_bytes"), "must be > 0");
+        return err(at("rmem_max_bytes"), "must be > 0");
     }
     if wmem == 0 {
-        return err(o.field("wmem_max_bytes"), "must be > 0");
+        return err(at("wmem_max_bytes"), "must be > 0");
     }
-    let cap = o.opt_f64("stream_rate_cap_bps")?;
+    let cap = h.stream_rate_cap_bps;
     if let Some(c) = cap {
         if c <= 0.0 {
-            return err(o.field("stream_rate_cap_bps"), format!("must be > 0, got {c}"));
+            return err(at("stream_rate_cap_bps"), format!("must be > 0, got {c}"));
         }
     }
-    let extra = o.opt_f64("extra_rtt_s")?.unwrap_or(0.0);
-    if extra < 0.0 {
-        return err(o.field("extra_rtt_s"), format!("must be >= 0, got {extra}"));
-    }
-    let ecn = tcp_ecn(&o, "ecn")?.unwrap_or(TCP_ECN_PASSIVE);
-    let gro = o.opt_bool("gro")?.unwrap_or(false);
+    let extra = non_negative(h.extra_rtt_s.unwrap_or(0.0), &at("extra_rtt_s"))?;
+    let ecn = tcp_ecn(h.ecn, &at("ecn"))?.unwrap_or(TCP_ECN_PASSIVE);
+    let gro = h.gro.unwrap_or(false);
     Ok(HostLimits { rmem_max_bytes: rmem, wmem_max_bytes: wmem, stream_rate_cap_bps: cap, extra_rtt_s: extra, ecn, gro })
 }
 
 /// The RPC fields of an "rpc" flow: response_bytes, and either
 /// concurrency (closed loop) or rate_per_s (open loop).
-fn rpc_spec(f: &Obj<'_>) -> Result<RpcSpec, ConfigError> {
-    let response_bytes = f.u64("response_bytes")?;
+fn rpc_spec(f: &plan::FlowPlan, at: &dyn Fn(&str) -> String) -> Result<RpcSpec, ConfigError> {
+    let response_bytes = required(whole(f.response_bytes), at("response_bytes"))?;
     if response_bytes == 0 {
-        return err(f.field("response_bytes"), "must be >= 1");
+        return err(at("response_bytes"), "must be >= 1");
     }
-    let request_bytes = f.opt_u64("request_bytes")?.unwrap_or(100);
-    let concurrency = f.opt_u64("concurrency")?;
-    let rate = f.opt_f64("rate_per_s")?;
-    let mode = match (concurrency, rate) {
+    let request_bytes = whole(f.request_bytes).unwrap_or(100);
+    let mode = match (whole(f.concurrency), f.rate_per_s) {
         (Some(c), None) => {
             if c == 0 || c > 1_000_000 {
-                return err(f.field("concurrency"), format!("must be between 1 and 1000000, got {c}"));
+                return err(at("concurrency"), format!("must be between 1 and 1000000, got {c}"));
             }
             RpcMode::Closed { concurrency: c as u32 }
         }
         (None, Some(r)) => {
             if r <= 0.0 {
-                return err(f.field("rate_per_s"), format!("must be > 0, got {r}"));
+                return err(at("rate_per_s"), format!("must be > 0, got {r}"));
             }
             RpcMode::Open { rate_per_s: r }
         }
-        (Some(_), Some(_)) => return err(f.field("concurrency"), "give either concurrency or rate_per_s, not both"),
-        (None, None) => return err(f.field("concurrency"), "an rpc flow needs concurrency (closed loop) or rate_per_s (open loop)"),
+        (Some(_), Some(_)) => return err(at("concurrency"), "give either concurrency or rate_per_s, not both"),
+        (None, None) => return err(at("concurrency"), "an rpc flow needs concurrency (closed loop) or rate_per_s (open loop)"),
     };
     Ok(RpcSpec { request_bytes, response_bytes, mode })
 }
@@ -321,101 +261,82 @@ pub struct Scenario {
 pub const MAX_STREAMS: u64 = 100_000;
 
 impl Scenario {
-    /// Parses and validates the JSON of a RunPlan.
+    /// Parses and validates the JSON of a RunPlan: crate::plan's structs
+    /// (names and types), then the values.
     pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
         let v: Value = serde_json::from_str(text).map_err(|e| ConfigError { field: String::new(), message: format!("invalid JSON: {e}") })?;
-        let o = Obj::new(&v, "")?;
-        let run_id = o.opt("run_id").and_then(|v| v.as_str()).unwrap_or("").to_string();
-        let seed = match o.opt("seed") {
-            None => 0,
-            Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().unwrap_or(0),
-            Some(Value::Number(n)) if n.as_i64().is_some() => n.as_i64().unwrap_or(0) as u64,
-            Some(x) => return err("seed", format!("expected an integer, got {x}")),
-        };
-        let duration_s = o.positive("duration_s")?;
-        let warmup_s = o.opt_f64("warmup_s")?.unwrap_or(0.0);
-        if warmup_s < 0.0 {
-            return err("warmup_s", format!("must be >= 0, got {warmup_s}"));
-        }
-        let sample_interval_s = o.positive("sample_interval_s")?;
-        let rate_bps = o.positive("rate_bps")?;
-        let rtt_s = o.f64("rtt_s")?;
-        if rtt_s < 0.0 {
-            return err("rtt_s", format!("must be >= 0, got {rtt_s}"));
-        }
-        let loss = o.probability("loss")?;
-        let corruption = o.opt_f64("corruption")?.unwrap_or(0.0);
-        if !(0.0..=1.0).contains(&corruption) {
-            return err("corruption", format!("must be a probability in [0, 1], got {corruption}"));
-        }
-        let buffer_bytes = o.u64("buffer_bytes")?;
-        let aqm = aqm(o.opt("aqm"))?;
-        let mtu_bytes = o.u64("mtu_bytes")?;
+        Scenario::from_plan(plan::from_value::<RunPlan>(v)?)
+    }
+
+    /// Validates a deserialised RunPlan.
+    pub fn from_plan(p: RunPlan) -> Result<Scenario, ConfigError> {
+        let run_id = p.run_id.unwrap_or_default();
+        let seed = p.seed.map_or(0, |s| s.0);
+        let duration_s = positive(p.duration_s, "duration_s")?;
+        let warmup_s = non_negative(p.warmup_s.unwrap_or(0.0), "warmup_s")?;
+        let sample_interval_s = positive(p.sample_interval_s, "sample_interval_s")?;
+        let rate_bps = positive(p.rate_bps, "rate_bps")?;
+        let rtt_s = non_negative(required(p.rtt_s, "rtt_s")?, "rtt_s")?;
+        let loss = probability(required(p.loss, "loss")?, "loss")?;
+        let corruption = probability(p.corruption.unwrap_or(0.0), "corruption")?;
+        let buffer_bytes = required(whole(p.buffer_bytes), "buffer_bytes")?;
+        let aqm = aqm(p.aqm.as_ref())?;
+        let mtu_bytes = required(whole(p.mtu_bytes), "mtu_bytes")?;
         if mtu_bytes <= TCP_IP_HEADER_BYTES as u64 {
             return err("mtu_bytes", format!("must exceed the {TCP_IP_HEADER_BYTES}-byte TCP/IP header, got {mtu_bytes}"));
         }
         let mut senders = BTreeMap::new();
-        match o.req("senders")? {
-            Value::Object(m) => {
-                for (name, hv) in m {
-                    senders.insert(name.clone(), host_limits(hv, &format!("senders.{name}"))?);
-                }
-            }
-            x => return err("senders", format!("expected an object of host limits, got {x}")),
+        for (name, h) in required(p.senders, "senders")? {
+            let limits = host_limits(&h, &format!("senders.{name}"))?;
+            senders.insert(name, limits);
         }
-        let receiver = host_limits(o.req("receiver")?, "receiver")?;
-        let flows_v = match o.req("flows")? {
-            Value::Array(a) => a,
-            x => return err("flows", format!("expected a list, got {x}")),
-        };
-        if flows_v.is_empty() {
+        let receiver = host_limits(&required(p.receiver, "receiver")?, "receiver")?;
+        let flows_in = required(p.flows, "flows")?;
+        if flows_in.is_empty() {
             return err("flows", "at least one flow is needed");
         }
         let mut flows = Vec::new();
         let mut total = 0u64;
-        for (i, fv) in flows_v.iter().enumerate() {
+        for (i, f) in flows_in.into_iter().enumerate() {
             let path = format!("flows[{i}]");
-            let f = Obj::new(fv, &path)?;
-            let kind = f.opt("kind").and_then(|v| v.as_str()).unwrap_or("bulk").to_string();
+            let at = |key: &str| join(&path, key);
+            let kind = f.kind.clone().unwrap_or_else(|| "bulk".to_string());
             let rpc = match kind.as_str() {
                 "bulk" => None,
-                "rpc" => Some(rpc_spec(&f)?),
-                k => return err(f.field("kind"), format!("unknown flow kind '{k}'; expected bulk or rpc")),
+                "rpc" => Some(rpc_spec(&f, &at)?),
+                k => return err(at("kind"), format!("unknown flow kind '{k}'; expected bulk or rpc")),
             };
-            let cc = f.str("cc")?.to_string();
+            let cc = required(f.cc, at("cc"))?;
             if crate::cc::by_name(&cc).is_none() {
                 return err(
-                    f.field("cc"),
+                    at("cc"),
                     format!("unknown congestion control '{cc}'; available: {}", crate::cc::AVAILABLE.join(", ")),
                 );
             }
-            let streams = f.u64("streams")?;
+            let streams = required(whole(f.streams), at("streams"))?;
             if streams == 0 {
-                return err(f.field("streams"), "must be >= 1");
+                return err(at("streams"), "must be >= 1");
             }
             total = total.saturating_add(streams);
             if total > MAX_STREAMS {
-                return err(f.field("streams"), format!("more than {MAX_STREAMS} streams in one run"));
+                return err(at("streams"), format!("more than {MAX_STREAMS} streams in one run"));
             }
-            let mss = f.u64("mss_bytes")?;
+            let mss = required(whole(f.mss_bytes), at("mss_bytes"))?;
             if mss == 0 || mss + TCP_IP_HEADER_BYTES as u64 > mtu_bytes {
                 return err(
-                    f.field("mss_bytes"),
+                    at("mss_bytes"),
                     format!("must be between 1 and mtu_bytes - {TCP_IP_HEADER_BYTES} = {}, got {mss}", mtu_bytes - TCP_IP_HEADER_BYTES as u64),
                 );
             }
-            let sender = f.str("sender")?.to_string();
+            let sender = required(f.sender, at("sender"))?;
             if !senders.contains_key(&sender) {
                 let known: Vec<&str> = senders.keys().map(|s| s.as_str()).collect();
-                return err(f.field("sender"), format!("unknown sender '{sender}'; senders: {}", known.join(", ")));
+                return err(at("sender"), format!("unknown sender '{sender}'; senders: {}", known.join(", ")));
             }
-            let start_s = f.opt_f64("start_s")?.unwrap_or(0.0);
-            if start_s < 0.0 {
-                return err(f.field("start_s"), format!("must be >= 0, got {start_s}"));
-            }
-            let group = f.opt_u64("group")?.unwrap_or(i as u64);
-            let ecn = tcp_ecn(&f, "ecn")?;
-            let cwnd_clamp = cwnd_clamp(&f, "cwnd_clamp")?;
+            let start_s = non_negative(f.start_s.unwrap_or(0.0), &at("start_s"))?;
+            let group = whole(f.group).unwrap_or(i as u64);
+            let ecn = tcp_ecn(f.ecn, &at("ecn"))?;
+            let cwnd_clamp = cwnd_clamp(f.cwnd_clamp, &at("cwnd_clamp"))?;
             flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn, cwnd_clamp });
         }
         Ok(Scenario {

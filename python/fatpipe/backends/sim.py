@@ -1,6 +1,7 @@
 """The sim backend: the Rust simulator through the PyO3 module fatpipe._native.
 
-The plan is handed over as JSON (the dataclass fields of RunPlan); the
+The plan is handed over as JSON (the dataclass fields of RunPlan, each of
+them declared by crates/sim/src/plan.rs, which refuses any other); the
 simulator releases the GIL while it runs, so runs spread over threads.
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import json
 import platform
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,14 @@ class SimDoctorReport:
 
     def render(self) -> str:
         return f"  [{'ok' if self.usable else 'MISSING'}] simulator extension: {self.detail}"
+
+
+def plan_json(plan: RunPlan) -> str:
+    """The plan as the simulator reads it (crates/sim/src/plan.rs): the
+    JSON of its dataclass fields. A study's testbed goes to every backend's
+    plans, but the simulator builds its own path and ignores it, and a
+    Testbed is no JSON: it is sent as null."""
+    return json.dumps(asdict(replace(plan, testbed=None)))
 
 
 class SimBackend(Backend):
@@ -95,7 +104,7 @@ class SimBackend(Backend):
         return packets / (SIM_PACKETS_PER_S_GRO if plan.receiver.gro else SIM_PACKETS_PER_S)
 
     def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:  # noqa: ARG002 - a simulation writes no files
-        result = _native().simulate(json.dumps(asdict(plan)))
+        result = _native().simulate(plan_json(plan))
         return RunOutcome(
             series=result["series"],
             rpcs=result["rpcs"],

@@ -1,0 +1,144 @@
+//! The plan structs against a full plan as Python sends it: every field
+//! is in the example, and exactly the fields listed in `IGNORED` are
+//! ignored (any value passes and changes nothing); every other field is
+//! read (a value of the wrong type is refused, naming the field).
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::scenario::Scenario;
+
+fn host() -> Value {
+    json!({"rmem_max_bytes": 6_000_000, "wmem_max_bytes": 4_000_000, "stream_rate_cap_bps": null,
+           "extra_rtt_s": 0.0, "ecn": 2, "gro": false})
+}
+
+fn fq_codel() -> Value {
+    json!({"kind": "fq_codel", "target_s": 0.005, "interval_s": 0.1, "limit_packets": 10240,
+           "ce_threshold_s": null, "quantum_bytes": 1514, "ecn": true})
+}
+
+/// A plan with every field of RunPlan, HostLimits and FlowPlan, as
+/// `dataclasses.asdict(RunPlan)` gives it for a sim run.
+fn full_plan() -> Value {
+    json!({
+        "run_id": "sim-p000-r00", "backend": "sim", "rep": 0, "seed": 7,
+        "duration_s": 1.0, "warmup_s": 0.0, "sample_interval_s": 0.1,
+        "rate_bps": 10e6, "rtt_s": 0.02, "loss": 0.0, "corruption": 0.0,
+        "buffer_bytes": 25_000, "mtu_bytes": 1500,
+        "senders": {"s1": host()}, "receiver": host(),
+        "flows": [{"group": 0, "kind": "bulk", "cc": "reno", "streams": 1, "mss_bytes": 1448, "sender": "s1",
+                   "start_s": 0.0, "request_bytes": null, "response_bytes": null, "concurrency": null,
+                   "rate_per_s": null, "ecn": null, "cwnd_clamp": null}],
+        "swept": {"path.loss": 0.0}, "aqm": fq_codel(), "testbed": null
+    })
+}
+
+/// The aqm table of each kind, with every key its kind takes but one of
+/// ce_threshold's three exclusive thresholds.
+fn aqm_table(kind: &str) -> Value {
+    match kind {
+        "droptail" => json!({"kind": "droptail"}),
+        "ce_threshold" => json!({"kind": "ce_threshold", "k_packets": 65}),
+        "fq_codel" => fq_codel(),
+        k => panic!("no example for aqm kind {k}"),
+    }
+}
+
+fn keys(v: &Value) -> Vec<&str> {
+    let mut k: Vec<&str> = v.as_object().expect("an object").keys().map(|k| k.as_str()).collect();
+    k.sort_unstable();
+    k
+}
+
+fn sorted(names: &[&'static str]) -> Vec<&'static str> {
+    let mut n = names.to_vec();
+    n.sort_unstable();
+    n
+}
+
+#[test]
+fn the_full_plan_has_every_field_of_every_struct() {
+    let p = full_plan();
+    assert_eq!(keys(&p), sorted(field_names::<RunPlan>()));
+    assert_eq!(keys(&p["receiver"]), sorted(field_names::<HostLimits>()));
+    assert_eq!(keys(&p["flows"][0]), sorted(field_names::<FlowPlan>()));
+    assert_eq!(keys(&fq_codel()).into_iter().filter(|k| *k != AQM_KIND_KEY).collect::<Vec<_>>(), sorted(field_names::<FqCodelPlan>()));
+    assert!(Scenario::from_json(&p.to_string()).is_ok());
+}
+
+/// A value no field that is read accepts: an object of a list.
+fn probe() -> Value {
+    json!({"probe": [[]]})
+}
+
+/// Sets each field of the object at `pointer` (in turn) to [`probe`]: the
+/// plan must still give the same scenario if the field is in `ignored`,
+/// else be refused with an error naming the field.
+fn check_fields(plan: &Value, pointer: &str, prefix: &str, fields: &[&str], ignored: &[&str]) {
+    let base = format!("{:?}", Scenario::from_json(&plan.to_string()).expect("the example is valid"));
+    for f in fields {
+        let mut p = plan.clone();
+        p.pointer_mut(pointer).expect("the object")[*f] = probe();
+        let field = format!("{prefix}{f}");
+        match Scenario::from_json(&p.to_string()) {
+            Ok(s) => {
+                assert!(ignored.contains(f), "{field} takes any value: type it IgnoredAny and list it in IGNORED, or read it");
+                assert_eq!(format!("{s:?}"), base, "{field} is listed as ignored but changes the scenario");
+            }
+            Err(e) => {
+                assert!(!ignored.contains(f), "{field} is listed in IGNORED but is read: {e}");
+                let inside = e.field.strip_prefix(&field).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']));
+                assert!(inside, "the error names {field}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn exactly_the_ignored_fields_are_ignored_and_the_others_read() {
+    let p = full_plan();
+    check_fields(&p, "", "", field_names::<RunPlan>(), RunPlan::IGNORED);
+    check_fields(&p, "/receiver", "receiver.", field_names::<HostLimits>(), HostLimits::IGNORED);
+    check_fields(&p, "/senders/s1", "senders.s1.", field_names::<HostLimits>(), HostLimits::IGNORED);
+    check_fields(&p, "/flows/0", "flows[0].", field_names::<FlowPlan>(), FlowPlan::IGNORED);
+    for k in AQM_KINDS {
+        let mut p = full_plan();
+        p["aqm"] = aqm_table(k.name);
+        check_fields(&p, "/aqm", "aqm.", (k.fields)(), k.ignored);
+    }
+}
+
+#[test]
+fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
+    let all = plan_fields();
+    let names: Vec<&str> = all.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["RunPlan", "HostLimits", "FlowPlan", "aqm.droptail", "aqm.ce_threshold", "aqm.fq_codel"]);
+    let run_plan = &all[0];
+    assert_eq!(run_plan.ignored, ["backend", "rep", "swept", "testbed"]);
+    assert!(run_plan.read.contains(&"aqm") && !run_plan.read.contains(&"swept"));
+    let mut both: Vec<&str> = run_plan.read.iter().chain(&run_plan.ignored).copied().collect();
+    both.sort_unstable();
+    assert_eq!(both, sorted(field_names::<RunPlan>()));
+    assert_eq!(all[3].read, ["kind"]);
+    assert_eq!(all[5].read[0], "kind");
+}
+
+#[test]
+fn every_aqm_kind_is_accepted_and_an_unknown_one_refused_naming_the_kinds() {
+    for k in AQM_KINDS {
+        let table = aqm_table(k.name);
+        assert!(AqmPlan::from_table(table.as_object().unwrap()).is_ok(), "{}", k.name);
+    }
+    let e = AqmPlan::from_table(json!({"kind": "red"}).as_object().unwrap()).unwrap_err();
+    assert_eq!((e.path.as_str(), e.message.as_str()), ("kind", "unknown queue discipline 'red'; expected droptail, ce_threshold or fq_codel"));
+}
+
+#[test]
+fn integral_floats_are_whole_numbers_and_fractions_are_refused() {
+    assert_eq!(from_value::<Whole>(json!(1e6)).unwrap(), Whole(1_000_000));
+    let e = from_value::<Whole>(json!(1.5)).unwrap_err();
+    assert_eq!(e.message, "invalid value: floating point `1.5`, expected a non-negative integer");
+    assert!(from_value::<Whole>(json!(-1)).is_err());
+    assert_eq!(from_value::<Seed>(json!(-1)).unwrap(), Seed(u64::MAX));
+}

@@ -1,0 +1,129 @@
+"""The run plan is one contract across the language boundary: every field
+of RunPlan, HostLimits and FlowPlan (python/fatpipe/backends/base.py) and
+every key of each aqm kind's table (python/fatpipe/aqm.py, Aqm.plan()) is
+declared by the simulator (crates/sim/src/plan.rs: read, or ignored on
+purpose), and the simulator declares nothing Python does not send.
+tests/test_schema.py does the same for the outputs."""
+
+import dataclasses
+import json
+import re
+import textwrap
+import typing
+
+import pytest
+
+from fatpipe import _native
+from fatpipe import spec as spec_mod
+from fatpipe.aqm import KINDS, Aqm
+from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
+from fatpipe.backends.sim import SimBackend, plan_json
+from fatpipe.study import plan_runs
+
+# struct -> (fields read, fields ignored on purpose), as the simulator declares them.
+RUST = {name: (set(read), set(ignored)) for name, read, ignored in _native.plan_fields()}
+
+
+@pytest.mark.parametrize("cls", [RunPlan, HostLimits, FlowPlan], ids=lambda c: c.__name__)
+def test_every_dataclass_field_is_declared_by_the_simulator_and_nothing_else(cls):
+    read, ignored = RUST[cls.__name__]
+    python = {f.name for f in dataclasses.fields(cls)}
+    assert not read & ignored, f"{cls.__name__}: declared both read and ignored"
+    assert python - read - ignored == set(), f"{cls.__name__}: Python sends fields the simulator does not know"
+    assert (read | ignored) - python == set(), f"{cls.__name__}: the simulator declares fields Python does not send"
+
+
+def _threshold_units() -> tuple[str, ...]:
+    """The units Aqm declares for a CE threshold's K (its k_unit Literal)."""
+    annotation = Aqm.model_fields["k_unit"].annotation
+    return next(typing.get_args(a) for a in typing.get_args(annotation) if typing.get_origin(a) is typing.Literal)
+
+
+def _plan_tables(kind: str) -> list[dict]:
+    """Every shape of table Aqm.plan() gives for `kind`."""
+    if kind == "ce_threshold":
+        return [Aqm.model_construct(kind=kind, k_amount=1.0, k_unit=unit).plan() for unit in _threshold_units()]
+    return [Aqm.model_validate(kind).plan()]
+
+
+def test_the_simulator_has_exactly_pythons_aqm_kinds():
+    assert {name.removeprefix("aqm.") for name in RUST if name.startswith("aqm.")} == set(KINDS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_aqm_plan_key_is_declared_by_the_simulator_and_nothing_else(kind):
+    read, ignored = RUST[f"aqm.{kind}"]
+    keys = set().union(*_plan_tables(kind))
+    assert keys - read - ignored == set(), f"aqm.{kind}: Python sends keys the simulator does not know"
+    assert (read | ignored) - keys == set(), f"aqm.{kind}: the simulator declares keys Python does not send"
+
+
+def test_ce_threshold_tables_cover_each_unit():
+    assert {next(iter(set(t) - {"kind"})) for t in _plan_tables("ce_threshold")} == {"k_packets", "k_bytes", "k_s"}
+
+
+# One run that sets every optional field: an RPC flow beside a bulk one,
+# per-flow ECN and cwnd clamp, GRO, a rate cap, fq_codel with a CE
+# threshold, a sweep and a testbed (which the simulator ignores).
+STUDY = """
+version = 1
+[study]
+name = "contract"
+backends = ["sim"]
+duration = "1s"
+[path]
+rate = "10Mbit"
+rtt = "20ms"
+aqm = {kind = "fq_codel", ce_threshold = "1ms"}
+[hosts.default]
+stream_rate_cap = "8Mbit"
+[hosts.receiver]
+gro = true
+[[flows]]
+cc = "cubic"
+ecn = 1
+cwnd_clamp = 100
+[[flows]]
+kind = "rpc"
+cc = "reno"
+request = "100B"
+response = "10KB"
+concurrency = 1
+[sweep]
+"path.loss" = [0.0]
+[testbed.hosts.alpha]
+ssh = "root@alpha"
+address = "10.1.0.1"
+interface = "eth1"
+role = "s1"
+[testbed.hosts.beta]
+ssh = "root@beta"
+address = "10.1.0.2"
+interface = "eth1"
+role = "receiver"
+"""
+
+
+@pytest.fixture
+def full_plan(tmp_path) -> RunPlan:
+    path = tmp_path / "s.toml"
+    path.write_text(textwrap.dedent(STUDY))
+    spec, raw = spec_mod.load(path)
+    (plan,) = plan_runs(spec, raw)
+    assert plan.testbed is not None and plan.aqm["ce_threshold_s"] == 0.001 and plan.flows[1].kind == "rpc"
+    return plan
+
+
+def test_a_plan_with_every_field_runs_on_the_simulator(full_plan, tmp_path):
+    outcome = SimBackend().run(full_plan, tmp_path)
+    assert len(set(outcome.series["flow_group"])) == 2 and outcome.rpcs["flow_group"]
+
+
+@pytest.mark.parametrize("where", ["plan", "flow", "host", "aqm"])
+def test_the_simulator_refuses_a_field_it_does_not_know_naming_it(full_plan, where):
+    plan = json.loads(plan_json(full_plan))
+    table, path = {"plan": (plan, ""), "flow": (plan["flows"][1], "flows[1]."),
+                   "host": (plan["receiver"], "receiver."), "aqm": (plan["aqm"], "aqm.")}[where]
+    table["jitter_s"] = 0.001
+    with pytest.raises(ValueError, match="^" + re.escape(f"{path}jitter_s: unknown field `jitter_s`")):
+        _native.simulate(json.dumps(plan))
