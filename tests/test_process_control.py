@@ -22,6 +22,10 @@ from fatpipe.linuxpath import cmd
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_DIR = ROOT / "python" / "fatpipe" / "backends" / "kernel"
+# The Linux path model the kernel (and hosts) backend runs: its commands and
+# engines are the kernel backend's as much as the modules in KERNEL_DIR.
+LINUXPATH_DIR = ROOT / "python" / "fatpipe" / "linuxpath"
+KERNEL_MODULES = sorted([*KERNEL_DIR.glob("*.py"), *LINUXPATH_DIR.glob("*.py")])
 
 
 def _child(code: str) -> subprocess.Popen:
@@ -64,7 +68,8 @@ def test_ready_line_wait_returns_once_the_line_arrives():
 
 
 def test_no_shell_runs_in_the_kernel_backend():
-    for path in KERNEL_DIR.glob("*.py"):
+    assert any(p.parent == LINUXPATH_DIR for p in KERNEL_MODULES)
+    for path in KERNEL_MODULES:
         text = path.read_text()
         assert not re.search(r"[\"'](ba)?sh[\"']\s*,\s*[\"']-c[\"']", text), path.name
         assert "shell=True" not in text, path.name
@@ -85,7 +90,7 @@ def test_the_kernel_backend_installs_no_signal_handler():
     before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     cleanup.release_at_exit()
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
-    for path in KERNEL_DIR.glob("*.py"):
+    for path in KERNEL_MODULES:
         if path.name in ("engine.py", "rpc_engine.py"):
             continue  # programs run inside namespaces, not the fatpipe process
         assert "signal.signal(" not in path.read_text(), path.name
