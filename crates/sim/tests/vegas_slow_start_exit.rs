@@ -37,7 +37,9 @@ fn slow_start_peak(rtt_s: f64) -> (u32, f64) {
         .run();
     assert_eq!(r.path.queue_drops, 0, "the 4-BDP buffer overflowed");
     let s = &r.series;
-    let peak = (0..s.len()).max_by_key(|&i| (s.cwnd_segments[i], std::cmp::Reverse(i))).expect("samples");
+    let peak = (0..s.len())
+        .max_by_key(|&i| (s.cwnd_segments[i], std::cmp::Reverse(i)))
+        .expect("samples");
     (s.cwnd_segments[peak] as u32, s.t_s[peak])
 }
 
@@ -48,7 +50,10 @@ fn slow_start_peak(rtt_s: f64) -> (u32, f64) {
 #[test]
 fn tcp_vegas_cong_avoid_keeps_slow_start_while_diff_truncates_to_gamma() {
     let (peak, t) = slow_start_peak(0.040);
-    assert!((1250..=1280).contains(&peak), "slow start ended at cwnd {peak} (t = {t:.3} s), not in the 1280 round");
+    assert!(
+        (1250..=1280).contains(&peak),
+        "slow start ended at cwnd {peak} (t = {t:.3} s), not in the 1280 round"
+    );
 }
 
 /// 30 ms: at the 640-segment round diff = 640 · 121 / 30122 = 2.57,
@@ -57,5 +62,8 @@ fn tcp_vegas_cong_avoid_keeps_slow_start_while_diff_truncates_to_gamma() {
 #[test]
 fn tcp_vegas_cong_avoid_leaves_slow_start_once_diff_exceeds_gamma() {
     let (peak, t) = slow_start_peak(0.030);
-    assert!((630..=640).contains(&peak), "slow start ended at cwnd {peak} (t = {t:.3} s), not in the 640 round");
+    assert!(
+        (630..=640).contains(&peak),
+        "slow start ended at cwnd {peak} (t = {t:.3} s), not in the 640 round"
+    );
 }
