@@ -59,6 +59,12 @@ MAX_SPEC_BYTES = 1 << 20
 # Deepest nesting a valid spec needs is 6
 # (sweep.linked[0]."path.buffer"[0].amount).
 MAX_NESTING_DEPTH = 8
+# Parts of one dotted key (`a.b.c = 1`, `[a.b.c]`): every part is a table
+# level, so a valid spec's keys have at most MAX_NESTING_DEPTH; twice that
+# leaves room for dotted words inside strings, which the check before
+# parsing cannot tell from keys. (Python's TOML reader takes time and memory
+# quadratic in a key's parts: 50,000 parts in 100 KB took 13 s and > 4 GiB.)
+MAX_KEY_PARTS = 2 * MAX_NESTING_DEPTH
 # Runs of one study (sweep points x repetitions x backends).
 MAX_RUNS = 100_000
 # The simulator's clock counts nanoseconds: a nonzero time below that is 0.
@@ -628,6 +634,26 @@ def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
 # ---- files --------------------------------------------------------------------
 
 
+# One part of a TOML key: bare, "basic" or 'literal' (on one line).
+_KEY_PART = r"""(?:[A-Za-z0-9_-]++|"[^"\n]*+"|'[^'\n]*+')"""
+# More than MAX_KEY_PARTS parts joined by dots, starting at a part's start
+# (possessive: found in time linear in the text).
+_LONG_DOTTED_KEY = re.compile(
+    rf"(?<![A-Za-z0-9_-]){_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART}){{{MAX_KEY_PARTS}}}")
+
+
+def _long_dotted_key(text: str) -> str | None:
+    """Why `text` is refused before the TOML reader sees it: a dotted key
+    of more than MAX_KEY_PARTS parts (strings included), or None."""
+    m = _LONG_DOTTED_KEY.search(text)
+    if m is None:
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    return (f"a dotted key of more than {MAX_KEY_PARTS} parts at line {line} ({_printable(_short(m.group(0), 60))}); "
+            f"a study spec nests at most {MAX_NESTING_DEPTH} levels, so its keys have at most "
+            f"{MAX_NESTING_DEPTH} parts (refused before parsing)")
+
+
 def load_raw(path: str | Path) -> dict[str, Any]:
     """The TOML table of a study file, read within MAX_SPEC_BYTES."""
     p = Path(path)
@@ -645,6 +671,9 @@ def load_raw(path: str | Path) -> dict[str, Any]:
         raise SpecError([("file", (
             f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
             "save the spec as UTF-8"))], str(p)) from None
+    too_long = _long_dotted_key(text)
+    if too_long:
+        raise SpecError([("toml", too_long)], str(p))
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
