@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 from fatpipe.backends.kernel.iperf import compare
-from fatpipe.backends.kernel.path import HostConfig, PathConfig
+from fatpipe.linuxpath.config import HostConfig, PathConfig
 
 for rate, cc, streams in ((500e6, "bbr", 1), (1e9, "cubic", 2)):
     host = HostConfig(256 << 20, 256 << 20)

@@ -3,7 +3,7 @@
 import json
 
 from fatpipe.backends.kernel import bpfcca
-from fatpipe.backends.kernel.traffic import ccas_in_samples
+from fatpipe.linuxpath.flows import ccas_in_samples
 
 
 def test_port_list_parses_name_file_and_hash_and_skips_malformed_lines():

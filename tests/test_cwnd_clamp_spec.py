@@ -10,9 +10,10 @@ import pytest
 
 from fatpipe import spec as spec_mod
 from fatpipe.backends.base import BackendUnavailable
-from fatpipe.backends.kernel import KernelBackend, path_config
-from fatpipe.backends.kernel.clamp import cached_metrics, route_metric_args, sender_cwnd_clamps
+from fatpipe.backends.kernel import KernelBackend
+from fatpipe.backends.kernel.clamp import cached_metrics, route_metric_args
 from fatpipe.backends.sim import SimBackend
+from fatpipe.linuxpath.config import path_config, sender_cwnd_clamps
 from fatpipe.study import plan_runs
 
 BASE = """

@@ -14,12 +14,14 @@ import pytest
 
 from fatpipe import spec as spec_mod
 from fatpipe.backends.base import BackendUnavailable
-from fatpipe.backends.kernel import KernelBackend, doctor, privilege, workspace_binary
-from fatpipe.backends.kernel.doctor import SYSTEM_TOOLS, Check, missing_packages
+from fatpipe.backends.kernel import KernelBackend, doctor, privilege
+from fatpipe.backends.kernel.doctor import SYSTEM_TOOLS, missing_packages
+from fatpipe.linuxpath import workspace_binary
+from fatpipe.linuxpath.checks import Check
 from fatpipe.study import plan_runs
 
 doctor_module = importlib.import_module("fatpipe.backends.kernel.doctor")
-delayline = importlib.import_module("fatpipe.backends.kernel.delayline")
+delayline = importlib.import_module("fatpipe.linuxpath.linkem")
 
 STUDY = """
 version = 1
@@ -57,11 +59,11 @@ def _path_without(tmp_path, missing: str) -> str:
 @pytest.fixture
 def as_root_without_probe(monkeypatch):
     """Doctor as root, with the namespace probe reporting a kernel without
-    netem whose iptables NFQUEUE works (this VM's kernel)."""
+    netem (built without CONFIG_NET_SCH_NETEM) whose iptables NFQUEUE works."""
     monkeypatch.setattr(privilege, "is_root", lambda: True)
 
     def probe(report):
-        report.append(Check("netem", False, "tc qdisc netem not in this kernel", required=False))
+        report.append(Check("netem", False, "tc qdisc netem: not in the running kernel", required=False))
         report.append(Check("tbf", True, "tc qdisc tbf", required=False))
         report.append(Check("nfqueue", True, "iptables -j NFQUEUE works", required=True))
 

@@ -9,10 +9,11 @@ import pytest
 
 from fatpipe import spec as spec_mod
 from fatpipe.backends.base import BackendUnavailable
-from fatpipe.backends.kernel import KernelBackend, path_config
-from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args
-from fatpipe.backends.kernel.ecn import linkem_threshold, path_refusal
+from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.sim import SimBackend
+from fatpipe.linuxpath.config import path_config
+from fatpipe.linuxpath.ecn import linkem_threshold, path_refusal, qdisc_refusal
+from fatpipe.linuxpath.linkem import QueueConfig, linkem_args
 from fatpipe.schema import path_columns
 from fatpipe.study import plan_runs
 from fatpipe.summary import summarize
@@ -164,13 +165,7 @@ def test_flows_of_one_sender_asking_different_tcp_ecn_are_refused_naming_the_key
     assert (cfg.senders["s1"].tcp_ecn, cfg.senders["s2"].tcp_ecn) == (1, 2)
 
 
-def test_the_kernel_backend_refuses_only_fq_codel_naming_the_key(tmp_path):
-    with pytest.raises(BackendUnavailable, match="kernel backend takes 'droptail' or 'ce_threshold'") as e:
-        KernelBackend().check(plans(tmp_path, path='aqm = "fq_codel"'))
-    assert "path.aqm = 'fq_codel'" in str(e.value)
-
-
-def test_a_ce_threshold_needs_linkem_and_fq_codel_is_refused_before_the_path_is_built():
+def test_a_ce_threshold_needs_linkem_and_fq_codel_a_tbf_bottleneck_before_the_path_is_built():
     ce = {"kind": "ce_threshold", "k_packets": 20}
     assert path_refusal(ce, "auto", "auto") is None
     assert path_refusal(ce, "linkem-nfqueue", "linkem") is None
@@ -178,4 +173,18 @@ def test_a_ce_threshold_needs_linkem_and_fq_codel_is_refused_before_the_path_is_
         msg = path_refusal(ce, emulator, bottleneck)
         assert msg and "path.aqm = 'ce_threshold'" in msg and "tbf does not mark" in msg, msg
     assert path_refusal({"kind": "droptail"}, "netem", "tbf") is None
-    assert "no fq_codel" in path_refusal({"kind": "fq_codel"}, "auto", "auto")
+    fq_codel = {"kind": "fq_codel"}
+    for emulator, bottleneck in (("auto", "auto"), ("netem", "tbf"), ("linkem-nfqueue", "tbf")):
+        assert path_refusal(fq_codel, emulator, bottleneck) is None
+    msg = path_refusal(fq_codel, "linkem-nfqueue", "linkem")
+    assert msg and "path.aqm = 'fq_codel' is a qdisc below tbf" in msg, msg
+    assert "a Linux path takes 'droptail', 'ce_threshold', 'fq_codel'" in path_refusal({"kind": "pie"}, "auto", "auto")
+
+
+def test_fq_codel_needs_the_qdisc_in_the_running_kernel_as_the_probe_found_it():
+    assert qdisc_refusal({"kind": "fq_codel"}, {"tbf", "fq_codel"}) is None
+    msg = qdisc_refusal({"kind": "fq_codel"}, {"tbf", "netem"})
+    assert "path.aqm = 'fq_codel': the running kernel has no fq_codel qdisc" in msg
+    assert "CONFIG_NET_SCH_FQ_CODEL" in msg and "sim backend" in msg
+    for other in ({"kind": "droptail"}, {"kind": "ce_threshold", "k_packets": 5}):
+        assert qdisc_refusal(other, set()) is None

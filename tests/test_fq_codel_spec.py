@@ -1,13 +1,23 @@
 """fq_codel in the spec (`path.aqm = {kind = "fq_codel", ...}`): Linux's
 defaults, strict validation naming the key, the sweepable string form, the
-sim running it and the kernel backend refusing it."""
+sim running it, and the kernel backend taking it where the running kernel
+has the qdisc (doctor's probe, faked here) and refusing it where not."""
+
+import importlib
+from pathlib import Path
 
 import pytest
 
 from fatpipe.backends.base import BackendUnavailable
-from fatpipe.backends.kernel import KernelBackend
+from fatpipe.backends.kernel import KernelBackend, privilege
 from fatpipe.backends.sim import SimBackend
+from fatpipe.linuxpath import linkem
+from fatpipe.linuxpath.checks import Check
+from fatpipe.linuxpath.config import path_config
+from fatpipe.linuxpath.qdisc import QDISC_CONFIG, fq_codel_args, tbf_args, tbf_bottleneck_args
 from test_ecn_spec import plans, problems
+
+doctor_module = importlib.import_module("fatpipe.backends.kernel.doctor")
 
 DEFAULTS = {"kind": "fq_codel", "target_s": 0.005, "interval_s": 0.1, "limit_packets": 10240,
             "ce_threshold_s": None, "quantum_bytes": 1514, "ecn": True}
@@ -58,7 +68,45 @@ def test_the_sim_runs_fq_codel_and_codel_drops_show_as_queue_drops(tmp_path):
     assert out.path.ce_marks > 0, "ECT packets are marked instead of dropped"
 
 
-def test_the_kernel_backend_refuses_fq_codel_naming_the_key(tmp_path):
-    with pytest.raises(BackendUnavailable, match="this kernel has no fq_codel") as e:
-        KernelBackend().check(plans(tmp_path, path='aqm = "fq_codel"'))
-    assert "path.aqm = 'fq_codel'" in str(e.value)
+def _fake_probe(monkeypatch, qdiscs: set[str]) -> None:
+    """Doctor as root on a kernel whose namespace probe finds `qdiscs`
+    (and a working NFQUEUE), with the delay line already built."""
+    monkeypatch.setattr(privilege, "is_root", lambda: True)
+
+    def probe(report):
+        report.extend(Check(kind, kind in qdiscs, f"tc qdisc {kind}", required=False) for kind in QDISC_CONFIG)
+        report.append(Check("nfqueue", True, "iptables -j NFQUEUE works"))
+
+    monkeypatch.setattr(doctor_module, "_probe_in_namespace", probe)
+    monkeypatch.setattr(doctor_module, "available_ccas", lambda: ["reno", "cubic"])
+    monkeypatch.setattr("fatpipe.backends.kernel.available_ccas", lambda: ["reno", "cubic"])
+    monkeypatch.setattr(linkem, "find_linkem", lambda: Path("/usr/bin/fatpipe-linkem"))
+
+
+def test_a_kernel_with_fq_codel_takes_an_fq_codel_study(tmp_path, monkeypatch):
+    _fake_probe(monkeypatch, {"tbf", "fq_codel"})
+    KernelBackend().check(plans(tmp_path, path='aqm = {kind = "fq_codel"}'))
+    assert "path.aqm droptail, ce_threshold, fq_codel" in doctor_module.doctor().verdict
+
+
+def test_a_kernel_without_fq_codel_refuses_it_naming_the_key_and_the_kernel_option(tmp_path, monkeypatch):
+    _fake_probe(monkeypatch, {"tbf", "netem", "fq", "red"})
+    with pytest.raises(BackendUnavailable, match="the running kernel has no fq_codel qdisc") as e:
+        KernelBackend().check(plans(tmp_path, path='aqm = {kind = "fq_codel"}'))
+    assert "path.aqm = 'fq_codel'" in str(e.value) and "CONFIG_NET_SCH_FQ_CODEL" in str(e.value)
+    KernelBackend().check(plans(tmp_path))  # droptail needs no qdisc beyond tbf
+
+
+def test_the_bottleneck_is_tbf_with_fq_codel_in_its_child_slot_with_the_plans_parameters(tmp_path):
+    cfg = path_config(plans(tmp_path, path='aqm = "fq_codel:target=1ms,interval=20ms"')[0])
+    tbf = tbf_args("rcv", cfg.rate_bps, 12500, cfg.buffer_bytes)
+    assert tbf_bottleneck_args("rcv", cfg.rate_bps, 12500, cfg.buffer_bytes, cfg.aqm) == [tbf, [
+        "tc", "qdisc", "replace", "dev", "rcv", "parent", "1:1", "handle", "20:", "fq_codel",
+        "target", "1000us", "interval", "20000us", "limit", "10240", "quantum", "1514", "ecn"]]
+    every_key = ('aqm = {kind = "fq_codel", target = "2ms", interval = "50ms", limit = "1000pkts", '
+                 'ce_threshold = "1ms", quantum = "300B", ecn = false}')
+    cfg = path_config(plans(tmp_path, path=every_key)[0])
+    assert fq_codel_args("rcv", "1:1", cfg.aqm)[10:] == [
+        "target", "2000us", "interval", "50000us", "limit", "1000", "quantum", "300", "noecn",
+        "ce_threshold", "1000us"]
+    assert tbf_bottleneck_args("rcv", cfg.rate_bps, 12500, cfg.buffer_bytes, {"kind": "droptail"}) == [tbf]

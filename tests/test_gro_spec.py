@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 from fatpipe import spec as spec_mod
-from fatpipe.backends.kernel import path_config
-from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args
-from fatpipe.backends.kernel.path import QUEUE_DATA, QUEUE_DATA_SPLIT, gro_refusal
-from fatpipe.backends.kernel.traffic import group_port
+from fatpipe.linuxpath.config import QUEUE_DATA, QUEUE_DATA_SPLIT, gro_refusal, path_config
+from fatpipe.linuxpath.flows import group_port
+from fatpipe.linuxpath.linkem import QueueConfig, linkem_args
 from fatpipe.study import plan_runs
 
 BASE = """

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from fatpipe.backends.kernel.delayline import LINKEM_RT_PRIORITY, RT_PRIORITY, QueueConfig, linkem_args
+from fatpipe.linuxpath.linkem import LINKEM_RT_PRIORITY, RT_PRIORITY, QueueConfig, linkem_args
 
 
 def test_linkem_runs_above_the_ack_napi_threads_real_time_priority():

@@ -14,10 +14,11 @@ from types import SimpleNamespace
 import pytest
 
 import fatpipe.backends.kernel as kernel
-from fatpipe import summary
-from fatpipe.backends.kernel import clamp, cleanup, cmd
+from fatpipe import schema, summary
+from fatpipe.backends.kernel import clamp, cleanup
 from fatpipe.backends.kernel.cleanup import stop_process
 from fatpipe.backends.kernel.netns import Namespace
+from fatpipe.linuxpath import cmd
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_DIR = ROOT / "python" / "fatpipe" / "backends" / "kernel"
@@ -177,11 +178,11 @@ def test_sigterm_to_the_cli_unwinds_like_ctrl_c(tmp_path):
 
 def test_emulator_late_has_one_threshold_used_by_the_flag_and_the_kernel_fact():
     rtt = 0.020
-    limit = summary.LATENESS_FRACTION_OF_RTT * rtt
-    assert not summary.emulator_late(limit * 0.99, rtt)
-    assert summary.emulator_late(limit * 1.01, rtt)
-    assert not summary.emulator_late(None, rtt)
-    assert kernel.emulator_late is summary.emulator_late
+    limit = schema.LATENESS_FRACTION_OF_RTT * rtt
+    assert not schema.emulator_late(limit * 0.99, rtt)
+    assert schema.emulator_late(limit * 1.01, rtt)
+    assert not schema.emulator_late(None, rtt)
+    assert kernel.emulator_late is schema.emulator_late is summary.emulator_late
     assert not hasattr(kernel, "LATE_P99_LIMIT_S")
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from fatpipe import spec as spec_mod
-from fatpipe.spec import SpecError
-from fatpipe.testbed import load_testbed, parse_ssh_target, validate_testbed
+from fatpipe.spec import SpecError, load_testbed
+from fatpipe.testbed import parse_ssh_target, validate_testbed
 
 HOSTS = {
     "alpha": {"ssh": "root@alpha.example.org", "address": "10.1.0.1", "interface": "eth1", "role": "s1"},

@@ -18,7 +18,6 @@ from .estimate import StudyTooBig
 from .results import StoreError
 from .study import AUTO, plan_runs, run_study, study_dir_default
 from .tables import backend_comparison_table, summary_table
-from .testbed import load_testbed
 
 
 def _signal_as_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
@@ -133,7 +132,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _testbed_backends(args: argparse.Namespace):
     """(testbed or None, [(name, backend, kwargs)]): with --testbed only the
     backends that work on a testbed (``takes_testbed``), handed the testbed."""
-    testbed = load_testbed(args.testbed) if args.testbed else None
+    testbed = spec_mod.load_testbed(args.testbed) if args.testbed else None
     chosen = []
     for name in backend_names():
         backend = get_backend(name)

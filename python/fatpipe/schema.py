@@ -117,6 +117,18 @@ class PathReport:
         return cls(**facts)
 
 
+# Delay-line lateness (p99) above this fraction of the RTT flags the run
+# `emulator_late` (the one threshold: the runs table's flag and the
+# backends' manifest fact both use emulator_late(); docs/results.md).
+LATENESS_FRACTION_OF_RTT = 0.05
+
+
+def emulator_late(late_p99_s: float | None, rtt_s: float) -> bool:
+    """Whether the delay line fell behind: its lateness p99 exceeds
+    LATENESS_FRACTION_OF_RTT of the configured RTT (unknown lateness: no)."""
+    return late_p99_s is not None and late_p99_s > LATENESS_FRACTION_OF_RTT * rtt_s
+
+
 # The path facts, name -> kind (as PathReport declares them).
 PATH_FACTS: dict[str, str] = {f.name: str(f.type) for f in fields(PathReport)}
 

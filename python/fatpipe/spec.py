@@ -36,8 +36,12 @@ from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
 from .backends import DEFAULT_BACKEND, backend_names
 from .references import References
+from .spec_errors import SpecError
+from .spec_errors import key_path as _loc
+from .spec_errors import short as _short
+from .spec_errors import validation_problems as _problems
 from .sweep import Sweep
-from .testbed import Testbed, study_problems
+from .testbed import Testbed, study_problems, validate_testbed
 from .units import (
     NUMBER_PATTERN,
     UnitError,
@@ -120,15 +124,6 @@ def _cwnd_clamp(value: Any) -> Any:
 
 
 CwndClamp = Annotated[int, BeforeValidator(_cwnd_clamp)]
-
-
-class SpecError(ValueError):
-    """The spec is invalid. ``problems`` lists (key path, message) pairs."""
-
-    def __init__(self, problems: list[tuple[str, str]], source: str = "") -> None:
-        self.problems = problems
-        head = f"invalid study spec{f' {source}' if source else ''}:"
-        super().__init__("\n".join([head] + [f"  {k}: {m}" for k, m in problems]))
 
 
 def _unit(parser, lo: float | None = None, hi: float | None = None, unit: str = "",
@@ -427,42 +422,6 @@ def check_run_count(spec: Spec, backends: list[str] | None = None, source: str =
 # ---- errors -----------------------------------------------------------------
 
 
-def _short(text: str, limit: int = 100) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _printable(text: str) -> str:
-    """Keys as the user can read them: control characters escaped."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
-def _loc(loc: tuple) -> str:
-    return _short(_printable(".".join(str(p) for p in loc if not str(p).startswith("function-"))))
-
-
-# Parts of an error location that pydantic adds for its validators
-# (``function-after[...]``, ``nullable[...]``), not keys of the spec.
-_PYDANTIC_TAG = re.compile(r"[a-z]+(?:-[a-z]+)*\[.*\]\Z", re.S)
-
-
-def _problems(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
-    out = []
-    for e in err.errors():
-        loc = tuple(p for p in e["loc"] if not isinstance(p, str) or not _PYDANTIC_TAG.match(p))
-        path = sweep_mod.model_where(loc[1:]) if loc[:1] == ("sweep",) and not prefix else _loc(loc)
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif e["type"] == "literal_error":
-            msg = f"got {_short(repr(e.get('input')))}; {msg.lower()}"
-        elif e["type"].endswith("_type") or e["type"] == "int_from_float":
-            msg = f"{msg} (got {toml_type(e.get('input'))})"
-        out.append((prefix + path if path else (prefix.rstrip(".") or "spec"), _short(msg, 400)))
-    return out
-
-
 def _too_deep(raw: Any) -> list[tuple[str, str]]:
     """Values nested deeper than MAX_NESTING_DEPTH, found without recursion."""
     stack: list[tuple[Any, tuple, int]] = [(raw, (), 0)]
@@ -691,3 +650,22 @@ def load(path: str | Path) -> tuple[Spec, dict[str, Any]]:
     """Load and validate a study file; returns the spec and its raw mapping."""
     raw = load_raw(path)
     return validate(raw, str(path)), raw
+
+
+def load_testbed(path: str | Path) -> Testbed:
+    """Read a testbed file (a ``[testbed]`` table alone) or a study that has
+    one. Relative ssh_config paths are taken from the file's directory."""
+    p = Path(path)
+    raw = load_raw(p)
+    if "study" in raw:  # a whole study: validate all of it, use its testbed
+        spec = validate(raw, str(p))
+        if spec.testbed is None:
+            raise SpecError([("testbed", "this study has no [testbed] section")], str(p))
+        return spec.testbed.relative_to(p.resolve().parent)
+    extra = [k for k in raw if k != "testbed"]
+    if extra:
+        raise SpecError([(k, "unknown key; a testbed file holds only a [testbed] table "
+                             "(or is a study with one)") for k in extra], str(p))
+    if "testbed" not in raw:
+        raise SpecError([("testbed", "missing; a testbed file holds a [testbed] table")], str(p))
+    return validate_testbed(raw["testbed"], str(p)).relative_to(p.resolve().parent)

@@ -27,7 +27,7 @@ from .backends.base import BackendUnavailable, FlowPlan, HostLimits, RunPlan
 from .cluster.spec import parse_cluster_spec
 from .results import StoreError, StudyStore
 from .runcompute import compute_run, failed_rows, identity_columns, record_run  # noqa: F401 - two re-exported
-from .testbed import Testbed, load_testbed, study_problems
+from .testbed import Testbed, study_problems
 
 
 def derive_seed(study_seed: int, point: int, rep: int) -> int:
@@ -300,7 +300,7 @@ def run_study(
     cluster_spec = parse_cluster_spec(cluster) if cluster else None
     spec, raw = spec_mod.load(study_file)
     if testbed is not None and not isinstance(testbed, Testbed):
-        testbed = load_testbed(testbed)
+        testbed = spec_mod.load_testbed(testbed)
     skipped: dict[str, str] = {}
     checked: set[str] = set()
     if backends and AUTO in backends:

@@ -15,16 +15,13 @@ import numpy as np
 
 from .backends.base import PathReport, RunOutcome, RunPlan
 from .goodput import interval_goodput_bps, measurement_window, window_goodput_bps
+from .schema import emulator_late
 
 # A flow counts as limited by an end host when the receive window or send
 # buffer limited it for more than this fraction of the measured time.
 HOST_LIMIT_FRACTION = 0.10
 # Runs whose path deviates from the spec by more than this are flagged.
 PATH_TOLERANCE = 0.10
-# Delay-line lateness (p99) above this fraction of the RTT flags the run
-# `emulator_late` (the one threshold: the runs table's flag and the kernel
-# backend's manifest fact both use emulator_late(); docs/results.md).
-LATENESS_FRACTION_OF_RTT = 0.05
 # A run whose flows could have filled the link (rate_short) but got less than
 # this fraction of its rate is flagged `rate_short`: the path did not carry
 # its configured rate (a kernel path whose machine cannot keep up).
@@ -132,12 +129,6 @@ def _flow_rtt_s(plan: RunPlan, sender_name: str) -> float:
     the sender's and the receiver's extra RTT."""
     sender = plan.senders.get(sender_name)
     return plan.rtt_s + (sender.extra_rtt_s if sender else 0.0) + plan.receiver.extra_rtt_s
-
-
-def emulator_late(late_p99_s: float | None, rtt_s: float) -> bool:
-    """Whether the delay line fell behind: its lateness p99 exceeds
-    LATENESS_FRACTION_OF_RTT of the configured RTT (unknown lateness: no)."""
-    return late_p99_s is not None and late_p99_s > LATENESS_FRACTION_OF_RTT * rtt_s
 
 
 def path_flags(plan: RunPlan, path: PathReport) -> list[str]:

@@ -20,7 +20,7 @@ No password is accepted anywhere: fatpipe authenticates with keys (ssh-agent
 or an IdentityFile) and checks host keys against known_hosts.
 
 This module defines its models on its own (the study's Spec holds a
-:class:`Testbed`); :func:`load_testbed` reads a file.
+:class:`Testbed`); spec.load_testbed reads a file.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .spec_errors import SpecError, validation_problems
 from .units import UnitError, parse_time_s
 
 RECEIVER_ROLE = "receiver"
@@ -237,36 +238,10 @@ def study_problems(testbed: Testbed, senders: set[str]) -> list[tuple[str, str]]
 
 def validate_testbed(raw: Any, source: str = "") -> Testbed:
     """A raw ``[testbed]`` table → Testbed, or a SpecError naming key and host."""
-    from pydantic import ValidationError
-
-    from .spec import SpecError, _problems
-
     if not isinstance(raw, dict):
         raise SpecError([("testbed", "write the testbed as a [testbed] table with [testbed.hosts.NAME] "
                                      "tables")], source)
     try:
         return Testbed.model_validate(raw)
     except ValidationError as e:
-        raise SpecError(_problems(e, prefix="testbed."), source) from None
-
-
-def load_testbed(path: str | Path) -> Testbed:
-    """Read a testbed file (a ``[testbed]`` table alone) or a study that has
-    one. Relative ssh_config paths are taken from the file's directory."""
-    from .spec import SpecError, load_raw
-    from .spec import validate as validate_study
-
-    p = Path(path)
-    raw = load_raw(p)
-    if "study" in raw:  # a whole study: validate all of it, use its testbed
-        spec = validate_study(raw, str(p))
-        if spec.testbed is None:
-            raise SpecError([("testbed", "this study has no [testbed] section")], str(p))
-        return spec.testbed.relative_to(p.resolve().parent)
-    extra = [k for k in raw if k != "testbed"]
-    if extra:
-        raise SpecError([(k, "unknown key; a testbed file holds only a [testbed] table "
-                             "(or is a study with one)") for k in extra], str(p))
-    if "testbed" not in raw:
-        raise SpecError([("testbed", "missing; a testbed file holds a [testbed] table")], str(p))
-    return validate_testbed(raw["testbed"], str(p)).relative_to(p.resolve().parent)
+        raise SpecError(validation_problems(e, prefix="testbed."), source) from None

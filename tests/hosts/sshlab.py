@@ -27,9 +27,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fatpipe.backends.kernel import cmd, parse
 from fatpipe.backends.kernel.cleanup import stop_process
 from fatpipe.backends.kernel.netns import Namespace, add_veth
+from fatpipe.linuxpath import cmd, parse
 
 LAB_PREFIX = "fph-"
 # The lab's ProxyCommand: nc with TCP_NODELAY (see tcp_relay.py).

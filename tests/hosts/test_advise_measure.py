@@ -14,8 +14,8 @@ from conftest import write_testbed
 from fatpipe import cli
 from fatpipe.advisor.measure import measure_path
 from fatpipe.backends.kernel.cleanup import stop_process
-from fatpipe.backends.kernel.cmd import expect_line
-from fatpipe.backends.kernel.delayline import QueueConfig, find_linkem, linkem_args
+from fatpipe.linuxpath.cmd import expect_line
+from fatpipe.linuxpath.linkem import QueueConfig, find_linkem, linkem_args
 
 RATE_BPS = 50e6
 RTT_S = 0.02

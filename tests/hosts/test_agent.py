@@ -22,7 +22,7 @@ from conftest import write_testbed
 from fatpipe import cli
 from fatpipe.backends.hosts import layout, transport
 from fatpipe.backends.hosts.agent_client import AgentClient, AgentError
-from fatpipe.backends.kernel import cmd
+from fatpipe.linuxpath import cmd
 from fatpipe.testbed import parse_ssh_target
 
 SYSCTL = "net.ipv4.tcp_rmem"

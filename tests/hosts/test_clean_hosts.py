@@ -13,7 +13,7 @@ import pytest
 from conftest import THREE_HOSTS, write_testbed
 from fatpipe import cli
 from fatpipe.backends.hosts import cleanup, layout
-from fatpipe.testbed import load_testbed
+from fatpipe.spec import load_testbed
 
 
 def _run_dir(root, run_id, agent_pid=None, lease_s=600.0, owner=True):

@@ -11,7 +11,7 @@ from conftest import THREE_HOSTS, write_testbed
 from fatpipe import cli
 from fatpipe.backends.hosts import doctor, transport
 from fatpipe.backends.kernel.doctor import available_ccas
-from fatpipe.testbed import load_testbed
+from fatpipe.spec import load_testbed
 
 
 def _testbed(lab, tmp_path, hosts=THREE_HOSTS, **options):

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from fatpipe.backends.base import BackendUnavailable, FlowPlan, HostLimits, RunPlan
-from fatpipe.backends.kernel import KernelBackend, cmd, ownership, parse
-from fatpipe.backends.kernel.delayline import build_linkem, find_linkem
+from fatpipe.backends.kernel import KernelBackend, ownership
+from fatpipe.linuxpath import cmd, parse
+from fatpipe.linuxpath.linkem import build_linkem, find_linkem
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 

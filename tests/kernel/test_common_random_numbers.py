@@ -12,10 +12,10 @@ from plans import bulk_plan
 
 from fatpipe.backends.base import RunPlan
 from fatpipe.backends.kernel import KernelBackend
-from fatpipe.backends.kernel.delayline import find_linkem
 from fatpipe.backends.sim import SimBackend
 from fatpipe.compare import paired_ratio_ci, ratio_ci
 from fatpipe.goodput import total_goodput_bps
+from fatpipe.linuxpath.linkem import find_linkem
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 

@@ -11,7 +11,7 @@ from plans import bulk_plan
 
 from fatpipe.backends.base import RunPlan
 from fatpipe.backends.kernel import KernelBackend
-from fatpipe.backends.kernel.delayline import find_linkem
+from fatpipe.linuxpath.linkem import find_linkem
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 

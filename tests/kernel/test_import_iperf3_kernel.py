@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from fatpipe import spec as spec_mod
-from fatpipe.backends.kernel import path_config
 from fatpipe.backends.kernel.iperf import iperf3_json_output
 from fatpipe.backends.kernel.path import EmulatedPath
 from fatpipe.cli import main
 from fatpipe.compare import compare_points
+from fatpipe.linuxpath.config import path_config
 from fatpipe.results import StudyStore
 from fatpipe.study import plan_runs
 

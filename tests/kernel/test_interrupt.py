@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest as _pytest
 
-from fatpipe.backends.kernel import cmd, ownership, parse
+from fatpipe.backends.kernel import ownership
+from fatpipe.linuxpath import cmd, parse
 
 needs_root = _pytest.mark.skipif(_os.geteuid() != 0, reason="needs root (network namespaces)")
 

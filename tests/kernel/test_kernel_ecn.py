@@ -4,7 +4,8 @@ which reacts to the echoed marks instead of losing packets; a flow that
 did not negotiate ECN is never marked and loses to overflow instead.
 
 The path: 100 Mbit/s, 20 ms, a 1 BDP buffer (165 frames of 1514 bytes),
-K = 20 packets. CUBIC with classic ECN (this kernel has no dctcp).
+K = 20 packets. CUBIC with classic ECN (kernels built without
+CONFIG_TCP_CONG_DCTCP have no dctcp).
 
 Why a marked flow cannot overflow this buffer (the margins asserted below):
 * Slow start sends two segments per ACK, twice the link rate, so a round

@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from fatpipe.backends.kernel import parse, tcpinfo, traffic
-from fatpipe.backends.kernel.delayline import QueueConfig, linkem_args, summarize
-from fatpipe.backends.kernel.path import nfqueue_rules, tbf_args, tbf_burst_bytes
+from fatpipe.backends.kernel.path import nfqueue_rules
 from fatpipe.goodput import rows_as_columns, total_goodput_bps
+from fatpipe.linuxpath import flows as traffic
+from fatpipe.linuxpath import parse, tcpinfo
+from fatpipe.linuxpath.linkem import QueueConfig, linkem_args, summarize
+from fatpipe.linuxpath.qdisc import tbf_args, tbf_burst_bytes
 from fatpipe.schema import SERIES_COLUMNS
 
-#  on this machine (kernel 6.18) after a run.
+# `tc -s qdisc show dev rcv`, captured on Linux 6.18 after a run.
 TC_S = ("qdisc tbf 1: root refcnt 2 rate 1Gbit burst 125000b lat 0us \n"  # tc ends lines with a space
         " Sent 1256640396 bytes 830102 pkt (dropped 3386, overlimits 412071 requeues 0) \n"
         " backlog 0b 0p requeues 0\n")
@@ -24,6 +26,24 @@ def test_tc_qdisc_stats_reads_sent_and_dropped():
     assert (q.kind, q.handle) == ("tbf", "1:")
     assert q.sent_bytes == 1256640396 and q.sent_packets == 830102
     assert q.dropped == 3386 and q.overlimits == 412071
+    assert q.ecn_marks == 0
+
+
+# tbf with fq_codel in its child slot, in the layout of iproute2's
+# fq_codel_print_opt / fq_codel_print_xstats (the xstats lines follow Sent).
+TC_S_FQ_CODEL = TC_S + (
+    "qdisc fq_codel 20: parent 1:1 limit 1000p flows 1024 quantum 300 target 2ms ce_threshold 1ms interval 50ms "
+    "memory_limit 32Mb noecn drop_batch 64 \n"
+    " Sent 5000 bytes 4 pkt (dropped 2, overlimits 0 requeues 0) \n"
+    " backlog 0b 0p requeues 0\n"
+    "  maxpacket 1514 drop_overlimit 0 new_flow_count 3 ecn_mark 17\n"
+    "  new_flows_len 0 old_flows_len 1\n")
+
+
+def test_tc_qdisc_stats_reads_fq_codels_ce_marks_into_its_own_entry():
+    tbf, fq_codel = parse.tc_qdisc_stats(TC_S_FQ_CODEL)
+    assert (tbf.kind, tbf.ecn_marks) == ("tbf", 0)
+    assert (fq_codel.kind, fq_codel.handle, fq_codel.dropped, fq_codel.ecn_marks) == ("fq_codel", "20:", 2, 17)
 
 
 def test_ip_netns_list_and_pids():

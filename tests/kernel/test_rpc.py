@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from fatpipe.backends.base import RPC_COLUMNS, FlowPlan, HostLimits, RunPlan
-from fatpipe.backends.kernel import path_config, rows_to_rpcs
-from fatpipe.backends.kernel.path import HostConfig, PathConfig, nfqueue_rules, reverse_delays
-from fatpipe.backends.kernel.rpc_engine import newly_done, poisson_gap_s, stream_rng
-from fatpipe.backends.kernel.traffic import FlowSpec, client_config, parse_rpcs, receiver_config, server_config
+from fatpipe.backends.kernel.path import nfqueue_rules
+from fatpipe.linuxpath.config import HostConfig, PathConfig, path_config, reverse_delays
+from fatpipe.linuxpath.flows import FlowSpec, client_config, parse_rpcs, receiver_config, rows_to_rpcs, server_config
+from fatpipe.linuxpath.rpc_engine import newly_done, poisson_gap_s, stream_rng
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 

@@ -30,8 +30,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis.stats import mean_ci
+from ..spec import load_testbed
 from ..study import run_study
-from ..testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed, load_testbed
+from ..testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
 from ..units import format_rate, format_time
 from ..wire import goodput_ceiling_bps, mss_with_timestamps
 from .plan import toml_text

@@ -27,6 +27,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from .. import spec as spec_mod
 from ..spec import Buffer, DurationS, Probability, RateBps, RttS, SizeBytes, SpecError
+from ..spec_errors import validation_problems
 
 # Every CCA of mainline Linux (net/ipv4/tcp_*.c) the simulator has, except
 # dctcp (it needs ECN marking at the bottleneck, a data-centre setting).
@@ -123,7 +124,7 @@ def validate_request(raw: dict[str, Any], source: str = "") -> AdviseRequest:
     try:
         return AdviseRequest.model_validate(raw)
     except ValidationError as e:
-        raise RequestError(spec_mod._problems(e), source) from None
+        raise RequestError(validation_problems(e), source) from None
 
 
 def load_request(path: str | Path, overrides: dict[str, Any] | None = None) -> AdviseRequest:

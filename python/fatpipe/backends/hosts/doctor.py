@@ -14,8 +14,8 @@ import json
 import time
 from dataclasses import dataclass, field
 
+from ...linuxpath.checks import Check
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed, TestbedHost
-from ..kernel.doctor import Check
 from . import clock, layout, remote_probe, transport
 
 PROBE_TIMEOUT_S = 30.0

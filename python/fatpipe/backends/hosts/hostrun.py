@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...summary import emulator_late
+from ...linuxpath.config import path_config
+from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
+from ...linuxpath.stats import PathStats
+from ...schema import emulator_late
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
 from ..base import RunOutcome, RunPlan
-from ..kernel import flow_specs, path_config, rows_to_rpcs, rows_to_series
-from ..kernel.path import PathStats
 from . import clock, transport
 from .agent_client import AgentClient
 from .remote_path import RemotePath
@@ -116,7 +117,7 @@ async def _clocks(agents: dict[str, AgentClient]) -> dict[str, clock.ClockOffset
 
 
 async def _sysctls(agent: AgentClient, rmem_max: int, wmem_max: int) -> None:
-    # As the kernel backend's end hosts (kernel/path.py _host_sysctls):
+    # As the kernel backend's end hosts (its path.py, _host_sysctls):
     # tcp_rmem[2] / tcp_wmem[2] bound the autotuned buffers; no cached ssthresh/RTT.
     await agent.sysctl_set("net.ipv4.tcp_rmem", f"4096 131072 {rmem_max}")
     await agent.sysctl_set("net.ipv4.tcp_wmem", f"4096 16384 {wmem_max}")

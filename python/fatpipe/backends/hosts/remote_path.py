@@ -2,7 +2,7 @@
 
 The emulator forwards between the senders and the receiver. Its testbed
 ``interface`` is the one toward the receiver (checked against its routing
-table). As on the kernel backend (kernel/path.py), in this order:
+table). As on the kernel backend (fatpipe.linuxpath's model), in this order:
 
 * **netem + tbf** where that kernel has netem (remote_probe.py): tbf (rate,
   burst, limit = buffer) as the root of the interface toward the receiver
@@ -28,18 +28,17 @@ import json
 import platform
 from dataclasses import dataclass, field
 
+from ...linuxpath import parse
+from ...linuxpath.config import QUEUE_ACK, QUEUE_DATA, QUEUE_SENDER_BASE, PathConfig, reverse_delays
+from ...linuxpath.flows import group_port
+from ...linuxpath.linkem import QueueConfig, build_linkem, find_linkem, linkem_args, summarize
+from ...linuxpath.qdisc import netem_args, tbf_args, tbf_burst_bytes
+from ...linuxpath.stats import PathStats
 from ...wire import frame_bytes
-from ..kernel import parse
-from ..kernel.delayline import QueueConfig, build_linkem, find_linkem, linkem_args, summarize
-from ..kernel.path import PathConfig, PathStats, netem_args, reverse_delays, tbf_args, tbf_burst_bytes
-from ..kernel.traffic import group_port
 from . import transport
 from .remote_traffic import RemoteHost
 
 LINKEM_FILE = "fatpipe-linkem"
-QUEUE_DATA = 0  # NFQUEUE numbers on the emulator box (as the kernel backend's router)
-QUEUE_ACK = 1
-QUEUE_SENDER_BASE = 2
 LINKEM_READY_S = 10.0
 IPTABLES_CANDIDATES = ("iptables-legacy", "iptables")
 

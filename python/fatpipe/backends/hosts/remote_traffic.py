@@ -1,9 +1,9 @@
 """The traffic of one run on the testbed's hosts, through their agents.
 
-The kernel backend's traffic engine (kernel/engine.py, rpc_engine.py and
+The Linux traffic engine (fatpipe/linuxpath: engine.py, rpc_engine.py and
 the TCP_INFO sampler sampling.py) runs unchanged on each host: the agent
 starts it in its own process group with the same configs the kernel
-backend builds (kernel/traffic.py), and the samples are parsed by the same
+backend builds (linuxpath/flows.py), and the samples are parsed by the same
 functions. Only the clocks differ: every wall-clock time in a config is on
 the controller's clock plus that host's measured offset (clock.py), so all
 hosts start their flows at the same instant and each sample's ``t_s`` is
@@ -25,11 +25,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..kernel import traffic as engine_configs
-from ..kernel.traffic import FlowSpec, TrafficResult, parse_rpcs, parse_samples
+from ...linuxpath import flows as engine_configs
+from ...linuxpath.flows import ENGINE, FlowSpec, TrafficResult, parse_rpcs, parse_samples
 from .agent_client import AgentClient, AgentError
 
-ENGINE_DIR = Path(engine_configs.__file__).parent
+ENGINE_DIR = ENGINE.parent
 # The engine's files, pushed into each run directory (they import each other).
 ENGINE_FILES = ("engine.py", "rpc_engine.py", "sampling.py")
 # Time from the first start to the common start t0: SSH round trips per

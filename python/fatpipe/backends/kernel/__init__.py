@@ -29,73 +29,22 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ...summary import emulator_late
-from ...wire import TCP_IP_HEADER_BYTES, linux_segment_payload
-from ..base import RPC_COLUMNS, SERIES_COLUMNS, BackendUnavailable, RunOutcome, RunPlan
+from ...linuxpath import linkem as delay_line
+from ...linuxpath.config import path_config
+from ...linuxpath.ecn import marks, qdisc_refusal, unsupported_aqm
+from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
+from ...schema import emulator_late
+from ..base import BackendUnavailable, RunOutcome, RunPlan
 from . import bpfcca, bpfcca_clean, cleanup, privilege
-from .clamp import sender_cwnd_clamps
 from .cleanup import clean, clean_stale
 from .doctor import LINKEM, DoctorReport, available_ccas, doctor
-from .ecn import marks, sender_tcp_ecn, unsupported_aqm
-from .path import RECEIVER_ADDR, EmulatedPath, HostConfig, PathConfig, rate_above_ceiling
-from .traffic import FlowSpec, group_port, run_traffic
+from .path import RECEIVER_ADDR, EmulatedPath, rate_above_ceiling
+from .traffic import run_traffic
 
 __all__ = ["KernelBackend", "doctor", "clean", "clean_stale"]
 
 # Sender i is 198.18.(i+1).1/24 and its own reverse NFQUEUE is 2 + i.
 MAX_SENDERS = 200
-
-
-def path_config(plan: RunPlan) -> PathConfig:
-    """RunPlan → PathConfig (pure). ValueError if flows of one sender ask
-    for different cwnd clamps (clamp.sender_cwnd_clamps) or tcp_ecn values
-    (ecn.sender_tcp_ecn)."""
-    clamps = sender_cwnd_clamps(plan.flows)
-    tcp_ecn = sender_tcp_ecn(plan.flows, {name: h.ecn for name, h in plan.senders.items()})
-    mss = max((f.mss_bytes for f in plan.flows), default=plan.mtu_bytes - TCP_IP_HEADER_BYTES)
-    return PathConfig(
-        rate_bps=plan.rate_bps,
-        rtt_s=plan.rtt_s,
-        loss=plan.packet_loss_probability(mss),
-        buffer_bytes=plan.buffer_bytes,
-        mtu_bytes=plan.mtu_bytes,
-        senders={name: HostConfig(h.rmem_max_bytes, h.wmem_max_bytes, h.extra_rtt_s, clamps.get(name),
-                                  tcp_ecn.get(name, h.ecn))
-                 for name, h in plan.senders.items()},
-        receiver=HostConfig(plan.receiver.rmem_max_bytes, plan.receiver.wmem_max_bytes, plan.receiver.extra_rtt_s,
-                            tcp_ecn=plan.receiver.ecn),
-        seed=plan.seed,
-        aqm=dict(plan.aqm),
-        receiver_gro=plan.receiver.gro,
-        mss_by_port={group_port(f.group): linux_segment_payload(f.mss_bytes, plan.mtu_bytes) for f in plan.flows},
-    )
-
-
-def flow_specs(plan: RunPlan) -> list[FlowSpec]:
-    return [FlowSpec(group=f.group, kind=f.kind, cc=f.cc, streams=f.streams, mss_bytes=f.mss_bytes,
-                     sender=f.sender, start_s=f.start_s,
-                     stream_rate_cap_bps=plan.senders[f.sender].stream_rate_cap_bps if f.sender in plan.senders
-                     else None,
-                     request_bytes=f.request_bytes, response_bytes=f.response_bytes,
-                     concurrency=f.concurrency, rate_per_s=f.rate_per_s)
-            for f in plan.flows]
-
-
-def rows_to_rpcs(rows: list[dict]) -> dict[str, list]:
-    """RPC rows → RunOutcome.rpcs columns, in (group, stream, start) order."""
-    rpcs: dict[str, list] = {k: [] for k in RPC_COLUMNS}
-    for r in sorted(rows, key=lambda r: (r["flow_group"], r["stream"], r["start_s"])):
-        for k in RPC_COLUMNS:
-            rpcs[k].append(r[k])
-    return rpcs
-
-
-def rows_to_series(rows: list[dict]) -> dict[str, list]:
-    series: dict[str, list] = {k: [] for k in SERIES_COLUMNS}
-    for r in sorted(rows, key=lambda r: (r["flow_group"], r["stream"], r["t_s"])):
-        for k in SERIES_COLUMNS:
-            series[k].append(r[k])
-    return series
 
 
 class KernelBackend:
@@ -138,7 +87,7 @@ class KernelBackend:
                     raise BackendUnavailable(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not "
                                              "supported by the kernel backend (bulk, rpc)")
                 if f.cc not in ccas and f.cc not in ports:
-                    raise BackendUnavailable(f"run {plan.run_id}: CCA {f.cc!r} is neither in this kernel "
+                    raise BackendUnavailable(f"run {plan.run_id}: CCA {f.cc!r} is neither in the running kernel "
                                              f"(have: {' '.join(sorted(ccas))}) nor one of fatpipe's BPF ports "
                                              f"(bpf/cca: {' '.join(sorted(ports)) or 'none built'})")
             too_fast = rate_above_ceiling(plan.rate_bps)
@@ -150,16 +99,21 @@ class KernelBackend:
         report = doctor()
         if not report.usable:
             raise BackendUnavailable(report.verdict)
-        from .delayline import build_linkem, find_linkem
+        # The qdiscs the running kernel has, as doctor's probe found them.
+        qdiscs = {c.name for c in report if c.ok}
+        for plan in plans:
+            refused = qdisc_refusal(plan.aqm, qdiscs)
+            if refused:
+                raise BackendUnavailable(f"run {plan.run_id}: {refused}")
         # linkem is the delay line without netem, and the bottleneck of every
-        # marking path (a CE threshold marks in linkem, ecn.py).
+        # marking path (a CE threshold marks in linkem, linuxpath/ecn.py).
         needs_linkem = not any(c.name == "netem" and c.ok for c in report) or any(marks(p.aqm) for p in plans)
         linkem = next(c for c in report if c.name == LINKEM)
         if needs_linkem and not linkem.ok:
             raise BackendUnavailable(f"{LINKEM} is needed (no netem, or path.aqm marks CE): {linkem.detail}")
-        if needs_linkem and find_linkem() is None:
+        if needs_linkem and delay_line.find_linkem() is None:
             try:
-                build_linkem()
+                delay_line.build_linkem()
             except Exception as e:
                 raise BackendUnavailable(f"{LINKEM} is needed (no netem, or path.aqm marks CE) and cannot "
                                          f"be built: {e}") from e
@@ -173,7 +127,7 @@ class KernelBackend:
         try:
             return bpfcca.loader()[1]
         except (OSError, RuntimeError, subprocess.SubprocessError) as e:
-            raise BackendUnavailable(f"CCA {' '.join(sorted(missing))} not in this kernel, and fatpipe's BPF "
+            raise BackendUnavailable(f"CCA {' '.join(sorted(missing))} not in the running kernel, and fatpipe's BPF "
                                      f"ports are unavailable: {e}") from e
 
     def facts(self) -> dict[str, Any]:
@@ -222,7 +176,7 @@ class KernelBackend:
         facts = {"emulator": stats.emulator, "bottleneck": stats.details.get("bottleneck"),
                  "ccas": cca_facts, "ccas_seen": {str(g): n for g, n in traffic.ccas_seen.items()},
                  "configured_loss": cfg.loss,
-                 # The same rule as the runs table's flag (summary.emulator_late).
+                 # The same rule as the runs table's flag (schema.emulator_late).
                  "emulator_late": emulator_late(stats.late_p99_s, plan.rtt_s),
                  "late_p50_s": stats.late_p50_s, "engine_errors": traffic.errors,
                  # Per flow group, from TCP_INFO: streams that negotiated ECN

@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cmd
+from ...linuxpath import cmd
+from ...linuxpath.workspace_binary import REPO_ROOT, build_binary, find_binary, unbuildable
 from .cleanup import stop_process
-from .workspace_binary import REPO_ROOT, build_binary, find_binary, unbuildable
 
 PORTS_DIR = REPO_ROOT / "bpf" / "cca"
 BTF = Path("/sys/kernel/btf/vmlinux")  # the kernel's types: struct_ops programs need them

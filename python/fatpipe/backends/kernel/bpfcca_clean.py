@@ -20,7 +20,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import cmd
+from ...linuxpath import cmd
 from .bpfcca import BINARY, Port, kernel_ccas, loader, source_names, wait_until
 
 TIMEOUT_S = 30.0

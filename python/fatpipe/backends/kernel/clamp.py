@@ -24,9 +24,9 @@ tcp_init_metrics() reads the metric through the tcp_metrics cache entry
 of the (source, destination) pair and does not create one
 (``tcp_get_metrics(sk, dst, false)``); a new entry copies the route's
 metrics and locks (tcpm_suck_dst). On kernels without the 2025 change
-that reads the locked cwnd from the route directly (this VM's 6.18 among
-them: measured, cwnd grew to 136 under ``cwnd lock 20`` until an entry
-existed), the first connection to the receiver would be unclamped. So
+that reads the locked cwnd from the route directly (Linux 6.18 among
+them: measured there, cwnd grew to 136 under ``cwnd lock 20`` until an
+entry existed), the first connection to the receiver would be unclamped. So
 :func:`prime_metrics_cache` opens and closes one short connection from the
 sender namespace with metrics saving on (tcp_update_metrics() creates the
 entry at TIME-WAIT), turns saving off again, and checks with
@@ -41,11 +41,10 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
 from typing import Protocol
 
+from ...linuxpath.cmd import read_first_line
 from .cleanup import stop_process
-from .cmd import read_first_line
 
 # Seconds to wait for the priming connection's metrics entry.
 PRIME_TIMEOUT_S = 10.0
@@ -54,31 +53,6 @@ LISTENER_READY_S = 10.0
 
 # One line of `ip tcp_metrics show ADDR`: "198.19.0.1 age 0.01sec ssthresh 20 cwnd 20 rtt 69us …".
 _METRIC = re.compile(r"\b(cwnd|ssthresh) (\d+)\b")
-
-
-class ClampedFlow(Protocol):
-    group: int
-    sender: str
-    cwnd_clamp: int | None
-
-
-def sender_cwnd_clamps(flows: Iterable[ClampedFlow]) -> dict[str, int]:
-    """The clamp of each sender namespace (pure). Raises ValueError naming
-    the flows when flows of one sender ask for different clamps (one
-    clamped, one not, counts as different): the route metric is per
-    sender, not per flow."""
-    flows = list(flows)
-    wanted: dict[str, set[int | None]] = {}
-    for f in flows:
-        wanted.setdefault(f.sender, set()).add(f.cwnd_clamp)
-    for sender, clamps in wanted.items():
-        if len(clamps) > 1:
-            keys = ", ".join(f"flows.{f.group}.cwnd_clamp = {f.cwnd_clamp if f.cwnd_clamp is not None else 'none'}"
-                             for f in flows if f.sender == sender)
-            raise ValueError(f"sender {sender!r}: {keys}: the kernel backend clamps cwnd with a route metric of the "
-                             "sender's namespace, so all flows of one sender share one clamp; give each clamp its "
-                             "own sender (the sim backend clamps per flow)")
-    return {s: next(iter(c)) for s, c in wanted.items() if next(iter(c)) is not None}
 
 
 def route_metric_args(clamp_segments: int) -> list[str]:
@@ -140,4 +114,4 @@ def prime_metrics_cache(sender: _Ns, receiver: _Ns, receiver_addr: str, clamp_se
         sender.sysctl("net.ipv4.tcp_no_metrics_save", 1)
 
 
-__all__ = ["cached_metrics", "prime_metrics_cache", "route_metric_args", "sender_cwnd_clamps"]
+__all__ = ["cached_metrics", "prime_metrics_cache", "route_metric_args"]

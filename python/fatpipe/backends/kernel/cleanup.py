@@ -22,7 +22,8 @@ import subprocess
 import threading
 from collections.abc import Callable
 
-from . import cmd, ownership, parse
+from ...linuxpath import cmd, parse
+from . import ownership
 from .ownership import NAME_PREFIX, OwnershipRecord, Unreadable
 
 # A linkem as /proc/<pid>/comm names it (crates/linkem).

@@ -1,12 +1,5 @@
-"""fatpipe-linkem: finding the binary, starting it in the router namespace,
-reading its statistics.
-
-linkem holds each packet of an NFQUEUE until arrival + one-way delay and
-drops TCP data segments with the configured probability
-(crates/linkem/src/main.rs); a queue with a bottleneck applies its rate,
-buffer and, with a CE threshold, marks ECN-capable segments CE. It writes JSON statistics to a file every
-second and on SIGTERM.
-"""
+"""fatpipe-linkem running in the router namespace (the argument list,
+statistics and binary are fatpipe.linuxpath.linkem's)."""
 
 from __future__ import annotations
 
@@ -15,72 +8,13 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...linuxpath.cmd import expect_line
+from ...linuxpath.linkem import QueueConfig, linkem_args
 from .cleanup import REGISTRY, stop_process
-from .cmd import expect_line
 from .netns import Namespace
 from .ownership import OwnershipRecord
-from .workspace_binary import build_binary, find_binary
-
-BINARY = "fatpipe-linkem"
-
-
-def find_linkem() -> Path | None:
-    """$FATPIPE_LINKEM, then PATH, then the workspace's release or debug build."""
-    return find_binary(BINARY, "FATPIPE_LINKEM", ("release", "debug"))
-
-
-def build_linkem() -> Path:
-    """Build linkem with cargo (release) when the source tree is present."""
-    return build_binary(BINARY, "linkem", timeout_s=600)
-
-
-@dataclass(frozen=True)
-class QueueConfig:
-    num: int
-    name: str
-    delay_s: float
-    loss: float
-    rate_bps: float = 0.0  # bottleneck after the delay; 0 = none
-    buffer_bytes: int = 0
-    ce_threshold: str | None = None  # the bottleneck's CE threshold key (ecn.linkem_threshold), e.g. "ce_k_packets=20"
-    # Unit mode (GRO receiver): the split queue, and each flow's segment payload by TCP port.
-    split_queue: int | None = None
-    mss_by_port: dict[int, int] = field(default_factory=dict)
-    default_mss: int = 0
-
-
-RT_PRIORITY = 50  # SCHED_FIFO of the NAPI threads that take ACKs to the senders (path.py)
-# linkem's threads run one step above them: its wake-ups are the delay line's
-# clock, while a NAPI thread polls until its ring is empty (running the
-# sender's TCP and its next transmissions), and at equal FIFO priority it
-# held a linkem thread off its CPU for milliseconds (measured: BBR x4 in unit
-# mode at 5 Gbit/s, lateness p99 8-47 ms at 50, 4-7 ms at 60).
-LINKEM_RT_PRIORITY = RT_PRIORITY + 1
-
-
-def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: Path,
-                rt_priority: int = LINKEM_RT_PRIORITY, parent_pid: int | None = None) -> list[str]:
-    """Argument list of one linkem process (pure, tested)."""
-    args = [str(binary)]
-    for q in queues:
-        spec = f"num={q.num},delay_s={q.delay_s:.9f},loss={q.loss:.9g},name={q.name}"
-        if q.rate_bps > 0:
-            spec += f",rate_bps={q.rate_bps:.0f},buffer_bytes={q.buffer_bytes}"
-            if q.ce_threshold:
-                spec += f",{q.ce_threshold}"
-        if q.split_queue is not None:
-            spec += f",units_split={q.split_queue},default_mss={q.default_mss}"
-            if q.mss_by_port:
-                spec += ",mss=" + "/".join(f"{port}:{mss}" for port, mss in sorted(q.mss_by_port.items()))
-        args += ["--queue", spec]
-    args += ["--seed", str(seed), "--stats", str(stats_path), "--stats-interval-s", "0.5",
-             "--rt-priority", str(rt_priority)]
-    if parent_pid is not None:
-        args += ["--parent-pid", str(parent_pid)]
-    return args
 
 
 class Linkem:
@@ -121,36 +55,3 @@ class Linkem:
             time.sleep(0.02)
         err = self.proc.stderr.read() if self.proc.stderr else ""
         raise RuntimeError(f"fatpipe-linkem wrote no final statistics (exit {self.proc.returncode}): {err.strip()}")
-
-
-def summarize(stats: dict) -> dict:
-    """Totals over queues of linkem statistics (pure)."""
-    qs = stats.get("queues", [])
-    return {
-        "data_packets": sum(q["data_packets"] for q in qs),
-        "dropped": sum(q["dropped"] for q in qs),
-        "packets": sum(q["packets"] for q in qs),
-        "late_p50_s": max((q["late_p50_s"] for q in qs), default=0.0),
-        "late_p99_s": max((q["late_p99_s"] for q in qs), default=0.0),
-        "late_max_s": max((q["late_max_s"] for q in qs), default=0.0),
-        "max_packet_bytes": max((q["max_packet_bytes"] for q in qs), default=0),
-        "gso_packets": sum(q["gso_packets"] for q in qs),
-        "queue_drops": sum(q.get("queue_drops", 0) for q in qs),
-        "bottleneck_bytes": sum(q.get("bottleneck_bytes", 0) for q in qs),
-        "ce_marks": sum(q.get("ce_marks", 0) for q in qs),
-        "ce_unmarkable": sum(q.get("ce_unmarkable", 0) for q in qs),
-        "overflows": sum(q.get("enobufs", 0) + q.get("kernel_queue_dropped", 0) + q.get("kernel_user_dropped", 0)
-                         for q in qs),
-        # The delay line's CPU use over the measured part (cores: 1.0 = one core busy).
-        "cpu_cores": stats["cpu_s"] / stats["wall_s"] if stats.get("wall_s") else None,
-        # Unit mode (a GRO receiver): TSO packets carried whole, their
-        # segments, those split, split segments that matched no fate, and
-        # TSO packets none of whose segments passed (dropped whole).
-        "units": sum(q.get("units", 0) for q in qs),
-        "unit_segments": sum(q.get("unit_segments", 0) for q in qs),
-        "split_units": sum(q.get("split_units", 0) for q in qs),
-        "unit_mismatches": sum(q.get("unit_mismatches", 0) for q in qs),
-        "dropped_units": sum(q.get("dropped_units", 0) for q in qs),
-        # Packets of the reverse queues (path.py names them "ack", "ack-<sender>"): the receiver's ACKs.
-        "ack_packets": sum(q["packets"] for q in qs if q.get("name", "").startswith("ack")),
-    }

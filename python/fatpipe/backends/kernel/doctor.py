@@ -10,17 +10,14 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cmd, parse, privilege
+from ...linuxpath import cmd, parse, workspace_binary
+from ...linuxpath import linkem as delay_line
+from ...linuxpath.checks import Check
+from ...linuxpath.qdisc import QDISC_CONFIG
+from . import privilege
 from .netns import Namespace, add_veth, new_prefix
 from .ownership import OwnershipRecord
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    required: bool = True  # the kernel backend cannot run without it
+from .path import qdisc_available
 
 
 @dataclass(frozen=True)
@@ -35,7 +32,7 @@ class SystemTool:
 
 SYSTEM_TOOLS = (
     SystemTool("ip", "iproute2", "network namespaces, veth links, routes", True),
-    SystemTool("tc", "iproute2", "the bottleneck (tbf) and netem", True),
+    SystemTool("tc", "iproute2", "the bottleneck (tbf, fq_codel) and netem", True),
     SystemTool("sysctl", "procps", "per-namespace TCP settings", True),
     SystemTool("ethtool", "ethtool", "segmentation offloads of the path's links", True),
     # Needed only without netem: the nfqueue probe decides (required = no netem).
@@ -80,7 +77,9 @@ class DoctorReport(list):
             if LINKEM in by and by[LINKEM].detail.startswith(NOT_BUILT):
                 emulator += " (built with cargo on first use)"
         ccas = by["ccas"].detail if "ccas" in by else "?"
-        return f"kernel backend usable: delay/loss by {emulator}; CCAs {ccas}"
+        disciplines = ["droptail"] + [k for k, check in (("ce_threshold", LINKEM), ("fq_codel", "fq_codel"))
+                                      if check in by and by[check].ok]
+        return f"kernel backend usable: delay/loss by {emulator}; CCAs {ccas}; path.aqm {', '.join(disciplines)}"
 
     def render(self) -> str:
         lines = [f"  [{'ok' if c.ok else ('MISSING' if c.required else 'no')}] {c.name}: {c.detail}" for c in self]
@@ -95,13 +94,10 @@ def linkem_check(netem: bool) -> Check:
     """The delay line: found (in the installed package, on PATH, in the
     source tree's target/), or buildable from the source tree, or missing.
     Required when the kernel has no netem (the run would need it)."""
-    from .delayline import find_linkem
-    from .workspace_binary import unbuildable
-
-    linkem = find_linkem()
+    linkem = delay_line.find_linkem()
     if linkem is not None:
         return Check(LINKEM, True, str(linkem), required=not netem)
-    why = unbuildable("linkem")
+    why = workspace_binary.unbuildable("linkem")
     if why is None:
         return Check(LINKEM, True, f"{NOT_BUILT}: a run builds it with cargo from the source tree",
                      required=not netem)
@@ -116,8 +112,21 @@ def available_ccas() -> list[str]:
         return []
 
 
+def qdisc_checks(ns: Namespace, ifname: str) -> list[Check]:
+    """One check per qdisc a path may use (qdisc.QDISC_CONFIG: netem, tbf,
+    fq_codel, fq, red): each added to `ifname` and removed again. The
+    backend uses what these find (netem or linkem as the delay line;
+    fq_codel for path.aqm)."""
+    checks = []
+    for kind, option in QDISC_CONFIG.items():
+        ok = qdisc_available(ns, ifname, kind)
+        checks.append(Check(kind, ok, f"tc qdisc {kind}" + ("" if ok else f": not in the running kernel ({option})"),
+                            required=False))
+    return checks
+
+
 def _probe_in_namespace(report: DoctorReport) -> None:
-    """netem, tbf and NFQUEUE probed in a throw-away fp- namespace."""
+    """The qdiscs and NFQUEUE probed in a throw-away fp- namespace."""
     prefix = new_prefix()
     record = OwnershipRecord.for_this_process(prefix)
     ns = Namespace.create(f"{prefix}-doctor", record)
@@ -125,13 +134,8 @@ def _probe_in_namespace(report: DoctorReport) -> None:
         peer = Namespace.create(f"{prefix}-doctor2", record)
         try:
             add_veth(ns, "p0", peer, "p1", 1500)
-            netem = cmd.ok(ns.exec_args(["tc", "qdisc", "add", "dev", "p0", "root", "netem", "delay", "1ms"]))
-            cmd.ok(ns.exec_args(["tc", "qdisc", "del", "dev", "p0", "root"]))
-            report.append(Check("netem", netem, "tc qdisc netem" + ("" if netem else " not in this kernel"),
-                                required=False))
-            tbf = cmd.ok(ns.exec_args(["tc", "qdisc", "add", "dev", "p0", "root", "tbf", "rate", "1gbit",
-                                       "burst", "100000", "limit", "100000"]))
-            report.append(Check("tbf", tbf, "tc qdisc tbf", required=False))
+            report.extend(qdisc_checks(ns, "p0"))
+            netem = any(c.name == "netem" and c.ok for c in report)
             nfq = []
             for binary in ("iptables-legacy", "iptables"):
                 if cmd.which(binary) and cmd.ok(ns.exec_args(

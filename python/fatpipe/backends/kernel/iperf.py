@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from ...goodput import rows_as_columns, total_goodput_bps
+from ...linuxpath import parse
 from ...wire import mss_with_timestamps, tcp_maxseg
-from . import parse
 from .cleanup import REGISTRY, stop_process
 from .path import RECEIVER_ADDR, EmulatedPath
 
@@ -48,7 +48,8 @@ def iperf3_json_output(path: EmulatedPath, sender: str, duration_s: float, strea
 def compare(workdir: Path, cfg, cc: str = "cubic", streams: int = 1, duration_s: float = 10.0,
             warmup_s: float = 2.0, mss_bytes: int | None = None) -> dict:
     """Engine vs iperf3 on two fresh paths built from the same PathConfig."""
-    from .traffic import FlowSpec, run_traffic
+    from ...linuxpath.flows import FlowSpec
+    from .traffic import run_traffic
 
     mss = mss_bytes or mss_with_timestamps(cfg.mtu_bytes)
     sender = next(iter(cfg.senders))

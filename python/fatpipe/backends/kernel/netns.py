@@ -15,7 +15,7 @@ import os
 import subprocess
 from collections.abc import Sequence
 
-from . import cmd
+from ...linuxpath import cmd
 from .cleanup import REGISTRY, remove_namespace
 from .ownership import NAME_PREFIX, OwnershipRecord
 

@@ -17,12 +17,16 @@
   the bottleneck in linkem, packets leave in batch verdicts instead and
   1 Gbit/s at MTU 1500 runs without lateness. Both count wire bytes as
   IP length + 14 (Ethernet header). A CE threshold (``PathConfig.aqm``,
-  ecn.py) marks inside linkem's bottleneck, per segment, so a marking path
-  always takes linkem (emulator and bottleneck), even where netem exists;
-  tbf with a CE threshold is refused.
+  linuxpath/ecn.py) marks inside linkem's bottleneck, per segment, so a
+  marking path always takes linkem (emulator and bottleneck), even where
+  netem exists; tbf with a CE threshold is refused. fq_codel
+  (``PathConfig.aqm``) is Linux's qdisc in tbf's child slot, so it always
+  takes the tbf bottleneck, behind either delay line, and only where the
+  running kernel has the qdisc (probed before the path is built).
 * **ECN negotiation**: ``net.ipv4.tcp_ecn`` of each sender and of the
   receiver namespace (``HostConfig.tcp_ecn``, per-netns sysctl).
-* **Delay + loss, linkem** (kernels without netem, like this one):
+* **Delay + loss, linkem** (where the probe finds no netem: kernels built
+  without CONFIG_NET_SCH_NETEM):
   ``iptables -j NFQUEUE`` in the router's FORWARD chain sends each direction
   to its own queue; fatpipe-linkem holds every packet RTT/2 and drops TCP
   data segments with the configured probability. The queues are configured
@@ -49,17 +53,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
+from ...linuxpath import cmd, parse
+from ...linuxpath.config import (
+    QUEUE_ACK,
+    QUEUE_DATA,
+    QUEUE_DATA_SPLIT,
+    QUEUE_SENDER_BASE,
+    HostConfig,
+    PathConfig,
+    gro_refusal,
+    reverse_delays,
+)
+from ...linuxpath.ecn import linkem_threshold, marks, path_refusal, qdisc_refusal
+from ...linuxpath.linkem import RT_PRIORITY, QueueConfig, build_linkem, find_linkem, summarize
+from ...linuxpath.qdisc import bottleneck_qdiscs, netem_args, probe_args, tbf_bottleneck_args, tbf_burst_bytes
+from ...linuxpath.stats import PathStats
 from ...units import format_rate
 from ...wire import TCP_IP_TS_HEADER_BYTES, frame_bytes
-from ..base import PathReport
-from . import cmd, parse
 from .clamp import prime_metrics_cache, route_metric_args
-from .delayline import RT_PRIORITY, Linkem, QueueConfig, build_linkem, find_linkem, summarize
-from .ecn import LINUX_TCP_ECN, linkem_threshold, marks, path_refusal
+from .delayline import Linkem
 from .netns import Namespace, add_veth, new_prefix, receive_in_rt_napi_thread, set_offloads, veth_tx_drops
 from .ownership import OwnershipRecord
 
@@ -93,75 +108,13 @@ def rate_above_ceiling(rate_bps: float) -> str | None:
             f"delay line stays on time to {on_time} ({on_time_gro} with hosts.receiver.gro; "
             "docs/kernel-path.md), so the machine, not the "
             "emulated link, would set the rate; use the sim backend for this rate")
-QUEUE_DATA = 0  # NFQUEUE of the sender → receiver direction
-QUEUE_ACK = 1  # NFQUEUE of the receiver → sender direction
-QUEUE_SENDER_BASE = 2  # + sender index: reverse direction of a sender with extra RTT
-QUEUE_DATA_SPLIT = 65000  # with a GRO receiver: where units with a lost, dropped or marked segment are segmented
+
+
 ROUTER_TO_RECEIVER_IF = "rcv"
 
 
 def sender_addr(index: int) -> str:
     return f"198.18.{index + 1}.1"
-
-
-@dataclass(frozen=True)
-class HostConfig:
-    rmem_max_bytes: int
-    wmem_max_bytes: int
-    extra_rtt_s: float = 0.0  # added round-trip delay of this host's access link
-    cwnd_clamp_segments: int | None = None  # a sender's tp->snd_cwnd_clamp (clamp.py)
-    tcp_ecn: int = LINUX_TCP_ECN  # net.ipv4.tcp_ecn of this host's namespace (ecn.py)
-
-
-@dataclass(frozen=True)
-class PathConfig:
-    rate_bps: float
-    rtt_s: float
-    loss: float  # per data packet, applied to each direction's data segments
-    buffer_bytes: int
-    mtu_bytes: int
-    senders: dict[str, HostConfig]
-    receiver: HostConfig
-    seed: int = 1
-    emulator: str = "auto"  # "auto" | "netem" | "linkem-nfqueue"
-    bottleneck: str = "auto"  # "auto" | "tbf" | "linkem" (linkem only with the linkem emulator)
-    burst_bytes: int | None = None
-    # The bottleneck's discipline (RunPlan.aqm): droptail or ce_threshold.
-    aqm: dict[str, Any] = field(default_factory=lambda: {"kind": "droptail"})
-    # A GRO receiver (hosts.receiver.gro): the delay line carries each TSO
-    # packet as one unit (linkem's unit mode), which needs each flow's
-    # segment payload by its receiver port.
-    receiver_gro: bool = False
-    mss_by_port: dict[int, int] = field(default_factory=dict)
-
-
-def gro_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | None:
-    """Why a GRO receiver cannot be had with this delay line and
-    bottleneck, or None (pure): only linkem carries TSO packets as units."""
-    if cfg.receiver_gro and (emulator == "netem" or bottleneck == "tbf"):
-        return (f"hosts.receiver.gro = true needs fatpipe-linkem as delay line and bottleneck (emulator={emulator!r}, "
-                f"bottleneck={bottleneck!r} were asked for): netem and tbf handle every segment on its own")
-    return None
-
-
-def tbf_burst_bytes(rate_bps: float, mtu_bytes: int) -> int:
-    """tbf bucket: 1 ms at the rate, at least 4 frames (tbf needs burst ≥
-    the largest packet, and at high rates a timer tick's worth)."""
-    return int(max(rate_bps / 8 * 1e-3, 4 * frame_bytes(mtu_bytes)))
-
-
-def tbf_args(ifname: str, rate_bps: float, burst_bytes: int, limit_bytes: int) -> list[str]:
-    """`tc` arguments of the bottleneck (pure, tested)."""
-    return ["tc", "qdisc", "replace", "dev", ifname, "root", "handle", "1:", "tbf",
-            "rate", f"{int(rate_bps)}bit", "burst", str(burst_bytes), "limit", str(limit_bytes)]
-
-
-def netem_args(ifname: str, delay_s: float, loss: float, parent: str | None = None) -> list[str]:
-    """`tc` arguments of a netem delay (and loss) stage (pure, tested):
-    the root qdisc of `ifname`, or the child of `parent` (below a tbf)."""
-    where = ["parent", parent, "handle", "10:"] if parent else ["root"]
-    return ["tc", "qdisc", "replace", "dev", ifname, *where, "netem", "limit", "1000000",
-            "delay", f"{delay_s * 1e3:.6f}ms", "loss", f"{loss * 100:.9f}%"]
 
 
 def nfqueue_rules(iptables: str, sender_queues: dict[str, int] | None = None) -> list[list[str]]:
@@ -181,18 +134,10 @@ def nfqueue_rules(iptables: str, sender_queues: dict[str, int] | None = None) ->
     return rules
 
 
-def reverse_delays(cfg: PathConfig) -> tuple[float, dict[str, float]]:
-    """One-way delay of the shared receiver → sender queue and of each
-    sender that needs its own (pure). As the simulator: RTT/2 + the
-    receiver's extra RTT + the sender's extra RTT, all on this direction."""
-    shared = cfg.rtt_s / 2 + cfg.receiver.extra_rtt_s
-    own = {name: shared + h.extra_rtt_s for name, h in cfg.senders.items() if h.extra_rtt_s > 0}
-    return shared, own
-
-
-def netem_available(ns: Namespace, ifname: str) -> bool:
-    """Probe: can a netem qdisc be added here? (removes it again)."""
-    if not cmd.ok(ns.exec_args(["tc", "qdisc", "add", "dev", ifname, "root", "handle", "9:", "netem", "delay", "1ms"])):
+def qdisc_available(ns: Namespace, ifname: str, kind: str) -> bool:
+    """Probe: can a `kind` qdisc (qdisc.QDISC_CONFIG) be added as the root
+    of `ifname` in `ns`? (removes it again)."""
+    if not cmd.ok(ns.exec_args(probe_args(kind, ifname))):
         return False
     cmd.ok(ns.exec_args(["tc", "qdisc", "del", "dev", ifname, "root"]))
     return True
@@ -205,42 +150,6 @@ def iptables_binary(ns: Namespace) -> str:
         if cmd.which(binary) and cmd.ok(ns.exec_args([binary, "-w", "-S", "FORWARD"])):
             return binary
     raise RuntimeError("no working iptables (need iptables-legacy or iptables-nft with NFQUEUE)")
-
-
-@dataclass
-class PathStats:
-    emulator: str
-    packets: int = 0  # data segments offered to the loss stage
-    random_drops: int = 0
-    queue_drops: int = 0  # tbf drops
-    ce_marks: int = 0  # ECN-capable segments the bottleneck marked CE
-    bottleneck_bytes: int = 0
-    late_p50_s: float | None = None
-    late_p99_s: float | None = None
-    late_max_s: float | None = None
-    host_drops: int = 0  # ACKs dropped by a full veth NAPI ring toward a sender
-    details: dict = field(default_factory=dict)
-    counts_bottleneck: bool = True  # False: nothing counted the bottleneck's bytes (a real path)
-
-    def report(self, traffic_rows: list[dict], duration_s: float,
-               clock_uncertainty_s: float | None = None) -> PathReport:
-        """The run's PathReport (kernel and hosts backends): these counters
-        and the smallest RTT any sampled stream saw."""
-        min_rtts = [r["min_rtt_s"] for r in traffic_rows if r["min_rtt_s"] > 0]
-        counted = self.counts_bottleneck and duration_s > 0
-        return PathReport(
-            emulator=self.emulator,
-            min_rtt_s=min(min_rtts) if min_rtts else None,
-            packets=self.packets,
-            random_drops=self.random_drops,
-            queue_drops=self.queue_drops,
-            ce_marks=self.ce_marks,
-            bottleneck_bps=self.bottleneck_bytes * 8 / duration_s if counted else None,
-            late_p99_s=self.late_p99_s,
-            late_max_s=self.late_max_s,
-            clock_uncertainty_s=clock_uncertainty_s,
-            host_drops=self.host_drops,
-        )
 
 
 class EmulatedPath:
@@ -260,6 +169,7 @@ class EmulatedPath:
         self.emulator = ""
         self.bottleneck = ""
         self._tbf_start: parse.QdiscStats | None = None
+        self._ce_start = 0
 
     # -- topology -------------------------------------------------------
     def _ns(self, role: str) -> Namespace:
@@ -319,17 +229,23 @@ class EmulatedPath:
             # Marking is linkem's: a CE threshold takes it even where netem exists.
             # So does a GRO receiver (linkem's unit mode).
             emulator = "linkem-nfqueue" if marks(c.aqm) or c.receiver_gro \
-                or not netem_available(self.router, ROUTER_TO_RECEIVER_IF) else "netem"
+                or not qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, "netem") else "netem"
         bottleneck = c.bottleneck
         if bottleneck == "auto":
-            bottleneck = "linkem" if emulator == "linkem-nfqueue" else "tbf"
+            # A qdisc discipline (fq_codel) sits below tbf, whatever the delay line.
+            bottleneck = "linkem" if emulator == "linkem-nfqueue" and not bottleneck_qdiscs(c.aqm) else "tbf"
         if bottleneck == "linkem" and emulator != "linkem-nfqueue":
             raise ValueError("bottleneck='linkem' needs the linkem-nfqueue emulator")
         self.bottleneck = bottleneck
         if bottleneck == "tbf":
+            refused = qdisc_refusal(c.aqm, [kind for kind in bottleneck_qdiscs(c.aqm)
+                                            if qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, kind)])
+            if refused:
+                raise ValueError(refused)
             burst = c.burst_bytes or tbf_burst_bytes(c.rate_bps, c.mtu_bytes)
             limit = max(c.buffer_bytes, frame_bytes(c.mtu_bytes))
-            self.router.run(*tbf_args(ROUTER_TO_RECEIVER_IF, c.rate_bps, burst, limit))
+            for command in tbf_bottleneck_args(ROUTER_TO_RECEIVER_IF, c.rate_bps, burst, limit, c.aqm):
+                self.router.run(*command)
         if emulator == "netem":
             self._add_netem()
         else:
@@ -387,6 +303,11 @@ class EmulatedPath:
                 return q
         raise RuntimeError(f"no tbf on {ROUTER_TO_RECEIVER_IF}: {out}")
 
+    def ce_marks(self) -> int:
+        """Packets the qdiscs toward the receiver marked CE (fq_codel's ecn_mark)."""
+        out = self.router.run("tc", "-s", "qdisc", "show", "dev", ROUTER_TO_RECEIVER_IF)
+        return sum(q.ecn_marks for q in parse.tc_qdisc_stats(out))
+
     def end_warmup(self) -> None:
         """Lateness is reported for the measured part of the run only."""
         if self.linkem is not None:
@@ -395,6 +316,7 @@ class EmulatedPath:
     def mark_start(self) -> None:
         if self.bottleneck == "tbf":
             self._tbf_start = self.tbf_stats()
+            self._ce_start = self.ce_marks()
 
     def finish(self) -> PathStats:
         """Stop the delay line and collect what the path did."""
@@ -402,8 +324,11 @@ class EmulatedPath:
         stats.details["bottleneck"] = self.bottleneck
         if self.bottleneck == "tbf":
             tbf, start = self.tbf_stats(), self._tbf_start
+            # tbf's drops include its child's (fq_codel's CoDel and limit
+            # drops reach it through qdisc_tree_reduce_backlog).
             stats.queue_drops = tbf.dropped - (start.dropped if start else 0)
             stats.bottleneck_bytes = tbf.sent_bytes - (start.sent_bytes if start else 0)
+            stats.ce_marks = self.ce_marks() - self._ce_start
         if self.linkem is not None:
             raw = self.linkem.stop()
             self.linkem = None

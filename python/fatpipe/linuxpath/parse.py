@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _SENT_RE = re.compile(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+) requeues (\d+)\)")
 _QDISC_RE = re.compile(r"^qdisc (\S+) (\S+)")
+# fq_codel's extended statistics (tc/q_fq_codel.c fq_codel_print_xstats): packets marked CE.
+_ECN_MARK_RE = re.compile(r"\becn_mark (\d+)")
 
 
 @dataclass(frozen=True)
@@ -18,6 +20,7 @@ class QdiscStats:
     sent_packets: int
     dropped: int
     overlimits: int
+    ecn_marks: int = 0  # packets the qdisc marked CE (fq_codel's ecn_mark; 0 for qdiscs that do not mark)
 
 
 def tc_qdisc_stats(text: str) -> list[QdiscStats]:
@@ -33,6 +36,10 @@ def tc_qdisc_stats(text: str) -> list[QdiscStats]:
         if s and kind is not None:
             out.append(QdiscStats(kind, handle, int(s.group(1)), int(s.group(2)), int(s.group(3)), int(s.group(4))))
             kind = None
+            continue
+        e = _ECN_MARK_RE.search(line)
+        if e and out:  # the xstats lines follow their qdisc's Sent line
+            out[-1] = replace(out[-1], ecn_marks=int(e.group(1)))
     return out
 
 

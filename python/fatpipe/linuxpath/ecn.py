@@ -1,5 +1,5 @@
-"""ECN on the kernel path: ``net.ipv4.tcp_ecn`` per namespace and which
-bottleneck disciplines the path can apply.
+"""ECN on a Linux path: ``net.ipv4.tcp_ecn`` per host (a namespace on one
+machine) and which bottleneck disciplines the path can apply.
 
 Negotiation is Linux's own: the sender's SYN asks for ECN when its
 namespace's ``tcp_ecn`` is 1 (or its CCA needs ECN), the receiver's
@@ -9,21 +9,26 @@ per-socket equivalent short of a sock_ops BPF program, so a flow's ``ecn``
 sets its sender's namespace and flows of one sender must agree (as
 ``cwnd_clamp`` does, clamp.py). ``tcp_ecn_fallback`` keeps Linux's default.
 
-An RPC connection is opened by the receiver's client (traffic.py), so its
+An RPC connection is opened by the receiver's client (flows.py), so its
 SYN carries the receiver's ``tcp_ecn``; the simulator negotiates every
 connection from the sender's value.
 
 Marking (``path.aqm = {kind = "ce_threshold", k = …}``) happens in
 fatpipe-linkem's bottleneck, the simulator's rule on the same FIFO
 (crates/linkem/src/link.rs): so a marking path always uses linkem, even
-where netem exists. fq_codel is not in this kernel (and linkem does not
-emulate it): refused.
+where netem exists. fq_codel (``path.aqm = {kind = "fq_codel", …}``) is
+Linux's own qdisc in tbf's child slot (qdisc.tbf_bottleneck_args); linkem
+does not emulate it, so it needs a kernel that has the qdisc (built with
+CONFIG_NET_SCH_FQ_CODEL, as most distributions' kernels are): the probe
+decides (qdisc_refusal).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Protocol
+
+from .qdisc import QDISC_CONFIG, bottleneck_qdiscs
 
 LINUX_TCP_ECN = 2  # accept only: Linux's default
 
@@ -58,15 +63,27 @@ def sender_tcp_ecn(flows: Iterable[EcnFlow], host_ecn: Mapping[str, int]) -> dic
     return out
 
 
+KINDS = ("droptail", "ce_threshold", "fq_codel")  # the disciplines a Linux path applies
+
+
 def unsupported_aqm(aqm: Mapping[str, Any]) -> str | None:
-    """Why the kernel path cannot apply `aqm` (RunPlan.aqm), or None."""
+    """Why no Linux path can apply `aqm` (RunPlan.aqm), or None (pure;
+    whether the running kernel has the qdiscs it needs is qdisc_refusal's)."""
     kind = aqm.get("kind", "droptail")
-    if kind in ("droptail", "ce_threshold"):
+    if kind in KINDS:
         return None
-    if kind == "fq_codel":
-        return ("path.aqm = 'fq_codel': this kernel has no fq_codel qdisc and fatpipe-linkem does not emulate it; "
-                "the kernel backend takes 'droptail' or 'ce_threshold' (the sim backend runs fq_codel)")
-    return f"path.aqm kind {kind!r}: the kernel backend takes 'droptail' or 'ce_threshold'"
+    return f"path.aqm kind {kind!r}: a Linux path takes {', '.join(repr(k) for k in KINDS)}"
+
+
+def qdisc_refusal(aqm: Mapping[str, Any], available: Collection[str]) -> str | None:
+    """Why `aqm` cannot be had with the qdiscs the running kernel has
+    (`available`, as the probe found them), or None (pure)."""
+    for kind in bottleneck_qdiscs(dict(aqm)):
+        if kind not in available:
+            return (f"path.aqm = {kind!r}: the running kernel has no {kind} qdisc (`tc qdisc add … {kind}` "
+                    f"fails; Linux builds it with {QDISC_CONFIG[kind]}) and fatpipe-linkem does not emulate it; "
+                    f"use a kernel that has it, or the sim backend, which runs {kind}")
+    return None
 
 
 def path_refusal(aqm: Mapping[str, Any], emulator: str, bottleneck: str) -> str | None:
@@ -74,12 +91,15 @@ def path_refusal(aqm: Mapping[str, Any], emulator: str, bottleneck: str) -> str 
     `bottleneck` as asked for (PathConfig; "auto" lets the path choose)
     cannot be built, or None (pure)."""
     refused = unsupported_aqm(aqm)
-    if refused or not marks(aqm):
+    if refused:
         return refused
-    if bottleneck == "tbf" or emulator == "netem":
+    if marks(aqm) and (bottleneck == "tbf" or emulator == "netem"):
         return (f"path.aqm = 'ce_threshold' needs fatpipe-linkem as delay line and bottleneck (emulator="
-                f"{emulator!r}, bottleneck={bottleneck!r} were asked for): tbf does not mark CE, and this kernel "
-                "has neither red nor fq_codel")
+                f"{emulator!r}, bottleneck={bottleneck!r} were asked for): tbf does not mark CE at a threshold "
+                "of the FIFO (red and fq_codel mark by their own rules)")
+    if bottleneck_qdiscs(dict(aqm)) and bottleneck == "linkem":
+        return (f"path.aqm = {aqm.get('kind')!r} is a qdisc below tbf (bottleneck='linkem' was asked for): "
+                "fatpipe-linkem's bottleneck is a FIFO")
     return None
 
 
@@ -100,4 +120,5 @@ def linkem_threshold(aqm: Mapping[str, Any]) -> str | None:
     raise ValueError(f"path.aqm {dict(aqm)!r}: a ce_threshold needs one of k_packets, k_bytes, k_s")
 
 
-__all__ = ["LINUX_TCP_ECN", "linkem_threshold", "marks", "path_refusal", "sender_tcp_ecn", "unsupported_aqm"]
+__all__ = ["KINDS", "LINUX_TCP_ECN", "linkem_threshold", "marks", "path_refusal", "qdisc_refusal", "sender_tcp_ecn",
+           "unsupported_aqm"]

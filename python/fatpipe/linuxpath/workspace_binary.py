@@ -12,9 +12,9 @@ from pathlib import Path
 
 from . import cmd
 
-REPO_ROOT = Path(__file__).resolve().parents[4]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 # Binaries a wheel carries, next to the package's modules.
-PACKAGED_DIR = Path(__file__).resolve().parents[2] / "_bin"
+PACKAGED_DIR = Path(__file__).resolve().parents[1] / "_bin"
 
 
 def find_binary(name: str, env_var: str, profiles: tuple[str, ...] = ("release",)) -> Path | None:

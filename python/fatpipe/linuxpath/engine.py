@@ -2,7 +2,7 @@
 
 Standard library only, run by path (``python3 engine.py receiver|sender
 CONFIG_JSON``) so it needs nothing from the fatpipe package inside the
-namespace. The host side is traffic.py.
+namespace. The host side is flows.py (configs, parsers) and the backend that starts it.
 
 * ``receiver``: listens on one port per flow group, reads and discards
   everything, prints ``ready`` once listening, exits at the deadline. Each

@@ -1,0 +1,120 @@
+"""A run plan as the Linux path sees it (pure): the path's rate, delay,
+loss, buffer and discipline, each end host's TCP settings, and the
+NFQUEUE numbers of the delay line's queues."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..wire import TCP_IP_HEADER_BYTES, linux_segment_payload
+from .ecn import LINUX_TCP_ECN, sender_tcp_ecn
+from .flows import group_port
+
+if TYPE_CHECKING:
+    from ..backends.base import RunPlan
+
+QUEUE_DATA = 0  # NFQUEUE of the sender → receiver direction
+QUEUE_ACK = 1  # NFQUEUE of the receiver → sender direction
+QUEUE_SENDER_BASE = 2  # + sender index: reverse direction of a sender with extra RTT
+QUEUE_DATA_SPLIT = 65000  # with a GRO receiver: where units with a lost, dropped or marked segment are segmented
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    rmem_max_bytes: int
+    wmem_max_bytes: int
+    extra_rtt_s: float = 0.0  # added round-trip delay of this host's access link
+    cwnd_clamp_segments: int | None = None  # a sender's tp->snd_cwnd_clamp (a locked route metric)
+    tcp_ecn: int = LINUX_TCP_ECN  # net.ipv4.tcp_ecn of this host (ecn.py)
+
+
+@dataclass(frozen=True)
+class PathConfig:
+    rate_bps: float
+    rtt_s: float
+    loss: float  # per data packet, applied to each direction's data segments
+    buffer_bytes: int
+    mtu_bytes: int
+    senders: dict[str, HostConfig]
+    receiver: HostConfig
+    seed: int = 1
+    emulator: str = "auto"  # "auto" | "netem" | "linkem-nfqueue"
+    bottleneck: str = "auto"  # "auto" | "tbf" | "linkem" (linkem only with the linkem emulator)
+    burst_bytes: int | None = None
+    # The bottleneck's discipline (RunPlan.aqm): droptail, ce_threshold or fq_codel.
+    aqm: dict[str, Any] = field(default_factory=lambda: {"kind": "droptail"})
+    # A GRO receiver (hosts.receiver.gro): the delay line carries each TSO
+    # packet as one unit (linkem's unit mode), which needs each flow's
+    # segment payload by its receiver port.
+    receiver_gro: bool = False
+    mss_by_port: dict[int, int] = field(default_factory=dict)
+
+
+class ClampedFlow(Protocol):
+    group: int
+    sender: str
+    cwnd_clamp: int | None
+
+
+def sender_cwnd_clamps(flows: Iterable[ClampedFlow]) -> dict[str, int]:
+    """The clamp of each sender namespace (pure). Raises ValueError naming
+    the flows when flows of one sender ask for different clamps (one
+    clamped, one not, counts as different): the route metric is per
+    sender, not per flow."""
+    flows = list(flows)
+    wanted: dict[str, set[int | None]] = {}
+    for f in flows:
+        wanted.setdefault(f.sender, set()).add(f.cwnd_clamp)
+    for sender, clamps in wanted.items():
+        if len(clamps) > 1:
+            keys = ", ".join(f"flows.{f.group}.cwnd_clamp = {f.cwnd_clamp if f.cwnd_clamp is not None else 'none'}"
+                             for f in flows if f.sender == sender)
+            raise ValueError(f"sender {sender!r}: {keys}: the kernel backend clamps cwnd with a route metric of the "
+                             "sender's namespace, so all flows of one sender share one clamp; give each clamp its "
+                             "own sender (the sim backend clamps per flow)")
+    return {s: next(iter(c)) for s, c in wanted.items() if next(iter(c)) is not None}
+
+
+def path_config(plan: RunPlan) -> PathConfig:
+    """RunPlan → PathConfig (pure). ValueError if flows of one sender ask
+    for different cwnd clamps (sender_cwnd_clamps) or tcp_ecn values
+    (ecn.sender_tcp_ecn)."""
+    clamps = sender_cwnd_clamps(plan.flows)
+    tcp_ecn = sender_tcp_ecn(plan.flows, {name: h.ecn for name, h in plan.senders.items()})
+    mss = max((f.mss_bytes for f in plan.flows), default=plan.mtu_bytes - TCP_IP_HEADER_BYTES)
+    return PathConfig(
+        rate_bps=plan.rate_bps,
+        rtt_s=plan.rtt_s,
+        loss=plan.packet_loss_probability(mss),
+        buffer_bytes=plan.buffer_bytes,
+        mtu_bytes=plan.mtu_bytes,
+        senders={name: HostConfig(h.rmem_max_bytes, h.wmem_max_bytes, h.extra_rtt_s, clamps.get(name),
+                                  tcp_ecn.get(name, h.ecn))
+                 for name, h in plan.senders.items()},
+        receiver=HostConfig(plan.receiver.rmem_max_bytes, plan.receiver.wmem_max_bytes, plan.receiver.extra_rtt_s,
+                            tcp_ecn=plan.receiver.ecn),
+        seed=plan.seed,
+        aqm=dict(plan.aqm),
+        receiver_gro=plan.receiver.gro,
+        mss_by_port={group_port(f.group): linux_segment_payload(f.mss_bytes, plan.mtu_bytes) for f in plan.flows},
+    )
+
+
+def gro_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | None:
+    """Why a GRO receiver cannot be had with this delay line and
+    bottleneck, or None (pure): only linkem carries TSO packets as units."""
+    if cfg.receiver_gro and (emulator == "netem" or bottleneck == "tbf"):
+        return (f"hosts.receiver.gro = true needs fatpipe-linkem as delay line and bottleneck (emulator={emulator!r}, "
+                f"bottleneck={bottleneck!r} were asked for): netem and tbf handle every segment on its own")
+    return None
+
+
+def reverse_delays(cfg: PathConfig) -> tuple[float, dict[str, float]]:
+    """One-way delay of the shared receiver → sender queue and of each
+    sender that needs its own (pure). As the simulator: RTT/2 + the
+    receiver's extra RTT + the sender's extra RTT, all on this direction."""
+    shared = cfg.rtt_s / 2 + cfg.receiver.extra_rtt_s
+    own = {name: shared + h.extra_rtt_s for name, h in cfg.senders.items() if h.extra_rtt_s > 0}
+    return shared, own

@@ -1,0 +1,180 @@
+"""The traffic of a run as the Linux traffic engine sees it (pure): one
+FlowSpec per flow group, the engine's configs (engine.py, rpc_engine.py,
+run on the end hosts), and the parsers of what it writes: TCP_INFO samples
+(sampling.py, decoded by tcpinfo.py) and RPC completions, into the rows
+of the run's tables.
+
+Each flow group has its own port (group_port); the bulk receiver listens
+for every bulk group, an RPC group's server listens on its sender and its
+client connects from the receiver."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..schema import RPC_COLUMNS, SERIES_COLUMNS
+from ..wire import tcp_maxseg
+from . import tcpinfo
+
+if TYPE_CHECKING:
+    from ..backends.base import RunPlan
+
+ENGINE = Path(__file__).with_name("engine.py")
+BASE_PORT = 5201
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """One flow group as the engine sees it."""
+
+    group: int
+    kind: str
+    cc: str
+    streams: int
+    mss_bytes: int
+    sender: str
+    start_s: float = 0.0
+    stream_rate_cap_bps: float | None = None
+    # RPC groups only (see rpc_engine.py for the semantics).
+    request_bytes: int | None = None
+    response_bytes: int | None = None
+    concurrency: int | None = None
+    rate_per_s: float | None = None
+
+
+def group_port(group: int) -> int:
+    return BASE_PORT + group
+
+
+def receiver_config(addr: str, flows: list[FlowSpec], deadline_wall_s: float) -> dict:
+    """Bulk groups only: RPC groups listen on the sender side. Each listener
+    runs its group's CCA (engine.run_receiver says why)."""
+    return {"addr": addr, "deadline_wall_s": deadline_wall_s,
+            "groups": [{"group": f.group, "kind": f.kind, "port": group_port(f.group), "cc": f.cc} for f in flows
+                       if f.kind == "bulk"]}
+
+
+def server_config(f: FlowSpec, addr: str, t0_wall_s: float, duration_s: float, sample_interval_s: float,
+                  samples_path: Path) -> dict:
+    """Config of an RPC group's server (sender namespace, listens on `addr`)."""
+    return {"group": f.group, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes,
+            "maxseg_bytes": tcp_maxseg(f.mss_bytes), "stream_rate_cap_bps": f.stream_rate_cap_bps,
+            "addr": addr, "port": group_port(f.group),
+            "request_bytes": f.request_bytes, "response_bytes": f.response_bytes,
+            "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s,
+            "sample_interval_s": sample_interval_s, "samples_path": str(samples_path)}
+
+
+def client_config(f: FlowSpec, dst: str, seed: int, t0_wall_s: float, duration_s: float, rpcs_path: Path) -> dict:
+    """Config of an RPC group's client (receiver namespace, connects to `dst`)."""
+    return {"group": f.group, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes,
+            "maxseg_bytes": tcp_maxseg(f.mss_bytes), "dst": dst,
+            "port": group_port(f.group), "seed": seed, "request_bytes": f.request_bytes,
+            "response_bytes": f.response_bytes, "concurrency": f.concurrency, "rate_per_s": f.rate_per_s,
+            "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s, "rpcs_path": str(rpcs_path)}
+
+
+def parse_rpcs(text: str, group: int, response_bytes: int) -> list[dict]:
+    """JSON lines of the RPC client → rows of base.RPC_COLUMNS (pure)."""
+    rows = []
+    for line in text.splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            rows.append({"flow_group": group, "stream": int(rec["stream"]), "start_s": float(rec["start_s"]),
+                         "duration_s": float(rec["duration_s"]), "response_bytes": response_bytes})
+    return rows
+
+
+def sender_config(f: FlowSpec, dst: str, t0_wall_s: float, duration_s: float, sample_interval_s: float,
+                  samples_path: Path) -> dict:
+    return {"kind": f.kind, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes,
+            "maxseg_bytes": tcp_maxseg(f.mss_bytes), "stream_rate_cap_bps": f.stream_rate_cap_bps,
+            "dst": dst, "port": group_port(f.group),
+            "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s,
+            "sample_interval_s": sample_interval_s, "samples_path": str(samples_path)}
+
+
+def parse_samples(text: str, group: int, cc: str = "") -> list[dict]:
+    """JSON lines of the engine (sampling.py) → rows of SERIES_COLUMNS (pure);
+    `cc` names the flow's CCA, which decodes its TCP_CC_INFO record."""
+    rows = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        info = tcpinfo.parse(base64.b64decode(rec["tcp_info"]))
+        row = {"flow_group": group, "stream": rec["stream"], "t_s": rec["t_s"]}
+        row.update(tcpinfo.series_row(info))
+        row["cc_mode"] = tcpinfo.cc_mode(cc, base64.b64decode(rec.get("cc_info", "")))
+        rows.append(row)
+    return rows
+
+
+def ecn_counts(text: str) -> dict[str, int]:
+    """ECN as one group's TCP_INFO samples (JSON lines) tell it (pure):
+    ``streams`` that negotiated ECN (TCPI_OPT_ECN) and ``delivered_ce``,
+    the senders' tcpi_delivered_ce summed over streams (segments acked with
+    ECE, tcp_count_delivered), from each stream's last sample."""
+    negotiated: set[int] = set()
+    delivered_ce: dict[int, int] = {}
+    for line in text.splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            info = tcpinfo.parse(base64.b64decode(rec["tcp_info"]))
+            if info["options"] & tcpinfo.TCPI_OPT_ECN:
+                negotiated.add(rec["stream"])
+            delivered_ce[rec["stream"]] = info.get("delivered_ce", 0)  # Linux >= 4.18
+    return {"streams": len(negotiated), "delivered_ce": sum(delivered_ce.values())}
+
+
+def ccas_in_samples(text: str) -> list[str]:
+    """The CCA names the kernel reported for the sampled sockets (the
+    samples' "cc", TCP_CONGESTION), sorted (pure)."""
+    names = set()
+    for line in text.splitlines():
+        if line.strip():
+            cc = json.loads(line).get("cc")
+            if cc:
+                names.add(cc)
+    return sorted(names)
+
+
+@dataclass
+class TrafficResult:
+    rows: list[dict]
+    t0_wall_s: float
+    errors: list[str]
+    rpcs: list[dict] = field(default_factory=list)  # rows of base.RPC_COLUMNS
+    ecn: dict[int, dict[str, int]] = field(default_factory=dict)  # flow group -> ecn_counts()
+    ccas_seen: dict[int, list[str]] = field(default_factory=dict)  # flow group -> TCP_CONGESTION names
+
+
+def flow_specs(plan: RunPlan) -> list[FlowSpec]:
+    return [FlowSpec(group=f.group, kind=f.kind, cc=f.cc, streams=f.streams, mss_bytes=f.mss_bytes,
+                     sender=f.sender, start_s=f.start_s,
+                     stream_rate_cap_bps=plan.senders[f.sender].stream_rate_cap_bps if f.sender in plan.senders
+                     else None,
+                     request_bytes=f.request_bytes, response_bytes=f.response_bytes,
+                     concurrency=f.concurrency, rate_per_s=f.rate_per_s)
+            for f in plan.flows]
+
+
+def rows_to_rpcs(rows: list[dict]) -> dict[str, list]:
+    """RPC rows → RunOutcome.rpcs columns, in (group, stream, start) order."""
+    rpcs: dict[str, list] = {k: [] for k in RPC_COLUMNS}
+    for r in sorted(rows, key=lambda r: (r["flow_group"], r["stream"], r["start_s"])):
+        for k in RPC_COLUMNS:
+            rpcs[k].append(r[k])
+    return rpcs
+
+
+def rows_to_series(rows: list[dict]) -> dict[str, list]:
+    series: dict[str, list] = {k: [] for k in SERIES_COLUMNS}
+    for r in sorted(rows, key=lambda r: (r["flow_group"], r["stream"], r["t_s"])):
+        for k in SERIES_COLUMNS:
+            series[k].append(r[k])
+    return series

@@ -1,0 +1,96 @@
+"""`tc` argument lists of the path's qdiscs (pure, tested)."""
+
+from __future__ import annotations
+
+from ..wire import frame_bytes
+
+
+def tbf_burst_bytes(rate_bps: float, mtu_bytes: int) -> int:
+    """tbf bucket: 1 ms at the rate, at least 4 frames (tbf needs burst ≥
+    the largest packet, and at high rates a timer tick's worth)."""
+    return int(max(rate_bps / 8 * 1e-3, 4 * frame_bytes(mtu_bytes)))
+
+
+def tbf_args(ifname: str, rate_bps: float, burst_bytes: int, limit_bytes: int) -> list[str]:
+    """`tc` arguments of the bottleneck (pure, tested)."""
+    return ["tc", "qdisc", "replace", "dev", ifname, "root", "handle", "1:", "tbf",
+            "rate", f"{int(rate_bps)}bit", "burst", str(burst_bytes), "limit", str(limit_bytes)]
+
+
+def netem_args(ifname: str, delay_s: float, loss: float, parent: str | None = None) -> list[str]:
+    """`tc` arguments of a netem delay (and loss) stage (pure, tested):
+    the root qdisc of `ifname`, or the child of `parent` (below a tbf)."""
+    where = ["parent", parent, "handle", "10:"] if parent else ["root"]
+    return ["tc", "qdisc", "replace", "dev", ifname, *where, "netem", "limit", "1000000",
+            "delay", f"{delay_s * 1e3:.6f}ms", "loss", f"{loss * 100:.9f}%"]
+
+
+# The qdiscs a Linux path may use and the kernel option that builds each
+# (net/sched/Kconfig). Most distributions' kernels build all of them as
+# modules; a kernel built without one has no such qdisc (`tc qdisc add`
+# fails with "Specified qdisc kind is unknown"), so doctor probes each and
+# a backend uses what the probe found.
+QDISC_CONFIG = {
+    "netem": "CONFIG_NET_SCH_NETEM",
+    "tbf": "CONFIG_NET_SCH_TBF",
+    "fq_codel": "CONFIG_NET_SCH_FQ_CODEL",
+    "fq": "CONFIG_NET_SCH_FQ",
+    "red": "CONFIG_NET_SCH_RED",
+}
+# A small valid instance of each, for the probe (tc parses these options
+# before it asks the kernel, so only a missing qdisc makes the probe fail).
+_PROBE_OPTIONS = {
+    "netem": ["delay", "1ms"],
+    "tbf": ["rate", "1gbit", "burst", "100000", "limit", "100000"],
+    "fq_codel": [],
+    "fq": [],
+    "red": ["limit", "400000", "min", "30000", "max", "90000", "avpkt", "1000", "burst", "55",
+            "bandwidth", "1gbit"],
+}
+# Where the bottleneck's discipline sits below tbf: tbf grafts its one
+# child on class 1 (tbf_graft), in place of its own byte-limited bfifo.
+TBF_CHILD = "1:1"
+
+
+def probe_args(kind: str, ifname: str) -> list[str]:
+    """`tc` arguments that add a small `kind` qdisc as the root of `ifname`
+    (a probe: the caller removes it again)."""
+    return ["tc", "qdisc", "add", "dev", ifname, "root", "handle", "9:", kind, *_PROBE_OPTIONS[kind]]
+
+
+def _tc_time(seconds: float) -> str:
+    """A time as tc reads it, in whole microseconds (tc's time unit)."""
+    return f"{round(seconds * 1e6)}us"
+
+
+def fq_codel_args(ifname: str, parent: str, aqm: dict) -> list[str]:
+    """`tc` arguments of fq_codel with the plan's parameters (RunPlan.aqm
+    of kind "fq_codel", aqm.Aqm.plan) as the child of `parent` (pure,
+    tested): target, interval, limit (packets), quantum (bytes), ecn or
+    noecn, and ce_threshold when the plan sets one (tc-fq_codel(8))."""
+    args = ["tc", "qdisc", "replace", "dev", ifname, "parent", parent, "handle", "20:", "fq_codel",
+            "target", _tc_time(aqm["target_s"]), "interval", _tc_time(aqm["interval_s"]),
+            "limit", str(int(aqm["limit_packets"])), "quantum", str(int(aqm["quantum_bytes"])),
+            "ecn" if aqm["ecn"] else "noecn"]
+    if aqm.get("ce_threshold_s") is not None:
+        args += ["ce_threshold", _tc_time(aqm["ce_threshold_s"])]
+    return args
+
+
+def bottleneck_qdiscs(aqm: dict) -> list[str]:
+    """The qdiscs (beyond tbf) the discipline `aqm` needs on the path (pure)."""
+    return ["fq_codel"] if aqm.get("kind") == "fq_codel" else []
+
+
+def tbf_bottleneck_args(ifname: str, rate_bps: float, burst_bytes: int, limit_bytes: int, aqm: dict) \
+        -> list[list[str]]:
+    """The `tc` commands of a tbf bottleneck on `ifname` with discipline
+    `aqm` (pure, tested): tbf (rate, burst; `limit_bytes` is its bfifo's
+    tail-drop buffer), and for fq_codel that qdisc in tbf's child slot,
+    which replaces the bfifo: fq_codel's packet limit is then the buffer and
+    tbf only paces what fq_codel hands it (as the simulator's fq_codel path
+    does)."""
+    commands = [tbf_args(ifname, rate_bps, burst_bytes, limit_bytes)]
+    if aqm.get("kind") == "fq_codel":
+        commands.append(fq_codel_args(ifname, TBF_CHILD, aqm))
+    return commands
