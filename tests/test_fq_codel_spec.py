@@ -110,3 +110,10 @@ def test_the_bottleneck_is_tbf_with_fq_codel_in_its_child_slot_with_the_plans_pa
         "target", "2000us", "interval", "50000us", "limit", "1000", "quantum", "300", "noecn",
         "ce_threshold", "1000us"]
     assert tbf_bottleneck_args("rcv", cfg.rate_bps, 12500, cfg.buffer_bytes, {"kind": "droptail"}) == [tbf]
+
+
+def test_a_gro_receiver_with_fq_codel_is_refused_before_the_study_naming_both_keys(tmp_path, monkeypatch):
+    _fake_probe(monkeypatch, {"tbf", "fq_codel"})
+    with pytest.raises(BackendUnavailable, match="hosts.receiver.gro = true needs fatpipe-linkem as bottleneck, "
+                                                 "and path.aqm = 'fq_codel' is a qdisc below tbf"):
+        KernelBackend().check(plans(tmp_path, path='aqm = "fq_codel"', hosts="[hosts.receiver]\ngro = true"))

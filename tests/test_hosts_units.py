@@ -17,6 +17,7 @@ from fatpipe.backends.base import BackendUnavailable
 from fatpipe.backends.hosts import agent, clock, layout, remote_clean, remote_probe
 from fatpipe.backends.hosts.doctor import parse_probe, probe_checks
 from fatpipe.backends.hosts.transport import SessionLimiter, remote_command
+from fatpipe.linuxpath.qdisc import QDISC_CONFIG
 from fatpipe.testbed import validate_testbed
 
 # ---- clock ---------------------------------------------------------------------
@@ -139,8 +140,8 @@ def test_probe_of_this_machine_parses_into_checks():
         "b": {"ssh": "b", "address": "127.0.0.2", "interface": "lo", "role": "receiver"},
         "c": {"ssh": "c", "address": "127.0.0.3", "interface": "lo", "role": "s1"}}}).hosts["a"]
     checks = {c.name: c for c in probe_checks(host, probe)}
-    assert {"root", "kernel", "ccas", "interface", "tc", "tbf", "netem"} <= set(checks)
-    assert not checks["netem"].required and checks["tbf"].required
+    assert {"root", "kernel", "ccas", "interface", "tc", "tbf", "netem", "fq_codel", "fq", "red"} <= set(checks)
+    assert not checks["netem"].required and checks["tbf"].required and not checks["fq_codel"].required
     with pytest.raises(ValueError, match="probe answered something else"):
         parse_probe('{"uid": 0}')
 
@@ -255,3 +256,8 @@ def test_cleanup_only_kills_a_dead_agents_marked_group_and_removes_its_directory
         for p in (marked, unmarked):
             p.kill()
             p.wait()
+
+
+def test_the_remote_probe_asks_for_the_qdiscs_the_linux_path_may_use():
+    # remote_probe.py runs on the host and imports nothing from fatpipe: its table must equal the model's.
+    assert remote_probe.QDISCS == QDISC_CONFIG

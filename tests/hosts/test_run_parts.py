@@ -4,6 +4,8 @@ the hosts cannot do of a plan."""
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -12,7 +14,9 @@ from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
 from fatpipe.backends.hosts import plan_problems
 from fatpipe.backends.hosts.clock import ClockOffset
 from fatpipe.backends.hosts.hostrun import ClockReading, run_hosts
-from fatpipe.backends.hosts.remote_path import nfqueue_rule_specs, port_range
+from fatpipe.backends.hosts.remote_path import Interfaces, RemotePath, nfqueue_rule_specs, port_range
+from fatpipe.linuxpath.config import path_config
+from fatpipe.linuxpath.qdisc import fq_codel_args
 from fatpipe.testbed import validate_testbed
 
 TESTBED = validate_testbed({"hosts": {
@@ -76,3 +80,48 @@ def test_plan_problems_name_the_host_lacking_a_cca():
     assert plan_problems(plan(bulk_bbr), report) == [
         "run hosts-p000-r00: flow group 0: host a (s1) has no CCA 'bbr' (it has: reno cubic)",
         "run hosts-p000-r00: flow group 0: host r (receiver) has no CCA 'bbr' (it has: reno cubic)"]
+
+
+FQ_CODEL = {"kind": "fq_codel", "target_s": 0.005, "interval_s": 0.1, "limit_packets": 10240,
+            "ce_threshold_s": None, "quantum_bytes": 1514, "ecn": True}
+
+
+def _qdisc_report(emulator_qdiscs: set[str]):
+    probes = {name: SimpleNamespace(ccas=("reno", "cubic"), qdiscs={}) for name in "ar"}
+    probes["e"] = SimpleNamespace(ccas=("reno",), qdiscs={k: (k in emulator_qdiscs, "probed") for k in
+                                                          ("netem", "tbf", "fq_codel", "fq", "red")})
+    return SimpleNamespace(host=lambda name: SimpleNamespace(probe=probes[name]))
+
+
+def test_fq_codel_runs_where_the_emulators_kernel_has_it_and_is_refused_naming_the_host_where_not():
+    fq = replace(plan(BULK), aqm=FQ_CODEL)
+    assert plan_problems(fq, _qdisc_report({"netem", "tbf", "fq_codel"})) == []
+    (problem,) = plan_problems(fq, _qdisc_report({"netem", "tbf"}))
+    assert problem.startswith("run hosts-p000-r00: host e (emulator): path.aqm = 'fq_codel': the running kernel "
+                              "has no fq_codel qdisc") and "CONFIG_NET_SCH_FQ_CODEL" in problem
+    no_emulator = validate_testbed({"hosts": {
+        "a": {"ssh": "a", "address": "10.0.0.1", "interface": "eth0", "role": "s1"},
+        "r": {"ssh": "r", "address": "10.0.1.1", "interface": "eth0", "role": "receiver"}}})
+    (problem,) = plan_problems(replace(plan(BULK, testbed=no_emulator), aqm=FQ_CODEL), _qdisc_report(set()))
+    assert "path.aqm = 'fq_codel' needs an emulator host" in problem
+    # A CE threshold still needs ECN set up, which the hosts backend does not do.
+    ce = replace(plan(BULK), aqm={"kind": "ce_threshold", "k_packets": 20})
+    assert "does not set up ECN or a marking bottleneck" in plan_problems(ce, _qdisc_report({"tbf"}))[0]
+
+
+def test_with_netem_fq_codel_sits_below_netem_so_it_queues_what_the_delay_released():
+    changes: list[list[str]] = []
+
+    async def change(do, undo):
+        assert undo[:3] == ["tc", "qdisc", "del"]
+        changes.append(do)
+
+    emulator = SimpleNamespace(agent=SimpleNamespace(change=change))
+    path = RemotePath(path_config(replace(plan(BULK), aqm=FQ_CODEL)), emulator, None, "eth1", True, "10.0.1.1",
+                      {"s1": "10.0.0.1"}, [0])
+    asyncio.run(path._apply_netem(Interfaces("eth1", {"s1": "eth0"})))
+    assert [c[4:9] for c in changes[:3]] == [["eth1", "root", "handle", "1:", "tbf"],
+                                             ["eth1", "parent", "1:1", "handle", "10:"],
+                                             ["eth1", "parent", "10:1", "handle", "20:"]]
+    assert changes[2] == fq_codel_args("eth1", "10:1", FQ_CODEL) and "netem" in changes[1]
+    assert path.tbf_bottleneck

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..wire import TCP_IP_HEADER_BYTES, linux_segment_payload
 from .ecn import LINUX_TCP_ECN, sender_tcp_ecn
 from .flows import group_port
+from .qdisc import bottleneck_qdiscs
 
 if TYPE_CHECKING:
     from ..backends.base import RunPlan
@@ -104,10 +105,14 @@ def path_config(plan: RunPlan) -> PathConfig:
 
 def gro_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | None:
     """Why a GRO receiver cannot be had with this delay line and
-    bottleneck, or None (pure): only linkem carries TSO packets as units."""
+    bottleneck, or None (pure): only linkem carries TSO packets as units,
+    and a qdisc discipline (fq_codel) takes the tbf bottleneck."""
     if cfg.receiver_gro and (emulator == "netem" or bottleneck == "tbf"):
         return (f"hosts.receiver.gro = true needs fatpipe-linkem as delay line and bottleneck (emulator={emulator!r}, "
                 f"bottleneck={bottleneck!r} were asked for): netem and tbf handle every segment on its own")
+    if cfg.receiver_gro and bottleneck_qdiscs(cfg.aqm):
+        return (f"hosts.receiver.gro = true needs fatpipe-linkem as bottleneck, and path.aqm = "
+                f"{cfg.aqm.get('kind')!r} is a qdisc below tbf, which handles every segment on its own")
     return None
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ...linuxpath.ecn import qdisc_refusal
+from ...linuxpath.qdisc import bottleneck_qdiscs
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
 from ..base import BackendUnavailable, RunOutcome, RunPlan
 
@@ -38,7 +40,8 @@ class NoTestbedReport:
 def plan_problems(plan: RunPlan, report: Any) -> list[str]:
     """What the testbed's hosts (a doctor report) cannot do of `plan` (pure)."""
     problems = []
-    ecn_keys = plan.asks_for_ecn()
+    qdisc_aqm = bool(bottleneck_qdiscs(plan.aqm))  # fq_codel: a qdisc the emulator applies
+    ecn_keys = [k for k in plan.asks_for_ecn() if not (qdisc_aqm and k.startswith("path.aqm"))]
     if ecn_keys:
         problems.append(f"run {plan.run_id}: {', '.join(ecn_keys)}: the hosts backend does not set up ECN or a "
                         "marking bottleneck yet (the sim backend does)")
@@ -51,6 +54,15 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
         problems.append(f"run {plan.run_id}: path.rate and path.rtt are needed: testbed host {emulator[0]} is the "
                         "emulator and applies the path (leave the emulator out of the testbed to run on the path "
                         "as it is)")
+    if qdisc_aqm and emulator is None:
+        problems.append(f"run {plan.run_id}: path.aqm = {plan.aqm['kind']!r} needs an emulator host in the testbed "
+                        "(it applies the qdisc on its interface toward the receiver)")
+    elif qdisc_aqm:
+        probe = report.host(emulator[0]).probe
+        available = {k for k, (ok, _) in probe.qdiscs.items() if ok} if probe is not None else set()
+        refused = qdisc_refusal(plan.aqm, available)
+        if refused:
+            problems.append(f"run {plan.run_id}: host {emulator[0]} (emulator): {refused}")
     for f in plan.flows:
         if f.cwnd_clamp is not None:
             problems.append(f"run {plan.run_id}: flows.{f.group}.cwnd_clamp: the hosts backend does not clamp "

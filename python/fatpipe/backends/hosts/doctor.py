@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from ...linuxpath.checks import Check
+from ...linuxpath.qdisc import QDISC_CONFIG
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed, TestbedHost
 from . import clock, layout, remote_probe, transport
 
@@ -78,13 +79,15 @@ def probe_checks(host: TestbedHost, probe: Probe) -> list[Check]:
                                f"does not have {host.address} (has {', '.join(probe.addresses) or 'none'})")))
     if host.role == EMULATOR_ROLE:
         checks.append(Check("tc", probe.tc is not None, probe.tc or "tc (iproute2) not found"))
-        for kind in ("tbf", "netem"):
+        for kind in QDISC_CONFIG:
             available, how = probe.qdiscs.get(kind, (None, "not probed"))
             word = {True: "present", False: "absent", None: "unknown"}[available]
             # tbf is the bottleneck; without netem fatpipe's delay line
-            # adds delay and loss instead, as in the kernel backend.
-            checks.append(Check(kind, bool(available), f"{word}: {how}"
-                                + ("" if available or kind == "tbf" else "; fatpipe's delay line would stand in"),
+            # adds delay and loss instead, as in the kernel backend;
+            # fq_codel is needed by path.aqm = "fq_codel" only.
+            stand_in = {"netem": "; fatpipe's delay line would stand in",
+                        "fq_codel": "; path.aqm = 'fq_codel' is refused"}.get(kind, "")
+            checks.append(Check(kind, bool(available), f"{word}: {how}" + ("" if available else stand_in),
                                 required=kind == "tbf"))
     return checks
 

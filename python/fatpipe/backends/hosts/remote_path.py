@@ -16,6 +16,12 @@ table). As on the kernel backend (fatpipe.linuxpath's model), in this order:
   to its NFQUEUEs: data toward the receiver through the delay, loss and the
   bottleneck queue (rate, byte-limited tail drop), ACKs back through the
   reverse delay (one queue per sender with its own extra RTT).
+* **fq_codel** (``path.aqm``, where the emulator's kernel has it, checked
+  before the study): with netem, fq_codel in netem's child slot (it queues
+  the packets whose delay is over, tbf paces them); with linkem, linkem
+  only delays and tbf with fq_codel in its child slot is the bottleneck on
+  the interface toward the receiver (qdisc.tbf_bottleneck_args, as on the
+  kernel backend).
 
 Every qdisc and rule is added through the agent's ``change`` op with the
 command that removes it, so the agent (or `fatpipe clean --testbed`)
@@ -32,13 +38,24 @@ from ...linuxpath import parse
 from ...linuxpath.config import QUEUE_ACK, QUEUE_DATA, QUEUE_SENDER_BASE, PathConfig, reverse_delays
 from ...linuxpath.flows import group_port
 from ...linuxpath.linkem import QueueConfig, build_linkem, find_linkem, linkem_args, summarize
-from ...linuxpath.qdisc import netem_args, tbf_args, tbf_burst_bytes
+from ...linuxpath.qdisc import (
+    bottleneck_qdiscs,
+    fq_codel_args,
+    netem_args,
+    tbf_args,
+    tbf_bottleneck_args,
+    tbf_burst_bytes,
+)
 from ...linuxpath.stats import PathStats
 from ...wire import frame_bytes
 from . import transport
 from .remote_traffic import RemoteHost
 
 LINKEM_FILE = "fatpipe-linkem"
+# The class of netem (handle 10: below tbf, qdisc.netem_args) where it
+# takes a child qdisc (netem_graft: netem has one class): fq_codel there
+# queues packets whose delay is over.
+NETEM_CHILD = "10:1"
 LINKEM_READY_S = 10.0
 IPTABLES_CANDIDATES = ("iptables-legacy", "iptables")
 
@@ -95,6 +112,7 @@ class RemotePath:
     kind: str = ""
     linkem_pgid: int | None = None
     _tbf_start: parse.QdiscStats | None = None
+    _ce_start: int = 0
     details: dict = field(default_factory=dict)
 
     async def interfaces(self) -> Interfaces:
@@ -130,6 +148,11 @@ class RemotePath:
         await self._change(tbf_args(rx_if, c.rate_bps, burst, limit), ["tc", "qdisc", "del", "dev", rx_if, "root"])
         await self._change(netem_args(rx_if, c.rtt_s / 2, c.loss, parent="1:1"),
                            ["tc", "qdisc", "del", "dev", rx_if, "root"])
+        if bottleneck_qdiscs(c.aqm):
+            # fq_codel in netem's child slot: netem hands it each packet once
+            # its delay is over and tbf paces what fq_codel hands on, so the
+            # standing queue (and CoDel's sojourn time) is fq_codel's.
+            await self._change(fq_codel_args(rx_if, NETEM_CHILD, c.aqm), ["tc", "qdisc", "del", "dev", rx_if, "root"])
         shared, own = reverse_delays(c)
         delays: dict[str, float] = {}
         for role, ifname in ifs.toward_sender.items():
@@ -142,12 +165,25 @@ class RemotePath:
             await self._change(netem_args(ifname, delay, c.loss), ["tc", "qdisc", "del", "dev", ifname, "root"])
         self.details["netem_interfaces"] = {"toward_receiver": rx_if, "toward_senders": sorted(delays)}
 
-    async def _tbf_stats(self) -> parse.QdiscStats:
+    async def _qdisc_stats(self) -> list[parse.QdiscStats]:
         out = (await self.conn.run(["tc", "-s", "qdisc", "show", "dev", self.interface])).stdout
-        for q in parse.tc_qdisc_stats(out):
-            if q.kind == "tbf":
-                return q
-        raise RuntimeError(f"no tbf on {self.interface} of host {self.emulator.name}: {out[:300]}")
+        stats = parse.tc_qdisc_stats(out)
+        if not any(q.kind == "tbf" for q in stats):
+            raise RuntimeError(f"no tbf on {self.interface} of host {self.emulator.name}: {out[:300]}")
+        return stats
+
+    async def _tbf_stats(self) -> parse.QdiscStats:
+        return next(q for q in await self._qdisc_stats() if q.kind == "tbf")
+
+    async def _ce_marks(self) -> int:
+        """Packets the qdiscs toward the receiver marked CE (fq_codel's ecn_mark)."""
+        return sum(q.ecn_marks for q in await self._qdisc_stats())
+
+    @property
+    def tbf_bottleneck(self) -> bool:
+        """The bottleneck is tbf on the emulator (with netem, or below
+        linkem's delay for a qdisc discipline), not linkem's FIFO."""
+        return self.netem or bool(bottleneck_qdiscs(self.cfg.aqm))
 
     # ---- linkem -------------------------------------------------------------
 
@@ -173,7 +209,16 @@ class RemotePath:
         self.kind = "linkem-nfqueue"
         binary = await self._push_linkem()
         buffer_bytes = max(c.buffer_bytes, frame_bytes(c.mtu_bytes))
-        queues = [QueueConfig(QUEUE_DATA, "data", c.rtt_s / 2, c.loss, c.rate_bps, buffer_bytes)]
+        if self.tbf_bottleneck:
+            # A qdisc discipline (fq_codel) below tbf on the interface toward
+            # the receiver, after linkem's delay (FORWARD precedes the egress
+            # qdisc), as on the kernel backend.
+            queues = [QueueConfig(QUEUE_DATA, "data", c.rtt_s / 2, c.loss)]
+            burst = c.burst_bytes or tbf_burst_bytes(c.rate_bps, c.mtu_bytes)
+            for command in tbf_bottleneck_args(self.interface, c.rate_bps, burst, buffer_bytes, c.aqm):
+                await self._change(command, ["tc", "qdisc", "del", "dev", self.interface, "root"])
+        else:
+            queues = [QueueConfig(QUEUE_DATA, "data", c.rtt_s / 2, c.loss, c.rate_bps, buffer_bytes)]
         shared, own = reverse_delays(c)
         queues.append(QueueConfig(QUEUE_ACK, "ack", shared, c.loss))
         sender_queues = {}
@@ -195,8 +240,9 @@ class RemotePath:
     # ---- during and after the run ---------------------------------------------
 
     async def mark_start(self) -> None:
-        if self.netem:
+        if self.tbf_bottleneck:
             self._tbf_start = await self._tbf_stats()
+            self._ce_start = await self._ce_marks()
 
     async def end_warmup(self) -> None:
         """Lateness counts after the warm-up (linkem forgets it on SIGUSR1)."""
@@ -206,11 +252,12 @@ class RemotePath:
     async def finish(self) -> PathStats:
         stats = PathStats(emulator=self.kind)
         stats.details.update(self.details)
-        stats.details["bottleneck"] = "tbf" if self.netem else "linkem"
-        if self.netem:
+        stats.details["bottleneck"] = "tbf" if self.tbf_bottleneck else "linkem"
+        if self.tbf_bottleneck:
             tbf, start = await self._tbf_stats(), self._tbf_start
             stats.queue_drops = tbf.dropped - (start.dropped if start else 0)
             stats.bottleneck_bytes = tbf.sent_bytes - (start.sent_bytes if start else 0)
+            stats.ce_marks = await self._ce_marks() - self._ce_start
         if self.linkem_pgid is not None:
             await self.emulator.agent.stop(self.linkem_pgid, grace_s=5.0)  # SIGTERM: final statistics
             self.linkem_pgid = None
@@ -219,7 +266,8 @@ class RemotePath:
                 raise RuntimeError(f"fatpipe-linkem on host {self.emulator.name} wrote no final statistics")
             s = summarize(raw)
             stats.packets, stats.random_drops = s["data_packets"], s["dropped"]
-            stats.queue_drops, stats.bottleneck_bytes = s["queue_drops"], s["bottleneck_bytes"]
+            if not self.tbf_bottleneck:
+                stats.queue_drops, stats.bottleneck_bytes = s["queue_drops"], s["bottleneck_bytes"]
             stats.late_p50_s, stats.late_p99_s, stats.late_max_s = s["late_p50_s"], s["late_p99_s"], s["late_max_s"]
             stats.details.update({"linkem": raw, "linkem_summary": s})
         return stats

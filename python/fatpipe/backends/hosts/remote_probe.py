@@ -20,7 +20,10 @@ import shutil
 import subprocess
 import sys
 
-QDISCS = {"netem": "CONFIG_NET_SCH_NETEM", "tbf": "CONFIG_NET_SCH_TBF"}
+# The same table as fatpipe.linuxpath.qdisc.QDISC_CONFIG (this script
+# imports nothing from fatpipe; tests/test_hosts_units.py keeps them equal).
+QDISCS = {"netem": "CONFIG_NET_SCH_NETEM", "tbf": "CONFIG_NET_SCH_TBF", "fq_codel": "CONFIG_NET_SCH_FQ_CODEL",
+          "fq": "CONFIG_NET_SCH_FQ", "red": "CONFIG_NET_SCH_RED"}
 
 
 def read_text(path):

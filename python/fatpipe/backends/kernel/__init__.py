@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ...linuxpath import linkem as delay_line
-from ...linuxpath.config import path_config
-from ...linuxpath.ecn import marks, qdisc_refusal, unsupported_aqm
+from ...linuxpath.config import gro_refusal, path_config
+from ...linuxpath.ecn import marks, path_refusal, qdisc_refusal
 from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
 from ...schema import emulator_late
 from ..base import BackendUnavailable, RunOutcome, RunPlan
@@ -69,13 +69,15 @@ class KernelBackend:
 
     def check(self, plans: list[RunPlan]) -> None:
         for plan in plans:
-            refused = unsupported_aqm(plan.aqm)
-            if refused:
-                raise BackendUnavailable(f"run {plan.run_id}: {refused}")
             try:
-                path_config(plan)  # flows of one sender agree on cwnd_clamp and ecn
+                cfg = path_config(plan)  # flows of one sender agree on cwnd_clamp and ecn
             except ValueError as e:
                 raise BackendUnavailable(f"run {plan.run_id}: {e}") from None
+            # The discipline and the GRO receiver the path can have (pure).
+            refused = path_refusal(cfg.aqm, cfg.emulator, cfg.bottleneck) \
+                or gro_refusal(cfg, cfg.emulator, cfg.bottleneck)
+            if refused:
+                raise BackendUnavailable(f"run {plan.run_id}: {refused}")
         if not privilege.is_root():
             raise BackendUnavailable("the kernel backend needs root (network namespaces); try `sudo fatpipe …` "
                                      "or the sim backend")
