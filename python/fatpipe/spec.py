@@ -38,6 +38,7 @@ from .backends import DEFAULT_BACKEND, backend_names
 from .references import References
 from .spec_errors import SpecError
 from .spec_errors import key_path as _loc
+from .spec_errors import printable as _printable
 from .spec_errors import short as _short
 from .spec_errors import validation_problems as _problems
 from .sweep import Sweep
