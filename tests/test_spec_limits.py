@@ -224,6 +224,13 @@ def test_a_dotted_key_of_many_parts_is_refused_before_the_toml_reader_sees_it(tm
     assert "refused before parsing" in problems(tmp_path, BASE + f"[{quoted}]\n")["toml"]
     at_limit = ".".join(["a"] * spec_mod.MAX_KEY_PARTS)
     assert "refused before parsing" not in str(problems(tmp_path, BASE + f"{at_limit} = 1\n"))
+    # Dots inside strings and comments are no key's: a sweep key of many
+    # parts is refused by the sweep's own check, naming it.
+    dotted = ".".join(["0"] * 40)
+    text = BASE.replace('name = "limits"', f'name = "limits"\ndescription = """\n{dotted}\n"""  # {dotted}')
+    assert spec_mod._long_dotted_key(text) is None
+    p = problems(tmp_path, BASE + f'[sweep]\n"flows.0.cc.{dotted}" = ["reno"]\n')
+    assert "sweep" in str(p) and "refused before parsing" not in str(p), p
 
 
 def test_no_bundled_study_is_refused_by_the_key_part_limit():

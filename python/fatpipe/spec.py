@@ -64,11 +64,12 @@ MAX_SPEC_BYTES = 1 << 20
 # Deepest nesting a valid spec needs is 6
 # (sweep.linked[0]."path.buffer"[0].amount).
 MAX_NESTING_DEPTH = 8
-# Parts of one dotted key (`a.b.c = 1`, `[a.b.c]`): every part is a table
-# level, so a valid spec's keys have at most MAX_NESTING_DEPTH; twice that
-# leaves room for dotted words inside strings, which the check before
-# parsing cannot tell from keys. (Python's TOML reader takes time and memory
-# quadratic in a key's parts: 50,000 parts in 100 KB took 13 s and > 4 GiB.)
+# Parts of one dotted key (`a.b.c = 1`, `[a.b.c]`), refused before parsing
+# above this: every part is a table level, so a valid spec's keys have at
+# most MAX_NESTING_DEPTH (a key of up to twice that reaches the reader and
+# is refused after it, naming where). Python's TOML reader takes time and
+# memory quadratic in a key's parts: 50,000 parts in 100 KB took 13 s and
+# more than 4 GiB.
 MAX_KEY_PARTS = 2 * MAX_NESTING_DEPTH
 # Runs of one study (sweep points x repetitions x backends).
 MAX_RUNS = 100_000
@@ -594,17 +595,38 @@ def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
 # ---- files --------------------------------------------------------------------
 
 
-# One part of a TOML key: bare, "basic" or 'literal' (on one line).
-_KEY_PART = r"""(?:[A-Za-z0-9_-]++|"[^"\n]*+"|'[^'\n]*+')"""
-# More than MAX_KEY_PARTS parts joined by dots, starting at a part's start
+# TOML strings (multi-line basic and literal, basic, literal; a basic one's
+# escapes) and comments, leftmost first: a string's dots are no key's. An
+# unterminated string runs to the end of its line (or of the text): the
+# reader refuses it anyway. A string's start always matches (a lone
+# backslash is content too) and consumes what it scanned, so the strings
+# are found in time linear in the text.
+_STRING_OR_COMMENT = re.compile(
+    r'"""(?:[^"\\]|\\.?|"(?!""))*+(?:"""|\Z)'
+    r"|'''(?:[^']|'(?!''))*+(?:'''|\Z)"
+    r'|"(?:[^"\\\n]|\\[^\n]?)*+(?:"|$)'
+    r"|'[^'\n]*+(?:'|$)"
+    r"|#[^\n]*+", re.S | re.M)
+# A part of a key once strings are "" (bare or quoted), and more than
+# MAX_KEY_PARTS parts joined by dots starting at a part's start
 # (possessive: found in time linear in the text).
+_KEY_PART = r'(?:[A-Za-z0-9_-]++|"")'
 _LONG_DOTTED_KEY = re.compile(
     rf"(?<![A-Za-z0-9_-]){_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART}){{{MAX_KEY_PARTS}}}")
 
 
+def _without_strings(text: str) -> str:
+    """`text` with every string "" and every comment gone, lines kept."""
+    def blank(m: re.Match) -> str:
+        token = m.group(0)
+        return ("" if token.startswith("#") else '""') + "\n" * token.count("\n")
+    return _STRING_OR_COMMENT.sub(blank, text)
+
+
 def _long_dotted_key(text: str) -> str | None:
-    """Why `text` is refused before the TOML reader sees it: a dotted key
-    of more than MAX_KEY_PARTS parts (strings included), or None."""
+    """Why `text` is refused before the TOML reader sees it: a key of more
+    than MAX_KEY_PARTS dotted parts (quoted parts shown as ""), or None."""
+    text = _without_strings(text)
     m = _LONG_DOTTED_KEY.search(text)
     if m is None:
         return None
