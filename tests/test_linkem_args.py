@@ -90,3 +90,11 @@ def test_one_loss_for_all_groups_is_refused_naming_the_keys_when_the_groups_diff
     assert one_loss(same, "netem") == wire.packet_loss_probability(LOSS, CORRUPTION, 1448)
     plain = path_config(two_group_plan(corruption=0.0))
     assert one_loss(plain, "netem") == pytest.approx(LOSS, rel=1e-12)
+
+
+def test_a_netem_path_for_groups_of_different_loss_is_refused_before_anything_is_built(tmp_path, monkeypatch):
+    from fatpipe.backends.kernel import path as kernel_path
+    monkeypatch.setattr(kernel_path.Namespace, "create", lambda *a, **k: pytest.fail("a namespace was created"))
+    cfg = replace(path_config(two_group_plan()), emulator="netem")
+    with pytest.raises(ValueError, match=r"flows\.1\.mss = 8948.*netem applies one loss"):
+        kernel_path.EmulatedPath(cfg, tmp_path).build()

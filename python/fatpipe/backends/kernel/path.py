@@ -215,7 +215,8 @@ class EmulatedPath:
 
     def build(self) -> None:
         c = self.cfg
-        refused = path_refusal(c.aqm, c.emulator, c.bottleneck) or gro_refusal(c, c.emulator, c.bottleneck)
+        refused = path_refusal(c.aqm, c.emulator, c.bottleneck) or gro_refusal(c, c.emulator, c.bottleneck) \
+            or (one_loss_refusal(c.group_loss, "netem") if c.emulator == "netem" else None)
         if refused:  # before anything is built
             raise ValueError(refused)
         self.router = self._ns("r")
