@@ -15,7 +15,7 @@ import pytest
 
 import fatpipe.backends.kernel as kernel
 from fatpipe import schema, summary
-from fatpipe.backends.kernel import cleanup
+from fatpipe.backends.kernel import clamp, cleanup
 from fatpipe.backends.kernel.cleanup import stop_process
 from fatpipe.backends.kernel.netns import Namespace
 from fatpipe.linuxpath import cmd
@@ -65,6 +65,32 @@ def test_ready_line_wait_returns_once_the_line_arrives():
     proc = _child("import time; time.sleep(0.2); print('ready', flush=True); time.sleep(0.2)")
     cmd.expect_line(proc, "ready", "fatpipe-linkem", stop=stop_process, timeout_s=10)
     assert proc.wait(timeout=10) == 0
+
+
+class _FakeNs:
+    """A namespace whose popen starts `code` instead of its argument list."""
+
+    def __init__(self, name: str, code: str = ""):
+        self.name, self.code, self.sysctls = name, code, []
+
+    def popen(self, _args, **kw) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", self.code], **kw)
+
+    def sysctl(self, key: str, value) -> None:
+        self.sysctls.append((key, value))
+
+
+def test_a_silent_cwnd_clamp_priming_listener_cannot_hang_the_run(monkeypatch):
+    monkeypatch.setattr(clamp, "LISTENER_READY_S", 0.5)
+    sender, receiver = _FakeNs("fp-1-0-s0"), _FakeNs("fp-1-0-rx", HUNG)
+    t0 = time.monotonic()
+    with pytest.raises(cmd.NotReady) as err:
+        clamp.prime_metrics_cache(sender, receiver, "198.19.0.1", 20)
+    assert time.monotonic() - t0 < 5.0
+    msg = str(err.value)
+    assert "priming listener in fp-1-0-rx" in msg and "printed no port number line within 0.5 s" in msg, msg
+    assert "loading config" in msg
+    assert sender.sysctls[-1] == ("net.ipv4.tcp_no_metrics_save", 1), "metrics saving is off again"
 
 
 def test_no_shell_runs_in_the_kernel_backend():

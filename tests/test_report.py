@@ -181,6 +181,37 @@ def test_text_findings_and_report_less_paths_load_no_matplotlib(module, loads_ma
     assert out.stdout.strip() == str(loads_matplotlib)
 
 
+def _without_modules(monkeypatch, *names: str) -> None:
+    """Makes `names` unimportable (None in sys.modules) and forgets the
+    report modules that imported them (in sys.modules and as attributes of
+    the package, which `from . import x` reads), so the next report imports
+    afresh."""
+    import fatpipe.report
+    for mod in [m for m in sys.modules if m.startswith("fatpipe.report.") or m.split(".")[0] in names]:
+        monkeypatch.delitem(sys.modules, mod)
+        if mod.startswith("fatpipe.report."):
+            monkeypatch.delattr(fatpipe.report, mod.split(".")[2], raising=False)
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_a_missing_optional_dependency_skips_the_report_in_one_line(streams_dir, monkeypatch):
+    _without_modules(monkeypatch, "matplotlib")
+    lines: list[str] = []
+    cli._maybe_report(streams_dir, lines.append)
+    assert lines == [f"no report: matplotlib is not installed (the report's figures need it); "
+                     f"install it and run `fatpipe report {streams_dir}`"]
+
+
+@pytest.mark.parametrize("broken", ["fatpipe.report", "fatpipe.report.figures"])
+def test_an_import_bug_in_the_report_is_not_swallowed(streams_dir, monkeypatch, broken):
+    _without_modules(monkeypatch, broken)
+    lines: list[str] = []
+    with pytest.raises(ImportError) as e:
+        cli._maybe_report(streams_dir, lines.append)
+    assert e.value.name == broken and lines == []
+
+
 CHROMIUM = shutil.which("chromium")
 
 

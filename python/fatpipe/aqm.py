@@ -33,8 +33,6 @@ FQ_CODEL_DEFAULTS = {"target_s": 0.005, "interval_s": 0.1, "limit_packets": 1024
                      "ce_threshold_s": None, "quantum_bytes": 1514, "ecn": True}
 MAX_FQ_LIMIT_PACKETS = (1 << 32) - 1
 MAX_QUANTUM_BYTES = (1 << 31) - 1
-# K as written: packets, bytes or seconds of queueing delay.
-K_UNITS = ("packets", "bytes", "s")
 MAX_K_PACKETS = 1 << 31
 
 

@@ -98,11 +98,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _maybe_report(out: Path, say: Output) -> None:
+    """Writes the study's report; without one of the report's optional
+    dependencies, says so in one line instead. Any other ImportError (a bug
+    in fatpipe.report) propagates."""
+    from .report import OPTIONAL_DEPENDENCIES, write_report
     try:
-        from .report import write_report
-    except ImportError:
+        path = write_report(out)
+    except ImportError as e:
+        missing = (e.name or "").partition(".")[0]
+        if missing not in OPTIONAL_DEPENDENCIES:
+            raise
+        say(f"no report: {missing} is not installed (the report's figures need it); "
+            f"install it and run `fatpipe report {out}`")
         return
-    path = write_report(out)
     say(f"report: {path}")
 
 

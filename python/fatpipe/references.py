@@ -54,7 +54,6 @@ METRICS: dict[str, Metric] = {
                                             "group's goodput collapsed (below 10 % of the run's median "
                                             "for ≥ 1 s)"),
 }
-STATS = ("avg", "max", "min")
 # Columns of the runs table a `where` may name besides swept keys.
 WHERE_COLUMNS = ("backend", "flow_group", "kind", "cc", "streams", "mss_bytes")
 MAX_REFERENCE_TABLES = 64

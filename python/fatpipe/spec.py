@@ -39,6 +39,7 @@ from .backends import DEFAULT_BACKEND, backend_names
 from .references import References
 from .spec_errors import SpecError
 from .spec_errors import key_path as _loc
+from .spec_errors import printable as _printable
 from .spec_errors import short as _short
 from .spec_errors import validation_problems as _problems
 from .sweep import Sweep
@@ -64,6 +65,13 @@ MAX_SPEC_BYTES = 1 << 20
 # Deepest nesting a valid spec needs is 6
 # (sweep.linked[0]."path.buffer"[0].amount).
 MAX_NESTING_DEPTH = 8
+# Parts of one dotted key (`a.b.c = 1`, `[a.b.c]`), refused before parsing
+# above this: every part is a table level, so a valid spec's keys have at
+# most MAX_NESTING_DEPTH (a key of up to twice that reaches the reader and
+# is refused after it, naming where). Python's TOML reader takes time and
+# memory quadratic in a key's parts: 50,000 parts in 100 KB took 13 s and
+# more than 4 GiB.
+MAX_KEY_PARTS = 2 * MAX_NESTING_DEPTH
 # Runs of one study (sweep points x repetitions x backends).
 MAX_RUNS = 100_000
 # The simulator's clock counts nanoseconds: a nonzero time below that is 0.
@@ -598,6 +606,47 @@ def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
 # ---- files --------------------------------------------------------------------
 
 
+# TOML strings (multi-line basic and literal, basic, literal; a basic one's
+# escapes) and comments, leftmost first: a string's dots are no key's. An
+# unterminated string runs to the end of its line (or of the text): the
+# reader refuses it anyway. A string's start always matches (a lone
+# backslash is content too) and consumes what it scanned, so the strings
+# are found in time linear in the text.
+_STRING_OR_COMMENT = re.compile(
+    r'"""(?:[^"\\]|\\.?|"(?!""))*+(?:"""|\Z)'
+    r"|'''(?:[^']|'(?!''))*+(?:'''|\Z)"
+    r'|"(?:[^"\\\n]|\\[^\n]?)*+(?:"|$)'
+    r"|'[^'\n]*+(?:'|$)"
+    r"|#[^\n]*+", re.S | re.M)
+# A part of a key once strings are "" (bare or quoted), and more than
+# MAX_KEY_PARTS parts joined by dots starting at a part's start
+# (possessive: found in time linear in the text).
+_KEY_PART = r'(?:[A-Za-z0-9_-]++|"")'
+_LONG_DOTTED_KEY = re.compile(
+    rf"(?<![A-Za-z0-9_-]){_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART}){{{MAX_KEY_PARTS}}}")
+
+
+def _without_strings(text: str) -> str:
+    """`text` with every string "" and every comment gone, lines kept."""
+    def blank(m: re.Match) -> str:
+        token = m.group(0)
+        return ("" if token.startswith("#") else '""') + "\n" * token.count("\n")
+    return _STRING_OR_COMMENT.sub(blank, text)
+
+
+def _long_dotted_key(text: str) -> str | None:
+    """Why `text` is refused before the TOML reader sees it: a key of more
+    than MAX_KEY_PARTS dotted parts (quoted parts shown as ""), or None."""
+    text = _without_strings(text)
+    m = _LONG_DOTTED_KEY.search(text)
+    if m is None:
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    return (f"a dotted key of more than {MAX_KEY_PARTS} parts at line {line} ({_printable(_short(m.group(0), 60))}); "
+            f"a study spec nests at most {MAX_NESTING_DEPTH} levels, so its keys have at most "
+            f"{MAX_NESTING_DEPTH} parts (refused before parsing)")
+
+
 def load_raw(path: str | Path) -> dict[str, Any]:
     """The TOML table of a study file, read within MAX_SPEC_BYTES."""
     p = Path(path)
@@ -615,6 +664,9 @@ def load_raw(path: str | Path) -> dict[str, Any]:
         raise SpecError([("file", (
             f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
             "save the spec as UTF-8"))], str(p)) from None
+    too_long = _long_dotted_key(text)
+    if too_long:
+        raise SpecError([("toml", too_long)], str(p))
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

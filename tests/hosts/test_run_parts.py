@@ -89,7 +89,7 @@ FQ_CODEL = {"kind": "fq_codel", "target_s": 0.005, "interval_s": 0.1, "limit_pac
 def _qdisc_report(emulator_qdiscs: set[str]):
     probes = {name: SimpleNamespace(ccas=("reno", "cubic"), qdiscs={}) for name in "ar"}
     probes["e"] = SimpleNamespace(ccas=("reno",), qdiscs={k: (k in emulator_qdiscs, "probed") for k in
-                                                          ("netem", "tbf", "fq_codel", "fq", "red")})
+                                                          ("netem", "tbf", "fq_codel", "fq", "red")}, tc="/sbin/tc")
     return SimpleNamespace(host=lambda name: SimpleNamespace(probe=probes[name]))
 
 
@@ -125,3 +125,29 @@ def test_with_netem_fq_codel_sits_below_netem_so_it_queues_what_the_delay_releas
                                              ["eth1", "parent", "10:1", "handle", "20:"]]
     assert changes[2] == fq_codel_args("eth1", "10:1", FQ_CODEL) and "netem" in changes[1]
     assert path.tbf_bottleneck
+
+
+def test_flow_groups_of_different_loss_are_refused_where_the_emulator_would_use_netem():
+    jumbo = replace(BULK, group=1, mss_bytes=8948)
+    lossy = replace(plan(BULK, jumbo), mtu_bytes=9000, loss=1e-4, corruption=1e-7)
+    (problem,) = plan_problems(lossy, _qdisc_report({"netem", "tbf"}))
+    assert problem.startswith("run hosts-p000-r00: path.corruption > 0 with flow groups of different MSS "
+                              "(flows.0.mss = 1448") and "flows.1.mss = 8948" in problem
+    assert "netem on host e (emulator) applies one loss probability to every flow group" in problem
+    # Without netem the emulator runs linkem, which applies each group's loss.
+    assert plan_problems(lossy, _qdisc_report({"tbf"})) == []
+    assert plan_problems(replace(lossy, corruption=0.0), _qdisc_report({"netem", "tbf"})) == []
+
+
+def test_with_netem_loss_acts_toward_the_receiver_only():
+    changes: list[list[str]] = []
+
+    async def change(do, undo):  # noqa: ARG001 - the undo is another test's concern
+        changes.append(do)
+
+    emulator = SimpleNamespace(agent=SimpleNamespace(change=change))
+    path = RemotePath(path_config(replace(plan(BULK), loss=1e-3)), emulator, None, "eth1", True, "10.0.1.1",
+                      {"s1": "10.0.0.1"}, [0])
+    asyncio.run(path._apply_netem(Interfaces("eth1", {"s1": "eth0"})))
+    netem = {c[4]: c[c.index("loss") + 1] for c in changes if "netem" in c}
+    assert netem == {"eth1": "0.100000000%", "eth0": "0.000000000%"}, "ACKs and RPC requests are lossless"

@@ -1,7 +1,7 @@
 //! Command-line arguments of fatpipe-linkem (an argument list, no shell).
 //!
 //! ```text
-//! fatpipe-linkem --queue num=0,delay_s=0.01,loss=1e-3,name=fwd \
+//! fatpipe-linkem --queue num=0,delay_s=0.01,group_loss=5201:0:1e-3/5202:1:4e-3,name=fwd \
 //!                --queue num=1,delay_s=0.01,name=rev \
 //!                [--seed 1] [--stats PATH] [--stats-interval-s 1]
 //!                [--maxlen 1000000] [--rcvbuf-bytes 268435456] [--copy-range 128] [--gso]
@@ -23,8 +23,12 @@ pub struct QueueSpec {
     pub name: String,
     /// Constant one-way delay added to every packet of this queue.
     pub delay_ns: u64,
-    /// Probability that a TCP segment carrying payload is dropped.
+    /// Probability that a TCP segment carrying payload is dropped (one
+    /// that belongs to no flow group of `group_loss`).
     pub loss: f64,
+    /// Each flow group's own loss of TCP segments carrying payload, by the
+    /// group's port (rng.rs: the simulator's stage of that group).
+    pub group_loss: Vec<GroupLoss>,
     /// Bottleneck rate after the delay (0 = no bottleneck in this direction).
     pub rate_bps: f64,
     /// Bottleneck buffer of frames (tail drop when queued + arriving bytes
@@ -47,6 +51,17 @@ impl QueueSpec {
     pub fn marks(&self) -> bool {
         matches!(self.aqm, Aqm::CeThreshold(_))
     }
+}
+
+/// The random loss of one flow group's data segments: those whose source
+/// or destination port is `port` (the receiver's listening port of the
+/// group), each lost with probability `p` drawn from the simulator's stream
+/// of group `group`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupLoss {
+    pub port: u16,
+    pub group: u16,
+    pub p: f64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -96,7 +111,8 @@ pub const USAGE: &str = "usage: fatpipe-linkem --queue num=N,delay_s=SECONDS[,lo
 [--queue ...] [--seed N] [--stats PATH] [--stats-interval-s S] [--maxlen N] \
 [--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--rt-priority N] [--parent-pid PID] [--gso] \
 [--threads split-apart|per-queue|one]\n\
-  queue keys: num, delay_s, loss, name, rate_bps (bottleneck after the delay), buffer_bytes,\n\
+  queue keys: num, delay_s, loss, group_loss (PORT:GROUP:P/PORT:GROUP:P, each flow group's loss by its\n\
+  port; loss then covers the other packets), name, rate_bps (bottleneck after the delay), buffer_bytes,\n\
   and at most one CE threshold of that bottleneck: ce_k_packets, ce_k_bytes, ce_k_s;\n\
   unit mode (GSO packets whole unless a segment is lost, dropped or marked): units_split (the split\n\
   queue's number), mss (PORT:BYTES/PORT:BYTES, segment payload by flow port), default_mss";
@@ -117,6 +133,36 @@ fn parse_mss_map(text: &str) -> Result<Vec<(u16, u32)>, ArgError> {
         .collect()
 }
 
+/// Parses `5201:0:1e-3/5202:1:4e-3` (port, flow group, loss probability).
+fn parse_group_loss(text: &str) -> Result<Vec<GroupLoss>, ArgError> {
+    let groups = text
+        .split('/')
+        .map(|item| {
+            let [port, group, p] = item.split(':').collect::<Vec<_>>()[..] else {
+                return Err(ArgError(format!("--queue group_loss: expected PORT:GROUP:P, got {item:?}")));
+            };
+            let p = parse_num::<f64>("--queue group_loss probability", p)?;
+            if !(0.0..=1.0).contains(&p) {
+                return Err(ArgError(format!("--queue group_loss: a loss probability must be in [0, 1], got {item:?}")));
+            }
+            Ok(GroupLoss {
+                port: parse_num::<u16>("--queue group_loss port", port)?,
+                group: parse_num::<u16>("--queue group_loss group", group)?,
+                p,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for (i, g) in groups.iter().enumerate() {
+        if groups[..i].iter().any(|h| h.port == g.port || h.group == g.group) {
+            return Err(ArgError(format!(
+                "--queue group_loss {text:?}: each port and each group may appear once (port {}, group {})",
+                g.port, g.group
+            )));
+        }
+    }
+    Ok(groups)
+}
+
 fn parse_num<T: std::str::FromStr>(what: &str, text: &str) -> Result<T, ArgError> {
     text.parse::<T>()
         .map_err(|_| ArgError(format!("{what}: cannot parse {text:?}")))
@@ -127,6 +173,7 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
     let mut num = None;
     let mut delay_s = None;
     let mut loss = 0.0;
+    let mut group_loss = Vec::new();
     let mut name = None;
     let mut rate_bps = 0.0;
     let mut buffer_bytes = u64::MAX;
@@ -141,6 +188,7 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
             "num" => num = Some(parse_num::<u16>("--queue num", value)?),
             "delay_s" => delay_s = Some(parse_num::<f64>("--queue delay_s", value)?),
             "loss" => loss = parse_num::<f64>("--queue loss", value)?,
+            "group_loss" => group_loss = parse_group_loss(value)?,
             "name" => name = Some(value.to_string()),
             "rate_bps" => rate_bps = parse_num::<f64>("--queue rate_bps", value)?,
             "buffer_bytes" => buffer_bytes = parse_num::<u64>("--queue buffer_bytes", value)?,
@@ -192,6 +240,7 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
         name: name.unwrap_or_else(|| format!("q{num}")),
         delay_ns: (delay_s * 1e9).round() as u64,
         loss,
+        group_loss,
         rate_bps,
         buffer_bytes,
         aqm,
@@ -326,6 +375,21 @@ mod tests {
         assert!(parse_args(&argv(&["--seed"])).is_err());
         assert!(parse_args(&argv(&[])).is_err());
         assert!(parse_args(&argv(&["--queue", "num=0,delay_s=0", "--queue", "num=0,delay_s=0"])).is_err());
+    }
+
+    #[test]
+    fn group_loss_gives_each_flow_groups_port_its_own_stream_and_probability() {
+        let q = parse_queue("num=0,delay_s=0.01,group_loss=5201:0:1e-3/5202:1:0.25").unwrap();
+        assert_eq!(
+            q.group_loss,
+            vec![GroupLoss { port: 5201, group: 0, p: 1e-3 }, GroupLoss { port: 5202, group: 1, p: 0.25 }]
+        );
+        assert_eq!(q.loss, 0.0, "the other packets pass unless loss= says otherwise");
+        assert!(parse_queue("num=0,delay_s=0.01").unwrap().group_loss.is_empty());
+        for bad in ["5201:0", "5201:0:2", "5201:0:x", "70000:0:0.1", "5201:0:0.1/5201:1:0.1", "5201:0:0.1/5202:0:0.1"] {
+            let e = parse_queue(&format!("num=0,delay_s=0.01,group_loss={bad}")).unwrap_err();
+            assert!(e.0.contains("group_loss"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! is one direction of the path: packets that iptables sends to that
 //! NFQUEUE are held until arrival + one-way delay, then accepted in one
 //! NFQNL_MSG_VERDICT_BATCH (constant delay ⇒ FIFO ⇒ id order). TCP segments
-//! that carry payload are dropped with the queue's probability (the
-//! simulator's seeded loss stage, rng.rs). The queue is configured without
+//! that carry payload are dropped with their flow group's probability
+//! (`group_loss`, by port) or the queue's (the simulator's seeded loss
+//! stages, rng.rs); fatpipe gives loss to the sender → receiver queue only,
+//! where the bottleneck sits. The queue is configured without
 //! NFQA_CFG_F_GSO, so the kernel software-segments GSO packets before
 //! queueing and loss hits single MSS segments as on a router. Statistics (including lateness = verdict time −
 //! due time) go to `--stats` as JSON every interval and on SIGINT/SIGTERM.

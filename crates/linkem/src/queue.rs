@@ -7,7 +7,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex};
 
-use fatpipe_sim::path::{Bottleneck, LossStage};
+use fatpipe_sim::path::Bottleneck;
 
 use crate::args::{Args, QueueSpec};
 use crate::netlink::{self, Message, Packet};
@@ -94,8 +94,8 @@ enum Role {
 pub struct QueueSocket {
     pub fd: RawFd,
     pub spec: QueueSpec,
-    /// Random loss of this queue's data segments (the simulator's stage).
-    loss: LossStage,
+    /// Random loss of this queue's data segments (the simulator's stages).
+    loss: rng::QueueLoss,
     bottleneck: Option<Bottleneck>,
     /// Held packets: (id, due time in CLOCK_MONOTONIC ns, marked CE), FIFO.
     pub held: VecDeque<(u32, u64, bool)>,
@@ -168,6 +168,7 @@ impl QueueSocket {
             name: format!("{}-split", of.name),
             delay_ns: of.delay_ns,
             loss: 0.0,
+            group_loss: Vec::new(),
             rate_bps: 0.0,
             buffer_bytes: u64::MAX,
             aqm: of.aqm,
@@ -214,7 +215,7 @@ impl QueueSocket {
         send_all(fd, &netlink::encode_params(seq + 1, spec.num, copy_range, a.maxlen, a.gso || units))?;
         wait_ack(fd, seq + 1).map_err(|e| io::Error::new(e.kind(), format!("configure queue {}: {e}", spec.num)))?;
         // Non-blocking from now on: the main loop drains with MSG_DONTWAIT.
-        let loss = rng::queue_loss(a.seed, spec.num, spec.loss);
+        let loss = rng::QueueLoss::new(a.seed, &spec);
         let bottleneck = (spec.rate_bps > 0.0).then(|| link::bottleneck(spec.rate_bps, spec.buffer_bytes, spec.aqm));
         Ok(QueueSocket {
             fd,
@@ -317,7 +318,7 @@ impl QueueSocket {
         fates.clear();
         for i in 0..n {
             let segment = units::segment_payload(payload, mss, i);
-            fates.push(self.decide(segment > 0, due, header + segment, ect));
+            fates.push(self.decide(segment > 0, p.tcp_ports, due, header + segment, ect));
         }
         let r = if n == 1 {
             self.apply(p, datagram, fates[0])
@@ -340,16 +341,17 @@ impl QueueSocket {
     }
 
     /// The fate of one segment (or packet) of `ip_len` bytes that reaches
-    /// the bottleneck at `due` (arrival + delay). Loss acts on TCP segments
-    /// with payload only (handshakes and pure ACKs of this direction pass),
+    /// the bottleneck at `due` (arrival + delay), of the TCP flow with
+    /// `ports`. Loss acts on TCP segments with payload only (handshakes and
+    /// pure ACKs of this direction pass), each flow group's by its own stage,
     /// like corruption of data; the bottleneck queue follows the delay line
     /// (propagation upstream of the router's egress queue), and only an
     /// ECN-capable packet consults its discipline (drop-tail ignores it).
-    fn decide(&mut self, is_data: bool, due: u64, ip_len: u32, ect: bool) -> Fate {
+    fn decide(&mut self, is_data: bool, ports: Option<(u16, u16)>, due: u64, ip_len: u32, ect: bool) -> Fate {
         let s = &mut self.stats;
         if is_data {
             s.data_packets += 1;
-            if self.loss.lose() {
+            if self.loss.lose(ports) {
                 s.dropped += 1;
                 return Fate::Lost;
             }

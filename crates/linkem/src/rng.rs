@@ -5,11 +5,49 @@
 use fatpipe_sim::path::{loss_stream, LossStage};
 use fatpipe_sim::rng::Rng;
 
+use crate::args::QueueSpec;
+
+/// The random loss of one queue's data segments: each flow group of
+/// `group_loss` through its own stage, as the simulator loses each group's
+/// (`Sim::new` builds group g's stage from `loss_stream(g)`), and any other
+/// data segment through the queue's own stage (`queue_loss`).
+#[derive(Clone, Debug)]
+pub struct QueueLoss {
+    other: LossStage,
+    by_port: Vec<(u16, LossStage)>,
+}
+
+impl QueueLoss {
+    pub fn new(seed: u64, spec: &QueueSpec) -> Self {
+        QueueLoss {
+            other: queue_loss(seed, spec.num, spec.loss),
+            by_port: spec
+                .group_loss
+                .iter()
+                .map(|g| (g.port, LossStage::new(g.p.clamp(0.0, 1.0), Rng::new(seed, loss_stream(g.group as u64)))))
+                .collect(),
+        }
+    }
+
+    /// Whether the next data segment of the TCP flow with `ports` (source,
+    /// destination) is lost: a flow group's segment matches its port on
+    /// either side (the group's listening port is the destination of a bulk
+    /// flow's data and the source of an RPC server's responses).
+    pub fn lose(&mut self, ports: Option<(u16, u16)>) -> bool {
+        let group = ports.and_then(|(src, dst)| self.by_port.iter().position(|&(p, _)| p == dst || p == src));
+        match group {
+            Some(i) => self.by_port[i].1.lose(),
+            None => self.other.lose(),
+        }
+    }
+}
+
 /// The loss stage of NFQUEUE `num`: its data segments (payload > 0, in
 /// arrival order, retransmissions included) are lost where the simulator
-/// loses flow group `num`'s. The kernel backend's data direction is queue 0
-/// and carries every flow, which pairs a one-group study's kernel run with
-/// the simulator's run of the same seed.
+/// loses flow group `num`'s. The kernel and hosts backends give each flow
+/// group its own stage instead (`group_loss`, [`QueueLoss`]), so every
+/// group's segments pair with the simulator's run of the same seed; this
+/// stage takes the data segments of no group.
 pub fn queue_loss(seed: u64, num: u16, p: f64) -> LossStage {
     LossStage::new(p.clamp(0.0, 1.0), Rng::new(seed, loss_stream(num as u64)))
 }
@@ -47,6 +85,68 @@ mod tests {
         let (a, b) = (lost(&mut sim), lost(&mut line));
         assert!(a.len() > 100, "expected ~200 losses, saw {}", a.len());
         assert_eq!(a, b);
+    }
+
+    fn drops(loss: &mut QueueLoss, ports: (u16, u16), n: u32) -> Vec<u32> {
+        (0..n).filter(|_| loss.lose(Some(ports))).collect()
+    }
+
+    #[test]
+    fn each_flow_group_loses_the_segments_the_simulator_loses_for_it() {
+        let spec = crate::args::parse_queue("num=0,delay_s=0.01,group_loss=5201:0:1e-3/5202:1:4e-3").unwrap();
+        let mut line = QueueLoss::new(9, &spec);
+        // Interleaved arrivals of the two groups (bulk data to port 5201,
+        // two in three; RPC responses from port 5202) do not disturb each
+        // other's draws: (lost positions, segments seen) per group.
+        let (mut a, mut b) = ((Vec::new(), 0u32), (Vec::new(), 0u32));
+        for i in 0..300_000u32 {
+            let (group, ports) = if i % 3 == 0 { (&mut b, (5202, 40_000)) } else { (&mut a, (40_001, 5201)) };
+            if line.lose(Some(ports)) {
+                group.0.push(group.1);
+            }
+            group.1 += 1;
+        }
+        let sim = |p: f64, g: u64, n: u32| {
+            let mut stage = LossStage::new(p, Rng::new(9, loss_stream(g)));
+            (0..n).filter(|_| stage.lose()).collect::<Vec<_>>()
+        };
+        let seen = (a.0.len(), b.0.len());
+        assert!(seen.0 > 100 && seen.1 > 200, "expected ~200 and ~400 losses, saw {seen:?}");
+        assert_eq!(a.0, sim(1e-3, 0, a.1));
+        assert_eq!(b.0, sim(4e-3, 1, b.1));
+    }
+
+    #[test]
+    fn a_one_group_data_queue_draws_what_the_queue_wide_stage_drew() {
+        // The kernel backend's data queue is 0 and a one-group study's group
+        // is 0: per-group loss keeps that run's pairing with the simulator.
+        let by_group = crate::args::parse_queue("num=0,delay_s=0.01,group_loss=5201:0:1e-3").unwrap();
+        let queue_wide = crate::args::parse_queue("num=0,delay_s=0.01,loss=1e-3").unwrap();
+        let ports = (40_000, 5201);
+        let lost = |spec| drops(&mut QueueLoss::new(3, spec), ports, 100_000);
+        assert_eq!(lost(&by_group), lost(&queue_wide));
+    }
+
+    #[test]
+    fn a_reverse_queue_as_the_backends_configure_it_loses_no_request_or_ack() {
+        // Loss applies where the bottleneck sits (sender -> receiver); the
+        // receiver -> sender queues (ACKs, RPC requests) get no loss key.
+        let rev = crate::args::parse_queue("num=1,delay_s=0.01,name=ack").unwrap();
+        let mut loss = QueueLoss::new(1, &rev);
+        assert!(drops(&mut loss, (40_000, 5201), 1_000_000).is_empty(), "requests to an RPC server's port");
+        assert!(drops(&mut loss, (5201, 40_000), 1_000_000).is_empty(), "a bulk receiver's segments");
+        // ... while the same port's segments on a queue with group loss do.
+        let fwd = crate::args::parse_queue("num=0,delay_s=0.01,group_loss=5201:0:1e-2").unwrap();
+        assert!(!drops(&mut QueueLoss::new(1, &fwd), (5201, 40_000), 10_000).is_empty());
+    }
+
+    #[test]
+    fn segments_of_no_group_use_the_queues_own_loss() {
+        let spec = crate::args::parse_queue("num=0,delay_s=0.01,loss=1,group_loss=5201:0:0").unwrap();
+        let mut loss = QueueLoss::new(1, &spec);
+        assert!(drops(&mut loss, (40_000, 5201), 1000).is_empty());
+        assert_eq!(drops(&mut loss, (40_000, 6000), 1000).len(), 1000);
+        assert!(loss.lose(None), "a packet without TCP ports is no group's");
     }
 
     #[test]

@@ -201,11 +201,6 @@ def choose(stats: pd.DataFrame, req: AdviseRequest, largest_loss_tried: float = 
     return simplest(pool), why
 
 
-def recommended_index(stats: pd.DataFrame, req: AdviseRequest) -> int:
-    """The recommendation from what is known so far (choose())."""
-    return choose(stats, req)[0]
-
-
 def stage_order(stats: pd.DataFrame, req: AdviseRequest, fewest_streams_first: bool = False,
                 robust_first: bool = False, min_runs: int = MIN_RECOMMENDED_RUNS) -> list[Candidate]:
     """Which candidates the margin and competing stages measure first

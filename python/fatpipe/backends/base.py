@@ -68,8 +68,13 @@ class RunPlan:
     sample_interval_s: float
     rate_bps: float | None  # bottleneck rate (None: not emulated, the real path's)
     rtt_s: float | None  # base round-trip propagation delay (None: the real path's)
-    loss: float  # random loss probability per packet, each direction's data
-    corruption: float  # per-bit corruption probability (packet lost if hit)
+    # Random loss per packet and per-bit corruption (packet lost if hit),
+    # combined per flow group by packet_loss_probability(the group's MSS):
+    # they act where the bottleneck sits, on data segments travelling
+    # sender -> receiver (bulk data, RPC responses); the reverse direction
+    # (ACKs, RPC requests) is lossless on every backend.
+    loss: float
+    corruption: float
     buffer_bytes: int | None  # bottleneck buffer (None: the real path's)
     mtu_bytes: int
     senders: dict[str, HostLimits]

@@ -72,24 +72,35 @@ def expect_line(proc: subprocess.Popen, word: str, what: str, stop: Callable[[su
     """Wait at most `timeout_s` for `proc` (text mode, stdout piped) to print
     the line `word`. Otherwise stop it with `stop(proc)` and raise NotReady
     naming `what`, its pid and what it printed on stdout and stderr."""
+    read_first_line(proc, what, stop, accept=lambda line: line == word, expected=repr(word), timeout_s=timeout_s)
+
+
+def read_first_line(proc: subprocess.Popen, what: str, stop: Callable[[subprocess.Popen], None],
+                    accept: Callable[[str], bool], expected: str, timeout_s: float = READY_TIMEOUT_S) -> str:
+    """The first line `proc` (text mode, stdout piped) prints, stripped,
+    within `timeout_s`, if `accept` takes it. Otherwise (no line in time,
+    an early exit, another line) stop `proc` with `stop(proc)` and raise
+    NotReady naming `what`, its pid, the `expected` line and what it printed
+    on stdout and stderr. The line is read in a thread, so a process that
+    prints nothing cannot hang the caller."""
     first = _read_in_thread(proc.stdout.readline)
     try:
         line = first.get(timeout=timeout_s)
     except queue.Empty:
         line = None
-    if line is not None and line.strip() == word:
-        return
+    if line is not None and accept(line.strip()):
+        return line.strip()
     stop(proc)
     if line is None:  # the reader gets the partial line at EOF, once stopped
         try:
             line = first.get(timeout=1.0)
         except queue.Empty:
             line = ""
-        problem = f"printed no {word!r} line within {timeout_s:g} s"
+        problem = f"printed no {expected} line within {timeout_s:g} s"
     elif line == "":
-        problem = f"exited ({proc.poll()}) before printing {word!r}"
+        problem = f"exited ({proc.poll()}) before printing {expected}"
     else:
-        problem = f"printed {line.strip()[:200]!r} instead of {word!r}"
+        problem = f"printed {line.strip()[:200]!r} instead of {expected}"
     stdout = (line + _tail(proc.stdout, 1.0)).strip()
     stderr = _tail(proc.stderr, 1.0).strip()
     raise NotReady(f"{what} (pid {proc.pid}) {problem}; stdout: {stdout[-400:] or '(nothing)'}; "

@@ -4,11 +4,11 @@ NFQUEUE numbers of the delay line's queues."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..wire import TCP_IP_HEADER_BYTES, linux_segment_payload
+from ..wire import linux_segment_payload
 from .ecn import LINUX_TCP_ECN, sender_tcp_ecn
 from .flows import group_port
 from .qdisc import bottleneck_qdiscs
@@ -32,10 +32,23 @@ class HostConfig:
 
 
 @dataclass(frozen=True)
+class GroupLoss:
+    """The random loss of one flow group's data segments."""
+
+    group: int
+    mss_bytes: int
+    loss: float  # per data packet: RunPlan.packet_loss_probability(mss_bytes)
+
+
+@dataclass(frozen=True)
 class PathConfig:
     rate_bps: float
     rtt_s: float
-    loss: float  # per data packet, applied to each direction's data segments
+    # Each flow group's loss, applied to its data segments travelling sender
+    # → receiver (where the bottleneck sits: bulk data, RPC responses), as
+    # the simulator applies it; the receiver → sender direction (ACKs, RPC
+    # requests) is lossless.
+    group_loss: tuple[GroupLoss, ...]
     buffer_bytes: int
     mtu_bytes: int
     senders: dict[str, HostConfig]
@@ -84,11 +97,10 @@ def path_config(plan: RunPlan) -> PathConfig:
     (ecn.sender_tcp_ecn)."""
     clamps = sender_cwnd_clamps(plan.flows)
     tcp_ecn = sender_tcp_ecn(plan.flows, {name: h.ecn for name, h in plan.senders.items()})
-    mss = max((f.mss_bytes for f in plan.flows), default=plan.mtu_bytes - TCP_IP_HEADER_BYTES)
     return PathConfig(
         rate_bps=plan.rate_bps,
         rtt_s=plan.rtt_s,
-        loss=plan.packet_loss_probability(mss),
+        group_loss=group_losses(plan),
         buffer_bytes=plan.buffer_bytes,
         mtu_bytes=plan.mtu_bytes,
         senders={name: HostConfig(h.rmem_max_bytes, h.wmem_max_bytes, h.extra_rtt_s, clamps.get(name),
@@ -103,6 +115,13 @@ def path_config(plan: RunPlan) -> PathConfig:
     )
 
 
+def group_losses(plan: RunPlan) -> tuple[GroupLoss, ...]:
+    """Each flow group's loss per data packet (pure): random loss and
+    corruption of the group's own MSS, the simulator's rule (scenario.rs,
+    SimConfig.group_loss)."""
+    return tuple(GroupLoss(f.group, f.mss_bytes, plan.packet_loss_probability(f.mss_bytes)) for f in plan.flows)
+
+
 def gro_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | None:
     """Why a GRO receiver cannot be had with this delay line and
     bottleneck, or None (pure): only linkem carries TSO packets as units,
@@ -114,6 +133,30 @@ def gro_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | None:
         return (f"hosts.receiver.gro = true needs fatpipe-linkem as bottleneck, and path.aqm = "
                 f"{cfg.aqm.get('kind')!r} is a qdisc below tbf, which handles every segment on its own")
     return None
+
+
+def one_loss_refusal(group_loss: Sequence[GroupLoss], emulator: str) -> str | None:
+    """Why `emulator` (a qdisc such as netem, one loss probability for every
+    packet it sees) cannot apply the flow groups' `group_loss`, or None
+    (pure): flow groups of different MSS on a path with corruption lose
+    packets with different probabilities (each its (MSS + 40)·8 bits),
+    which only linkem applies per group."""
+    if len({g.loss for g in group_loss}) <= 1:
+        return None
+    groups = ", ".join(f"flows.{g.group}.mss = {g.mss_bytes} (loss {g.loss:.3g} per packet)" for g in group_loss)
+    return (f"path.corruption > 0 with flow groups of different MSS ({groups}): {emulator} applies one loss "
+            "probability to every flow group, the simulator each group's own; use fatpipe-linkem as the delay "
+            "line (it applies each group's), or give the groups one MSS")
+
+
+def one_loss(cfg: PathConfig, emulator: str) -> float:
+    """The loss probability every packet of the sender → receiver direction
+    meets under `emulator` (one qdisc for all groups); ValueError when the
+    groups' differ (one_loss_refusal)."""
+    refused = one_loss_refusal(cfg.group_loss, emulator)
+    if refused:
+        raise ValueError(refused)
+    return cfg.group_loss[0].loss if cfg.group_loss else 0.0
 
 
 def reverse_delays(cfg: PathConfig) -> tuple[float, dict[str, float]]:

@@ -16,8 +16,8 @@ namespace. The host side is flows.py (configs, parsers) and the backend that sta
   a JSON-lines file (sampling.py; raw bytes, base64; parsed on the host by
   tcpinfo.py).
 
-Flow kinds plug in through SENDERS / RECEIVERS (kind -> function). RPC
-flows run as two more roles from rpc_engine.py (same directory):
+Bulk flows are the kind these two roles carry. RPC flows run as two more
+roles from rpc_engine.py (same directory):
 
 * ``server`` (sender namespace): answers requests with responses; its
   sockets carry the flow's CCA and MSS and are the ones sampled.
@@ -77,16 +77,13 @@ def receive_bulk(listener: socket.socket, deadline: float, threads: list[threadi
         threads.append(t)
 
 
-RECEIVERS = {"bulk": receive_bulk}
-
-
 def run_receiver(cfg: dict) -> int:
     deadline = cfg["deadline_wall_s"]
     threads: list[threading.Thread] = []
     acceptors = []
     for group in cfg["groups"]:
         kind = group["kind"]
-        if kind not in RECEIVERS:
+        if kind != "bulk":
             raise NotImplementedError(f"flow kind {kind!r} is not implemented by the kernel engine yet")
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -103,7 +100,7 @@ def run_receiver(cfg: dict) -> int:
             ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, group["cc"].encode())
         ls.bind((cfg["addr"], group["port"]))
         ls.listen(1024)
-        t = threading.Thread(target=RECEIVERS[kind], args=(ls, deadline, threads), daemon=True)
+        t = threading.Thread(target=receive_bulk, args=(ls, deadline, threads), daemon=True)
         acceptors.append(t)
     for t in acceptors:
         t.start()
@@ -142,12 +139,9 @@ def send_bulk(sock: socket.socket, end_wall_s: float, errors: list[str]) -> None
         errors.append(f"send: {e}")
 
 
-SENDERS = {"bulk": send_bulk}
-
-
 def run_sender(cfg: dict) -> int:
     kind = cfg["kind"]
-    if kind not in SENDERS:
+    if kind != "bulk":
         raise NotImplementedError(f"flow kind {kind!r} is not implemented by the kernel engine yet")
     socks = [open_stream(cfg) for _ in range(cfg["streams"])]
     print("connected", flush=True)
@@ -157,7 +151,7 @@ def run_sender(cfg: dict) -> int:
     interval = cfg["sample_interval_s"]
     errors: list[str] = []
     _sleep_until(start)
-    workers = [threading.Thread(target=SENDERS[kind], args=(s, end, errors), daemon=True) for s in socks]
+    workers = [threading.Thread(target=send_bulk, args=(s, end, errors), daemon=True) for s in socks]
     for w in workers:
         w.start()
     with open(cfg["samples_path"], "w") as out:

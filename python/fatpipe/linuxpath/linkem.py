@@ -2,17 +2,21 @@
 its argument list and its statistics (pure apart from the cargo build).
 
 linkem holds each packet of an NFQUEUE until arrival + one-way delay and
-drops TCP data segments with the configured probability
-(crates/linkem/src/main.rs); a queue with a bottleneck applies its rate,
+drops TCP data segments with the configured probability, each flow group's
+(by its port) with its own (crates/linkem/src/rng.rs); only the sender →
+receiver queue is given loss (config.py). A queue with a bottleneck applies its rate,
 buffer and, with a CE threshold, marks ECN-capable segments CE. It writes
 JSON statistics to a file every second and on SIGTERM.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .config import QUEUE_ACK, QUEUE_SENDER_BASE, PathConfig, reverse_delays
+from .flows import group_port
 from .workspace_binary import build_binary, find_binary
 
 BINARY = "fatpipe-linkem"
@@ -33,7 +37,7 @@ class QueueConfig:
     num: int
     name: str
     delay_s: float
-    loss: float
+    loss: float = 0.0  # data segments of no flow group of group_loss
     rate_bps: float = 0.0  # bottleneck after the delay; 0 = none
     buffer_bytes: int = 0
     ce_threshold: str | None = None  # the bottleneck's CE threshold key (ecn.linkem_threshold), e.g. "ce_k_packets=20"
@@ -41,6 +45,34 @@ class QueueConfig:
     split_queue: int | None = None
     mss_by_port: dict[int, int] = field(default_factory=dict)
     default_mss: int = 0
+    # Each flow group's loss by its port: port → (group, loss per data
+    # segment), drawn from the simulator's stage of that group.
+    group_loss: dict[int, tuple[int, float]] = field(default_factory=dict)
+
+
+def linkem_group_loss(cfg: PathConfig) -> dict[int, tuple[int, float]]:
+    """The data queue's loss for linkem (pure): group port → (flow group,
+    loss), so that each group's data segments draw from the simulator's
+    seeded stage of that group; empty on a lossless path."""
+    if not any(g.loss > 0 for g in cfg.group_loss):
+        return {}
+    return {group_port(g.group): (g.group, g.loss) for g in cfg.group_loss}
+
+
+def reverse_queues(cfg: PathConfig, senders: Iterable[str]) -> tuple[list[QueueConfig], dict[str, int]]:
+    """The receiver → sender queues (pure): the shared one, and one of each
+    of `senders` (in order: sender i's is QUEUE_SENDER_BASE + i) with an
+    extra RTT of its own; and those senders' queue numbers. They carry ACKs
+    and RPC requests, and no loss: loss acts where the bottleneck sits
+    (PathConfig.group_loss)."""
+    shared, own = reverse_delays(cfg)
+    queues = [QueueConfig(QUEUE_ACK, "ack", shared)]
+    numbers = {}
+    for i, name in enumerate(senders):
+        if name in own:
+            numbers[name] = QUEUE_SENDER_BASE + i
+            queues.append(QueueConfig(numbers[name], f"ack-{name}", own[name]))
+    return queues, numbers
 
 
 RT_PRIORITY = 50  # SCHED_FIFO of the NAPI threads that take ACKs to the senders in namespaces
@@ -58,6 +90,9 @@ def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: 
     args = [str(binary)]
     for q in queues:
         spec = f"num={q.num},delay_s={q.delay_s:.9f},loss={q.loss:.9g},name={q.name}"
+        if q.group_loss:
+            spec += ",group_loss=" + "/".join(f"{port}:{group}:{loss:.9g}"
+                                              for port, (group, loss) in sorted(q.group_loss.items()))
         if q.rate_bps > 0:
             spec += f",rate_bps={q.rate_bps:.0f},buffer_bytes={q.buffer_bytes}"
             if q.ce_threshold:

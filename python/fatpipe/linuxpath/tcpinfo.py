@@ -31,10 +31,9 @@ _FIELDS: list[tuple[str, str]] = [
 # The prefix every kernel since 4.19 returns (through tcpi_sndbuf_limited).
 MIN_BYTES = struct.calcsize("<" + "".join(c for n, c in _FIELDS[: _FIELDS.index(("sndbuf_limited_us", "Q")) + 1]))
 
-# tcpi_options bits (include/uapi/linux/tcp.h): ECN was negotiated at
-# connection setup; at least one ECT packet was received.
+# tcpi_options bit (include/uapi/linux/tcp.h): ECN was negotiated at
+# connection setup.
 TCPI_OPT_ECN = 8
-TCPI_OPT_ECN_SEEN = 16
 
 CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}  # enum tcp_ca_state
 

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# What the report imports beyond fatpipe's core dependencies, on first use
+# (page.py's figures): without it, `fatpipe run` skips the report and says so.
+OPTIONAL_DEPENDENCIES = ("matplotlib",)
+
 
 def write_report(study_dir: str | Path, run_id: str | None = None,
                  references: str | Path | None = None) -> Path:
@@ -18,4 +22,4 @@ def write_report(study_dir: str | Path, run_id: str | None = None,
     return write(study_dir, run_id, references)
 
 
-__all__ = ["write_report"]
+__all__ = ["OPTIONAL_DEPENDENCIES", "write_report"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ...linuxpath.config import group_losses, one_loss_refusal
 from ...linuxpath.ecn import qdisc_refusal
 from ...linuxpath.qdisc import bottleneck_qdiscs
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
@@ -54,6 +55,13 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
         problems.append(f"run {plan.run_id}: path.rate and path.rtt are needed: testbed host {emulator[0]} is the "
                         "emulator and applies the path (leave the emulator out of the testbed to run on the path "
                         "as it is)")
+    refused = one_loss_refusal(group_losses(plan), f"netem on host {emulator[0]} (emulator)") if emulator else None
+    if refused:
+        # Where the emulator has netem (hostrun._has_netem) it applies one
+        # loss to every flow group; linkem, used otherwise, applies each's.
+        probe = report.host(emulator[0]).probe
+        if probe is not None and probe.qdiscs.get("netem", (False, ""))[0] and probe.tc is not None:
+            problems.append(f"run {plan.run_id}: {refused}")
     if qdisc_aqm and emulator is None:
         problems.append(f"run {plan.run_id}: path.aqm = {plan.aqm['kind']!r} needs an emulator host in the testbed "
                         "(it applies the qdisc on its interface toward the receiver)")

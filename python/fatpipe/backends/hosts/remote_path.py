@@ -6,16 +6,17 @@ table). As on the kernel backend (fatpipe.linuxpath's model), in this order:
 
 * **netem + tbf** where that kernel has netem (remote_probe.py): tbf (rate,
   burst, limit = buffer) as the root of the interface toward the receiver
-  with netem (RTT/2, loss) below it, and netem (RTT/2 + extra RTT) on each
-  interface toward the senders. These qdiscs delay everything leaving those
+  with netem (RTT/2, loss) below it, and netem (RTT/2 + extra RTT, no
+  loss) on each interface toward the senders. These qdiscs delay everything leaving those
   interfaces: keep the testbed's SSH off the test interfaces.
 * **fatpipe's delay line** (linkem) otherwise: the binary is pushed into the
   run directory and started by the agent; iptables rules in the FORWARD
   chain send the run's packets (TCP between the test addresses, on the
   engine's ports only, so SSH between the same addresses is never delayed)
-  to its NFQUEUEs: data toward the receiver through the delay, loss and the
-  bottleneck queue (rate, byte-limited tail drop), ACKs back through the
-  reverse delay (one queue per sender with its own extra RTT).
+  to its NFQUEUEs: data toward the receiver through the delay, each flow
+  group's loss and the bottleneck queue (rate, byte-limited tail drop),
+  ACKs and RPC requests back through the reverse delay, without loss (one
+  queue per sender with its own extra RTT).
 * **fq_codel** (``path.aqm``, where the emulator's kernel has it, checked
   before the study): with netem, fq_codel in netem's child slot (it queues
   the packets whose delay is over, tbf paces them); with linkem, linkem
@@ -35,9 +36,17 @@ import platform
 from dataclasses import dataclass, field
 
 from ...linuxpath import parse
-from ...linuxpath.config import QUEUE_ACK, QUEUE_DATA, QUEUE_SENDER_BASE, PathConfig, reverse_delays
+from ...linuxpath.config import QUEUE_ACK, QUEUE_DATA, PathConfig, one_loss, reverse_delays
 from ...linuxpath.flows import group_port
-from ...linuxpath.linkem import QueueConfig, build_linkem, find_linkem, linkem_args, summarize
+from ...linuxpath.linkem import (
+    QueueConfig,
+    build_linkem,
+    find_linkem,
+    linkem_args,
+    linkem_group_loss,
+    reverse_queues,
+    summarize,
+)
 from ...linuxpath.qdisc import (
     bottleneck_qdiscs,
     fq_codel_args,
@@ -146,7 +155,9 @@ class RemotePath:
         limit = max(c.buffer_bytes, frame_bytes(c.mtu_bytes))
         rx_if = ifs.toward_receiver
         await self._change(tbf_args(rx_if, c.rate_bps, burst, limit), ["tc", "qdisc", "del", "dev", rx_if, "root"])
-        await self._change(netem_args(rx_if, c.rtt_s / 2, c.loss, parent="1:1"),
+        # Loss where the bottleneck sits (toward the receiver), one for all
+        # flow groups (plan_problems refuses groups whose loss differs).
+        await self._change(netem_args(rx_if, c.rtt_s / 2, one_loss(c, "netem on the emulator"), parent="1:1"),
                            ["tc", "qdisc", "del", "dev", rx_if, "root"])
         if bottleneck_qdiscs(c.aqm):
             # fq_codel in netem's child slot: netem hands it each packet once
@@ -161,8 +172,8 @@ class RemotePath:
                 raise ValueError(f"senders behind interface {ifname} of the emulator ask for different extra RTTs; "
                                  "netem delays a whole interface (give each such sender its own interface)")
             delays[ifname] = delay
-        for ifname, delay in delays.items():
-            await self._change(netem_args(ifname, delay, c.loss), ["tc", "qdisc", "del", "dev", ifname, "root"])
+        for ifname, delay in delays.items():  # toward the senders: ACKs, RPC requests, no loss
+            await self._change(netem_args(ifname, delay, 0.0), ["tc", "qdisc", "del", "dev", ifname, "root"])
         self.details["netem_interfaces"] = {"toward_receiver": rx_if, "toward_senders": sorted(delays)}
 
     async def _qdisc_stats(self) -> list[parse.QdiscStats]:
@@ -213,21 +224,18 @@ class RemotePath:
             # A qdisc discipline (fq_codel) below tbf on the interface toward
             # the receiver, after linkem's delay (FORWARD precedes the egress
             # qdisc), as on the kernel backend.
-            queues = [QueueConfig(QUEUE_DATA, "data", c.rtt_s / 2, c.loss)]
+            data = QueueConfig(QUEUE_DATA, "data", c.rtt_s / 2, group_loss=linkem_group_loss(c))
             burst = c.burst_bytes or tbf_burst_bytes(c.rate_bps, c.mtu_bytes)
             for command in tbf_bottleneck_args(self.interface, c.rate_bps, burst, buffer_bytes, c.aqm):
                 await self._change(command, ["tc", "qdisc", "del", "dev", self.interface, "root"])
         else:
-            queues = [QueueConfig(QUEUE_DATA, "data", c.rtt_s / 2, c.loss, c.rate_bps, buffer_bytes)]
-        shared, own = reverse_delays(c)
-        queues.append(QueueConfig(QUEUE_ACK, "ack", shared, c.loss))
-        sender_queues = {}
-        for i, role in enumerate(self.sender_addrs):
-            if role in own:
-                queues.append(QueueConfig(QUEUE_SENDER_BASE + i, f"ack-{role}", own[role], c.loss))
-                sender_queues[self.sender_addrs[role]] = QUEUE_SENDER_BASE + i
-            else:
-                sender_queues[self.sender_addrs[role]] = QUEUE_ACK
+            data = QueueConfig(QUEUE_DATA, "data", c.rtt_s / 2, rate_bps=c.rate_bps, buffer_bytes=buffer_bytes,
+                               group_loss=linkem_group_loss(c))
+        # Loss only toward the receiver, each flow group's; the reverse
+        # queues (ACKs, RPC requests) are lossless.
+        reverse, own = reverse_queues(c, self.sender_addrs)
+        queues = [data, *reverse]
+        sender_queues = {addr: own.get(role, QUEUE_ACK) for role, addr in self.sender_addrs.items()}
         args = linkem_args(binary, queues, c.seed, self.emulator.path("linkem-stats.json"),  # type: ignore[arg-type]
                            parent_pid=self.emulator.agent.pid)
         agent = self.emulator.agent

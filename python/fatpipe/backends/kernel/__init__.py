@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...linuxpath import linkem as delay_line
-from ...linuxpath.config import gro_refusal, path_config
+from ...linuxpath.config import gro_refusal, group_losses, one_loss_refusal, path_config
 from ...linuxpath.ecn import marks, path_refusal, qdisc_refusal
 from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
 from ...schema import emulator_late
@@ -109,16 +109,19 @@ class KernelBackend(Backend):
                 raise BackendUnavailable(f"run {plan.run_id}: {refused}")
         # linkem is the delay line without netem, and the bottleneck of every
         # marking path (a CE threshold marks in linkem, linuxpath/ecn.py).
-        needs_linkem = not any(c.name == "netem" and c.ok for c in report) or any(marks(p.aqm) for p in plans)
+        # So is it of a path whose flow groups meet different loss (netem
+        # applies one to all).
+        needs_linkem = not any(c.name == "netem" and c.ok for c in report) or any(marks(p.aqm) for p in plans) \
+            or any(one_loss_refusal(group_losses(p), "netem") for p in plans)
         linkem = next(c for c in report if c.name == LINKEM)
+        why = "no netem, path.aqm marks CE, or flow groups meet different loss"
         if needs_linkem and not linkem.ok:
-            raise BackendUnavailable(f"{LINKEM} is needed (no netem, or path.aqm marks CE): {linkem.detail}")
+            raise BackendUnavailable(f"{LINKEM} is needed ({why}): {linkem.detail}")
         if needs_linkem and delay_line.find_linkem() is None:
             try:
                 delay_line.build_linkem()
             except Exception as e:
-                raise BackendUnavailable(f"{LINKEM} is needed (no netem, or path.aqm marks CE) and cannot "
-                                         f"be built: {e}") from e
+                raise BackendUnavailable(f"{LINKEM} is needed ({why}) and cannot be built: {e}") from e
 
     @staticmethod
     def _ports_for(missing: set[str]) -> dict[str, bpfcca.Port]:
@@ -177,7 +180,7 @@ class KernelBackend(Backend):
         report = stats.report(traffic.rows, plan.duration_s)
         facts = {"emulator": stats.emulator, "bottleneck": stats.details.get("bottleneck"),
                  "ccas": cca_facts, "ccas_seen": {str(g): n for g, n in traffic.ccas_seen.items()},
-                 "configured_loss": cfg.loss,
+                 "configured_loss": {str(g.group): g.loss for g in cfg.group_loss},
                  # The same rule as the runs table's flag (schema.emulator_late).
                  "emulator_late": emulator_late(stats.late_p99_s, plan.rtt_s),
                  "late_p50_s": stats.late_p50_s, "engine_errors": traffic.errors,

@@ -43,8 +43,13 @@ import sys
 import time
 from typing import Protocol
 
+from ...linuxpath.cmd import read_first_line
+from .cleanup import stop_process
+
 # Seconds to wait for the priming connection's metrics entry.
 PRIME_TIMEOUT_S = 10.0
+# Seconds the priming listener may take to print its port (a Python start).
+LISTENER_READY_S = 10.0
 
 # One line of `ip tcp_metrics show ADDR`: "198.19.0.1 age 0.01sec ssthresh 20 cwnd 20 rtt 69us …".
 _METRIC = re.compile(r"\b(cwnd|ssthresh) (\d+)\b")
@@ -88,10 +93,8 @@ def prime_metrics_cache(sender: _Ns, receiver: _Ns, receiver_addr: str, clamp_se
         server = receiver.popen([sys.executable, "-c", _LISTEN, receiver_addr],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            port = server.stdout.readline().strip()
-            if not port.isdigit():
-                raise RuntimeError(f"cwnd clamp: the priming listener in {receiver.name} printed {port!r}, "
-                                   f"not a port: {server.stderr.read()[-400:] if server.poll() is not None else ''}")
+            port = read_first_line(server, f"cwnd clamp: the priming listener in {receiver.name}", stop_process,
+                                   accept=str.isdigit, expected="port number", timeout_s=LISTENER_READY_S)
             sender.run(sys.executable, "-c", _CONNECT, receiver_addr, port, timeout_s=15.0)
             server.wait(timeout=15.0)
         finally:

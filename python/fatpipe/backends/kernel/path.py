@@ -28,8 +28,10 @@
 * **Delay + loss, linkem** (where the probe finds no netem: kernels built
   without CONFIG_NET_SCH_NETEM):
   ``iptables -j NFQUEUE`` in the router's FORWARD chain sends each direction
-  to its own queue; fatpipe-linkem holds every packet RTT/2 and drops TCP
-  data segments with the configured probability. The queues are configured
+  to its own queue; fatpipe-linkem holds every packet RTT/2 and, in the
+  data queue only, drops each flow group's TCP data segments with the
+  group's probability (``PathConfig.group_loss``, drawn from the
+  simulator's seeded stage of that group). The queues are configured
   without NFQA_CFG_F_GSO, so nfnetlink_queue software-segments GSO packets
   before queueing: loss hits individual MSS segments while the senders keep
   TSO/GSO (cheap) — linkem reports the largest packet it saw to prove it.
@@ -38,6 +40,12 @@
 * **Delay + loss, netem** (when ``tc qdisc add … netem`` works): netem on
   each sender's egress (RTT/2 + loss) and on the receiver's egress (RTT/2);
   TSO/GSO are switched off on the senders so netem drops MSS segments.
+  netem applies one loss probability to all flow groups, so groups whose
+  loss differs (corruption with different MSS) take linkem.
+* **Loss acts where the bottleneck sits**: on packets travelling sender →
+  receiver (bulk data, RPC responses), as a netem user who puts netem on
+  that egress gets it, and as the simulator does; the receiver → sender
+  direction (ACKs, RPC requests) is lossless with either delay line.
   (Not exercisable on kernels without netem.)
 * **Extra RTT per sender** (``HostConfig.extra_rtt_s``, RTT fairness): added
   on the receiver → sender direction, as the simulator does (its ACK pipe
@@ -61,14 +69,22 @@ from ...linuxpath.config import (
     QUEUE_ACK,
     QUEUE_DATA,
     QUEUE_DATA_SPLIT,
-    QUEUE_SENDER_BASE,
     HostConfig,
     PathConfig,
     gro_refusal,
-    reverse_delays,
+    one_loss,
+    one_loss_refusal,
 )
 from ...linuxpath.ecn import linkem_threshold, marks, path_refusal, qdisc_refusal
-from ...linuxpath.linkem import RT_PRIORITY, QueueConfig, build_linkem, find_linkem, summarize
+from ...linuxpath.linkem import (
+    RT_PRIORITY,
+    QueueConfig,
+    build_linkem,
+    find_linkem,
+    linkem_group_loss,
+    reverse_queues,
+    summarize,
+)
 from ...linuxpath.qdisc import bottleneck_qdiscs, netem_args, probe_args, tbf_bottleneck_args, tbf_burst_bytes
 from ...linuxpath.stats import PathStats
 from ...units import format_rate
@@ -199,7 +215,8 @@ class EmulatedPath:
 
     def build(self) -> None:
         c = self.cfg
-        refused = path_refusal(c.aqm, c.emulator, c.bottleneck) or gro_refusal(c, c.emulator, c.bottleneck)
+        refused = path_refusal(c.aqm, c.emulator, c.bottleneck) or gro_refusal(c, c.emulator, c.bottleneck) \
+            or (one_loss_refusal(c.group_loss, "netem") if c.emulator == "netem" else None)
         if refused:  # before anything is built
             raise ValueError(refused)
         self.router = self._ns("r")
@@ -227,8 +244,9 @@ class EmulatedPath:
         emulator = c.emulator
         if emulator == "auto":
             # Marking is linkem's: a CE threshold takes it even where netem exists.
-            # So does a GRO receiver (linkem's unit mode).
-            emulator = "linkem-nfqueue" if marks(c.aqm) or c.receiver_gro \
+            # So does a GRO receiver (linkem's unit mode), and loss that
+            # differs between flow groups (linkem applies each group's).
+            emulator = "linkem-nfqueue" if marks(c.aqm) or c.receiver_gro or one_loss_refusal(c.group_loss, "netem") \
                 or not qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, "netem") else "netem"
         bottleneck = c.bottleneck
         if bottleneck == "auto":
@@ -258,11 +276,13 @@ class EmulatedPath:
 
     def _add_netem(self) -> None:
         c = self.cfg
+        loss = one_loss(c, "netem")
         for name, ns in self.senders.items():
             set_offloads(ns, "eth0", False, ("tso", "gso"))  # netem must see MSS segments
             # Extra RTT of this sender (and of the receiver) on its own egress.
             extra_s = c.senders[name].extra_rtt_s + c.receiver.extra_rtt_s
-            ns.run(*netem_args("eth0", c.rtt_s / 2 + extra_s, c.loss))
+            ns.run(*netem_args("eth0", c.rtt_s / 2 + extra_s, loss))
+        # The reverse direction (ACKs, RPC requests) is lossless.
         self.receiver.run(*netem_args("eth0", c.rtt_s / 2, 0.0))
 
     def _add_linkem(self) -> None:
@@ -273,23 +293,19 @@ class EmulatedPath:
         self.ack_napi = {name: receive_in_rt_napi_thread(ns, "eth0", self.router, f"s{i}", c.mtu_bytes, RT_PRIORITY)
                          for i, (name, ns) in enumerate(self.senders.items())}
         half = c.rtt_s / 2
-        data = QueueConfig(QUEUE_DATA, "data", half, c.loss)
+        # Loss where the bottleneck sits: each flow group's, on this queue only.
+        data = QueueConfig(QUEUE_DATA, "data", half, group_loss=linkem_group_loss(c))
         if self.bottleneck == "linkem":
             buffer_bytes = max(c.buffer_bytes, frame_bytes(c.mtu_bytes))
-            data = QueueConfig(QUEUE_DATA, "data", half, c.loss, c.rate_bps, buffer_bytes, linkem_threshold(c.aqm))
+            data = replace(data, rate_bps=c.rate_bps, buffer_bytes=buffer_bytes, ce_threshold=linkem_threshold(c.aqm))
         if c.receiver_gro:
             # Unit mode (crates/linkem/src/units.rs): TSO packets whole
             # unless a segment inside is lost, dropped or marked.
             data = replace(data, split_queue=QUEUE_DATA_SPLIT, mss_by_port=dict(c.mss_by_port),
                            default_mss=max(c.mss_by_port.values(), default=c.mtu_bytes - TCP_IP_TS_HEADER_BYTES))
-        shared, own = reverse_delays(c)
-        queues = [data, QueueConfig(QUEUE_ACK, "ack", shared, c.loss)]
-        sender_queues = {}
-        for i, name in enumerate(c.senders):
-            if name in own:
-                num = QUEUE_SENDER_BASE + i
-                queues.append(QueueConfig(num, f"ack-{name}", own[name], c.loss))
-                sender_queues[self.sender_addrs[name]] = num
+        reverse, own = reverse_queues(c, c.senders)
+        queues = [data, *reverse]
+        sender_queues = {self.sender_addrs[name]: num for name, num in own.items()}
         self.linkem = Linkem(self.router, binary, queues, c.seed, self.workdir / "linkem-stats.json", self.record)
         ipt = iptables_binary(self.router)
         for rule in nfqueue_rules(ipt, sender_queues):
