@@ -15,11 +15,12 @@
 //! `ConnState::now` (ns) with a fixed `HZ` = 1000, so a jiffy is 1 ms.
 
 use super::jiffies::{jiffies, usecs_to_jiffies, HZ};
-use super::{AckSample, CaState, ConnState, CongestionControl, CwndEvent};
+use super::{AckSample, CaState, ConnState, CongestionControl, CwndEvent, GSO_MAX_SIZE};
 use crate::units::Time;
 
-/// BICTCP_BETA_SCALE: beta and friends are in units of 1/1024.
-const BICTCP_BETA_SCALE: u64 = 1024;
+/// BICTCP_BETA_SCALE (tcp_cubic.c repeats tcp_bic.c's): beta and friends
+/// are in units of 1/1024.
+const BICTCP_BETA_SCALE: u64 = super::bic::BICTCP_BETA_SCALE as u64;
 /// BICTCP_HZ: cubic time is kept in units of 2^-10 s.
 const BICTCP_HZ: u32 = 10;
 /// `beta` module parameter: multiplicative decrease 717/1024 ≈ 0.7
@@ -43,8 +44,6 @@ const HYSTART_MIN_SAMPLES: u8 = 8;
 /// HYSTART_DELAY_MIN / HYSTART_DELAY_MAX (µs).
 const HYSTART_DELAY_MIN_US: u32 = 4000;
 const HYSTART_DELAY_MAX_US: u32 = 16000;
-/// sk->sk_gso_max_size default (GSO_LEGACY_MAX_SIZE), for hystart_ack_delay().
-const GSO_MAX_SIZE: u64 = 65536;
 
 /// cubic_root(): Linux's table lookup plus one Newton-Raphson step
 /// (avg. error ~0.2 %), kept instead of an exact cube root so K matches
@@ -105,7 +104,6 @@ pub struct Cubic {
     last_ack: u64,
     /// Minimum RTT (µs) of the current round.
     curr_rtt: u32,
-    in_slow_start: bool,
 }
 
 impl Cubic {
@@ -116,10 +114,8 @@ impl Cubic {
     /// bictcp_reset(): clear everything up to the HyStart round fields.
     fn reset(&mut self) {
         let keep = (self.round_start, self.end_round, self.last_ack, self.curr_rtt, self.sample_cnt);
-        let ss = self.in_slow_start;
         *self = Cubic::default();
         (self.round_start, self.end_round, self.last_ack, self.curr_rtt, self.sample_cnt) = keep;
-        self.in_slow_start = ss;
         self.found = false;
     }
 
@@ -285,7 +281,6 @@ impl CongestionControl for Cubic {
     fn init(&mut self, tp: &mut ConnState) {
         self.reset();
         self.hystart_reset(tp);
-        self.in_slow_start = tp.in_slow_start();
     }
 
     /// cubictcp_recalc_ssthresh(): end the epoch, remember W_max with fast
@@ -311,13 +306,11 @@ impl CongestionControl for Cubic {
         }
         let mut acked = acked;
         if tp.in_slow_start() {
-            self.in_slow_start = true;
             acked = tp.slow_start(acked);
             if acked == 0 {
                 return;
             }
         }
-        self.in_slow_start = false;
         self.update(tp.snd_cwnd, acked, tp.now);
         let cnt = self.cnt;
         tp.cong_avoid_ai(cnt, acked);
@@ -373,14 +366,6 @@ impl CongestionControl for Cubic {
     /// prior_cwnd) (RFC 9438 §4.9 would also restore W_max; Linux does not).
     fn undo_cwnd(&mut self, tp: &mut ConnState) -> u32 {
         tp.snd_cwnd.max(tp.prior_cwnd)
-    }
-
-    fn state_label(&self) -> &'static str {
-        if self.in_slow_start {
-            "slow_start"
-        } else {
-            "cong_avoid"
-        }
     }
 }
 

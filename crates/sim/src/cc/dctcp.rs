@@ -178,12 +178,10 @@ impl CongestionControl for Dctcp {
     }
 
     /// The ops in use: `dctcp`, or `dctcp-reno` after the fallback.
-    fn state_label(&self) -> &'static str {
-        if self.reno_fallback {
-            "dctcp-reno"
-        } else {
-            "dctcp"
-        }
+    /// DCTCP's cong_avoid is Reno's either way; `reno` names the fallback
+    /// (no ECN: dctcp_ssthresh() becomes tcp_reno_ssthresh()).
+    fn state_label(&self, tp: &ConnState) -> &'static str {
+        tp.window_label(if self.reno_fallback { "reno" } else { "cong_avoid" })
     }
 }
 
@@ -295,7 +293,7 @@ mod tests {
         let mut tp = ConnState::new(1448);
         tp.snd_cwnd = 100;
         d.init(&mut tp);
-        assert_eq!(d.state_label(), "dctcp-reno");
+        assert_eq!(d.state_label(&ConnState { snd_ssthresh: 2, ..tp.clone() }), "reno");
         assert!(!d.needs_ecn());
         assert_eq!(d.ssthresh(&tp), 50);
         tp.ca_state = CaState::Open;

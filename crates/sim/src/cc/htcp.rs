@@ -48,7 +48,6 @@ pub struct Htcp {
     bi: u32,
     /// Jiffies at the start of the throughput measurement interval.
     lasttime: u64,
-    in_slow_start: bool,
 }
 
 impl Default for Htcp {
@@ -77,7 +76,6 @@ impl Htcp {
             old_max_b: 0,
             bi: 0,
             lasttime: 0,
-            in_slow_start: true,
         }
     }
 
@@ -200,11 +198,9 @@ impl CongestionControl for Htcp {
             return;
         }
         if tp.in_slow_start() {
-            self.in_slow_start = true;
             tp.slow_start(acked);
             return;
         }
-        self.in_slow_start = false;
         if (tp.snd_cwnd_cnt as u64 * self.alpha as u64) >> 7 >= tp.snd_cwnd as u64 {
             if tp.snd_cwnd < tp.snd_cwnd_clamp {
                 tp.snd_cwnd += 1;
@@ -286,14 +282,6 @@ impl CongestionControl for Htcp {
             self.old_max_b = self.undo_old_max_b;
         }
         tp.snd_cwnd.max(tp.prior_cwnd)
-    }
-
-    fn state_label(&self) -> &'static str {
-        if self.in_slow_start {
-            "slow_start"
-        } else {
-            "cong_avoid"
-        }
     }
 }
 
@@ -548,9 +536,10 @@ mod tests {
     fn slow_start_below_ssthresh_drops_leftover_acks() {
         let mut h = Htcp::new();
         let mut tp = conn(10, 12);
+        assert_eq!(h.state_label(&tp), "slow_start");
         h.cong_avoid(&mut tp, 4);
         assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (12, 0));
-        assert_eq!(h.state_label(), "slow_start");
+        assert_eq!(h.state_label(&tp), "cong_avoid", "cwnd reached ssthresh: tcp_in_slow_start() is false");
     }
 
     #[test]
