@@ -245,7 +245,7 @@ impl ConnState {
     pub fn new(mss_bytes: u32) -> ConnState {
         ConnState {
             now: Time::ZERO,
-            snd_cwnd: 10,
+            snd_cwnd: TCP_INIT_CWND,
             snd_ssthresh: TCP_INFINITE_SSTHRESH,
             snd_cwnd_cnt: 0,
             snd_cwnd_clamp: u32::MAX / 2,
@@ -368,6 +368,9 @@ impl ConnState {
     }
 }
 
+/// TCP_INIT_CWND (include/net/tcp.h): the initial window, 10 segments
+/// (RFC 6928).
+pub const TCP_INIT_CWND: u32 = 10;
 /// TCP_INFINITE_SSTHRESH (include/net/tcp.h).
 pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 

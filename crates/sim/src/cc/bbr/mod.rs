@@ -44,7 +44,7 @@ pub use minmax::Minmax;
 
 use super::jiffies::{USEC_PER_MSEC, USEC_PER_SEC};
 use super::prandom::Prandom;
-use super::{CaState, CongestionControl, ConnState, CwndEvent, RateSample, TCP_INFINITE_SSTHRESH};
+use super::{CaState, CongestionControl, ConnState, CwndEvent, RateSample, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND};
 use crate::units::{Rate, Time};
 use ack_aggregation::AckAggregation;
 
@@ -132,9 +132,6 @@ pub const BBR_ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
 /// `bbr_extra_acked_max_us`: "Time period for clamping cwnd increment due
 /// to ack aggregation".
 pub const BBR_EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
-
-/// TCP_INIT_CWND (include/net/tcp.h).
-const TCP_INIT_CWND: u32 = 10;
 
 /// `enum bbr_mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
