@@ -159,10 +159,32 @@ fn plan_fields() -> Vec<(String, Vec<&'static str>, Vec<&'static str>)> {
     fatpipe_sim::plan::plan_fields().into_iter().map(|f| (f.name, f.read, f.ignored)).collect()
 }
 
-/// Names of the congestion control algorithms the simulator implements.
+/// Names of the congestion control algorithms the simulator implements,
+/// in registry order (the names of `cca_registry()`).
 #[pyfunction]
 fn available_ccas() -> Vec<&'static str> {
-    fatpipe_sim::cc::AVAILABLE.to_vec()
+    fatpipe_sim::cc::REGISTRY.iter().map(|c| c.name).collect()
+}
+
+/// The simulator's CCA registry (fatpipe_sim::cc::REGISTRY) in order: one
+/// dict per algorithm with its name and traits (python/fatpipe/ccas.py
+/// reads it).
+#[pyfunction]
+fn cca_registry(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    fatpipe_sim::cc::REGISTRY
+        .iter()
+        .map(|c| {
+            let t = c.traits();
+            let d = PyDict::new(py);
+            d.set_item("name", c.name)?;
+            d.set_item("rate_based", t.rate_based)?;
+            d.set_item("loss_bound", t.loss_bound)?;
+            d.set_item("linux_mainline", t.linux_mainline)?;
+            d.set_item("linux_default", t.linux_default)?;
+            d.set_item("needs_ecn", t.needs_ecn)?;
+            Ok(d)
+        })
+        .collect()
 }
 
 #[pymodule]
@@ -171,6 +193,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationPanic", m.py().get_type::<SimulationPanic>())?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(available_ccas, m)?)?;
+    m.add_function(wrap_pyfunction!(cca_registry, m)?)?;
     m.add_function(wrap_pyfunction!(series_columns, m)?)?;
     m.add_function(wrap_pyfunction!(rpc_columns, m)?)?;
     m.add_function(wrap_pyfunction!(path_series_columns, m)?)?;

@@ -59,7 +59,12 @@
 //! * **Loss recovery**: SACK + RACK-TLP (RFC 8985) with Linux's reo_wnd
 //!   rules, PRR (RFC 6937), RTO = srtt + max(4·mdev, 200 ms) with
 //!   exponential backoff, timers on a 1 ms jiffy grid, D-SACK undo. No
-//!   F-RTO, no timestamps (Eifel), no ECN.
+//!   F-RTO, no timestamps (Eifel).
+//! * **ECN** (RFC 3168, tcp/ecn.rs): negotiated from both hosts'
+//!   net.ipv4.tcp_ecn or asked for by the CCA (TCP_CONG_NEEDS_ECN, DCTCP);
+//!   ECT data, ECE echoed until CWR (or DCTCP's CE-state mirroring), the
+//!   CWR reduction on ECE; the bottleneck marks CE at a threshold
+//!   (`Aqm::CeThreshold`, DCTCP's K) or by CoDel in fq_codel (path.rs).
 //! * **Pacing** (tcp_wstamp_ns) when the CCA sets `pacing_enabled` or the
 //!   host has `stream_rate_cap_bps` (sk_max_pacing_rate), in TSO bursts of
 //!   ~1 ms of data (tcp_tso_autosize, 2..64 KB).

@@ -275,7 +275,7 @@ fn yeah_falls_back_to_reno_mode_and_decongests_when_its_queue_exceeds_alpha() {
             c.pkts_acked(&mut tp, &ack(base_us + q as u64 * per_seg_us));
             c.cong_avoid(&mut tp, 1);
         }
-        rounds.push((q, c.last_queue(), c.state_label(), w, tp.snd_cwnd));
+        rounds.push((q, c.last_queue(), c.state_label(&tp), w, tp.snd_cwnd));
     }
     let first_reno = rounds.iter().position(|r| r.2 == "reno").expect("YeAH leaves fast mode");
     // Fast mode (Scalable: +1 per 100 acked, ten segments per RTT here)

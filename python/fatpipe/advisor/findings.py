@@ -8,9 +8,10 @@ import math
 
 import pandas as pd
 
+from .. import ccas as cca_registry
 from ..units import format_rate, format_time
 from ..window import bdp_bytes, rmem_for_window, whole_mib, window_of_rmem, window_of_wmem, wmem_for_window
-from .plan import RATE_BASED_CCAS, Timing, path_window_bytes
+from .plan import Timing, path_window_bytes
 from .request import AdviseRequest
 
 # Jumbo frames "pay" when the best jumbo candidate beats the best at the
@@ -180,6 +181,6 @@ def assumptions(req: AdviseRequest, t: Timing) -> list[str]:
         "is smaller); the tcp_wmem advised is 2 × the window, the room fast recovery needs "
         "(tcp_sndbuf_expand's factor 2).",
     ]
-    if any(c in RATE_BASED_CCAS for c in req.ccas):
+    if any(c in cca_registry.rate_based() for c in req.ccas):
         out.append("BBR family: its losses at high random loss follow the simulator's port of Linux's tcp_bbr.c.")
     return out

@@ -52,16 +52,13 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .. import ccas as cca_registry
 from ..analysis.models import cubic_bps
 from ..backends.sim import SIM_PACKETS_PER_S
 from ..window import rmem_for_window, whole_mib, window_needed_bytes, window_of_rmem, window_of_wmem, wmem_for_window
 from ..wire import ETH_HEADER_BYTES, goodput_ceiling_bps, mss_with_timestamps, packet_loss_probability
 from .request import AdviseRequest
 
-# CCAs whose rate does not follow the loss rate: they model the path (BBR).
-RATE_BASED_CCAS = frozenset({"bbr", "bbr3"})
-# Random loss does not bound them (module doc, "Loss bound").
-NOT_LOSS_BOUND_CCAS = RATE_BASED_CCAS | {"westwood"}
 LOSS_BASED_HEADROOM = 3.0
 SLOW_START_EXIT = 2.0  # window at slow start's end, × 1/p segments (module doc)
 WARMUP_RTTS = 20
@@ -134,7 +131,8 @@ def stream_ladder(max_streams: int, factor: int = 4) -> list[int]:
 def baseline(req: AdviseRequest) -> Candidate:
     """What the hosts do today: Linux's default CCA (or the first one
     allowed), one stream, the smallest MTU, the hosts' buffers."""
-    cc = "cubic" if "cubic" in req.ccas else req.ccas[0]
+    default = cca_registry.linux_default()
+    cc = default if default in req.ccas else req.ccas[0]
     return Candidate(cc, 1, min(req.mtu), req.rmem, req.wmem)
 
 
@@ -205,7 +203,8 @@ def loss_bound_bps(req: AdviseRequest, cc: str, mss_bytes: int, loss: float | No
     """Generous upper bound of one stream's goodput at random loss (module
     doc, "Loss bound"); inf when the loss does not bound the CCA."""
     p = packet_loss_probability(req.loss if loss is None else loss, 0.0, mss_bytes)
-    if cc in NOT_LOSS_BOUND_CCAS or p <= 0:
+    # The registry's loss_bound trait (module doc, "Loss bound").
+    if cc in cca_registry.not_loss_bound() or p <= 0:
         return math.inf
     steady = LOSS_BASED_HEADROOM * float(cubic_bps(mss_bytes, req.rtt, p))
     return max(steady, SLOW_START_EXIT / p * mss_bytes * 8 / req.rtt)

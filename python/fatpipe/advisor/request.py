@@ -9,7 +9,7 @@ can make, from command-line flags or a small TOML file with the same keys::
     rmem = "6MiB"          # the hosts' tcp_rmem[2] now (default Linux's)
     wmem = "4MiB"          # the hosts' tcp_wmem[2] now (default Linux's)
     stream_cap = "5Gbit"   # what one stream can send (CPU-bound host)
-    ccas = ["cubic", "bbr"]  # CCAs the user can deploy (default below)
+    ccas = ["cubic", "bbr"]  # CCAs the user can deploy (default: AdviseRequest.ccas)
     max_streams = 16       # most parallel streams the transfer tool opens
     competing = "cubic"    # traffic sharing the path (one stream of this CCA)
     budget = "60s"         # wall time to aim for
@@ -25,16 +25,11 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
+from .. import ccas as cca_registry
 from .. import spec as spec_mod
 from ..spec import Buffer, DurationS, Probability, RateBps, RttS, SizeBytes, SpecError
 from ..spec_errors import validation_problems
 
-# Every CCA of mainline Linux (net/ipv4/tcp_*.c) the simulator has, except
-# dctcp (it needs ECN marking at the bottleneck, a data-centre setting).
-# bbr3 is Google's out-of-tree BBRv3: deployable on a patched kernel, so
-# only when asked for (--ccas).
-LINUX_MAINLINE_CCAS = ("cubic", "reno", "htcp", "bbr", "bic", "highspeed", "scalable", "westwood",
-                       "illinois", "yeah", "vegas", "nv")
 DEFAULT_MAX_STREAMS = 16
 MAX_MAX_STREAMS = 256
 DEFAULT_BUDGET_S = 60.0
@@ -89,7 +84,11 @@ class AdviseRequest(spec_mod._Strict):
     rmem: SizeBytes = spec_mod.LINUX_RMEM_MAX_BYTES
     wmem: SizeBytes = spec_mod.LINUX_WMEM_MAX_BYTES
     stream_cap: RateBps | None = None
-    ccas: Annotated[list[str], BeforeValidator(_split_list)] = list(LINUX_MAINLINE_CCAS)
+    # Default: every mainline-Linux CCA the simulator has that needs no ECN
+    # marking at the bottleneck (dctcp is a data-centre setting), Linux's
+    # default first (fatpipe.ccas.deployable_defaults); bbr3 (out-of-tree)
+    # only when asked for.
+    ccas: Annotated[list[str], BeforeValidator(_split_list)] = Field(default_factory=cca_registry.deployable_defaults)
     max_streams: Annotated[int, Field(ge=1, le=MAX_MAX_STREAMS)] = DEFAULT_MAX_STREAMS
     competing: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = None
     budget: DurationS = DEFAULT_BUDGET_S

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import ccas
+
 CSS = """
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 0 auto;
        max-width: 1250px; padding: 1.2em 2em 3em; color: #1d1d1f; line-height: 1.4; }
@@ -40,9 +42,13 @@ nav a { margin-right: 1em; }
 """
 
 
-CC_COLORS = {"bbr": "#1f77b4", "cubic": "#d62728", "reno": "#2ca02c", "htcp": "#9467bd",
-             "dctcp": "#8c564b", "bic": "#e377c2", "yeah": "#7f7f7f", "nv": "#bcbd22",
-             "bbr3": "#17becf"}
+# A CCA's colour is its place in the simulator's registry (fatpipe.ccas):
+# matplotlib's tab10, then tab20's lighter shade of the same ten hues, so
+# each registered CCA keeps one colour in every figure and a new one gets
+# the next without an edit here.
+CC_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+              "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+              "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5")
 
 
 def short_key(key: str) -> str:
@@ -74,7 +80,11 @@ def point_label(row, keys: Sequence[str]) -> str:
 
 
 def cc_color(cc: str, i: int = 0) -> str:
-    return CC_COLORS.get(str(cc).lower(), f"C{i % 10}")
+    """`cc`'s colour by its registry position; a name the registry does not
+    know (a kernel-only CCA, an imported study's, no simulator extension)
+    gets matplotlib's cycle colour of its position `i` among the plotted."""
+    at = ccas.index(str(cc).lower())
+    return CC_PALETTE[at % len(CC_PALETTE)] if at is not None else f"C{i % 10}"
 
 
 def esc(text) -> str:

@@ -64,8 +64,6 @@ pub struct Bic {
     last_time: u64,
     /// Packets per ACK << ACK_RATIO_SHIFT, a 1/16 moving average.
     delayed_ack: u32,
-    /// Which branch of bictcp_update() set `cnt` (the `cc_mode` column).
-    mode: &'static str,
 }
 
 impl Default for Bic {
@@ -88,7 +86,6 @@ impl Bic {
             last_cwnd: 0,
             last_time: 0,
             delayed_ack: 0,
-            mode: "slow_start",
         };
         b.reset();
         b
@@ -121,7 +118,6 @@ impl Bic {
         // Start off normal: Reno below low_window.
         if cwnd <= p.low_window {
             self.cnt = cwnd;
-            self.mode = "reno";
             return;
         }
         let max = self.last_max_cwnd;
@@ -137,7 +133,6 @@ impl Bic {
             } else {
                 cwnd / dist
             };
-            self.mode = "binary_search";
         } else {
             // Max probing: slow start-like growth away from W_max, then linear.
             self.cnt = if cwnd < max.saturating_add(BICTCP_B) {
@@ -147,7 +142,6 @@ impl Bic {
             } else {
                 cwnd / max_inc // linear increase
             };
-            self.mode = "max_probing";
         }
         // Before the first loss (or with very low utilisation): at least 5 %
         // growth per RTT.
@@ -156,6 +150,21 @@ impl Bic {
         }
         // Scale by the delayed-ACK ratio; cnt cannot be zero.
         self.cnt = ((self.cnt << ACK_RATIO_SHIFT) / self.delayed_ack.max(1)).max(1);
+    }
+}
+
+impl Bic {
+    /// The branch bictcp_update() takes at `cwnd` (the `cc_mode` label
+    /// outside slow start): Reno at or below low_window, the binary search
+    /// below W_max, max probing above it.
+    fn update_branch(&self, cwnd: u32) -> &'static str {
+        if cwnd <= self.params.low_window {
+            "reno"
+        } else if cwnd < self.last_max_cwnd {
+            "binary_search"
+        } else {
+            "max_probing"
+        }
     }
 }
 
@@ -198,7 +207,6 @@ impl CongestionControl for Bic {
         }
         let mut acked = acked;
         if tp.in_slow_start() {
-            self.mode = "slow_start";
             acked = tp.slow_start(acked);
             if acked == 0 {
                 return;
@@ -225,8 +233,8 @@ impl CongestionControl for Bic {
         }
     }
 
-    fn state_label(&self) -> &'static str {
-        self.mode
+    fn state_label(&self, tp: &ConnState) -> &'static str {
+        tp.window_label(self.update_branch(tp.snd_cwnd))
     }
 }
 

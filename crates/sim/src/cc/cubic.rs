@@ -1,9 +1,9 @@
 //! CUBIC with HyStart as Linux implements it in net/ipv4/tcp_cubic.c
-//! (v2.3, torvalds/linux 617e407c), with the default module parameters:
-//! beta = 717/1024, bic_scale = 41 (C = 0.4), fast_convergence = 1,
-//! tcp_friendliness = 1, initial_ssthresh = 0, hystart = 1,
-//! hystart_detect = ACK train | delay, hystart_low_window = 16,
-//! hystart_ack_delta_us = 2000.
+//! (v2.3, torvalds/linux 617e407c). The module parameters are
+//! [`CubicParams`], with Linux's defaults: beta = 717/1024, bic_scale = 41
+//! (C = 0.4), hystart_low_window = 16, hystart_ack_delta_us = 2000; the
+//! boolean ones stay at theirs (fast_convergence = 1, tcp_friendliness = 1,
+//! initial_ssthresh = 0, hystart = 1, hystart_detect = ACK train | delay).
 //!
 //! The math is RFC 9438; each rule cites the RFC section where Linux
 //! matches it and the Linux function where Linux differs (integer
@@ -15,36 +15,74 @@
 //! `ConnState::now` (ns) with a fixed `HZ` = 1000, so a jiffy is 1 ms.
 
 use super::jiffies::{jiffies, usecs_to_jiffies, HZ};
-use super::{AckSample, CaState, ConnState, CongestionControl, CwndEvent};
+use super::{AckSample, CaState, ConnState, CongestionControl, CwndEvent, GSO_MAX_SIZE};
 use crate::units::Time;
 
-/// BICTCP_BETA_SCALE: beta and friends are in units of 1/1024.
-const BICTCP_BETA_SCALE: u64 = 1024;
+/// BICTCP_BETA_SCALE (tcp_cubic.c repeats tcp_bic.c's): beta and friends
+/// are in units of 1/1024.
+const BICTCP_BETA_SCALE: u64 = super::bic::BICTCP_BETA_SCALE as u64;
 /// BICTCP_HZ: cubic time is kept in units of 2^-10 s.
 const BICTCP_HZ: u32 = 10;
-/// `beta` module parameter: multiplicative decrease 717/1024 ≈ 0.7
-/// (RFC 9438 §4.6, β_cubic = 0.7).
-const BETA: u64 = 717;
-/// `bic_scale` module parameter: C = 41/1024 * 10 = 0.4 (RFC 9438 §5.1).
-const BIC_SCALE: u64 = 41;
-/// cubictcp_register(): cube_rtt_scale = bic_scale * 10 = 1024 * C.
-const CUBE_RTT_SCALE: u64 = BIC_SCALE * 10;
-/// cubictcp_register(): beta_scale = 8 * (1024 + beta) / 3 / (1024 - beta)
-/// = 8 / α_cubic (RFC 9438 §4.3, α_cubic = 3(1-β)/(1+β)); 15 with β 717.
-const BETA_SCALE: u64 = 8 * (BICTCP_BETA_SCALE + BETA) / 3 / (BICTCP_BETA_SCALE - BETA);
-/// cubictcp_register(): cube_factor = 2^(10 + 3*BICTCP_HZ) / (bic_scale*10),
-/// so that cubic_root(cube_factor * ΔW) is K = cbrt(ΔW / C) in 1/1024 s.
-const CUBE_FACTOR: u64 = (1u64 << (10 + 3 * BICTCP_HZ)) / (BIC_SCALE * 10);
 
-const HYSTART_ACK_DELTA_US: u64 = 2000;
-const HYSTART_LOW_WINDOW: u32 = 16;
+/// tcp_cubic.c's module parameters (`module_param`) that the rules below
+/// read, with Linux's defaults. The boolean ones stay at Linux's defaults
+/// (fast_convergence = 1, tcp_friendliness = 1, hystart = 1,
+/// hystart_detect = ACK train | delay, initial_ssthresh = 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CubicParams {
+    /// `beta`: multiplicative decrease in 1/1024, 717 ≈ 0.7 (RFC 9438
+    /// §4.6, β_cubic = 0.7).
+    pub beta: u32,
+    /// `bic_scale`: C = bic_scale/1024 * 10; 41 gives 0.4 (RFC 9438 §5.1).
+    pub bic_scale: u32,
+    /// `hystart_low_window`: HyStart runs from this cwnd up.
+    pub hystart_low_window: u32,
+    /// `hystart_ack_delta_us`: ACKs this close (µs) form an ACK train.
+    pub hystart_ack_delta_us: u32,
+}
+
+impl Default for CubicParams {
+    fn default() -> CubicParams {
+        CubicParams { beta: 717, bic_scale: 41, hystart_low_window: 16, hystart_ack_delta_us: 2000 }
+    }
+}
+
+/// What cubictcp_register() computes from the module parameters once.
+#[derive(Debug, Clone, Copy)]
+struct Registered {
+    /// beta_scale = 8 * (1024 + beta) / 3 / (1024 - beta) = 8 / α_cubic
+    /// (RFC 9438 §4.3, α_cubic = 3(1-β)/(1+β)); 15 with β 717.
+    beta_scale: u64,
+    /// cube_rtt_scale = bic_scale * 10 = 1024 * C.
+    cube_rtt_scale: u64,
+    /// cube_factor = 2^(10 + 3*BICTCP_HZ) / (bic_scale * 10), so that
+    /// cubic_root(cube_factor * ΔW) is K = cbrt(ΔW / C) in 1/1024 s.
+    cube_factor: u64,
+}
+
+impl Registered {
+    fn of(p: &CubicParams) -> Registered {
+        let beta = u64::from(p.beta);
+        let cube_rtt_scale = u64::from(p.bic_scale) * 10;
+        Registered {
+            beta_scale: 8 * (BICTCP_BETA_SCALE + beta) / 3 / (BICTCP_BETA_SCALE - beta),
+            cube_rtt_scale,
+            cube_factor: (1u64 << (10 + 3 * BICTCP_HZ)) / cube_rtt_scale,
+        }
+    }
+}
+
+impl Default for Registered {
+    fn default() -> Registered {
+        Registered::of(&CubicParams::default())
+    }
+}
+
 /// HYSTART_MIN_SAMPLES: RTT samples per round before the delay test.
 const HYSTART_MIN_SAMPLES: u8 = 8;
 /// HYSTART_DELAY_MIN / HYSTART_DELAY_MAX (µs).
 const HYSTART_DELAY_MIN_US: u32 = 4000;
 const HYSTART_DELAY_MAX_US: u32 = 16000;
-/// sk->sk_gso_max_size default (GSO_LEGACY_MAX_SIZE), for hystart_ack_delay().
-const GSO_MAX_SIZE: u64 = 65536;
 
 /// cubic_root(): Linux's table lookup plus one Newton-Raphson step
 /// (avg. error ~0.2 %), kept instead of an exact cube root so K matches
@@ -73,6 +111,8 @@ fn cubic_root(a: u64) -> u32 {
 /// `struct bictcp`.
 #[derive(Debug, Clone, Default)]
 pub struct Cubic {
+    params: CubicParams,
+    registered: Registered,
     /// Increase cwnd by 1 after this many acked segments.
     cnt: u32,
     /// W_max: cwnd before the last reduction (after fast convergence).
@@ -105,7 +145,6 @@ pub struct Cubic {
     last_ack: u64,
     /// Minimum RTT (µs) of the current round.
     curr_rtt: u32,
-    in_slow_start: bool,
 }
 
 impl Cubic {
@@ -113,13 +152,17 @@ impl Cubic {
         Cubic::default()
     }
 
-    /// bictcp_reset(): clear everything up to the HyStart round fields.
+    /// CUBIC with the given module parameters.
+    pub fn with_params(params: CubicParams) -> Cubic {
+        Cubic { params, registered: Registered::of(&params), ..Cubic::default() }
+    }
+
+    /// bictcp_reset(): clear everything up to the HyStart round fields
+    /// (the module parameters stay).
     fn reset(&mut self) {
         let keep = (self.round_start, self.end_round, self.last_ack, self.curr_rtt, self.sample_cnt);
-        let ss = self.in_slow_start;
-        *self = Cubic::default();
+        *self = Cubic::with_params(self.params);
         (self.round_start, self.end_round, self.last_ack, self.curr_rtt, self.sample_cnt) = keep;
-        self.in_slow_start = ss;
         self.found = false;
     }
 
@@ -174,7 +217,7 @@ impl Cubic {
                     // K = cbrt((W_max - cwnd_epoch) / C) (RFC 9438 §4.2 eq. 2),
                     // in 1/1024 s via cube_factor.
                     let dw = (self.last_max_cwnd - cwnd) as u64;
-                    self.bic_k = cubic_root(CUBE_FACTOR.saturating_mul(dw));
+                    self.bic_k = cubic_root(self.registered.cube_factor.saturating_mul(dw));
                     self.bic_origin_point = self.last_max_cwnd;
                 }
                 now_j
@@ -188,7 +231,7 @@ impl Cubic {
         let k = self.bic_k as u64;
         let offs = t.abs_diff(k) as u128;
         // C * (t - K)^3 in segments (RFC 9438 §4.2 eq. 1).
-        let delta = (CUBE_RTT_SCALE as u128 * offs * offs * offs) >> (10 + 3 * BICTCP_HZ);
+        let delta = (self.registered.cube_rtt_scale as u128 * offs * offs * offs) >> (10 + 3 * BICTCP_HZ);
         let delta = delta.min(u32::MAX as u128) as u32;
         let bic_target = if t < k {
             self.bic_origin_point.saturating_sub(delta) // concave (§4.4)
@@ -215,7 +258,7 @@ impl Cubic {
     /// ahead of cwnd, grow at least as fast as it does. Linux keeps α_cubic
     /// even once W_est passes W_max (RFC 9438 §4.3 switches to 1 there).
     fn tcp_friendliness(&mut self, cwnd: u32) {
-        let delta = ((cwnd as u64 * BETA_SCALE) >> 3).max(1);
+        let delta = ((cwnd as u64 * self.registered.beta_scale) >> 3).max(1);
         let ack_cnt = self.ack_cnt as u64;
         if ack_cnt > delta {
             // `while (ack_cnt > delta) { ack_cnt -= delta; tcp_cwnd++; }`
@@ -246,9 +289,9 @@ impl Cubic {
         if tp.round_count != self.end_round {
             self.hystart_reset(tp);
         }
-        // HYSTART_ACK_TRAIN: ACKs spaced <= 2 ms form a train.
+        // HYSTART_ACK_TRAIN: ACKs spaced <= hystart_ack_delta_us (2 ms) form a train.
         let now_us = tp.now.as_micros();
-        if now_us.saturating_sub(self.last_ack) <= HYSTART_ACK_DELTA_US {
+        if now_us.saturating_sub(self.last_ack) <= u64::from(self.params.hystart_ack_delta_us) {
             self.last_ack = now_us;
             let mut threshold = self.delay_min as u64 + Self::hystart_ack_delay(tp);
             // Without pacing (SK_PACING_NONE) the train is the whole round
@@ -285,7 +328,6 @@ impl CongestionControl for Cubic {
     fn init(&mut self, tp: &mut ConnState) {
         self.reset();
         self.hystart_reset(tp);
-        self.in_slow_start = tp.in_slow_start();
     }
 
     /// cubictcp_recalc_ssthresh(): end the epoch, remember W_max with fast
@@ -294,12 +336,13 @@ impl CongestionControl for Cubic {
     fn ssthresh(&mut self, tp: &ConnState) -> u32 {
         self.epoch_start = None;
         let cwnd = tp.snd_cwnd as u64;
+        let beta = u64::from(self.params.beta);
         self.last_max_cwnd = if tp.snd_cwnd < self.last_max_cwnd {
-            (cwnd * (BICTCP_BETA_SCALE + BETA) / (2 * BICTCP_BETA_SCALE)) as u32
+            (cwnd * (BICTCP_BETA_SCALE + beta) / (2 * BICTCP_BETA_SCALE)) as u32
         } else {
             tp.snd_cwnd
         };
-        ((cwnd * BETA / BICTCP_BETA_SCALE) as u32).max(2)
+        ((cwnd * beta / BICTCP_BETA_SCALE) as u32).max(2)
     }
 
     /// cubictcp_cong_avoid(): grow only when cwnd-limited
@@ -311,13 +354,11 @@ impl CongestionControl for Cubic {
         }
         let mut acked = acked;
         if tp.in_slow_start() {
-            self.in_slow_start = true;
             acked = tp.slow_start(acked);
             if acked == 0 {
                 return;
             }
         }
-        self.in_slow_start = false;
         self.update(tp.snd_cwnd, acked, tp.now);
         let cnt = self.cnt;
         tp.cong_avoid_ai(cnt, acked);
@@ -364,7 +405,7 @@ impl CongestionControl for Cubic {
         if self.delay_min == 0 || self.delay_min > delay {
             self.delay_min = delay;
         }
-        if !self.found && tp.in_slow_start() && tp.snd_cwnd >= HYSTART_LOW_WINDOW {
+        if !self.found && tp.in_slow_start() && tp.snd_cwnd >= self.params.hystart_low_window {
             self.hystart_update(tp, delay);
         }
     }
@@ -373,14 +414,6 @@ impl CongestionControl for Cubic {
     /// prior_cwnd) (RFC 9438 §4.9 would also restore W_max; Linux does not).
     fn undo_cwnd(&mut self, tp: &mut ConnState) -> u32 {
         tp.snd_cwnd.max(tp.prior_cwnd)
-    }
-
-    fn state_label(&self) -> &'static str {
-        if self.in_slow_start {
-            "slow_start"
-        } else {
-            "cong_avoid"
-        }
     }
 }
 
@@ -471,7 +504,7 @@ mod tests {
     #[test]
     fn linux_cubic_root_is_within_one_percent_of_exact() {
         // Every K Linux computes has a >= cube_factor (W_max - cwnd >= 1).
-        let mut a = CUBE_FACTOR;
+        let mut a = Registered::default().cube_factor;
         while a < u64::MAX / 3 {
             let exact = (a as f64).cbrt();
             let err = (cubic_root(a) as f64 - exact).abs() / exact;
@@ -734,5 +767,16 @@ mod tests {
         tp.now = Time::from_millis(32);
         c.update(1000, 1, tp.now);
         assert_eq!(c.last_time, 32);
+    }
+
+    #[test]
+    fn cubictcp_register_derives_its_scales_from_beta_and_bic_scale() {
+        let r = Registered::default();
+        assert_eq!((r.beta_scale, r.cube_rtt_scale, r.cube_factor), (15, 410, (1u64 << 40) / 410));
+        let mut c = Cubic::with_params(CubicParams { beta: 512, ..CubicParams::default() });
+        c.init(&mut conn(100, TCP_INFINITE_SSTHRESH));
+        assert_eq!(c.registered.beta_scale, 8 * (1024 + 512) / 3 / 512);
+        assert_eq!(c.ssthresh(&conn(100, 50)), 50, "beta 512/1024 halves cwnd");
+        assert_eq!(c.params.beta, 512, "bictcp_reset keeps the module parameters");
     }
 }

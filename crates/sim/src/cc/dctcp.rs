@@ -16,14 +16,26 @@ use super::{reno::Reno, CaState, CcInfo, ConnState, CongestionControl, CwndEvent
 
 /// DCTCP_MAX_ALPHA: alpha is kept in 1/1024.
 pub const DCTCP_MAX_ALPHA: u32 = 1024;
-/// dctcp_shift_g module parameter default: g = 1/2^4 = 1/16.
-pub const DCTCP_SHIFT_G: u32 = 4;
-/// dctcp_alpha_on_init module parameter default: alpha starts at 1.
-pub const DCTCP_ALPHA_ON_INIT: u32 = DCTCP_MAX_ALPHA;
+
+/// tcp_dctcp.c's module parameters (`module_param`), with Linux's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DctcpParams {
+    /// `dctcp_shift_g`: the moving average's gain g = 1/2^shift_g (1/16).
+    pub shift_g: u32,
+    /// `dctcp_alpha_on_init`: alpha at the start, in 1/1024 (1024: 1).
+    pub alpha_on_init: u32,
+}
+
+impl Default for DctcpParams {
+    fn default() -> DctcpParams {
+        DctcpParams { shift_g: 4, alpha_on_init: DCTCP_MAX_ALPHA }
+    }
+}
 
 /// `struct dctcp` (without the PLB state).
 #[derive(Debug, Clone)]
 pub struct Dctcp {
+    params: DctcpParams,
     /// tp->delivered and tp->delivered_ce at the start of the window.
     old_delivered: u64,
     old_delivered_ce: u64,
@@ -45,10 +57,16 @@ impl Default for Dctcp {
 
 impl Dctcp {
     pub fn new() -> Dctcp {
+        Dctcp::with_params(DctcpParams::default())
+    }
+
+    /// DCTCP with the given module parameters.
+    pub fn with_params(params: DctcpParams) -> Dctcp {
         Dctcp {
+            params,
             old_delivered: 0,
             old_delivered_ce: 0,
-            alpha: DCTCP_ALPHA_ON_INIT.min(DCTCP_MAX_ALPHA),
+            alpha: params.alpha_on_init.min(DCTCP_MAX_ALPHA),
             next_seq: 0,
             loss_cwnd: 0,
             reno_fallback: false,
@@ -79,11 +97,11 @@ impl Dctcp {
         let mut alpha = self.alpha;
         // alpha -= min_not_zero(alpha, alpha >> dctcp_shift_g): the decay
         // takes alpha to 0 once alpha >> g is 0.
-        let decay = alpha >> DCTCP_SHIFT_G;
+        let decay = alpha >> self.params.shift_g;
         alpha -= if decay == 0 { alpha } else { decay.min(alpha) };
         if delivered_ce > 0 {
             // g * F in 1/1024: (delivered_ce << (10 - g)) / delivered.
-            delivered_ce <<= 10 - DCTCP_SHIFT_G;
+            delivered_ce <<= 10 - self.params.shift_g;
             delivered_ce /= delivered.max(1);
             alpha = (alpha as u64 + delivered_ce).min(DCTCP_MAX_ALPHA as u64) as u32;
         }
@@ -107,7 +125,7 @@ impl CongestionControl for Dctcp {
     /// window starts; without it, fall back to Reno (`dctcp_reno`).
     fn init(&mut self, tp: &mut ConnState) {
         if tp.ecn_ok {
-            self.alpha = DCTCP_ALPHA_ON_INIT.min(DCTCP_MAX_ALPHA);
+            self.alpha = self.params.alpha_on_init.min(DCTCP_MAX_ALPHA);
             self.loss_cwnd = 0;
             self.reset(tp);
         } else {
@@ -178,12 +196,10 @@ impl CongestionControl for Dctcp {
     }
 
     /// The ops in use: `dctcp`, or `dctcp-reno` after the fallback.
-    fn state_label(&self) -> &'static str {
-        if self.reno_fallback {
-            "dctcp-reno"
-        } else {
-            "dctcp"
-        }
+    /// DCTCP's cong_avoid is Reno's either way; `reno` names the fallback
+    /// (no ECN: dctcp_ssthresh() becomes tcp_reno_ssthresh()).
+    fn state_label(&self, tp: &ConnState) -> &'static str {
+        tp.window_label(if self.reno_fallback { "reno" } else { "cong_avoid" })
     }
 }
 
@@ -295,12 +311,21 @@ mod tests {
         let mut tp = ConnState::new(1448);
         tp.snd_cwnd = 100;
         d.init(&mut tp);
-        assert_eq!(d.state_label(), "dctcp-reno");
+        assert_eq!(d.state_label(&ConnState { snd_ssthresh: 2, ..tp.clone() }), "reno");
         assert!(!d.needs_ecn());
         assert_eq!(d.ssthresh(&tp), 50);
         tp.ca_state = CaState::Open;
         tp.snd_ssthresh = 77;
         d.set_state(&mut tp, CaState::Recovery);
         assert_eq!(tp.snd_ssthresh, 77, "dctcp_reno has no set_state");
+    }
+
+    #[test]
+    fn dctcp_init_starts_alpha_at_dctcp_alpha_on_init() {
+        let mut d = Dctcp::with_params(DctcpParams { alpha_on_init: 512, ..DctcpParams::default() });
+        let mut tp = ecn_conn(100);
+        d.init(&mut tp);
+        assert_eq!(d.alpha(), 512);
+        assert_eq!(Dctcp::new().alpha(), DCTCP_MAX_ALPHA);
     }
 }

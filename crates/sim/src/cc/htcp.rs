@@ -1,6 +1,6 @@
 //! H-TCP as Linux implements it in net/ipv4/tcp_htcp.c (torvalds/linux
-//! 05909cd9), with the default module parameters use_rtt_scaling = 1 and
-//! use_bandwidth_switch = 1. The algorithm is Leith & Shorten, "H-TCP: TCP
+//! 05909cd9). The module parameters are [`HtcpParams`], with Linux's
+//! defaults use_rtt_scaling = 1 and use_bandwidth_switch = 1. The algorithm is Leith & Shorten, "H-TCP: TCP
 //! for high-speed and long-distance networks" (PFLDnet 2004) and
 //! draft-leith-tcp-htcp-06; each rule cites the Linux function it follows.
 //!
@@ -18,9 +18,27 @@ const BETA_MIN: u32 = 1 << 6;
 /// BETA_MAX: 0.8 << 7 (102/128 = 0.797).
 const BETA_MAX: u32 = 102;
 
+/// tcp_htcp.c's module parameters (`module_param`), with Linux's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HtcpParams {
+    /// `use_rtt_scaling`: scale alpha by minRTT / 100 ms (htcp_alpha_update).
+    pub use_rtt_scaling: bool,
+    /// `use_bandwidth_switch`: fall back to beta 0.5 when the throughput
+    /// estimate moved by more than ±20 % (htcp_beta_update), measuring it
+    /// per ACK (htcp_pkts_acked).
+    pub use_bandwidth_switch: bool,
+}
+
+impl Default for HtcpParams {
+    fn default() -> HtcpParams {
+        HtcpParams { use_rtt_scaling: true, use_bandwidth_switch: true }
+    }
+}
+
 /// `struct htcp`.
 #[derive(Debug, Clone)]
 pub struct Htcp {
+    params: HtcpParams,
     /// Additive increase per RTT, << 7.
     alpha: u32,
     /// Multiplicative decrease factor, << 7.
@@ -48,7 +66,6 @@ pub struct Htcp {
     bi: u32,
     /// Jiffies at the start of the throughput measurement interval.
     lasttime: u64,
-    in_slow_start: bool,
 }
 
 impl Default for Htcp {
@@ -60,7 +77,13 @@ impl Default for Htcp {
 impl Htcp {
     /// htcp_init() at time zero: alpha 1, beta 0.5, everything else 0.
     pub fn new() -> Htcp {
+        Htcp::with_params(HtcpParams::default())
+    }
+
+    /// H-TCP with the given module parameters.
+    pub fn with_params(params: HtcpParams) -> Htcp {
         Htcp {
+            params,
             alpha: ALPHA_BASE,
             beta: BETA_MIN,
             modeswitch: false,
@@ -77,7 +100,6 @@ impl Htcp {
             old_max_b: 0,
             bi: 0,
             lasttime: 0,
-            in_slow_start: true,
         }
     }
 
@@ -123,12 +145,14 @@ impl Htcp {
     fn beta_update(&mut self, min_rtt: u64, max_rtt: u64) {
         // use_bandwidth_switch: between(5 maxB, 4 old_maxB, 6 old_maxB),
         // i.e. maxB within [0.8, 1.2] x old_maxB.
-        let (max_b, old_max_b) = (self.max_b as u64, self.old_max_b as u64);
-        self.old_max_b = self.max_b;
-        if !(4 * old_max_b..=6 * old_max_b).contains(&(5 * max_b)) {
-            self.beta = BETA_MIN;
-            self.modeswitch = false;
-            return;
+        if self.params.use_bandwidth_switch {
+            let (max_b, old_max_b) = (self.max_b as u64, self.old_max_b as u64);
+            self.old_max_b = self.max_b;
+            if !(4 * old_max_b..=6 * old_max_b).contains(&(5 * max_b)) {
+                self.beta = BETA_MIN;
+                self.modeswitch = false;
+                return;
+            }
         }
         if self.modeswitch && min_rtt > msecs_to_jiffies(10) && max_rtt > 0 {
             let b = ((min_rtt << 7) / max_rtt).min(u32::MAX as u64) as u32;
@@ -150,7 +174,7 @@ impl Htcp {
             let d = diff - HZ;
             factor = 1 + (10 * d + (d / 2) * (d / 2) / HZ) / HZ;
         }
-        if self.min_rtt > 0 {
+        if self.params.use_rtt_scaling && self.min_rtt > 0 {
             // scale = 8 * 100 ms / minRTT, clamped to [0.5, 10] << 3.
             let scale = ((HZ << 3) / (10 * self.min_rtt)).clamp(1 << 2, 10 << 3);
             factor = ((factor << 3) / scale).max(1);
@@ -178,7 +202,7 @@ impl CongestionControl for Htcp {
 
     /// htcp_init(): alpha 1, beta 0.5, last_cong = now.
     fn init(&mut self, tp: &mut ConnState) {
-        *self = Htcp::new();
+        *self = Htcp::with_params(self.params);
         self.last_cong = jiffies(tp.now);
     }
 
@@ -200,11 +224,9 @@ impl CongestionControl for Htcp {
             return;
         }
         if tp.in_slow_start() {
-            self.in_slow_start = true;
             tp.slow_start(acked);
             return;
         }
-        self.in_slow_start = false;
         if (tp.snd_cwnd_cnt as u64 * self.alpha as u64) >> 7 >= tp.snd_cwnd as u64 {
             if tp.snd_cwnd < tp.snd_cwnd_clamp {
                 tp.snd_cwnd += 1;
@@ -246,7 +268,11 @@ impl CongestionControl for Htcp {
                 self.measure_rtt(usecs_to_jiffies(rtt.as_micros()), tp.ca_state);
             }
         }
-        // use_bandwidth_switch: only measure in Open/Disorder.
+        // Throughput is measured only with use_bandwidth_switch, and only in
+        // Open/Disorder.
+        if !self.params.use_bandwidth_switch {
+            return;
+        }
         if !matches!(tp.ca_state, CaState::Open | CaState::Disorder) {
             self.packetcount = 0;
             self.lasttime = now_j;
@@ -286,14 +312,6 @@ impl CongestionControl for Htcp {
             self.old_max_b = self.undo_old_max_b;
         }
         tp.snd_cwnd.max(tp.prior_cwnd)
-    }
-
-    fn state_label(&self) -> &'static str {
-        if self.in_slow_start {
-            "slow_start"
-        } else {
-            "cong_avoid"
-        }
     }
 }
 
@@ -548,9 +566,10 @@ mod tests {
     fn slow_start_below_ssthresh_drops_leftover_acks() {
         let mut h = Htcp::new();
         let mut tp = conn(10, 12);
+        assert_eq!(h.state_label(&tp), "slow_start");
         h.cong_avoid(&mut tp, 4);
         assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (12, 0));
-        assert_eq!(h.state_label(), "slow_start");
+        assert_eq!(h.state_label(&tp), "cong_avoid", "cwnd reached ssthresh: tcp_in_slow_start() is false");
     }
 
     #[test]
@@ -612,5 +631,31 @@ mod tests {
         h.max_rtt = 120;
         assert_eq!(h.undo_cwnd(&mut tp), 100);
         assert_eq!(h.max_rtt, 120);
+    }
+
+    #[test]
+    fn htcp_alpha_update_scales_by_min_rtt_only_with_use_rtt_scaling() {
+        // minRTT 200 ms: scale = 8 · 100 ms / 200 ms = 4, factor 8/4 = 2.
+        let mut h = Htcp::new();
+        h.min_rtt = 200;
+        h.alpha_update(500);
+        assert_eq!(h.alpha, 2 * 2 * (128 - BETA_MIN));
+        let mut h = Htcp::with_params(HtcpParams { use_rtt_scaling: false, ..HtcpParams::default() });
+        h.min_rtt = 200;
+        h.alpha_update(500);
+        assert_eq!(h.alpha, 2 * (128 - BETA_MIN));
+    }
+
+    #[test]
+    fn htcp_pkts_acked_measures_throughput_only_with_use_bandwidth_switch() {
+        let mut tp = conn(20, 10);
+        let mut h = Htcp::with_params(HtcpParams { use_bandwidth_switch: false, ..HtcpParams::default() });
+        h.init(&mut tp);
+        h.pkts_acked(&mut tp, &AckSample { pkts_acked: 4, rtt: None, in_flight: 0 });
+        assert_eq!((h.packetcount, h.params.use_bandwidth_switch), (0, false), "init keeps the parameters");
+        let mut h = Htcp::new();
+        h.init(&mut tp);
+        h.pkts_acked(&mut tp, &AckSample { pkts_acked: 4, rtt: None, in_flight: 0 });
+        assert_eq!(h.packetcount, 4);
     }
 }

@@ -258,14 +258,14 @@ impl CongestionControl for Illinois {
         Some(CcInfo::Vegas { enabled: true, rttcnt: self.cnt_rtt as u32, rtt_us: avg, minrtt_us: self.base_rtt })
     }
 
-    fn state_label(&self) -> &'static str {
-        if self.alpha >= ALPHA_MAX {
+    fn state_label(&self, tp: &ConnState) -> &'static str {
+        tp.window_label(if self.alpha >= ALPHA_MAX {
             "alpha_max"
         } else if self.alpha == ALPHA_BASE && self.beta == BETA_BASE {
             "reno"
         } else {
             "delay_adaptive"
-        }
+        })
     }
 }
 

@@ -1,13 +1,18 @@
 //! The kernel's coarse clock for congestion control: tcp_jiffies32 and the
 //! conversions CCAs use (include/linux/jiffies.h), derived from
-//! `ConnState::now` with a fixed `HZ` = 1000, so a jiffy is 1 ms. One
-//! definition for every CCA that keeps time in jiffies (CUBIC, H-TCP, BIC,
-//! Westwood).
+//! `ConnState::now` with a fixed `HZ` = 1000, so a jiffy is 1 ms, and the
+//! time-unit constants of include/vdso/time64.h. One definition for every
+//! CCA that keeps time in jiffies (CUBIC, H-TCP, BIC, Westwood, NV, BBR v1
+//! and v3).
 
 use crate::units::Time;
 
 /// Jiffies per second (CONFIG_HZ). 1000 is the common distribution value.
 pub const HZ: u64 = 1000;
+/// USEC_PER_SEC (include/vdso/time64.h).
+pub const USEC_PER_SEC: u64 = 1_000_000;
+/// USEC_PER_MSEC (include/vdso/time64.h).
+pub const USEC_PER_MSEC: u64 = 1_000;
 
 /// tcp_jiffies32 derived from simulated time.
 #[inline]

@@ -38,6 +38,8 @@ pub mod htcp;
 pub mod illinois;
 pub mod jiffies;
 pub mod nv;
+pub mod prandom;
+mod registry;
 pub mod reno;
 pub mod scalable;
 pub mod vegas;
@@ -45,6 +47,8 @@ pub mod westwood;
 pub mod yeah;
 
 use crate::units::{Rate, Time};
+
+pub use registry::{by_name, by_name_seeded, lookup, Cca, CcaTraits, AVAILABLE, REGISTRY};
 
 /// `enum tcp_ca_state` (include/uapi/linux/tcp.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -241,7 +245,7 @@ impl ConnState {
     pub fn new(mss_bytes: u32) -> ConnState {
         ConnState {
             now: Time::ZERO,
-            snd_cwnd: 10,
+            snd_cwnd: TCP_INIT_CWND,
             snd_ssthresh: TCP_INFINITE_SSTHRESH,
             snd_cwnd_cnt: 0,
             snd_cwnd_clamp: u32::MAX / 2,
@@ -300,6 +304,28 @@ impl ConnState {
         self.snd_cwnd < self.snd_ssthresh
     }
 
+    /// Whether the next ACK grows cwnd by tcp_slow_start(): tcp_in_slow_start()
+    /// while tcp_cong_control() calls the algorithm's cong_avoid at all, that
+    /// is outside a cwnd reduction (CWR, Recovery: tcp_in_cwnd_reduction(),
+    /// where PRR sets cwnd and may hold it below ssthresh). In Loss (after an
+    /// RTO) cong_avoid runs and slow-starts from cwnd 1.
+    pub fn grows_by_slow_start(&self) -> bool {
+        self.in_slow_start() && !matches!(self.ca_state, CaState::Cwr | CaState::Recovery)
+    }
+
+    /// The `cc_mode` label of an algorithm that leaves cwnd to
+    /// tcp_cong_control() (the convention of
+    /// [`CongestionControl::state_label`]): `slow_start` while the next ACK
+    /// grows cwnd by tcp_slow_start(), else `ca_mode`, the rule its
+    /// congestion avoidance applies.
+    pub fn window_label(&self, ca_mode: &'static str) -> &'static str {
+        if self.grows_by_slow_start() {
+            "slow_start"
+        } else {
+            ca_mode
+        }
+    }
+
     /// tcp_slow_start(): grow cwnd by the acked count up to ssthresh and
     /// return the acked segments left over (Linux, RFC 5681 §3.1 with ABC).
     pub fn slow_start(&mut self, acked: u32) -> u32 {
@@ -342,6 +368,9 @@ impl ConnState {
     }
 }
 
+/// TCP_INIT_CWND (include/net/tcp.h): the initial window, 10 segments
+/// (RFC 6928).
+pub const TCP_INIT_CWND: u32 = 10;
 /// TCP_INFINITE_SSTHRESH (include/net/tcp.h).
 pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
@@ -452,10 +481,28 @@ pub trait CongestionControl: Send {
         None
     }
 
-    /// A short label of the algorithm's internal state for traces
-    /// (e.g. BBR's `startup`/`drain`/`probe_bw`/`probe_rtt`).
-    fn state_label(&self) -> &'static str {
-        ""
+    /// The `cc_mode` column: a short label of what the algorithm is doing
+    /// given the connection state `tp`. One convention for every algorithm:
+    ///
+    /// * an algorithm that owns cwnd and pacing (`owns_cwnd_and_pacing`:
+    ///   BBR, BBRv3) names its state machine's mode as Linux names it
+    ///   (`enum bbr_mode` lower-case; BBRv3's PROBE_BW with its phase as
+    ///   bbr_get_phase() names it), whatever the CA state;
+    /// * every other algorithm reports `slow_start` while the next ACK grows
+    ///   cwnd by tcp_slow_start() ([`ConnState::grows_by_slow_start`]:
+    ///   cwnd < ssthresh outside CWR/Recovery), else the rule its congestion
+    ///   avoidance applies: `cong_avoid` for an algorithm with one rule,
+    ///   `reno` while it falls back to Reno's, else its own rule's name
+    ///   (BIC's `binary_search`/`max_probing`, Vegas's
+    ///   `increase`/`hold`/`decrease`/`exit_slow_start`, YeAH's `fast`,
+    ///   Illinois's `delay_adaptive`/`alpha_max`, NV's `grow`). An algorithm
+    ///   whose cong_avoid holds cwnd before slow start is reached names the
+    ///   hold (NV's `no_growth`). The label is derived from `tp`, never from
+    ///   a shadow copy of it. The CA state itself is the `ca_state` column.
+    ///
+    /// The default is [`ConnState::window_label`] with `cong_avoid`.
+    fn state_label(&self, tp: &ConnState) -> &'static str {
+        tp.window_label("cong_avoid")
     }
 }
 
@@ -497,38 +544,6 @@ pub enum CcInfo {
         /// tcpv_minrtt: Vegas's minRTT of the round, Illinois's base RTT (µs).
         minrtt_us: u32,
     },
-}
-
-/// Names of the algorithms this simulator implements.
-pub const AVAILABLE: &[&str] = &["reno", "cubic", "htcp", "bbr", "bbr3", "dctcp", "bic", "highspeed", "scalable", "westwood", "vegas", "illinois", "yeah", "nv"];
-
-/// Builds the algorithm named `name`, or `None` if it is unknown.
-pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
-    by_name_seeded(name, bbr::DEFAULT_SEED)
-}
-
-/// Builds the algorithm named `name` with a per-connection `seed` for the
-/// algorithms that draw random numbers (BBR's probe_bw start phase, as
-/// Linux's prandom_u32_max; BBRv3's probe waits, as get_random_u32_below; NV's min-RTT reset period, as its
-/// get_random_bytes), so parallel streams do not move in lockstep.
-pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl>> {
-    match name {
-        "reno" => Some(Box::new(reno::Reno)),
-        "bbr" => Some(Box::new(bbr::Bbr::with_seed(seed))),
-        "bbr3" => Some(Box::new(bbr3::Bbr3::with_seed(seed))),
-        "cubic" => Some(Box::new(cubic::Cubic::new())),
-        "htcp" => Some(Box::new(htcp::Htcp::new())),
-        "dctcp" => Some(Box::new(dctcp::Dctcp::new())),
-        "bic" => Some(Box::new(bic::Bic::new())),
-        "highspeed" => Some(Box::new(highspeed::HighSpeed::new())),
-        "scalable" => Some(Box::new(scalable::Scalable)),
-        "westwood" => Some(Box::new(westwood::Westwood::new())),
-        "vegas" => Some(Box::new(vegas::Vegas::new())),
-        "illinois" => Some(Box::new(illinois::Illinois::new())),
-        "yeah" => Some(Box::new(yeah::Yeah::new())),
-        "nv" => Some(Box::new(nv::Nv::with_seed(seed))),
-        _ => None,
-    }
 }
 
 /// Shared by the algorithms' unit tests.

@@ -10,7 +10,7 @@
 //! defaults. Time in jiffies (`cc::jiffies`), RTTs in µs, rates in 100s of
 //! bit/s, sequence numbers in segments (Linux's bytes / mss_cache).
 
-use super::bbr::rng::Rng;
+use super::prandom::Prandom;
 use super::jiffies::{jiffies, HZ};
 use super::{AckSample, CaState, CcInfo, ConnState, CongestionControl};
 
@@ -87,7 +87,7 @@ impl Default for NvParams {
 pub struct Nv {
     params: NvParams,
     /// Stand-in for get_random_bytes() (the reset period's jitter).
-    rng: Rng,
+    rng: Prandom,
     /// Jiffies at which nv_min_rtt_new becomes nv_min_rtt.
     min_rtt_reset_jiffies: u64,
     /// Growth rate: < 0 is less than one segment per RTT.
@@ -133,7 +133,7 @@ impl Nv {
     pub fn with_params(params: NvParams, seed: u64) -> Nv {
         Nv {
             params,
-            rng: Rng::new(seed),
+            rng: Prandom::new(seed),
             min_rtt_reset_jiffies: 0,
             cwnd_growth_factor: 0,
             allow_cwnd_growth: true,
@@ -390,9 +390,11 @@ impl CongestionControl for Nv {
         })
     }
 
-    fn state_label(&self) -> &'static str {
+    /// tcpnv_cong_avoid() returns before slow start while growth is not
+    /// allowed, so `no_growth` comes first.
+    fn state_label(&self, tp: &ConnState) -> &'static str {
         if self.allow_cwnd_growth {
-            "grow"
+            tp.window_label("grow")
         } else {
             "no_growth"
         }

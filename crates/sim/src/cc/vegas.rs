@@ -139,16 +139,18 @@ impl VegasState {
     }
 }
 
-/// Vegas's per-RTT decision (the `cc_mode` column).
-const MODES: [&str; 6] = ["slow_start", "reno", "increase", "hold", "decrease", "exit_slow_start"];
 
 /// TCP Vegas.
 #[derive(Debug, Clone, Default)]
 pub struct Vegas {
     params: VegasParams,
     v: VegasState,
-    /// Index into MODES of the last decision.
-    mode: u8,
+    /// The rule Vegas's congestion avoidance applies after its last
+    /// decision (the `cc_mode` column outside slow start): `reno` (Vegas
+    /// off or too few RTT samples), `increase`, `decrease`, `hold` or
+    /// `exit_slow_start`. A slow-start round leaves it holding: between
+    /// decisions Vegas changes cwnd only in slow start.
+    mode: &'static str,
 }
 
 impl Vegas {
@@ -182,21 +184,21 @@ impl Vegas {
             // the truncation), ssthresh to it (tcp_vegas_ssthresh).
             tp.snd_cwnd = tp.snd_cwnd.min((target_cwnd as u32).saturating_add(1));
             tp.snd_ssthresh = tp.snd_ssthresh.min(tp.snd_cwnd);
-            self.mode = 5;
+            self.mode = "exit_slow_start";
         } else if tp.in_slow_start() {
             tp.slow_start(acked);
-            self.mode = 0;
+            self.mode = "hold";
         } else if diff > p.beta {
             // Too many queued: slow down (tcp_vegas_ssthresh).
             tp.snd_cwnd = tp.snd_cwnd.saturating_sub(1);
             tp.snd_ssthresh = tp.snd_ssthresh.min(tp.snd_cwnd);
-            self.mode = 4;
+            self.mode = "decrease";
         } else if diff < p.alpha {
             // Not enough queued: speed up.
             tp.snd_cwnd = tp.snd_cwnd.saturating_add(1);
-            self.mode = 2;
+            self.mode = "increase";
         } else {
-            self.mode = 3;
+            self.mode = "hold";
         }
         tp.snd_cwnd = tp.snd_cwnd.clamp(2, tp.snd_cwnd_clamp.max(2));
         tp.snd_ssthresh = tp.current_ssthresh();
@@ -211,7 +213,7 @@ impl CongestionControl for Vegas {
     /// tcp_vegas_init().
     fn init(&mut self, tp: &mut ConnState) {
         self.v.init(tp);
-        self.mode = 0;
+        self.mode = "hold";
     }
 
     /// tcp_reno_ssthresh.
@@ -226,14 +228,14 @@ impl CongestionControl for Vegas {
     fn cong_avoid(&mut self, tp: &mut ConnState, acked: u32) {
         if !self.v.doing_vegas_now {
             Reno.cong_avoid(tp, acked);
-            self.mode = 1;
+            self.mode = "reno";
             return;
         }
         if self.v.round_ended(tp) {
             self.v.beg_snd_nxt = tp.snd_nxt;
             if self.v.cnt_rtt <= 2 {
                 Reno.cong_avoid(tp, acked);
-                self.mode = 1;
+                self.mode = "reno";
             } else {
                 self.decide(tp, acked);
             }
@@ -263,8 +265,8 @@ impl CongestionControl for Vegas {
         Some(self.v.info())
     }
 
-    fn state_label(&self) -> &'static str {
-        MODES[self.mode as usize]
+    fn state_label(&self, tp: &ConnState) -> &'static str {
+        tp.window_label(self.mode)
     }
 }
 
@@ -325,7 +327,7 @@ mod tests {
         // diff = 101 · 200 / 10001 = 2: hold.
         round(&mut v, &mut tp, 10_200);
         assert_eq!(tp.snd_cwnd, 101);
-        assert_eq!(v.state_label(), "hold");
+        assert_eq!(v.state_label(&tp), "hold");
     }
 
     #[test]
@@ -359,7 +361,7 @@ mod tests {
         // 101 · 10001 / 12501 = 80, cwnd 81 = ssthresh.
         round(&mut v, &mut tp, 12_500);
         assert_eq!((tp.snd_cwnd, tp.snd_ssthresh), (81, 81));
-        assert_eq!(v.state_label(), "exit_slow_start");
+        assert_eq!(v.state_label(&tp), "exit_slow_start");
     }
 
     #[test]
@@ -372,7 +374,7 @@ mod tests {
         v.cong_avoid(&mut tp, 1);
         assert_eq!(tp.snd_cwnd, 101, "tcp_reno_cong_avoid's +1 per cwnd acked");
         assert_eq!((v.v.cnt_rtt, v.v.min_rtt), (0, VEGAS_RTT_NONE), "the round is wiped");
-        assert_eq!(v.state_label(), "reno");
+        assert_eq!(v.state_label(&tp), "reno");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! tcp_vegas_pkts_acked, tcp_vegas_state and tcp_vegas_cwnd_event. Linux
 //! has no module parameters for YeAH; its constants are below.
 
+use super::scalable::TCP_SCALABLE_AI_CNT;
 use super::vegas::VegasState;
 use super::{AckSample, CaState, CcInfo, ConnState, CongestionControl, CwndEvent};
 
@@ -31,9 +32,6 @@ pub const TCP_YEAH_PHY: u32 = 8;
 pub const TCP_YEAH_RHO: u32 = 16;
 /// TCP_YEAH_ZETA: fast-mode rounds after which reno_count resets.
 pub const TCP_YEAH_ZETA: u32 = 50;
-/// TCP_SCALABLE_AI_CNT: fast mode adds one segment per min(cwnd, 100)
-/// acked, as Scalable TCP.
-pub const TCP_SCALABLE_AI_CNT: u32 = 100;
 
 /// `struct yeah`.
 #[derive(Debug, Clone)]
@@ -184,12 +182,8 @@ impl CongestionControl for Yeah {
         Some(self.vegas.info())
     }
 
-    fn state_label(&self) -> &'static str {
-        if self.doing_reno_now > 0 {
-            "reno"
-        } else {
-            "fast"
-        }
+    fn state_label(&self, tp: &ConnState) -> &'static str {
+        tp.window_label(if self.doing_reno_now > 0 { "reno" } else { "fast" })
     }
 }
 
@@ -233,7 +227,7 @@ mod tests {
     fn tcp_yeah_init_clamps_cwnd_for_the_decrease_arithmetic() {
         let (y, tp) = started(10);
         assert_eq!(tp.snd_cwnd_clamp, u32::MAX / 128);
-        assert_eq!((y.reno_count, y.doing_reno_now, y.state_label()), (2, 0, "fast"));
+        assert_eq!((y.reno_count, y.doing_reno_now, y.state_label(&tp)), (2, 0, "fast"));
     }
 
     #[test]
@@ -269,7 +263,7 @@ mod tests {
         // rtt 110001 vs base 100001: queue = 1000 · 10000 / 110001 = 90.
         base_then(&mut y, &mut tp, 110_000);
         assert_eq!(y.last_q, 90);
-        assert_eq!(y.state_label(), "reno");
+        assert_eq!(y.state_label(&tp), "reno");
         // cwnd was 1000 + growth of the two rounds' single ACKs (0 here).
         assert_eq!((tp.snd_cwnd, tp.snd_ssthresh), (1000 - 90, 910));
         assert_eq!(y.reno_count, 455, "half the decongested cwnd");
@@ -293,7 +287,7 @@ mod tests {
         let (mut y, mut tp) = started(100);
         // 100 segments, delay 20 ms > 100 ms / 8: queue = 100 · 20000 / 120001 = 16.
         base_then(&mut y, &mut tp, 120_000);
-        assert_eq!((y.last_q, y.state_label(), tp.snd_cwnd), (16, "reno", 100));
+        assert_eq!((y.last_q, y.state_label(&tp), tp.snd_cwnd), (16, "reno", 100));
     }
 
     #[test]

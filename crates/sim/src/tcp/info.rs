@@ -91,7 +91,7 @@ impl Sender {
         };
         TcpInfo {
             ca_state: tp.ca_state,
-            cc_mode: self.cc.state_label(),
+            cc_mode: self.cc.state_label(tp),
             snd_mss: tp.mss_bytes,
             snd_cwnd: tp.snd_cwnd,
             rtt: tp.srtt,

@@ -25,7 +25,6 @@
 //! * `lt_bw.rs`      — long-term bandwidth (token-bucket policer) detection
 //! * `pacing.rs`     — pacing rate and TSO sizing
 //! * `cwnd.rs`       — BDP, quantization budget, ACK aggregation, cwnd
-//! * `rng.rs`        — seeded deterministic replacement for prandom_u32_max
 
 pub(crate) mod ack_aggregation;
 mod cwnd;
@@ -34,18 +33,20 @@ mod minmax;
 pub(crate) mod pacing;
 mod probe_bw;
 mod probe_rtt;
-pub(crate) mod rng;
 mod startup_drain;
 
+#[cfg(test)]
+pub(crate) mod harness;
 #[cfg(test)]
 mod tests;
 
 pub use minmax::Minmax;
 
-use super::{CaState, CongestionControl, ConnState, CwndEvent, RateSample, TCP_INFINITE_SSTHRESH};
+use super::jiffies::{USEC_PER_MSEC, USEC_PER_SEC};
+use super::prandom::Prandom;
+use super::{CaState, CongestionControl, ConnState, CwndEvent, RateSample, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND};
 use crate::units::{Rate, Time};
 use ack_aggregation::AckAggregation;
-use rng::Rng;
 
 /// `BW_SCALE`: "Scale factor for rate in pkt/uSec unit to avoid truncation
 /// in bandwidth estimation."
@@ -132,17 +133,6 @@ pub const BBR_ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
 /// to ack aggregation".
 pub const BBR_EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
 
-/// TCP_INIT_CWND (include/net/tcp.h).
-const TCP_INIT_CWND: u32 = 10;
-/// USEC_PER_SEC, USEC_PER_MSEC.
-const USEC_PER_SEC: u64 = 1_000_000;
-const USEC_PER_MSEC: u64 = 1_000;
-/// The simulator's jiffies run at HZ = 1000 (one jiffy = 1 ms), the usual
-/// server configuration; min_rtt_stamp and probe_rtt_done_stamp use them.
-const NSEC_PER_JIFFY: u64 = 1_000_000;
-/// HZ: jiffies per second.
-const HZ: u64 = 1000;
-
 /// `enum bbr_mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -226,7 +216,7 @@ pub struct Bbr {
     aggr: AckAggregation,
 
     /// Seeded replacement for prandom_u32_max().
-    rng: Rng,
+    rng: Prandom,
 }
 
 impl Default for Bbr {
@@ -269,7 +259,7 @@ impl Bbr {
             prior_cwnd: 0,
             full_bw: 0,
             aggr: AckAggregation::default(),
-            rng: Rng::new(seed),
+            rng: Prandom::new(seed),
         }
     }
 
@@ -328,9 +318,10 @@ impl Bbr {
         }
     }
 
-    /// tcp_jiffies32 at HZ = 1000.
+    /// tcp_jiffies32 (cc::jiffies): min_rtt_stamp and probe_rtt_done_stamp
+    /// are kept in jiffies.
     fn jiffies(tp: &ConnState) -> u64 {
-        tp.now.as_nanos() / NSEC_PER_JIFFY
+        super::jiffies::jiffies(tp.now)
     }
 
     /// bbr_save_cwnd(): 'Save "last known good" cwnd so we can restore it
@@ -525,7 +516,7 @@ impl CongestionControl for Bbr {
         tp.snd_cwnd
     }
 
-    fn state_label(&self) -> &'static str {
+    fn state_label(&self, _tp: &ConnState) -> &'static str {
         match self.mode {
             Mode::Startup => "startup",
             Mode::Drain => "drain",

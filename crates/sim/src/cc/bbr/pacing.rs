@@ -11,19 +11,14 @@ use super::{
     Bbr, BBR_HIGH_GAIN, BBR_MIN_TSO_RATE, BBR_PACING_MARGIN_PERCENT, BBR_SCALE, BW_SCALE,
     BW_UNIT, USEC_PER_MSEC, USEC_PER_SEC,
 };
-use crate::cc::ConnState;
+use crate::cc::{ConnState, GSO_MAX_SIZE, SK_PACING_SHIFT};
 use crate::units::{Rate, Time};
 
-/// GSO_MAX_SIZE (include/linux/netdevice.h): 64 KB.
-pub const GSO_MAX_SIZE: u64 = 65536;
 /// MAX_TCP_HEADER = L1_CACHE_ALIGN(128 + MAX_HEADER) (include/net/tcp.h)
 /// for a typical x86-64 distribution kernel: LL_MAX_HEADER 128
 /// (CONFIG_HYPERV_NET) + 48 for IP tunnels = MAX_HEADER 176, 128 + 176 =
 /// 304, aligned to 64-byte cache lines = 320.
 pub const MAX_TCP_HEADER: u64 = 320;
-/// sk->sk_pacing_shift default (sock_init_data): pacing_rate >> 10 is
-/// about 1 ms worth of data.
-pub const SK_PACING_SHIFT: u32 = 10;
 
 /// sk->sk_pacing_rate in bytes per second.
 pub(crate) fn pacing_bytes(tp: &ConnState) -> u64 {

@@ -8,14 +8,10 @@
 //! > <= 4, we leave PROBE_RTT mode and re-enter the previous mode.
 
 use super::{
-    Bbr, Mode, BBR_CWND_MIN_TARGET, BBR_MIN_RTT_WIN_SEC, BBR_PROBE_RTT_MODE_MS, HZ,
+    Bbr, Mode, BBR_CWND_MIN_TARGET, BBR_MIN_RTT_WIN_SEC, BBR_PROBE_RTT_MODE_MS,
 };
+use crate::cc::jiffies::{msecs_to_jiffies, HZ};
 use crate::cc::{ConnState, RateSample};
-
-/// msecs_to_jiffies() at HZ = 1000.
-fn msecs_to_jiffies(ms: u64) -> u64 {
-    ms.saturating_mul(HZ) / 1000
-}
 
 impl Bbr {
     /// bbr_check_probe_rtt_done(): leave PROBE_RTT once

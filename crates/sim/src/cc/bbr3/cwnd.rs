@@ -10,11 +10,10 @@ use super::{
     STARTUP_PACING_GAIN, TSO_RTT_SHIFT,
 };
 use crate::cc::bbr::pacing::{max_pacing_bytes, pacing_bytes, rate_bytes_per_sec, set_pacing_bytes, MAX_TCP_HEADER};
+use crate::cc::jiffies::USEC_PER_MSEC;
 use crate::cc::{ConnState, GSO_MAX_SIZE, TCP_MIN_TSO_SEGS};
 use crate::units::{Rate, Time};
 
-/// USEC_PER_MSEC: the nominal 1 ms RTT before any sample.
-const USEC_PER_MSEC: u64 = 1000;
 
 impl Bbr3 {
     /// bbr_bdp(): "bdp = ceil(bw * min_rtt * gain)"; before any RTT sample

@@ -187,7 +187,7 @@ impl CongestionControl for Bbr3 {
     }
 
     /// bbr_get_phase() spelled as the kernel's BBR_PHASE_* names.
-    fn state_label(&self) -> &'static str {
+    fn state_label(&self, _tp: &ConnState) -> &'static str {
         match (self.mode, self.cycle_idx) {
             (Mode::Startup, _) => "startup",
             (Mode::Drain, _) => "drain",

@@ -14,8 +14,8 @@
 //! Units are Linux's, as in the v1 module (`cc::bbr`), whose pieces are
 //! shared: the constants `BW_SCALE`/`BBR_SCALE`, the pacing-rate
 //! arithmetic (`bbr::pacing`), the ACK-aggregation estimator
-//! (`bbr::ack_aggregation`) and the seeded stand-in for the kernel's RNG
-//! (`bbr::rng`). Time in jiffies comes from `cc::jiffies`.
+//! (`bbr::ack_aggregation`). The seeded stand-in for the kernel's RNG is
+//! `cc::prandom`; time in jiffies comes from `cc::jiffies`.
 //!
 //! Layout (split by concern):
 //! * `mod.rs`      — state, constants, `bbr_main`/`bbr_update_model`
@@ -62,7 +62,7 @@ mod tests;
 
 use super::bbr::ack_aggregation::AckAggregation;
 use super::bbr::pacing::rate_bytes_per_sec;
-use super::bbr::rng::Rng;
+use super::prandom::Prandom;
 pub use super::bbr::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
 use super::bbr::{BBR_EXTRA_ACKED_WIN_RTTS, BBR_FULL_BW_CNT, BBR_FULL_BW_THRESH, BBR_PACING_MARGIN_PERCENT};
 use super::{CaState, ConnState, RateSample};
@@ -328,7 +328,7 @@ pub struct Bbr3 {
     /// (CA_ACK_ECE), which runs before `cong_control` on the same ACK.
     pub(crate) ack_is_ece: bool,
     /// Seeded replacement for get_random_u32_below().
-    pub(crate) rng: Rng,
+    pub(crate) rng: Prandom,
 }
 
 impl Default for Bbr3 {
@@ -398,7 +398,7 @@ impl Bbr3 {
             alpha_last_delivered: 0,
             alpha_last_delivered_ce: 0,
             ack_is_ece: false,
-            rng: Rng::new(seed),
+            rng: Prandom::new(seed),
         }
     }
 

@@ -31,7 +31,7 @@ fn registered_as_bbr() {
     let cc = by_name("bbr").expect("bbr registered");
     assert_eq!(cc.name(), "bbr");
     assert!(cc.owns_cwnd_and_pacing());
-    assert_eq!(cc.state_label(), "startup");
+    assert_eq!(cc.state_label(&crate::cc::ConnState::new(1448)), "startup");
 }
 
 /// bbr_cwnd_event(CA_EVENT_TX_START) while app-limited: idle_restart, and

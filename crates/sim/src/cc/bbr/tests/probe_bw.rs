@@ -12,7 +12,7 @@ fn probe_bw_cycles_eight_gains() {
     assert_eq!(BBR_PACING_GAIN, PHASE_GAINS);
     let mut s = Synth::new();
     s.enter_probe_bw();
-    assert_eq!(s.bbr.state_label(), "probe_bw");
+    assert_eq!(s.bbr.state_label(&s.tp), "probe_bw");
     let step = Time::from_millis(5);
     let mut phases = Vec::new(); // (cycle_idx, pacing_gain, start time)
     phases.push((s.bbr.cycle_idx(), s.bbr.pacing_gain(), s.tp.now));

@@ -33,7 +33,7 @@ fn probe_rtt_sets_cwnd_to_4_for_200ms_after_min_rtt_expires_10s() {
     s.ack(Ack::round(PKTS_PER_RTT).dt(ms.mul(10)).in_flight(300).rtt(slow));
     assert!(Bbr::jiffies(&s.tp) > stamp + 10_000);
     assert_eq!(s.bbr.mode(), Mode::ProbeRtt);
-    assert_eq!(s.bbr.state_label(), "probe_rtt");
+    assert_eq!(s.bbr.state_label(&s.tp), "probe_rtt");
     assert_eq!(s.tp.snd_cwnd, 4);
     assert_eq!((s.bbr.pacing_gain(), s.bbr.cwnd_gain()), (BBR_UNIT, BBR_UNIT));
     assert_eq!(s.bbr.prior_cwnd, cwnd_before, "cwnd saved");

@@ -14,7 +14,7 @@ fn startup_pacing_gain_is_2_885() {
 
     let mut s = Synth::new();
     assert_eq!(s.bbr.mode(), Mode::Startup);
-    assert_eq!(s.bbr.state_label(), "startup");
+    assert_eq!(s.bbr.state_label(&s.tp), "startup");
     assert_eq!(s.bbr.pacing_gain(), BBR_HIGH_GAIN);
     assert_eq!(s.bbr.cwnd_gain(), BBR_HIGH_GAIN);
 
@@ -101,7 +101,7 @@ fn drain_ends_when_inflight_below_bdp() {
         s.ack(Ack::round(PKTS_PER_RTT).in_flight(1000));
     }
     assert_eq!(s.bbr.mode(), Mode::Drain);
-    assert_eq!(s.bbr.state_label(), "drain");
+    assert_eq!(s.bbr.state_label(&s.tp), "drain");
     let target = s.bbr.inflight(&s.tp, s.bbr.max_bw(), BBR_UNIT);
     // BDP = ceil(10 pkts/ms x 20 ms) = 200, plus 3 TSO bursts, rounded up
     // to an even number (bbr_quantization_budget).

@@ -25,7 +25,7 @@ fn inflight_hi_cut_by_beta_when_probe_loss_exceeds_two_percent() {
     let mut s = Synth::new();
     enter_up(&mut s);
     let target = u64::from(s.bbr.target_inflight(&s.tp));
-    s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(200).losses(0, 10, 100));
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(200).marked_lost(0, 10, 100));
     assert_eq!(u64::from(s.bbr.inflight_hi()), times_0_7(target).max(100));
     assert!(s.bbr.prev_probe_too_high);
     assert!(!s.bbr.bw_probe_samples, "only react once per probe");
@@ -37,7 +37,7 @@ fn probe_loss_at_two_percent_or_below_is_tolerated() {
     let mut s = Synth::new();
     enter_up(&mut s);
     // 3 of 200 = 1.5 %; bbr_loss_thresh is 5/256 = 1.95 %
-    s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(200).losses(0, 3, 200));
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(200).marked_lost(0, 3, 200));
     assert_eq!(s.bbr.inflight_hi(), NO_INFLIGHT_BOUND);
     assert_eq!(s.bbr.phase(), Phase::Up);
 }
@@ -134,7 +134,7 @@ fn a_lossy_round_while_cruising_caps_cwnd_at_inflight_lo() {
     let mut s = Synth::new();
     s.enter_cruise();
     let cwnd = s.tp.snd_cwnd;
-    s.ack(Ack::round(100).same_round().in_flight(150).losses(3, 3, 150));
+    s.ack(Ack::round(100).same_round().in_flight(150).marked_lost(3, 3, 150));
     s.ack(Ack::round(100).in_flight(100));
     let lo = s.bbr.inflight_lo();
     assert_eq!(u64::from(lo), times_0_7(u64::from(cwnd)), "cwnd {cwnd}");
@@ -169,7 +169,7 @@ fn recovery_uses_no_packet_conservation() {
     s.enter_cruise();
     let cwnd = s.tp.snd_cwnd;
     s.tp.ca_state = CaState::Recovery;
-    s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(20).losses(1, 1, 200));
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(20).marked_lost(1, 1, 200));
     assert_eq!(s.tp.snd_cwnd, cwnd, "v1 would cut cwnd to in-flight + acked (30)");
 }
 

@@ -9,100 +9,19 @@ mod probe_rtt;
 mod startup;
 
 use super::*;
-use crate::cc::{CaState, CcInfo, CongestionControl, ConnState, RateSample, CA_ACK_ECE};
+use crate::cc::bbr::harness::RoundCounter;
+use crate::cc::{CaState, CcInfo, CongestionControl, RateSample};
 use crate::units::Time;
 
-pub(super) const MSS: u32 = 1448;
-/// Round-trip time of the synthetic path.
-pub(super) const RTT: Time = Time::from_millis(20);
-/// Synthetic bottleneck: 200 packets per 20 ms RTT (10 packets per ms).
-pub(super) const PKTS_PER_RTT: i64 = 200;
-
-/// One synthetic ACK and the rate sample it carries.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Ack {
-    pub dt: Time,
-    pub acked: u32,
-    pub delivered: i64,
-    pub interval: Time,
-    pub rtt: Option<Time>,
-    pub app_limited: bool,
-    pub new_round: bool,
-    /// Segments this ACK marked lost (rs.losses).
-    pub losses: u32,
-    /// rs.lost: lost since the sampled packet was sent.
-    pub lost: u32,
-    /// rs.tx_in_flight.
-    pub tx_in_flight: u32,
-    /// rs.delivered_ce, also added to tp.delivered_ce.
-    pub ce: u32,
-    /// The ACK carries ECE.
-    pub ece: bool,
-    /// Packets in flight after the ACK (tp.packets_out).
-    pub in_flight: u32,
-}
-
-impl Ack {
-    /// A new-round ACK whose sample is `delivered` packets per RTT.
-    pub fn round(delivered: i64) -> Ack {
-        Ack {
-            dt: RTT,
-            acked: 10,
-            delivered,
-            interval: RTT,
-            rtt: Some(RTT),
-            app_limited: false,
-            new_round: true,
-            losses: 0,
-            lost: 0,
-            tx_in_flight: 200,
-            ce: 0,
-            ece: false,
-            in_flight: 200,
-        }
-    }
-    pub fn dt(mut self, dt: Time) -> Ack {
-        self.dt = dt;
-        self
-    }
-    pub fn in_flight(mut self, n: u32) -> Ack {
-        self.in_flight = n;
-        self
-    }
-    pub fn same_round(mut self) -> Ack {
-        self.new_round = false;
-        self
-    }
-    pub fn rtt(mut self, rtt: Time) -> Ack {
-        self.rtt = Some(rtt);
-        self.interval = rtt;
-        self
-    }
-    pub fn losses(mut self, losses: u32, lost: u32, tx_in_flight: u32) -> Ack {
-        self.losses = losses;
-        self.lost = lost;
-        self.tx_in_flight = tx_in_flight;
-        self
-    }
-    pub fn ce(mut self, ce: u32) -> Ack {
-        self.ce = ce;
-        self.ece = ce > 0;
-        self
-    }
-    pub fn acked(mut self, n: u32) -> Ack {
-        self.acked = n;
-        self
-    }
-    pub fn app_limited(mut self) -> Ack {
-        self.app_limited = true;
-        self
-    }
-}
+pub(super) use crate::cc::bbr::harness::{Ack, PKTS_PER_RTT, RTT};
 
 /// A BBRv3 instance and the ConnState it controls, fed synthetic ACKs.
-pub(super) struct Synth {
-    pub tp: ConnState,
-    pub bbr: Bbr3,
+pub(super) type Synth = crate::cc::bbr::harness::Synth<Bbr3>;
+
+impl RoundCounter for Bbr3 {
+    fn next_rtt_delivered(&self) -> u64 {
+        self.next_rtt_delivered
+    }
 }
 
 impl Synth {
@@ -110,58 +29,9 @@ impl Synth {
         Synth::with_seed(DEFAULT_SEED, false)
     }
 
+    /// An ACK that does not say leaves 200 packets in flight (the BDP).
     pub fn with_seed(seed: u64, ecn_ok: bool) -> Synth {
-        let mut tp = ConnState::new(MSS);
-        tp.now = Time::from_millis(1);
-        tp.delivered_mstamp = tp.now;
-        tp.ecn_ok = ecn_ok;
-        let mut bbr = Bbr3::with_seed(seed);
-        bbr.init(&mut tp);
-        Synth { tp, bbr }
-    }
-
-    /// Applies one ACK as the engine does: counters, in_ack_event, then
-    /// cong_control. Returns the rate sample.
-    pub fn ack(&mut self, a: Ack) -> RateSample {
-        self.tp.now += a.dt;
-        let prior_delivered = if a.new_round {
-            self.tp.delivered
-        } else {
-            self.bbr.next_rtt_delivered.saturating_sub(1)
-        };
-        self.tp.delivered += u64::from(a.acked);
-        self.tp.delivered_ce += u64::from(a.ce);
-        if a.acked > 0 {
-            self.tp.delivered_mstamp = self.tp.now;
-        }
-        self.tp.lost += u64::from(a.losses);
-        self.tp.packets_out = a.in_flight;
-        if let Some(rtt) = a.rtt {
-            self.tp.srtt = if self.tp.srtt == Time::ZERO { rtt } else { Time((self.tp.srtt.0 * 7 + rtt.0) / 8) };
-            self.tp.min_rtt = self.tp.min_rtt.min(rtt);
-        }
-        if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {
-            self.tp.app_limited = 0;
-        }
-        let rs = RateSample {
-            prior_delivered,
-            prior_mstamp: self.tp.now.saturating_sub(a.interval),
-            delivered: a.delivered,
-            delivered_ce: a.ce,
-            tx_in_flight: a.tx_in_flight,
-            lost: a.lost,
-            interval: a.interval,
-            rtt: a.rtt,
-            losses: a.losses,
-            acked_sacked: a.acked,
-            prior_in_flight: a.in_flight.saturating_add(a.acked).saturating_add(a.losses),
-            is_app_limited: a.app_limited,
-            is_retrans: false,
-        };
-        let flags = if a.ece { CA_ACK_ECE } else { 0 };
-        self.bbr.in_ack_event(&mut self.tp, flags);
-        self.bbr.cong_control(&mut self.tp, &rs);
-        rs
+        Synth::start(Bbr3::with_seed(seed), ecn_ok, 200)
     }
 
     /// Rounds at a constant bw until STARTUP and DRAIN are over (in-flight
@@ -193,9 +63,9 @@ impl Synth {
 #[test]
 fn state_label_names_the_probe_bw_phase_as_bbr_get_phase() {
     let mut s = Synth::new();
-    assert_eq!(s.bbr.state_label(), "startup");
+    assert_eq!(s.bbr.state_label(&s.tp), "startup");
     s.enter_probe_bw();
-    assert_eq!(s.bbr.state_label(), "probe_bw_down");
+    assert_eq!(s.bbr.state_label(&s.tp), "probe_bw_down");
     assert_eq!(s.bbr.name(), "bbr3");
     match s.bbr.get_info() {
         Some(CcInfo::Bbr { version, .. }) => assert_eq!(version, 3),

@@ -123,7 +123,7 @@ fn probe_down_ends_only_once_inflight_leaves_headroom_below_inflight_hi() {
     a.tx_in_flight = 150; // no higher safe level to raise inflight_hi to
     s.ack(a);
     assert_eq!(s.bbr.phase(), Phase::Down, "150 in flight > 128");
-    a.in_flight = 110;
+    a.in_flight = Some(110);
     s.ack(a);
     assert_eq!(s.bbr.phase(), Phase::Cruise);
 }

@@ -36,7 +36,7 @@ fn probe_rtt_uses_half_bdp_cwnd() {
     s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(150).dt(Time::from_millis(1)));
     assert_eq!(s.bbr.probe_rtt_cwnd(), 101, "ceil(0.5 x BDP of 201)");
     assert_eq!(s.tp.snd_cwnd, 101);
-    assert_eq!(s.bbr.state_label(), "probe_rtt");
+    assert_eq!(s.bbr.state_label(&s.tp), "probe_rtt");
 }
 
 #[test]

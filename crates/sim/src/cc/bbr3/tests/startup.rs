@@ -50,9 +50,9 @@ fn lossy_startup_round(events: u32, lost: u32) -> Synth {
     let d = grow(&mut s, 4);
     s.tp.ca_state = CaState::Recovery;
     for _ in 0..events {
-        s.ack(Ack::round(d).same_round().dt(Time::from_millis(1)).losses(1, 1, 200));
+        s.ack(Ack::round(d).same_round().dt(Time::from_millis(1)).marked_lost(1, 1, 200));
     }
-    s.ack(Ack::round(d * 2).losses(0, lost, 200));
+    s.ack(Ack::round(d * 2).marked_lost(0, lost, 200));
     s
 }
 
@@ -84,11 +84,11 @@ fn startup_exits_after_two_rounds_of_ecn_above_half_at_low_rtt() {
     // Round 1 has no min_rtt yet: not ECN-eligible.
     for _ in 0..2 {
         d *= 2;
-        s.ack(Ack::round(d).rtt(rtt).dt(rtt).ce(10));
+        s.ack(Ack::round(d).round_trip(rtt).dt(rtt).ce(10));
         assert_eq!(s.bbr.mode(), Mode::Startup);
     }
     d *= 2;
-    s.ack(Ack::round(d).rtt(rtt).dt(rtt).ce(10));
+    s.ack(Ack::round(d).round_trip(rtt).dt(rtt).ce(10));
     assert!(s.bbr.ecn_eligible);
     assert!(s.bbr.full_bw_reached(), "two rounds with CE ratio >= 50 %");
     assert_ne!(s.bbr.mode(), Mode::Startup);
@@ -102,7 +102,7 @@ fn startup_ignores_ecn_above_the_5_ms_ecn_max_rtt() {
     let mut d = 50;
     for _ in 0..5 {
         d *= 2;
-        s.ack(Ack::round(d).rtt(rtt).dt(rtt).ce(10));
+        s.ack(Ack::round(d).round_trip(rtt).dt(rtt).ce(10));
     }
     assert!(!s.bbr.ecn_eligible);
     assert_eq!(s.bbr.mode(), Mode::Startup);
