@@ -1,5 +1,6 @@
 //! Seeded deterministic stand-in for Linux's prandom_u32_max(): the
-//! simulator has no global RNG (DESIGN.md), so each BBR instance owns one.
+//! simulator has no global RNG (docs/architecture.md, Invariants), so each
+//! BBR instance owns one.
 
 /// SplitMix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number
 /// generators", OOPSLA 2014): tiny, full-period, good enough to pick a
