@@ -6,9 +6,10 @@ Scenario (both sides): one sender, one receiver, bottleneck 1 Gbit/s, RTT
 10 s simulated, goodput = bytes delivered after the 2 s warm-up / 8 s; CCA
 bbr and cubic.
 
-ns-3 runs as a subprocess with the python of a separate virtualenv (see
-bench/requirements-ns3.txt and bench/README.md), bounded by --timeout per
-run; fatpipe's simulator runs in this process through fatpipe._native.
+ns-3 runs as a subprocess with the python given by --ns3-python (default
+$FATPIPE_NS3_PYTHON, else this interpreter; best a virtualenv of its own,
+see bench/requirements-ns3.txt and bench/README.md), bounded by --timeout
+per run; fatpipe's simulator runs in this process through fatpipe._native.
 
     python bench/ns3_compare.py                       # bbr and cubic, seeds 1..5
     python bench/ns3_compare.py --cc bbr --timeout 300 --seeds 3
@@ -49,7 +50,10 @@ from ns3_stats import (
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 NS3_SCENARIO = HERE / "ns3_scenario.py"
-DEFAULT_NS3_PYTHON = os.environ.get("FATPIPE_NS3_PYTHON", "/work/ns3-venv/bin/python")
+# The python that has ns-3 (the `ns3` wheel of bench/requirements-ns3.txt,
+# best in a virtualenv of its own): --ns3-python, else $FATPIPE_NS3_PYTHON,
+# else the interpreter running this script.
+DEFAULT_NS3_PYTHON = os.environ.get("FATPIPE_NS3_PYTHON") or sys.executable
 
 PROGRESS_S = 0.5  # ns3_scenario.py's default --progress-s
 
@@ -144,13 +148,28 @@ def fatpipe_plan(sc: Scenario, cc: str):
 # ------------------------------------------------------------------ ns-3 -----
 
 
+def ns3_missing(python: str) -> str | None:
+    """Why `python` cannot run ns3_scenario.py (None if it can): it must
+    exist and find the `ns` package without importing it (cppyy is slow)."""
+    hint = ("make a virtualenv, install bench/requirements-ns3.txt into it and pass its python "
+            "with --ns3-python or FATPIPE_NS3_PYTHON")
+    if not Path(python).exists():
+        return f"no python at {python}: {hint}"
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('ns') is None)"
+    try:
+        r = subprocess.run([python, "-c", probe], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"cannot run {python} ({e}): {hint}"
+    if r.returncode != 0:
+        return f"{python} has no ns-3 (the ns3 package of bench/requirements-ns3.txt): {hint}"
+    return None
+
+
 def run_ns3(sc: Scenario, cc: str, python: str, timeout_s: float, extra: list[str]) -> dict[str, Any]:
     """ns3_scenario.py in the ns-3 venv, killed after timeout_s wall seconds."""
-    if not Path(python).exists():
-        return {
-            "error": f"no ns-3 python at {python}: python3 -m venv /work/ns3-venv && "
-            "/work/ns3-venv/bin/pip install -r bench/requirements-ns3.txt (or --ns3-python)"
-        }
+    missing = ns3_missing(python)
+    if missing:
+        return {"error": missing}
     cmd = [
         python,
         str(NS3_SCENARIO),
@@ -407,7 +426,8 @@ def log_run(sc: Scenario, label: str, run: dict) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cc", nargs="+", default=["bbr", "cubic"], choices=["bbr", "cubic"])
-    p.add_argument("--ns3-python", default=DEFAULT_NS3_PYTHON, help="python of the ns-3 venv")
+    p.add_argument("--ns3-python", default=DEFAULT_NS3_PYTHON,
+                   help="python that has ns-3 (default: $FATPIPE_NS3_PYTHON, else this interpreter)")
     p.add_argument("--timeout", type=float, default=900.0, help="wall seconds per ns-3 run")
     p.add_argument(
         "--give-up-after",

@@ -5,7 +5,7 @@ never in the project's environment: ns3_compare.py starts it as a
 subprocess with that venv's python, so a crash or a very long run stays
 bounded by a timeout.
 
-    /work/ns3-venv/bin/python bench/ns3_scenario.py --cc bbr
+    "$FATPIPE_NS3_PYTHON" bench/ns3_scenario.py --cc bbr   # the ns-3 venv's python
 
 Topology (one sender, one receiver):
 
@@ -130,6 +130,7 @@ void Sample(double dt) {
     Simulator::Schedule(Seconds(dt), &Sample, dt);
 }
 void Connect(double dt) {
+    // ns-3's attribute namespace, not a path outside the repository.
     std::string s = "/NodeList/0/$ns3::TcpL4Protocol/SocketList/0/";
     Config::ConnectWithoutContext(s + "CongestionWindow", MakeCallback(&OnCwnd));
     Config::ConnectWithoutContext(s + "SlowStartThreshold", MakeCallback(&OnSsthresh));

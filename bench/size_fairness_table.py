@@ -1,4 +1,4 @@
-"""The size-fairness table (STUDIES.md C): per CCA and buffer, the latency
+"""The size-fairness table (docs/talks.md, section C): per CCA and buffer, the latency
 percentiles of the 10 KB and 1 MB RPCs (pooled over the three senders and
 the repetitions, RPCs issued after warm-up) beside the idle-path latency of
 a 10 KB RPC, plus streaming goodput and queue drops. Prints; asserts nothing.

@@ -11,8 +11,12 @@ tables as the report's "Beside the references" section) of DIR/NAME, the
 results of `fatpipe run studies/NAME.toml` (default DIR: results). The
 references are the bundled study's, so results stored before a reference
 was added are compared too. A study without stored results keeps its
-block as it is and is listed. --check changes nothing and exits 1 when the
-doc is not what the results give.
+block as it is and is listed. A study whose stored results are incomplete
+(fewer runs finished ok than the plan its manifest.json records, e.g. an
+interrupted run) is refused: its block is kept as it is, the study and its
+missing runs are named, the other blocks are written and the exit status
+is 3. --check changes nothing and exits 1 when the doc is not what the
+results give (3 if a study is refused).
 """
 
 from __future__ import annotations
@@ -36,11 +40,44 @@ def block_pattern(name: str) -> re.Pattern:
                       re.S)
 
 
+REFUSED = 3  # exit status when a study's stored results are incomplete
+
+
+class Incomplete(Exception):
+    """The stored results of a study lack runs of its plan."""
+
+
+def missing_runs(study) -> list[str]:
+    """The run ids of the study's plan (manifest.json's "runs", written as
+    the study starts) that have no ok row in its runs table."""
+    planned = [r.get("run_id") for r in study.manifest.get("runs") or [] if isinstance(r, dict)]
+    if not planned:
+        raise Incomplete(f"{study.root / 'manifest.json'} records no planned runs, so whether the "
+                         "results are complete cannot be told")
+    runs = study.runs
+    ok = set(runs.loc[runs["status"] == "ok", "run_id"]) if len(runs) else set()
+    return [run_id for run_id in planned if run_id not in ok]
+
+
+def check_complete(name: str, results: Path, study) -> None:
+    """Raise Incomplete, naming the study and the runs it lacks, unless every
+    planned run finished ok."""
+    missing = missing_runs(study)
+    if missing:
+        planned = len(study.manifest["runs"])
+        shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
+        raise Incomplete(f"{name}: {len(missing)} of {planned} planned runs missing or not ok in {results} "
+                         f"({shown}); complete it with `fatpipe run studies/{name}.toml --out {results}` "
+                         "(it resumes), then rerun scripts/studies_vs_talks.py")
+
+
 def generated(name: str, results: Path, tables) -> str:
-    """The block's text from the stored results of study `name`."""
+    """The block's text from the stored results of study `name`; raises
+    Incomplete if they lack planned runs."""
     study = StudyStore(results).load()
     if study.name != name:
         raise ValueError(f"{results} holds study {study.name!r}, not {name!r}")
+    check_complete(name, results, study)
     comparison = an_refs.compare(study.runs, tables, report_refs.collapses_of(study, tables))
     runs = study.runs
     version = study.manifest.get("fatpipe_version")
@@ -60,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     doc_path = Path(args.doc)
     doc = doc_path.read_text(encoding="utf-8")
-    new, kept, missing = doc, [], []
+    new, kept, missing, refused = doc, [], [], []
     for path in sorted(Path(args.studies).glob("*.toml")):
         spec = spec_mod.load(path)[0]
         if not spec.references:
@@ -74,7 +111,11 @@ def main(argv: list[str] | None = None) -> int:
         if not (results / "runs.parquet").exists():
             kept.append(f"{name} (no {results / 'runs.parquet'})")
             continue
-        text = generated(name, results, spec.references)
+        try:
+            text = generated(name, results, spec.references)
+        except Incomplete as e:
+            refused.append(str(e))
+            continue
         new = pattern.sub(lambda m, t=text: m.group(1) + t + m.group(3), new)
     for k in kept:
         print(f"kept: {k}")
@@ -82,15 +123,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {doc_path} has no generated block for {', '.join(missing)}; add "
               "<!-- generated: NAME --> and <!-- end generated: NAME --> lines", file=sys.stderr)
         return 2
+    for r in refused:
+        print(f"refused (block kept as it is): {r}", file=sys.stderr)
     if args.check:
         if new != doc:
             print(f"{doc_path} differs from what the results give; run scripts/studies_vs_talks.py")
             return 1
-        return 0
+        return REFUSED if refused else 0
     if new != doc:
         doc_path.write_text(new, encoding="utf-8")
         print(f"wrote {doc_path}")
-    return 0
+    return REFUSED if refused else 0
 
 
 if __name__ == "__main__":

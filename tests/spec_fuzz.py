@@ -482,6 +482,7 @@ def _structure() -> list[Case]:
         out.append(Case(f"{section} = {lit}", "structure", _prepend(render(leaves), f"{section} = {lit}"),
                         key=section))
     out.append(Case("duplicate key", "structure", render(BASE, extra="[path]\nrate = 1\n"), key="file"))
+    # Hostile study names (the first climbs): not a path outside the repository.
     for name in ('"../../etc"', '"a b"', '"ü"', '"' + "n" * 200 + '"', '"-x"'):
         out.append(Case(f"study.name={name[:20]}", "structure", render(_with("study.name", name)), key="study.name"))
     out.append(Case("warmup >= duration", "structure", render(_with("study.warmup", '"10s"')), key="study"))

@@ -62,7 +62,10 @@ def _series_rows(run_id, backend, group, streams, stream_bps, duration_s, interv
 def _write(root: Path, runs, series, rpcs=None) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "study.toml").write_text("# synthetic\n")
-    (root / "manifest.json").write_text(json.dumps({"schema_version": 1, "study": root.name}))
+    # The plan, as fatpipe's manifest records it: every run written here.
+    plan = [{"run_id": run_id, "seed": seed}
+            for run_id, seed in dict.fromkeys((r["run_id"], r["seed"]) for r in runs)]
+    (root / "manifest.json").write_text(json.dumps({"schema_version": 1, "study": root.name, "runs": plan}))
     pd.DataFrame(runs).to_parquet(root / "runs.parquet")
     pd.DataFrame(series).to_parquet(root / "series.parquet")
     if rpcs:

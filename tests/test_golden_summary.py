@@ -86,7 +86,7 @@ def test_golden_study_summary_is_unchanged(tmp_path):
     want = json.loads(GOLDEN.read_text())
     assert len(got) == len(want), f"{len(got)} rows, snapshot has {len(want)}"
     diffs = []
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         for k in set(g) | set(w):
             if not _close(g.get(k), w.get(k)):
                 diffs.append(f"{w.get('run_id')} group {w.get('flow_group')} {k}: "

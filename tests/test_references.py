@@ -215,7 +215,7 @@ def test_collapse_fraction_counts_runs_with_a_collapse(streams_dir):
 REFERENCES = """
 [[references]]
 title = "Improvement factor, talk"
-source = "Crichigno et al., seed 001"
+source = "Crichigno et al., TSP 2018"
 metric = "improvement_factor"
 stat = "avg"
 values = [{ where = { cc = "bbr" }, value = 3.77 }, { where = { cc = "cubic" }, value = 1.48 }]
@@ -257,7 +257,7 @@ def test_report_shows_each_reference_next_to_fatpipes_value_with_the_ratio(strea
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
     assert cells[:2] == ["3.77", f"{bbr:.2f}"]  # the talk's value, then fatpipe's, same row
     assert cells[4] == f"{bbr / 3.77:.2f}"
-    assert "Source: Crichigno et al., seed 001" in html
+    assert "Source: Crichigno et al., TSP 2018" in html
     assert ">0 (~0)</td>" in html  # a reference of ~0: shown with its note, no ratio
     assert (report.parent / "references.png").exists() and (report.parent / "references.svg").exists()
     csv = pd.read_csv(report.parent / "references.csv")

@@ -1,12 +1,16 @@
 """scripts/studies_vs_talks.py writes the report's reference comparison of
 stored results into the doc's generated blocks, leaves a block whose study
-has no results alone, and --check tells whether the doc is current."""
+has no results alone, refuses a study whose results lack planned runs, and
+--check tells whether the doc is current."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pandas as pd
 
 from synthetic_study import streams_study
 
@@ -101,3 +105,47 @@ def test_results_of_another_study_are_refused(tmp_path):
     (results / "synthetic-a" / "study.toml").write_text(STUDY.format(name="other-study"))
     r = _run("--studies", studies, "--results", results, "--doc", doc)
     assert r.returncode != 0 and "holds study 'other-study'" in r.stderr
+
+
+def _drop_runs(results: Path, name: str, keep: int) -> int:
+    """Keep only the first `keep` planned runs in the stored runs table (as an
+    interrupted study leaves it); return how many planned runs there are."""
+    root = results / name
+    planned = json.loads((root / "manifest.json").read_text())["runs"]
+    runs = pd.read_parquet(root / "runs.parquet")
+    kept = {r["run_id"] for r in planned[:keep]}
+    runs[runs["run_id"].isin(kept)].to_parquet(root / "runs.parquet")
+    return len(planned)
+
+
+def test_an_incomplete_study_is_refused_and_its_block_kept(tmp_path):
+    studies, results, doc = _setup(tmp_path)
+    planned = _drop_runs(results, "synthetic-a", keep=3)
+    common = ["--studies", studies, "--results", results, "--doc", doc]
+    r = _run(*common)
+    assert r.returncode == 3, r.stderr
+    assert (f"synthetic-a: {planned - 3} of {planned} planned runs missing or not ok in "
+            f"{results / 'synthetic-a'}") in r.stderr
+    assert "old numbers" in doc.read_text()  # the block is kept as it is
+    assert _run(*common, "--check").returncode == 3
+
+
+def test_a_failed_run_makes_the_study_incomplete(tmp_path):
+    studies, results, doc = _setup(tmp_path)
+    path = results / "synthetic-a" / "runs.parquet"
+    runs = pd.read_parquet(path)
+    failed = runs["run_id"].iloc[0]
+    runs.loc[runs["run_id"] == failed, "status"] = "failed"
+    runs.to_parquet(path)
+    r = _run("--studies", studies, "--results", results, "--doc", doc)
+    assert r.returncode == 3 and "1 of " in r.stderr and f"({failed})" in r.stderr
+    assert "old numbers" in doc.read_text()
+
+
+def test_a_manifest_without_a_plan_is_refused(tmp_path):
+    studies, results, doc = _setup(tmp_path)
+    manifest = results / "synthetic-a" / "manifest.json"
+    manifest.write_text(json.dumps({"schema_version": 1, "study": "synthetic-a"}))
+    r = _run("--studies", studies, "--results", results, "--doc", doc)
+    assert r.returncode == 3 and "records no planned runs" in r.stderr
+    assert "old numbers" in doc.read_text()

@@ -6,7 +6,7 @@ metric, and holds values, each for the runs its ``where`` selects::
 
     [[references]]
     title = "BBRv1 vs CUBIC, 70 ms"        # how the report names the table
-    source = "Welzl, IETF 121 HP-WAN BoF (seed 002), slide 12"
+    source = "Welzl, IETF 121 HP-WAN BoF, slide 12"
     metric = "goodput"
     values = [
       { where = { "flows.0.cc" = "bbr", "flows.0.streams" = 1, "path.loss" = 1e-3 }, value = "14Gbit" },

@@ -73,6 +73,7 @@ def test_doctor_of_the_installed_wheel_finds_the_packaged_delay_line(venv, tmp_p
                        env=_clean_env(), timeout=120, check=True)
     line = next(ln for ln in r.stdout.splitlines() if "fatpipe-linkem:" in ln)
     assert line.strip().startswith("[ok]"), r.stdout
+    # The wheel's binary under the venv: not a path outside the repository.
     assert str(venv) in line and "/_bin/fatpipe-linkem" in line, line
 
 

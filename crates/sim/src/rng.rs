@@ -1,6 +1,7 @@
 //! Small deterministic RNGs. Every component that needs randomness owns one,
 //! seeded from the run seed and a component label, so adding a component
-//! never shifts another's random stream (DESIGN.md: no global RNG).
+//! never shifts another's random stream (docs/architecture.md, Invariants:
+//! no global RNG).
 
 /// SplitMix64 (Steele, Lea, Flood 2014): used to expand seeds.
 #[derive(Clone, Debug)]

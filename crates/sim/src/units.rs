@@ -1,6 +1,6 @@
 //! Units live in types: simulated time in nanoseconds, sizes in bytes, rates
-//! in bits per second. Arithmetic saturates instead of wrapping (DESIGN.md:
-//! "Window and rate arithmetic never wraps").
+//! in bits per second. Arithmetic saturates instead of wrapping
+//! (docs/architecture.md, Invariants: window and rate arithmetic saturates).
 
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};

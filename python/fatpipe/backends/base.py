@@ -24,7 +24,7 @@ __all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Backend", "BackendUnavailable", "Do
 
 @dataclass(frozen=True)
 class HostLimits:
-    """End-host limits that shape real results (DESIGN.md, hosts)."""
+    """End-host limits that shape real results (a study's [hosts] tables, README.md "The spec")."""
 
     rmem_max_bytes: int  # tcp_rmem[2]: bounds the receive window
     wmem_max_bytes: int  # tcp_wmem[2]: bounds the sender's unacked + unsent data

@@ -63,7 +63,8 @@ pub struct SenderConfig {
 /// Counters reported in traces (tcp_info).
 #[derive(Clone, Debug, Default)]
 pub struct SenderStats {
-    /// Data segments sent including retransmissions (tcpi_segs_out).
+    /// Data segments sent including retransmissions (tcpi_data_segs_out,
+    /// tp->data_segs_out; tcpi_segs_out would count pure ACKs too).
     pub segs_out: u64,
     /// Retransmitted segments (tcpi_total_retrans).
     pub retrans: u64,

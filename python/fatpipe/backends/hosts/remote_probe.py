@@ -98,7 +98,7 @@ def cpu_model():
 
 
 def nic_driver(interface):
-    try:
+    try:  # sysfs, read in pieces: not a path outside the repository
         return os.path.basename(os.readlink("/sys/class/net/" + interface + "/device/driver"))
     except OSError:
         return None  # virtual (veth, bridge) or no such interface
