@@ -94,7 +94,7 @@ def test_one_loss_for_all_groups_is_refused_naming_the_keys_when_the_groups_diff
 
 def test_a_netem_path_for_groups_of_different_loss_is_refused_before_anything_is_built(tmp_path, monkeypatch):
     from fatpipe.backends.kernel import path as kernel_path
-    monkeypatch.setattr(kernel_path.Namespace, "create", lambda *a, **k: pytest.fail("a namespace was created"))
+    monkeypatch.setattr(kernel_path.Namespace, "create", lambda *_a, **_k: pytest.fail("a namespace was created"))
     cfg = replace(path_config(two_group_plan()), emulator="netem")
     with pytest.raises(ValueError, match=r"flows\.1\.mss = 8948.*netem applies one loss"):
         kernel_path.EmulatedPath(cfg, tmp_path).build()
