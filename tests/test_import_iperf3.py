@@ -54,6 +54,15 @@ def test_delivered_bytes_and_retransmissions_are_cumulative_per_stream_from_the_
         assert times == sorted(times) and math.isclose(times[-1], 4.0, abs_tol=0.01)
 
 
+def test_the_nominal_interval_ignores_timer_jitter_and_a_short_last_interval():
+    # A busy host stretched the first interval to 1.0006 s (rounded to 1 ms
+    # that was 1.001 s, a setting of its own); the last one is cut short.
+    doc = _doc()
+    doc["intervals"][0]["streams"][0]["seconds"] = 1.0006
+    doc["intervals"][-1]["streams"][0]["seconds"] = 0.37
+    assert iperf3.parse(json.dumps(doc)).interval_s == 1.0
+
+
 def test_cwnd_is_snd_cwnd_over_the_mss_and_srtt_is_the_reported_rtt():
     run = iperf3.parse(FIXTURE.read_text())
     first = _doc()["intervals"][0]["streams"][0]

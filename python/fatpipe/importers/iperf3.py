@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,9 +133,12 @@ def parse(text: str, source: str = "iperf3 output") -> Iperf3Run:
             for k in SERIES_COLUMNS:
                 series[k].append(row[k])
     omit_s = float(test.get("omit", 0) or 0)
-    # The nominal interval (-i) and duration: measured ones differ by timer
-    # jitter (1.00024 s), which must not split runs of one setting.
-    interval_s = round(float(intervals[0]["streams"][0]["seconds"]), 3) or 1.0
+    # The nominal interval (-i, at least 0.1 s) and duration: measured ones
+    # differ by timer jitter (1.00024 s; 1.0006 s on a busy host), which
+    # must not split runs of one setting: the median of the intervals (the
+    # last may be cut short), to 10 ms.
+    measured = [float(iv["streams"][0]["seconds"]) for iv in intervals[:-1] or intervals]
+    interval_s = round(statistics.median(measured), 2) or 1.0
     duration_s = round(max(st["t"] for st in state.values()) / interval_s) * interval_s
     sent = end.get("sum_sent", {})
     received = end.get("sum_received", {})
