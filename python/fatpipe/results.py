@@ -2,18 +2,19 @@
 
 Layout (documented for users in docs/results.md)::
 
-    DIR/.fatpipe-study      marker: this directory is a fatpipe study
-    DIR/.fatpipe.lock       flock held by the process writing the study (pid, host, start)
-    DIR/study.toml          the spec as run
-    DIR/manifest.json       fatpipe version, schema version, backends' facts, seeds;
-                            an imported study's mark (IMPORTED_KEY)
-    DIR/runs/<run_id>.json  one record per finished run (written last, atomically)
-    DIR/series/<run_id>.parquet, DIR/rpcs/<run_id>.parquet, DIR/path_series/<run_id>.parquet
-    DIR/work/<run_id>/      a backend's scratch files for the run (raw samples)
-    DIR/runs.parquet        consolidated: one row per run x flow group
-    DIR/series.parquet      consolidated per-interval samples per stream
-    DIR/rpcs.parquet        consolidated per-RPC completions
-    DIR/path_series.parquet consolidated per-interval samples of the bottleneck
+    DIR/                   the study directory, holding:
+      .fatpipe-study       marker: this directory is a fatpipe study
+      .fatpipe.lock        flock held by the process writing the study (pid, host, start)
+      study.toml           the spec as run
+      manifest.json        fatpipe version, schema version, backends' facts, seeds;
+                           an imported study's mark (IMPORTED_KEY)
+      runs/<run_id>.json   one record per finished run (written last, atomically)
+      series/<run_id>.parquet, rpcs/<run_id>.parquet, path_series/<run_id>.parquet
+      work/<run_id>/       a backend's scratch files for the run (raw samples)
+      runs.parquet         consolidated: one row per run x flow group
+      series.parquet       consolidated per-interval samples per stream
+      rpcs.parquet         consolidated per-RPC completions
+      path_series.parquet  consolidated per-interval samples of the bottleneck
 
 A run counts as finished once its record exists and its files check out
 (:meth:`StudyStore.check_run`); records are written to a temporary file and
