@@ -163,18 +163,20 @@ def flow_specs(plan: RunPlan) -> list[FlowSpec]:
             for f in plan.flows]
 
 
+def _columns(rows: list[dict], columns, time_key: str) -> dict[str, list]:
+    """Engine rows → table columns, in (group, stream, `time_key`) order."""
+    table: dict[str, list] = {k: [] for k in columns}
+    for r in sorted(rows, key=lambda r: (r["flow_group"], r["stream"], r[time_key])):
+        for k in columns:
+            table[k].append(r[k])
+    return table
+
+
 def rows_to_rpcs(rows: list[dict]) -> dict[str, list]:
     """RPC rows → RunOutcome.rpcs columns, in (group, stream, start) order."""
-    rpcs: dict[str, list] = {k: [] for k in RPC_COLUMNS}
-    for r in sorted(rows, key=lambda r: (r["flow_group"], r["stream"], r["start_s"])):
-        for k in RPC_COLUMNS:
-            rpcs[k].append(r[k])
-    return rpcs
+    return _columns(rows, RPC_COLUMNS, "start_s")
 
 
 def rows_to_series(rows: list[dict]) -> dict[str, list]:
-    series: dict[str, list] = {k: [] for k in SERIES_COLUMNS}
-    for r in sorted(rows, key=lambda r: (r["flow_group"], r["stream"], r["t_s"])):
-        for k in SERIES_COLUMNS:
-            series[k].append(r[k])
-    return series
+    """Sample rows → RunOutcome.series columns, in (group, stream, time) order."""
+    return _columns(rows, SERIES_COLUMNS, "t_s")
