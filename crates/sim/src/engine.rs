@@ -69,6 +69,8 @@ struct Stream {
     wire: u32,
     /// Segments the receiver's GRO merges at most (0: GRO off).
     gro_segs: u32,
+    /// The segments carry the timestamp option (wire::ip_packet_bytes).
+    timestamps: bool,
     start: Time,
     started: bool,
     app: App,
@@ -79,9 +81,9 @@ impl Net {
     /// transmit path stays small enough to inline).
     #[cold]
     #[inline(never)]
-    fn enqueue_fq(&mut self, now: Time, stream: u32, wire_bytes: u32, seq: u64, ecn: SegEcn) {
+    fn enqueue_fq(&mut self, now: Time, stream: u32, wire_bytes: u32, seq: u64, ecn: SegEcn, tsval: u32) {
         if let Some(fq) = self.fq.as_mut() {
-            fq.enqueue(now, stream, wire::frame_bytes(wire_bytes), ecn.is_ect(), DataPkt::one(stream, seq, ecn));
+            fq.enqueue(now, stream, wire::frame_bytes(wire_bytes), ecn.is_ect(), DataPkt::one(stream, seq, ecn, tsval));
             if !self.link_busy {
                 self.serve_link(now);
             }
@@ -319,6 +321,7 @@ impl Sim {
                 ack_pipe,
                 ack_delay,
                 wire: wire::ip_packet_bytes(s.mss, cfg.mtu),
+                timestamps: wire::carries_timestamps(s.mss, cfg.mtu),
                 gro_segs: if s.gro { crate::tcp::gro_max_segs(s.mss, wire::ip_packet_bytes(s.mss, cfg.mtu)) } else { 0 },
                 start: s.start,
                 started: false,
@@ -368,9 +371,9 @@ impl Sim {
         let i = pkt.stream;
         let st = &mut self.streams[i as usize];
         let act = if pkt.gro && pkt.n > 1 {
-            st.receiver.on_gro_segment(pkt.seq, pkt.n, now)
+            st.receiver.on_gro_segment(pkt.seq, pkt.n, now, pkt.tsval)
         } else {
-            st.receiver.on_segment::<ECN>(pkt.seq, now, pkt.ecn)
+            st.receiver.on_segment::<ECN>(pkt.seq, now, pkt.ecn, pkt.tsval)
         };
         if ECN {
             if let Some(lead) = st.receiver.take_lead_ack() {
@@ -392,7 +395,7 @@ impl Sim {
         rpcs: &'a mut Rpcs,
         i: u32,
     ) -> (&'a mut App, StreamApp<'a, ECN, FQ>) {
-        let tx = Tx { net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs };
+        let tx = Tx { net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs, timestamps: st.timestamps };
         let env = StreamApp {
             tx,
             sender: &mut st.sender,
@@ -411,7 +414,7 @@ impl Sim {
     fn on_ack<const ECN: bool, const FQ: bool>(&mut self, k: usize, now: Time) {
         let Some((i, ack)) = self.net.acks[k].pop_front() else { return };
         let st = &mut self.streams[i as usize];
-        let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs };
+        let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs, timestamps: st.timestamps };
         st.sender.on_ack(now, &ack, &mut tx);
     }
 
@@ -420,7 +423,7 @@ impl Sim {
         let st = &mut self.streams[i as usize];
         match kind {
             TimerKind::Sender(t) => {
-                let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs };
+                let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs, timestamps: st.timestamps };
                 st.sender.on_timer(t, now, &mut tx);
             }
             TimerKind::Receiver(t) => {

@@ -59,7 +59,10 @@
 //! * **Loss recovery**: SACK + RACK-TLP (RFC 8985) with Linux's reo_wnd
 //!   rules, PRR (RFC 6937), RTO = srtt + max(4·mdev, 200 ms) with
 //!   exponential backoff, timers on a 1 ms jiffy grid, D-SACK undo. No
-//!   F-RTO, no timestamps (Eifel).
+//!   F-RTO, no timestamp-based undo (Eifel).
+//! * **Timestamps** (RFC 7323, tcp/timestamps.rs) when the option fits the
+//!   MTU: segments carry a millisecond TSval, ACKs echo ts_recent, and an
+//!   ACK of retransmitted data is timed by its echo (tcp_ack_update_rtt).
 //! * **ECN** (RFC 3168, tcp/ecn.rs): negotiated from both hosts'
 //!   net.ipv4.tcp_ecn or asked for by the CCA (TCP_CONG_NEEDS_ECN, DCTCP);
 //!   ECT data, ECE echoed until CWR (or DCTCP's CE-state mirroring), the

@@ -26,6 +26,12 @@ pub fn ip_packet_bytes(mss: u32, mtu: u32) -> u32 {
     (mss + TCP_IP_TS_HEADER_BYTES).min(mtu).max(mss + TCP_IP_HEADER_BYTES)
 }
 
+/// Whether an `mss`-byte segment carries the timestamp option: it fits
+/// the MTU (Linux then sends it on every segment, tcp/timestamps.rs).
+pub fn carries_timestamps(mss: u32, mtu: u32) -> bool {
+    mss + TCP_IP_TS_HEADER_BYTES <= mtu
+}
+
 /// Bytes a bottleneck charges for an IP packet of `ip_len` bytes.
 #[inline]
 pub fn frame_bytes(ip_len: u32) -> u32 {

@@ -4,7 +4,7 @@
 //! (`DataPkt`).
 
 use crate::event::{Event, SenderTimer, TimerKind};
-use crate::tcp::{Codepoint, SegEcn, SenderEnv};
+use crate::tcp::{timestamps, Codepoint, SegEcn, SenderEnv};
 use crate::units::Time;
 use crate::wire;
 
@@ -24,11 +24,13 @@ pub(super) struct DataPkt {
     pub(super) spacing: Time,
     pub(super) ecn: SegEcn,
     pub(super) gro: bool,
+    /// The TSval every segment of it carries (tcp/timestamps.rs; 0: none).
+    pub(super) tsval: u32,
 }
 
 impl DataPkt {
-    pub(super) fn one(stream: u32, seq: u64, ecn: SegEcn) -> DataPkt {
-        DataPkt { stream, n: 1, seq, spacing: Time::ZERO, ecn, gro: false }
+    pub(super) fn one(stream: u32, seq: u64, ecn: SegEcn, tsval: u32) -> DataPkt {
+        DataPkt { stream, n: 1, seq, spacing: Time::ZERO, ecn, gro: false, tsval }
     }
 }
 
@@ -43,6 +45,20 @@ pub(super) struct Tx<'a, const ECN: bool, const FQ: bool> {
     pub(super) group: usize,
     /// Segments the receiver's GRO merges at most (0: no GRO).
     pub(super) gro_segs: u32,
+    /// The connection carries the timestamp option (wire.rs).
+    pub(super) timestamps: bool,
+}
+
+impl<const ECN: bool, const FQ: bool> Tx<'_, ECN, FQ> {
+    /// TSval of a segment sent at `now` (0 without the option).
+    #[inline]
+    fn tsval(&self, now: Time) -> u32 {
+        if self.timestamps {
+            timestamps::tsval(now)
+        } else {
+            0
+        }
+    }
 }
 
 impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
@@ -50,6 +66,7 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
 
     #[inline]
     fn transmit(&mut self, now: Time, seq: u64, _retrans: bool, mut ecn: SegEcn) {
+        let tsval = self.tsval(now);
         let net = &mut *self.net;
         net.packets += 1;
         if net.loss[self.group].lose() {
@@ -57,14 +74,14 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
             return;
         }
         if FQ && net.fq.is_some() {
-            net.enqueue_fq(now, self.stream, self.wire, seq, ecn);
+            net.enqueue_fq(now, self.stream, self.wire, seq, ecn, tsval);
             return;
         }
         let Some(a) = net.bottleneck.offer(now, wire::frame_bytes(self.wire), ECN && ecn.is_ect()) else { return };
         if a.ce {
             ecn.codepoint = Codepoint::Ce;
         }
-        net.fwd.push(a.departure + net.prop, DataPkt::one(self.stream, seq, ecn));
+        net.fwd.push(a.departure + net.prop, DataPkt::one(self.stream, seq, ecn, tsval));
     }
 
     /// A TSO burst: split only where a segment of it is lost at random or
@@ -80,6 +97,7 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
             }
             return;
         }
+        let tsval = self.tsval(now);
         let net = &mut *self.net;
         net.packets += n as u64;
         let frame = wire::frame_bytes(self.wire);
@@ -87,7 +105,7 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
         while left > 0 {
             let k = net.loss[self.group].pass(left);
             if k > 0 {
-                net.admit_burst(now, self.stream, seq, k as u32, frame, self.gro_segs);
+                net.admit_burst(now, self.stream, seq, k as u32, frame, self.gro_segs, tsval);
             }
             seq += k;
             left -= k;
@@ -113,14 +131,15 @@ impl Net {
     /// into the forward pipe as one item, or, for a GRO receiver, as GRO
     /// units of at most `gro_segs`, each arriving with its last segment.
     #[inline]
-    fn admit_burst(&mut self, now: Time, stream: u32, seq: u64, n: u32, frame: u32, gro_segs: u32) {
+    #[allow(clippy::too_many_arguments)]
+    fn admit_burst(&mut self, now: Time, stream: u32, seq: u64, n: u32, frame: u32, gro_segs: u32, tsval: u32) {
         let a = self.bottleneck.offer_burst(now, frame, n);
         if a.packets == 0 {
             return;
         }
         let first = a.first_departure + self.prop;
         if gro_segs == 0 {
-            let pkt = DataPkt { stream, n: a.packets, seq, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: false };
+            let pkt = DataPkt { stream, n: a.packets, seq, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: false, tsval };
             self.fwd.push(first, pkt);
             return;
         }
@@ -128,7 +147,7 @@ impl Net {
         while j < a.packets {
             let m = gro_segs.min(a.packets - j);
             let last = first + a.spacing.mul((j + m - 1) as u64);
-            let pkt = DataPkt { stream, n: m, seq: seq + j as u64, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: true };
+            let pkt = DataPkt { stream, n: m, seq: seq + j as u64, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: true, tsval };
             self.fwd.push(last, pkt);
             j += m;
         }

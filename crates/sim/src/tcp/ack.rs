@@ -7,6 +7,7 @@ use crate::units::Time;
 use super::chrono::ChronoKind;
 use super::receiver::{Ack, MAX_SACKS};
 use super::scoreboard::{FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED};
+use super::timestamps;
 use super::sender::{Sender, SenderEnv};
 
 impl Sender {
@@ -152,7 +153,8 @@ impl Sender {
         self.tp.snd_una = self.sb.snd_una;
         self.count_delivered(newly_acked, ece);
 
-        // tcp_ack_update_rtt(): Karn's rule, SACK RTT as fallback.
+        // tcp_ack_update_rtt(): Karn's rule, the SACK RTT, then the
+        // timestamp echo as fallbacks.
         let mut seq_rtt = None;
         let mut ca_rtt = None;
         if let (Some(f), Some(l)) = (first_ackt, last_ackt) {
@@ -166,7 +168,17 @@ impl Sender {
             sack_rtt = Some(now - f);
             ca_rtt = Some(now - l);
         }
-        if let Some(m) = seq_rtt.or(sack_rtt) {
+        let mut seq_rtt = seq_rtt.or(sack_rtt);
+        if seq_rtt.is_none() && una_advanced {
+            // RTTM (RFC 7323 §4.1): an ACK of new data that Karn's rule
+            // left without a sample times its echoed timestamp
+            // (tcp/timestamps.rs), for the estimator and the CCA alike.
+            if let Some(ts_rtt) = timestamps::echo_rtt(now, ack.tsecr) {
+                seq_rtt = Some(ts_rtt);
+                ca_rtt = Some(ts_rtt);
+            }
+        }
+        if let Some(m) = seq_rtt {
             if let Some(c) = ca_rtt {
                 self.rtt.update_min(c);
             }

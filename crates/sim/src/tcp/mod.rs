@@ -18,6 +18,7 @@ mod segbits;
 mod scoreboard_tests;
 pub mod sender;
 pub mod timers;
+pub mod timestamps;
 pub mod tsorted;
 pub mod undo;
 

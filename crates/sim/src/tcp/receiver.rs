@@ -11,6 +11,7 @@ use crate::event::{ReceiverTimer, Timer};
 use crate::units::Time;
 
 use super::ecn::{RxEcn, SegEcn};
+use super::timestamps;
 
 mod gro;
 mod sacks;
@@ -55,6 +56,8 @@ pub struct Ack {
     pub wnd: u32,
     /// ECN-Echo (tcp_ecn_send(): TCP_ECN_DEMAND_CWR on an ECN connection).
     pub ece: bool,
+    /// TSecr: the receiver's ts_recent (tcp/timestamps.rs); 0 = no echo.
+    pub tsecr: u32,
 }
 
 impl Ack {
@@ -92,6 +95,8 @@ pub struct Receiver {
     /// rcv_nxt when the last ACK was sent (tp->rcv_wup); data above it is
     /// not yet acknowledged.
     rcv_wup: u64,
+    /// The TSval the next ACK echoes (tp->rx_opt.ts_recent).
+    ts_recent: u32,
     /// ACKs withheld by SACK compression since the last ACK (tp->compressed_ack).
     compressed_ack: u32,
     /// rcv_nxt the duplicate-ACK counter refers to (compressed_ack_rcv_nxt).
@@ -132,6 +137,7 @@ impl Receiver {
             ofo: SegBits::default(),
             sacks: SackList::default(),
             rcv_wup: 0,
+            ts_recent: 0,
             compressed_ack: 0,
             compressed_ack_rcv_nxt: 0,
             dup_ack_counter: 0,
@@ -183,7 +189,7 @@ impl Receiver {
             // __tcp_send_ack(sk, prior_rcv_nxt): a special ACK that leaves
             // the delayed-ACK state alone (tcp_event_ack_sent()).
             self.acks_sent += 1;
-            let mut a = Ack { ack, wnd: self.wnd, ece, ..Ack::default() };
+            let mut a = Ack { ack, wnd: self.wnd, ece, tsecr: self.ts_recent, ..Ack::default() };
             let n = self.sacks.len().min(MAX_SACKS);
             for (slot, r) in a.sacks.iter_mut().zip(self.sacks.iter()) {
                 *slot = *r;
@@ -217,9 +223,18 @@ impl Receiver {
         self.last_rcv = Some(now);
     }
 
-    /// Segment `seq` arrived at `now` carrying `ecn`.
+    /// Segment `seq` arrived at `now` carrying `ecn` and no timestamp.
     pub fn on_data(&mut self, seq: u64, now: Time, ecn: SegEcn) -> RxAction {
-        self.on_segment::<true>(seq, now, ecn)
+        self.on_segment::<true>(seq, now, ecn, 0)
+    }
+
+    /// tcp_replace_ts_recent(): a segment from `seq` at or below rcv_wup
+    /// whose `tsval` passes PAWS is the one the next ACK echoes.
+    #[inline]
+    pub(crate) fn replace_ts_recent(&mut self, seq: u64, tsval: u32) {
+        if seq <= self.rcv_wup && timestamps::not_older(tsval, self.ts_recent) {
+            self.ts_recent = tsval;
+        }
     }
 
     /// `on_data` with its ECN steps compiled in only when `ECN`: the engine
@@ -227,8 +242,10 @@ impl Receiver {
     /// segment is then Not-ECT and `self.ecn.ok` false, so the steps would
     /// do nothing).
     #[inline]
-    pub(crate) fn on_segment<const ECN: bool>(&mut self, seq: u64, now: Time, ecn: SegEcn) -> RxAction {
+    pub(crate) fn on_segment<const ECN: bool>(&mut self, seq: u64, now: Time, ecn: SegEcn, tsval: u32) -> RxAction {
         self.note_arrival(now);
+        // tcp_ack() (FLAG_UPDATE_TS_RECENT) runs before tcp_data_queue().
+        self.replace_ts_recent(seq, tsval);
         // tcp_data_queue(): tcp_ecn_accept_cwr() first.
         let mut ack_now = ECN && self.ecn.accept_cwr(ecn);
         if seq < self.rcv_nxt || self.ofo.contains(seq) {
@@ -379,7 +396,14 @@ impl Receiver {
         self.delack_timer.disarm();
         self.quick = self.quick.saturating_sub(1); // tcp_dec_quickack_mode()
         self.acks_sent += 1;
-        let mut ack = Ack { ack: self.rcv_nxt, dsack, wnd: self.wnd, ece: self.ecn.demand_cwr, ..Ack::default() };
+        let mut ack = Ack {
+            ack: self.rcv_nxt,
+            dsack,
+            wnd: self.wnd,
+            ece: self.ecn.demand_cwr,
+            tsecr: self.ts_recent,
+            ..Ack::default()
+        };
         let n = self.sacks.len().min(MAX_SACKS);
         for (slot, r) in ack.sacks.iter_mut().zip(self.sacks.iter()) {
             *slot = *r;

@@ -1,7 +1,8 @@
 //! Undoing a cwnd reduction shown to be spurious by D-SACK (RFC 2883,
 //! RFC 3708): Linux's tcp_init_undo, undo_retrans accounting,
 //! tcp_try_undo_recovery / tcp_try_undo_dsack / tcp_try_undo_loss.
-//! (The timestamp-based Eifel check is not modelled: no TCP timestamps.)
+//! (The timestamp-based Eifel check, tcp_packet_delayed(), is not modelled:
+//! ACKs carry the echo, tcp/timestamps.rs, but undo counts D-SACKs only.)
 
 use crate::cc::CaState;
 

@@ -70,12 +70,17 @@ impl Receiver {
     /// before and Not-ECT (`gro_takes_whole`), arrived at `now`: new data
     /// of a TSO burst, or retransmissions, which GRO merges as well when
     /// they arrive back to back (tcp_gro_receive checks only that each
-    /// segment follows the held one). tcp_rcv_established() for one skb,
+    /// segment follows the held one and carries the same options).
+    /// tcp_rcv_established() for one skb,
     /// then one ACK decision (__tcp_ack_snd_check).
-    pub(crate) fn on_gro_segment(&mut self, seq: u64, n: u32, now: Time) -> RxAction {
+    /// Its segments left the sender together, so they carry one TSval
+    /// (`tsval`), as tcp_gro_receive() merges only segments whose options
+    /// match.
+    pub(crate) fn on_gro_segment(&mut self, seq: u64, n: u32, now: Time, tsval: u32) -> RxAction {
         let end = seq + n as u64;
         debug_assert!(self.gro_takes_whole(seq, n));
         self.note_arrival(now);
+        self.replace_ts_recent(seq, tsval);
         let mut ack_now = false;
         if seq == self.rcv_nxt {
             self.rcv_nxt = end;
@@ -128,7 +133,7 @@ mod tests {
     fn a_gro_super_packet_in_order_is_acked_once_at_once() {
         let mut r = receiver_past_quickack();
         let before = r.acks_sent;
-        match r.on_gro_segment(20, 45, Time(100)) {
+        match r.on_gro_segment(20, 45, Time(100), 0) {
             RxAction::AckNow(a) => assert_eq!((a.ack, a.nsacks), (65, 0)),
             other => panic!("expected one immediate ACK, got {other:?}"),
         }
@@ -139,13 +144,13 @@ mod tests {
     fn a_gro_super_packet_above_a_hole_is_one_sack_block() {
         let mut r = receiver_past_quickack();
         // Segment 20 was lost: 21..66 arrive as one super-packet.
-        match r.on_gro_segment(21, 45, Time(100)) {
+        match r.on_gro_segment(21, 45, Time(100), 0) {
             RxAction::AckNow(a) => assert_eq!((a.ack, a.sack_blocks()), (20, &[(21, 66)][..])),
             other => panic!("expected an immediate SACK, got {other:?}"),
         }
         // The next super-packet extends the block; the retransmission of
         // 20 then fills the hole and is acked at once.
-        r.on_gro_segment(66, 45, Time(200));
+        r.on_gro_segment(66, 45, Time(200), 0);
         match r.on_data(20, Time(300), SegEcn::NOT_ECT) {
             RxAction::AckNow(a) => assert_eq!((a.ack, a.nsacks), (111, 0)),
             other => panic!("expected the hole's ACK, got {other:?}"),
@@ -156,21 +161,21 @@ mod tests {
     fn retransmissions_merged_by_gro_fill_a_deep_hole_as_one_skb() {
         let mut r = receiver_past_quickack();
         // 20..30 and 40..50 were tail-dropped; 30..40 and 50..95 arrived.
-        r.on_gro_segment(30, 10, Time(100));
-        r.on_gro_segment(50, 45, Time(110));
+        r.on_gro_segment(30, 10, Time(100), 0);
+        r.on_gro_segment(50, 45, Time(110), 0);
         // The retransmission of 40..50, one TSO packet merged whole, fills
         // the upper hole: one run 30..95 (tcp_data_queue_ofo coalescing)
         // and one ACK that reports it first.
         assert!(r.gro_takes_whole(40, 10));
         let before = r.acks_sent;
-        match r.on_gro_segment(40, 10, Time(200)) {
+        match r.on_gro_segment(40, 10, Time(200), 0) {
             RxAction::AckNow(a) => assert_eq!((a.ack, a.sack_blocks()), (20, &[(30, 95)][..])),
             other => panic!("expected an immediate SACK, got {other:?}"),
         }
         assert_eq!(r.acks_sent, before + 1);
         assert_eq!(r.ofo_ranges(), 1);
         // Then 20..30 closes the gap at rcv_nxt: everything is delivered.
-        match r.on_gro_segment(20, 10, Time(210)) {
+        match r.on_gro_segment(20, 10, Time(210), 0) {
             RxAction::AckNow(a) => assert_eq!((a.ack, a.nsacks), (95, 0)),
             other => panic!("expected the filled hole's ACK, got {other:?}"),
         }
@@ -179,7 +184,7 @@ mod tests {
     #[test]
     fn a_super_packet_repeating_received_data_is_not_taken_whole() {
         let mut r = receiver_past_quickack();
-        r.on_gro_segment(30, 10, Time(100));
+        r.on_gro_segment(30, 10, Time(100), 0);
         // Below rcv_nxt, or overlapping a queued run: Linux trims it and
         // D-SACKs the duplicate part; the engine hands it over per segment.
         assert!(!r.gro_takes_whole(15, 10));
