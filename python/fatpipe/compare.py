@@ -15,8 +15,8 @@ Rules
   corruption, buffer_bytes, mtu_bytes) and every swept key both studies
   have. Backend, run ids, seeds and repetitions are ignored. A swept key
   only one study has is not matched on (the page says so).
-* Per point: ratio = mean goodput of B / mean goodput of A. Its 95 % CI uses
-  the delta method on the log ratio, se² = sd_a²/(n_a·m_a²) + sd_b²/(n_b·m_b²),
+* Per point: ratio = B's mean / A's mean (of goodput, or the metric). Its
+  95 % CI uses the delta method on the log ratio, se² = sd_a²/(n_a·m_a²) + sd_b²/(n_b·m_b²),
   with Welch–Satterthwaite degrees of freedom: ratio·exp(±t·se). Needs at
   least two repetitions on each side.
 * Paired points: on a path with random loss or corruption (the one
