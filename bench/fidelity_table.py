@@ -9,8 +9,11 @@ with its companions fidelity-fairness-more*/ and fidelity-fairness-more*-sim/)
 and the kernel results of studies/bpf-port-validation.toml
 (bpf-port-validation/), and of studies/fidelity-resolve.toml
 (fidelity-resolve/, fidelity-resolve-sim/) and, when present, the
-simulator with a GRO receiver on the grid (fidelity-sim-gro/), and prints
-markdown tables:
+simulator with a GRO receiver on the grid (fidelity-sim-gro/) and the
+lossless studies studies/fidelity-deep-buffer.toml (fidelity-deep-buffer/,
+fidelity-deep-buffer-sim/) and studies/fidelity-many-flows-grid.toml
+(fidelity-many-flows-grid/, fidelity-many-flows-grid-sim/), and prints
+markdown tables (a study whose directories are absent is skipped):
 
 1. per CCA and grid point, sim/kernel goodput ratio with its 95 % interval
    (fatpipe compare's rule: compare.compare_points, over runs paired by seed
@@ -19,14 +22,25 @@ markdown tables:
 2. the 3-flow point: flow 0's share of the three flows' goodput on each
    side, and the goodput ratio of flow 0;
 3. the BPF ports fp_reno/fp_cubic against the built-in reno/cubic (port /
-   built-in ratio with its interval; retransmission rates).
+   built-in ratio with its interval; retransmission rates);
+4. the lossless points, per CCA: sim/kernel goodput ratio, the median
+   smoothed RTT of each side (the queue the CCA keeps) with its sim/kernel
+   ratio, the retransmission rate of each side with its ratio. Many flows:
+   per run, the three senders' goodput summed and their median smoothed RTT
+   and retransmission rate averaged (the senders are alike: same CCA,
+   streams and path), then compared as one point (run_totals).
 
-A point is marked when its ratio is outside +-15 % (compare.DISAGREE_FRACTION)
-and, separately, when its interval excludes 1 (the difference is resolved).
+A point is marked when it disagrees as compare says (compare_points'
+`disagree`: its ratio outside +-15 %, compare.DISAGREE_FRACTION; two
+retransmission rates below compare.RETRANS_AGREE_BELOW agree) and, separately,
+when its interval excludes 1 (the difference is resolved).
 
 --export DIR writes the data behind the tables as CSV (docs/fidelity-data/):
-compare's tables (goodput, retransmission rate), the per-run rows of each
-side and, per kernel run, the data and ACK packets linkem carried.
+compare's tables (NAME-goodput.csv, NAME-srtt.csv for the median smoothed
+RTT, NAME-retrans.csv; many-flows-* over run_totals), the per-run rows of
+each side (NAME-kernel-runs.csv, NAME-sim-runs.csv) and, per kernel run,
+the data and ACK packets linkem carried (NAME-kernel-acks.csv), for NAME in
+grid, grid-gro, resolve, fairness, deep-buffer, many-flows.
 """
 
 from __future__ import annotations
@@ -38,7 +52,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fatpipe.compare import DISAGREE_FRACTION, compare_points
+from fatpipe.compare import DISAGREE_FRACTION, RETRANS_AGREE_BELOW, compare_points
 from fatpipe.results import StudyStore
 
 
@@ -57,11 +71,12 @@ def pooled(base: Path, *names: str) -> pd.DataFrame:
 
 
 def fmt_ratio(row) -> str:
-    if pd.isna(row.ratio):
-        return "–"
+    """A compare_points row's ratio, interval and marks (the module's docstring)."""
+    if pd.isna(row.ratio):  # A's mean is 0 (or missing); compare_points says whether that disagrees
+        return "– **!**" if row.disagree else "–"
     ci = "" if pd.isna(row.ratio_ci_low) else f" [{row.ratio_ci_low:.2f}–{row.ratio_ci_high:.2f}]"
     mark = ""
-    if abs(row.ratio - 1) > DISAGREE_FRACTION:
+    if row.disagree:
         mark = " **!**" if not pd.isna(row.ratio_ci_low) and (row.ratio_ci_low > 1 or row.ratio_ci_high < 1) else " ?"
     paired = f" (paired: {int(row.pairs)}, ρ {row.pair_corr:.2f})" if getattr(row, "pairs", 0) else ""
     wide = not pd.isna(row.ratio_ci_high) and row.ratio_ci_high / row.ratio > 1 + DISAGREE_FRACTION
@@ -135,8 +150,58 @@ def validation_table(r: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def run_totals(r: pd.DataFrame) -> pd.DataFrame:
+    """One row per run (flow group 0's identity): goodput summed over the
+    run's flow groups (NaN when a group has none), median smoothed RTT and
+    retransmission rate averaged over them: for runs whose flow groups are
+    alike (studies/fidelity-many-flows-grid.toml: three senders, one CCA)."""
+    ident = ["study", "run_id"]
+    totals = r.groupby(ident).agg(
+        goodput_bps=("goodput_bps", lambda g: g.sum() if g.notna().all() else float("nan")),
+        srtt_p50_s=("srtt_p50_s", "mean"), retrans_rate=("retrans_rate", "mean"))
+    first = r[r["flow_group"] == 0].drop(columns=list(totals.columns))
+    return first.merge(totals.reset_index(), on=ident, how="left")
+
+
+def one_point_per_cc(t: pd.DataFrame, what: str) -> dict:
+    """compare_points' rows by CCA, for studies whose only swept key is the CCA."""
+    t = t[t["matched"]]
+    twice = t["cc"][t["cc"].duplicated()]
+    if len(twice):
+        raise ValueError(f"{what}: more than one grid point for cc {twice.iloc[0]!r} (expected one per CCA)")
+    return {row.cc: row for row in t.itertuples()}
+
+
+def lossless_table(kernel: pd.DataFrame, sim: pd.DataFrame, what: str) -> str:
+    """Per CCA: goodput, median smoothed RTT and retransmission rate, kernel
+    and sim, each with compare's sim/kernel ratio (one point per CCA)."""
+    good = one_point_per_cc(compare_points(kernel, sim), what)
+    srtt = one_point_per_cc(compare_points(kernel, sim, metric="srtt_p50_s"), what)
+    rtx = one_point_per_cc(compare_points(kernel, sim, metric="retrans_rate"), what)
+    lines = ["| CCA | goodput sim/kernel | kernel / sim Mbit/s | median srtt kernel / sim ms | srtt sim/kernel "
+             "| rtx kernel / sim % | rtx sim/kernel |", "|---|---|---|---|---|---|---|"]
+    for cc in dict.fromkeys(kernel["cc"]):
+        if cc not in good:
+            lines.append(f"| {cc} | – | – | – | – | – | – |")
+            continue
+        g, d, x = good[cc], srtt.get(cc), rtx.get(cc)
+        delay = (f"{1e3 * d.a_mean:.1f} / {1e3 * d.b_mean:.1f} | {fmt_ratio(d)}" if d is not None else "– | –")
+        retrans = (f"{100 * x.a_mean:.3f} / {100 * x.b_mean:.3f} | {fmt_ratio(x)}" if x is not None else "– | –")
+        lines.append(f"| {cc} | {fmt_ratio(g)} | {g.a_mean / 1e6:.1f} / {g.b_mean / 1e6:.1f} | {delay} | {retrans} |")
+    return "\n".join(lines)
+
+
+# The lossless studies: (CSV name, kernel study directory (the sim's adds
+# -sim), title, the rows compared per run).
+LOSSLESS = (
+    ("deep-buffer", "fidelity-deep-buffer", "1 stream, lossless 100 Mbit/s, 40 ms, 4 BDP", lambda r: r),
+    ("many-flows", "fidelity-many-flows-grid",
+     "3 senders × 32 streams, lossless 100 Mbit/s, 10 ms, 1 BDP (per run: the senders' total goodput, "
+     "their mean median srtt and retransmission rate)", run_totals),
+)
+
 RUN_COLUMNS = ["study", "run_id", "seed", "cc", "streams", "loss", "flow_group", "goodput_bps", "retrans_rate",
-               "path_random_drops", "path_queue_drops", "path_packets", "path_late_p99_s", "flags"]
+               "srtt_p50_s", "path_random_drops", "path_queue_drops", "path_packets", "path_late_p99_s", "flags"]
 
 
 def ack_counts(study: Path) -> pd.DataFrame:
@@ -162,18 +227,30 @@ def more(base: Path, name: str) -> tuple[str, ...]:
     return (name, *sorted(d.name for d in base.iterdir() if d.is_dir() and companion.fullmatch(d.name)))
 
 
+def have(base: Path, *names: str) -> bool:
+    """Whether every study directory in `names` holds results."""
+    return all((base / d / "runs.parquet").exists() for d in names)
+
+
+# compare's tables written per study: (file suffix, runs column).
+COMPARED = (("goodput", "goodput_bps"), ("srtt", "srtt_p50_s"), ("retrans", "retrans_rate"))
+
+
 def export(base: Path, out: Path) -> None:
     """The CSVs behind the tables (see the module's docstring)."""
     out.mkdir(parents=True, exist_ok=True)
-    for name, kernel_dir, sim_dir in (("grid", "fidelity", "fidelity-sim"),
-                                      ("grid-gro", None, "fidelity-sim-gro"),
-                                      ("resolve", "fidelity-resolve", "fidelity-resolve-sim"),
-                                      ("fairness", "fidelity-fairness", "fidelity-fairness-sim")):
-        if not all((base / d / "runs.parquet").exists() for d in (kernel_dir or "fidelity", sim_dir)):
+    for name, kernel_dir, sim_dir, compared in (
+            ("grid", "fidelity", "fidelity-sim", None),
+            ("grid-gro", None, "fidelity-sim-gro", None),
+            ("resolve", "fidelity-resolve", "fidelity-resolve-sim", None),
+            ("fairness", "fidelity-fairness", "fidelity-fairness-sim", None),
+            *((name, kdir, f"{kdir}-sim", rows) for name, kdir, _title, rows in LOSSLESS)):
+        if not have(base, kernel_dir or "fidelity", sim_dir):
             continue
         k, s = pooled(base, *more(base, kernel_dir or "fidelity")), pooled(base, *more(base, sim_dir))
-        compare_points(k, s).to_csv(out / f"{name}-goodput.csv", index=False)
-        compare_points(k, s, metric="retrans_rate").to_csv(out / f"{name}-retrans.csv", index=False)
+        ck, cs = (compared(k), compared(s)) if compared else (k, s)
+        for suffix, metric in COMPARED:
+            compare_points(ck, cs, metric=metric).to_csv(out / f"{name}-{suffix}.csv", index=False)
         s[[c for c in RUN_COLUMNS if c in s.columns]].to_csv(out / f"{name}-sim-runs.csv", index=False)
         if kernel_dir:
             k[[c for c in RUN_COLUMNS if c in k.columns]].to_csv(out / f"{name}-kernel-runs.csv", index=False)
@@ -196,14 +273,19 @@ def main(argv: list[str]) -> None:
         export(Path(args[0]) if args else Path("results"), out)
         return
     base = Path(args[0]) if args else Path("results")
-    print("## Grid: sim/kernel goodput ratio [95 % CI]; kernel / sim goodput; kernel / sim retransmissions\n")
-    print(grid_table(runs(base / "fidelity"), runs(base / "fidelity-sim")))
-    if (base / "fidelity-sim-gro" / "runs.parquet").exists():
+    if have(base, "fidelity", "fidelity-sim"):
+        print("## Grid: sim/kernel goodput ratio [95 % CI]; kernel / sim goodput; kernel / sim retransmissions\n")
+        print(grid_table(runs(base / "fidelity"), runs(base / "fidelity-sim")))
+    if have(base, "fidelity", "fidelity-sim-gro"):
         print("\n## Grid, the simulator's receiver with GRO: sim/kernel\n")
         print(grid_table(runs(base / "fidelity"), runs(base / "fidelity-sim-gro")))
-    if all((base / d / "runs.parquet").exists() for d in ("fidelity-resolve", "fidelity-resolve-sim")):
+    if have(base, "fidelity-resolve", "fidelity-resolve-sim"):
         print("\n## More repetitions where the grid did not resolve 15 %\n")
         print(grid_table(runs(base / "fidelity-resolve"), runs(base / "fidelity-resolve-sim")))
+    for _name, kdir, title, rows in LOSSLESS:
+        if have(base, kdir, f"{kdir}-sim"):
+            print(f"\n## Lossless: {title}\n")
+            print(lossless_table(rows(runs(base / kdir)), rows(runs(base / f"{kdir}-sim")), kdir))
     if (base / "fidelity-fairness").exists():
         print("\n## 1 X vs 2 CUBIC\n")
         print(fairness_table(pooled(base, *more(base, "fidelity-fairness")),
@@ -213,7 +295,9 @@ def main(argv: list[str]) -> None:
         print(validation_table(runs(base / "bpf-port-validation")))
     print("\n(!: outside ±15 % and the interval excludes 1; ?: outside ±15 %, interval includes 1; "
           "'±15 % needs N': the interval is wider than ±15 %, and N repetitions per side (pairs) would "
-          "narrow it to ±15 % at the variance seen)")
+          "narrow it to ±15 % at the variance seen; retransmission rates below "
+          f"{RETRANS_AGREE_BELOW:.1%} on both sides agree; –: no ratio, the kernel's rate is 0, "
+          "marked when the simulator's is not below that)")
 
 
 if __name__ == "__main__":

@@ -152,3 +152,36 @@ def sharing_study(root: Path, backend: str = "sim", reps: int = 3, duration_s: f
                         row[f"rpc_{name}_s"] = float(np.percentile(d, q))
                 runs.append(row)
     return _write(root, runs, series, rpcs)
+
+
+def lossless_study(root: Path, backend: str = "sim", ccs=("cubic", "bbr", "vegas"), groups: int = 1,
+                   streams: int = 1, reps: int = 3, seed: int = 1, goodput_bps=None, srtt_s=None,
+                   retrans_rate=None, rate_bps: float = 100e6, rtt_s: float = 0.04,
+                   buffer_bdp: float = 4.0, duration_s: float = 4.0, warmup_s: float = 1.0,
+                   interval_s: float = 0.5) -> Path:
+    """One lossless point per CCA, like studies/fidelity-deep-buffer.toml
+    (groups=1) and studies/fidelity-many-flows-grid.toml (groups=3: every
+    flow group of a run has the point's CCA, swept together). goodput_bps,
+    srtt_s and retrans_rate map a CCA to each flow group's value (defaults:
+    an equal share of 90 % of the rate, 1.5 × the RTT, 0.1 %); repetition r
+    scales every value by 1 + 0.02 (r − 1), so two studies made with the
+    same maps differ by their maps alone."""
+    goodput_bps, srtt_s, retrans_rate = goodput_bps or {}, srtt_s or {}, retrans_rate or {}
+    rng = np.random.default_rng(seed)
+    runs, series = [], []
+    for point, cc in enumerate(ccs):
+        for rep in range(reps):
+            run_id = f"{backend}-p{point:03d}-r{rep:02d}"
+            scale = 1 + 0.02 * (rep - 1)
+            base = _base_row(run_id, backend, rep, seed + rep, 1500, 0.0, duration_s, warmup_s)
+            base.update(rate_bps=rate_bps, rtt_s=rtt_s, buffer_bytes=int(buffer_bdp * rate_bps * rtt_s / 8),
+                        **{f"flows.{g}.cc": cc for g in range(groups)})
+            for group in range(groups):
+                g = goodput_bps.get(cc, 0.9 * rate_bps / groups) * scale
+                series += _series_rows(run_id, backend, group, streams, g / streams, duration_s, interval_s, rng)
+                runs.append({**base, "flow_group": group, "kind": "bulk", "cc": cc, "streams": streams,
+                             "mss_bytes": 1448, "sender": f"s{group + 1}", "goodput_bps": g,
+                             "retrans_rate": retrans_rate.get(cc, 1e-3) * scale,
+                             "srtt_p50_s": srtt_s.get(cc, 1.5 * rtt_s) * scale, "min_rtt_s": rtt_s,
+                             "flags": "", "wall_s": 1.0})
+    return _write(root, runs, series)

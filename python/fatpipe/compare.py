@@ -3,13 +3,20 @@
 
 Rules
 -----
+* Metrics: goodput (`goodput_bps`) is the primary one (compare_goodput.csv,
+  the ratio and scatter figures, the grid-point table, the first findings).
+  The median smoothed RTT (`srtt_p50_s`: the queue a CCA keeps) and the
+  retransmission rate (`retrans_rate`: retransmitted / sent segments) are
+  compared per point by the same method, compare_points(metric=...), when
+  both studies report them (compare_metrics.py: compare_srtt.csv,
+  compare_retrans.csv, the section "Queueing delay and retransmissions").
 * Grid points are matched on the flow group's own columns (flow_group, kind,
   cc, streams, mss_bytes), the nominal path (rate_bps, rtt_s, loss,
   corruption, buffer_bytes, mtu_bytes) and every swept key both studies
   have. Backend, run ids, seeds and repetitions are ignored. A swept key
   only one study has is not matched on (the page says so).
-* Per point: ratio = mean goodput of B / mean goodput of A. Its 95 % CI uses
-  the delta method on the log ratio, se² = sd_a²/(n_a·m_a²) + sd_b²/(n_b·m_b²),
+* Per point: ratio = B's mean / A's mean (of goodput, or the metric). Its
+  95 % CI uses the delta method on the log ratio, se² = sd_a²/(n_a·m_a²) + sd_b²/(n_b·m_b²),
   with Welch–Satterthwaite degrees of freedom: ratio·exp(±t·se). Needs at
   least two repetitions on each side.
 * Paired points: on a path with random loss or corruption (the one
@@ -28,6 +35,13 @@ Rules
   their correlation.
 * A point *disagrees* when |ratio − 1| > 15 %; disagreeing points are listed
   first, largest disagreement first.
+* Retransmission rates are often 0 or tiny, where a ratio says nothing:
+  two rates agree when both means are below RETRANS_AGREE_BELOW (0.1 % of
+  the segments sent); otherwise the 15 % rule decides. Where A's mean is 0
+  and B's is not below the floor, the ratio is undefined (NaN, shown as –)
+  and the point disagrees; such points, and those where B's mean is 0,
+  come first among the disagreeing (AGREE_BELOW holds each metric's floor;
+  goodput and RTT have none).
 * Repetitions to resolve: per point, the fewest repetitions per side (pairs
   when paired) whose interval, with the variance seen, would be at most
   ±15 % (t·se ≤ ln 1.15, se² = the per-run relative variance / n, with
@@ -62,6 +76,8 @@ from .report.page import (
 from .results import StudyStore
 
 DISAGREE_FRACTION = 0.15
+RETRANS_AGREE_BELOW = 1e-3  # retransmitted / sent segments: 0.1 %
+AGREE_BELOW = {"retrans_rate": RETRANS_AGREE_BELOW}  # metric -> absolute agreement floor (rules)
 PAIRED_MIN_PAIRS = 3
 NOMINAL_COLUMNS = ["rate_bps", "rtt_s", "loss", "corruption", "buffer_bytes", "mtu_bytes"]
 RPC_QUANTILES = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"))
@@ -174,10 +190,11 @@ def paired_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame, keys: list[str],
 
 def compare_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
                    metric: str = "goodput_bps") -> pd.DataFrame:
-    """Matched grid points with a_*/b_* statistics, ratio, ratio CI,
-    ``pairs`` (0: unpaired), ``pair_corr`` and ``disagree``; disagreeing
-    points first. Unmatched points have NaN on the missing side and
-    ``matched`` False."""
+    """Matched grid points of `metric` with a_*/b_* statistics, ratio, ratio
+    CI, ``pairs`` (0: unpaired), ``pair_corr`` and ``disagree`` (with the
+    metric's floor from AGREE_BELOW, see the rules); disagreeing points
+    first. Unmatched points have NaN on the missing side and ``matched``
+    False."""
     keys, _ = match_keys(runs_a, runs_b)
     sa = grid_summary(runs_a, metric, keys)
     sb = grid_summary(runs_b, metric, keys)
@@ -204,6 +221,12 @@ def compare_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
         m["pairs"] = m["pairs"].astype(int)
     m["disagree"] = (m["ratio"] - 1).abs() > DISAGREE_FRACTION
     m["_size"] = np.abs(np.log(m["ratio"].where(m["ratio"] > 0)))
+    floor = AGREE_BELOW.get(metric)
+    if floor is not None:
+        below = (m["a_mean"] < floor) & (m["b_mean"] < floor)
+        a_zero = m["matched"] & (m["a_mean"] == 0) & (m["b_mean"] >= floor)
+        m["disagree"] = (m["disagree"] & ~below) | a_zero
+        m.loc[m["disagree"] & ~(m["ratio"] > 0), "_size"] = math.inf
     m = m.sort_values(["matched", "disagree", "_size"], ascending=[False, False, False],
                       na_position="last", kind="stable")
     return m.drop(columns="_size").reset_index(drop=True)
@@ -318,6 +341,12 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
     matched = t[t["matched"]]
     shown = _shown_keys(matched if not matched.empty else t, keys)
     unit = rate_unit(max(t["a_mean"].max(skipna=True) or 0, t["b_mean"].max(skipna=True) or 0))
+    # compare_metrics builds on this module's method, so it is imported here.
+    from . import compare_metrics
+    metrics = compare_metrics.metric_tables(a.runs, b.runs)
+    for metric, table in metrics:
+        table.to_csv(out / f"{metric.csv_name}.csv", index=False)
+    delay = compare_metrics.section(metrics, shown, name_a, name_b)
 
     lines = [f"{len(matched)} grid points matched; {int(t['a_n'].isna().sum())} only in {name_b}, "
              f"{int(t['b_n'].isna().sum())} only in {name_a}."]
@@ -336,6 +365,7 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
             rr = g["ratio"].dropna()
             if len(rr) and matched["cc"].nunique() > 1:
                 lines.append(f"{cc}: median ratio {rr.median():.2f} over {len(rr)} points.")
+    lines += delay.findings if delay else ()
     if only:
         lines.append("Swept in one study only (not matched on): " + ", ".join(only) + ".")
 
@@ -368,6 +398,7 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
         f"±15 %: repetitions per side (pairs) that would resolve a 15 % difference at the variance seen. "
         f"Disagree: |B/A − 1| > {DISAGREE_FRACTION:.0%}. Matched on: "
         + ", ".join(keys) + "."))
+    sections += [delay] if delay else []
     rpc = compare_rpc(a.runs, b.runs)
     if not rpc.empty:
         rpc.to_csv(out / "compare_rpc.csv", index=False)
