@@ -34,6 +34,12 @@ def test_short_cubic_run_fills_the_bottleneck_at_the_configured_rtt(tmp_path, st
     assert out.path.min_rtt_s == pytest.approx(RTT_S, abs=2e-3)
     assert out.path.emulator in ("netem", "linkem-nfqueue")
     assert set(out.series["stream"]) == set(range(streams))
+    # Each stream's thread waits for the start itself and then sends: its
+    # first send() is at or after the planned start, and later only by
+    # a thread wake-up (scheduler latency: milliseconds, 250 ms allowed
+    # for a loaded machine).
+    first = out.facts["stream_first_send_s"]["0"]
+    assert len(first) == streams and all(0.0 <= t < 0.25 for t in first), f"first sends after the start: {first}"
     assert not fatpipe_namespaces() or all(not n.startswith(f"fp-{__import__('os').getpid()}-")
                                            for n in fatpipe_namespaces())
 

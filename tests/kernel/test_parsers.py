@@ -199,3 +199,14 @@ def test_ecn_counts_take_tcpi_opt_ecn_per_stream_and_the_last_delivered_ce_of_ea
     assert tcpinfo.parse(_tcp_info_with(7, 40))["delivered_ce"] == 40
     assert traffic.ecn_counts(text) == {"streams": 1, "delivered_ce": 40}
     assert traffic.ecn_counts("") == {"streams": 0, "delivered_ce": 0}
+
+
+def test_first_send_times_are_taken_relative_to_the_groups_planned_start(tmp_path):
+    samples = tmp_path / "samples-g1.jsonl"
+    assert traffic.first_send_path(samples) == str(samples) + ".first-send.json"
+    text = json.dumps({"first_send_s": [2.0012, 2.0, None]})
+    assert traffic.parse_first_send(text, 2.0) == pytest.approx([0.0012, 0.0, None])
+    cfg = traffic.sender_config(traffic.FlowSpec(group=1, kind="bulk", cc="cubic", streams=3, mss_bytes=1448,
+                                                 sender="default", start_s=2.0),
+                                "10.0.0.2", 100.0, 10.0, 0.5, samples)
+    assert cfg["first_send_path"] == traffic.first_send_path(samples)

@@ -89,13 +89,29 @@ def parse_rpcs(text: str, group: int, response_bytes: int) -> list[dict]:
     return rows
 
 
+# Beside a bulk sender's samples file: when each stream's first send() began.
+FIRST_SEND_SUFFIX = ".first-send.json"
+
+
+def first_send_path(samples_path: Path | str) -> str:
+    """Where a bulk sender writes its streams' first-send times."""
+    return str(samples_path) + FIRST_SEND_SUFFIX
+
+
 def sender_config(f: FlowSpec, dst: str, t0_wall_s: float, duration_s: float, sample_interval_s: float,
                   samples_path: Path) -> dict:
     return {"kind": f.kind, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes,
             "maxseg_bytes": tcp_maxseg(f.mss_bytes), "stream_rate_cap_bps": f.stream_rate_cap_bps,
             "dst": dst, "port": group_port(f.group),
             "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s,
-            "sample_interval_s": sample_interval_s, "samples_path": str(samples_path)}
+            "sample_interval_s": sample_interval_s, "samples_path": str(samples_path),
+            "first_send_path": first_send_path(samples_path)}
+
+
+def parse_first_send(text: str, start_s: float) -> list[float | None]:
+    """A bulk sender's first-send file → each stream's first send() in
+    seconds after its group's planned start (None: it never sent) (pure)."""
+    return [None if t is None else t - start_s for t in json.loads(text)["first_send_s"]]
 
 
 def parse_samples(text: str, group: int, cc: str = "") -> list[dict]:
@@ -151,6 +167,8 @@ class TrafficResult:
     rpcs: list[dict] = field(default_factory=list)  # rows of base.RPC_COLUMNS
     ecn: dict[int, dict[str, int]] = field(default_factory=dict)  # flow group -> ecn_counts()
     ccas_seen: dict[int, list[str]] = field(default_factory=dict)  # flow group -> TCP_CONGESTION names
+    # bulk flow group -> each stream's first send(), seconds after the group's start
+    first_send_s: dict[int, list[float | None]] = field(default_factory=dict)
 
 
 def flow_specs(plan: RunPlan) -> list[FlowSpec]:

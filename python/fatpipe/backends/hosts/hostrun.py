@@ -211,6 +211,9 @@ def _outcome(plan: RunPlan, hosts: dict[str, str], traffic, stats: PathStats,
              "emulator_late": plan.rtt_s is not None and emulator_late(stats.late_p99_s, plan.rtt_s),
              "late_p50_s": stats.late_p50_s,
              "engine_errors": traffic.errors, "linkem": stats.details.get("linkem_summary"),
+             # Per bulk flow group: each stream's first send(), seconds after
+             # the group's planned start (the engine's start spread).
+             "stream_first_send_s": {str(g): v for g, v in traffic.first_send_s.items()},
              "netem_interfaces": stats.details.get("netem_interfaces")}
     return RunOutcome(series=rows_to_series(traffic.rows), rpcs=rows_to_rpcs(traffic.rpcs), path=report,
                       facts=facts)

@@ -26,7 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...linuxpath import flows as engine_configs
-from ...linuxpath.flows import ENGINE, FlowSpec, TrafficResult, parse_rpcs, parse_samples
+from ...linuxpath.flows import (
+    ENGINE,
+    FlowSpec,
+    TrafficResult,
+    first_send_path,
+    parse_first_send,
+    parse_rpcs,
+    parse_samples,
+)
 from .agent_client import AgentClient, AgentError
 
 ENGINE_DIR = ENGINE.parent
@@ -145,12 +153,16 @@ class RemoteTraffic:
             if err.strip():
                 errors.append(err.strip())
         rows = []
+        first_send = {}
         for f, tx, name in samples:
             rows += parse_samples((await tx.agent.get(name)).decode(), f.group, f.cc)
+            if f.kind == "bulk":
+                first_send[f.group] = parse_first_send((await tx.agent.get(first_send_path(name))).decode(),
+                                                       f.start_s)
         rpcs = []
         for f, name in rpc_files:
             rpcs += parse_rpcs((await rx.agent.get(name)).decode(), f.group, int(f.response_bytes or 0))
-        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs)
+        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, first_send_s=first_send)
 
     async def stop_all(self) -> None:
         """Stop every process group this run started (idempotent; an agent

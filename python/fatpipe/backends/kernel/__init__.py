@@ -180,6 +180,9 @@ class KernelBackend(Backend):
         report = stats.report(traffic.rows, plan.duration_s)
         facts = {"emulator": stats.emulator, "bottleneck": stats.details.get("bottleneck"),
                  "ccas": cca_facts, "ccas_seen": {str(g): n for g, n in traffic.ccas_seen.items()},
+                 # Per bulk flow group: each stream's first send(), seconds
+                 # after the group's planned start (the engine's start spread).
+                 "stream_first_send_s": {str(g): v for g, v in traffic.first_send_s.items()},
                  "configured_loss": {str(g.group): g.loss for g in cfg.group_loss},
                  # The same rule as the runs table's flag (schema.emulator_late).
                  "emulator_late": emulator_late(stats.late_p99_s, plan.rtt_s),

@@ -24,6 +24,8 @@ from ...linuxpath.flows import (
     ccas_in_samples,
     client_config,
     ecn_counts,
+    first_send_path,
+    parse_first_send,
     parse_rpcs,
     parse_samples,
     receiver_config,
@@ -102,16 +104,19 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
             if err.strip():
                 errors.append(err.strip())
         rows = []
-        ecn, ccas_seen = {}, {}
+        ecn, ccas_seen, first_send = {}, {}, {}
         for f, path in samples:
             text = path.read_text()
             rows += parse_samples(text, f.group, f.cc)
             ecn[f.group] = ecn_counts(text)
             ccas_seen[f.group] = ccas_in_samples(text)
+            if f.kind == "bulk":
+                first_send[f.group] = parse_first_send(Path(first_send_path(path)).read_text(), f.start_s)
         rpcs = []
         for f, path in rpc_files:
             rpcs += parse_rpcs(path.read_text(), f.group, int(f.response_bytes or 0))
-        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, ecn=ecn, ccas_seen=ccas_seen)
+        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, ecn=ecn, ccas_seen=ccas_seen,
+                             first_send_s=first_send)
     finally:
         for _, p in reversed(procs):
             stop_process(p)
