@@ -14,6 +14,7 @@
 //! * [`tcp`] — sender (send path, timers, ACK processing, undo), receiver,
 //!   SACK scoreboard, RACK, PRR, RTT/RTO, delivery-rate sampling, chrono.
 //! * [`app`] — RPC request/response applications.
+//! * [`host`] — the end hosts' per-packet processing delay.
 //! * [`cc`] — congestion control algorithms behind one trait.
 //!
 //! # Model and the choices it makes
@@ -77,6 +78,7 @@ pub mod codel;
 pub mod engine;
 pub mod event;
 pub mod fq_codel;
+pub mod host;
 pub mod path;
 pub mod plan;
 pub mod rng;
