@@ -242,6 +242,8 @@ enum Src {
 pub struct Sim {
     /// Some stream negotiated ECN: the run needs the ECN steps per packet.
     any_ecn: bool,
+    /// Some host has a processing delay: the run needs the host step.
+    any_host_delay: bool,
     now: Time,
     end: Time,
     sample_interval: Time,
@@ -351,6 +353,7 @@ impl Sim {
             sample_interval: cfg.sample_interval,
             next_sample: 1,
             any_ecn: cfg.streams.iter().any(|s| s.ecn),
+            any_host_delay: streams.iter().any(|s| s.rx_host.is_some() || s.tx_host.is_some()),
             streams,
             net,
             result: RunResult::default(),
@@ -367,7 +370,7 @@ impl Sim {
     /// sees the data (RPC completions).
     fn on_data<const ECN: bool, const FQ: bool>(&mut self, now: Time) {
         let Some((at, head)) = self.net.fwd.front_mut() else { return };
-        if self.streams[head.stream as usize].rx_host.is_some() {
+        if self.any_host_delay && !head.processed && self.streams[head.stream as usize].rx_host.is_some() {
             self.hold_data(now);
             return;
         }
@@ -386,13 +389,6 @@ impl Sim {
         } else {
             self.net.fwd.pop_front();
         }
-        self.deliver::<ECN, FQ>(pkt, now);
-    }
-
-    /// Data unit `pkt` (one segment, or a GRO unit TCP takes whole) is
-    /// handed to its receiver at `now`.
-    #[inline(always)]
-    fn deliver<const ECN: bool, const FQ: bool>(&mut self, pkt: DataPkt, now: Time) {
         let i = pkt.stream;
         let st = &mut self.streams[i as usize];
         let act = if pkt.gro && pkt.n > 1 {
@@ -439,10 +435,12 @@ impl Sim {
     fn on_ack<const ECN: bool, const FQ: bool>(&mut self, k: usize, now: Time) {
         let Some((i, ack)) = self.net.acks[k].pop_front() else { return };
         let st = &mut self.streams[i as usize];
-        if let Some(host) = st.tx_host.as_mut() {
-            let done = host.admit(now, ack);
-            self.net.events.push(done, Event::Timer(i, TimerKind::Host(HostStep::Ack)));
-            return;
+        if self.any_host_delay {
+            if let Some(host) = st.tx_host.as_mut() {
+                let done = host.admit(now, ack);
+                self.net.events.push(done, Event::Timer(i, TimerKind::Host(HostStep::Ack)));
+                return;
+            }
         }
         let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs, timestamps: st.timestamps };
         st.sender.on_ack(now, &ack, &mut tx);
@@ -464,7 +462,7 @@ impl Sim {
                 let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
                 app.on_timer(t, now, &mut env);
             }
-            TimerKind::Host(HostStep::Data) => self.release_data::<ECN, FQ>(i, now),
+            TimerKind::Host(HostStep::Data) => self.release_data(i, now),
             TimerKind::Host(HostStep::Ack) => self.release_ack::<ECN, FQ>(i, now),
         }
     }

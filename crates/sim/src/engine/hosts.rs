@@ -1,8 +1,10 @@
 //! The engine's side of the end hosts' processing delay (crate::host): a
 //! data unit reaching a receiving host that has one, or an ACK reaching
-//! such a sending host, is held and handed to TCP by a
-//! `TimerKind::Host` event at its done time. Streams without a host delay
-//! never come here.
+//! such a sending host, is held and handed on by a `TimerKind::Host` event
+//! at its done time. Streams without a host delay never come here, and
+//! a released data unit goes back to the head of the forward pipe, marked
+//! processed, so `Sim::on_data` stays TCP's only way in: the event loop of
+//! the ideal host compiles as without the host model.
 
 use crate::event::{Event, HostStep, TimerKind};
 use crate::units::Time;
@@ -14,6 +16,7 @@ impl Sim {
     /// The forward pipe's head reaches a receiving host with a processing
     /// delay: its next unit (one segment of a burst, or a whole GRO unit)
     /// leaves the pipe and waits for the host.
+    #[inline(never)]
     pub(super) fn hold_data(&mut self, now: Time) {
         let Some((at, head)) = self.net.fwd.front_mut() else { return };
         let unit = *head;
@@ -32,24 +35,19 @@ impl Sim {
         self.net.events.push(done, Event::Timer(i, TimerKind::Host(HostStep::Data)));
     }
 
-    /// Stream `i`'s receiving host hands its oldest held unit to TCP. A
-    /// GRO unit repeating received data goes segment by segment, as it
-    /// would have at its arrival (tcp/receiver/gro.rs); whether it does is
-    /// decided now, against what TCP has received by now.
-    pub(super) fn release_data<const ECN: bool, const FQ: bool>(&mut self, i: u32, now: Time) {
-        let st = &mut self.streams[i as usize];
-        let Some(unit) = st.rx_host.as_mut().and_then(|h| h.release()) else { return };
-        if unit.gro && unit.n > 1 && !st.receiver.gro_takes_whole(unit.seq, unit.n) {
-            for seq in unit.seq..unit.seq + unit.n as u64 {
-                let one = DataPkt { seq, n: 1, gro: false, spacing: Time::ZERO, ..unit };
-                self.deliver::<ECN, FQ>(one, now);
-            }
-        } else {
-            self.deliver::<ECN, FQ>(unit, now);
-        }
+    /// Stream `i`'s receiving host is done with its oldest held unit: it
+    /// goes back to the head of the forward pipe, due now, behind the
+    /// units released before it at this instant (done times tie), and
+    /// `Sim::on_data` hands it to TCP (a GRO unit that repeats received
+    /// data segment by segment, decided against what TCP has by now).
+    #[inline(never)]
+    pub(super) fn release_data(&mut self, i: u32, now: Time) {
+        let Some(unit) = self.streams[i as usize].rx_host.as_mut().and_then(|h| h.release()) else { return };
+        self.net.fwd.insert_behind(now, DataPkt { processed: true, ..unit }, |p| p.processed);
     }
 
     /// Stream `i`'s sending host hands its oldest held ACK to TCP.
+    #[inline(never)]
     pub(super) fn release_ack<const ECN: bool, const FQ: bool>(&mut self, i: u32, now: Time) {
         let st = &mut self.streams[i as usize];
         let Some(ack) = st.tx_host.as_mut().and_then(|h| h.release()) else { return };
