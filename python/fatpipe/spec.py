@@ -301,7 +301,9 @@ class HostSection(_Strict):
     gro: bool | None = None
     # Mean per-packet processing delay of this host (exponential, in order
     # per flow; docs/host-model.md): the receiver's delays each data
-    # segment, a sender's each ACK. None or 0: an ideal host. Simulator only.
+    # segment, a sender's each ACK. None or 0: an ideal host. The simulator's
+    # hosts only: the kernel and hosts backends run real hosts, whose own
+    # processing applies.
     processing_jitter: ProcessingJitterS | None = None
 
 
