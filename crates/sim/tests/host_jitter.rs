@@ -111,3 +111,26 @@ fn processing_jitter_out_of_range_names_the_field_and_the_range() {
     let e = run_json(&jitter(Plan::new("reno", 1, 1e8, 0.02, 1.0), None, Some(-1e-6)).json()).expect_err("negative");
     assert!(e.to_string().starts_with("receiver.processing_jitter_s: must be 0 to 0.01 s"), "{e}");
 }
+
+#[test]
+fn jitter_with_loss_gro_and_ecn_runs_through_every_event_loop() {
+    // Random loss makes retransmissions (GRO units that may repeat data,
+    // handed to TCP segment by segment when released); ECN and fq_codel
+    // take the general event loop. Each run must move data and keep
+    // reproducing itself.
+    let variants: [(&str, bool, Option<serde_json::Value>); 3] = [
+        ("bbr", true, None),
+        ("cubic", true, None),
+        ("dctcp", false, Some(json!({"kind": "ce_threshold", "k_packets": 65}))),
+    ];
+    for (cc, gro, aqm) in variants {
+        let mut p = jitter(Plan::new(cc, 2, 1e9, 0.01, 2.0).set("loss", json!(1e-3)), Some(30e-6), Some(30e-6));
+        p.0["receiver"]["gro"] = json!(gro);
+        if let Some(a) = aqm {
+            p = p.set("aqm", a);
+        }
+        let r = p.run();
+        assert!(goodput(&r, 1.0, 2.0) > 2e7, "{cc}: {}", goodput(&r, 1.0, 2.0));
+        assert_eq!(r, p.run(), "{cc}");
+    }
+}
