@@ -71,6 +71,16 @@ def test_a_gro_receiver_makes_the_simulator_estimate_faster(tmp_path):
     assert SIM_PACKETS_PER_S_GRO > SIM_PACKETS_PER_S
 
 
+def test_a_host_processing_jitter_makes_the_simulator_estimate_slower(tmp_path):
+    # One more event per data unit and ACK (backends/sim.py).
+    from fatpipe.backends.sim import SIM_HOST_DELAY_COST, SIM_PACKETS_PER_S
+    text = SPEC.format(reps=1) + '[hosts.receiver]\nprocessing_jitter = "20us"\n'
+    spec, raw = spec_mod.load(_file(tmp_path, text=text))
+    cost = estimate.run_cost(study_mod.plan_runs(spec, raw)[0])
+    assert cost.wall_s == pytest.approx(cost.packets / SIM_PACKETS_PER_S * SIM_HOST_DELAY_COST)
+    assert SIM_HOST_DELAY_COST > 1
+
+
 def test_rpc_rows_are_the_fewer_of_arrivals_and_what_the_bottleneck_carries(tmp_path):
     text = SPEC.format(reps=1) + ('[[flows]]\ncc = "reno"\nkind = "rpc"\nsender = "s2"\n'
                                   'request = "100B"\nresponse = "1MB"\nrate = "2/s"\nstreams = 2\n')

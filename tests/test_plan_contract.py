@@ -63,7 +63,7 @@ def test_ce_threshold_tables_cover_each_unit():
 
 
 # One run that sets every optional field: an RPC flow beside a bulk one,
-# per-flow ECN and cwnd clamp, GRO, a rate cap, fq_codel with a CE
+# per-flow ECN and cwnd clamp, GRO, a rate cap, processing jitter, fq_codel with a CE
 # threshold, a sweep and a testbed (which the simulator ignores).
 STUDY = """
 version = 1
@@ -77,6 +77,7 @@ rtt = "20ms"
 aqm = {kind = "fq_codel", ce_threshold = "1ms"}
 [hosts.default]
 stream_rate_cap = "8Mbit"
+processing_jitter = "20us"
 [hosts.receiver]
 gro = true
 [[flows]]
@@ -111,6 +112,7 @@ def full_plan(tmp_path) -> RunPlan:
     spec, raw = spec_mod.load(path)
     (plan,) = plan_runs(spec, raw)
     assert plan.testbed is not None and plan.aqm["ce_threshold_s"] == 0.001 and plan.flows[1].kind == "rpc"
+    assert plan.receiver.processing_jitter_s == plan.senders["s1"].processing_jitter_s == pytest.approx(20e-6)
     return plan
 
 

@@ -89,6 +89,9 @@ MAX_SIZE_BYTES = 1 << 40
 # RPC arrivals (open loop) from one per 1000 s to ten million per second.
 MIN_EVENT_RATE_PER_S = 1e-3
 MAX_EVENT_RATE_PER_S = 1e7
+# A host's mean per-packet processing jitter (docs/host-model.md): 0 (an
+# ideal host) to 10 ms, beyond any host that still keeps up with its packets.
+MAX_PROCESSING_JITTER_S = 0.01
 
 # What a sweep may vary: SWEEPABLE (sweep.py).
 TCP_MIN_MSS = 88  # include/net/tcp.h
@@ -183,6 +186,7 @@ DurationS = _time(above_zero=True)
 IntervalS = _time(lo=MIN_INTERVAL_S)
 RttS = _time(hi=MAX_RTT_S, above_zero=True)
 ExtraRttS = _time(hi=MAX_RTT_S)
+ProcessingJitterS = _time(hi=MAX_PROCESSING_JITTER_S)
 SizeBytes = Annotated[int, _unit(parse_size_bytes, None, MAX_SIZE_BYTES, " bytes", above_zero=True)]
 PerSecond = Annotated[float, _unit(parse_per_second, MIN_EVENT_RATE_PER_S, MAX_EVENT_RATE_PER_S, "/s")]
 Probability = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
@@ -295,6 +299,12 @@ class HostSection(_Strict):
     # no GRO; there linkem carries each TSO packet as one unit instead
     # (crates/linkem/src/units.rs, docs/kernel-path.md).
     gro: bool | None = None
+    # Mean per-packet processing delay of this host (exponential, in order
+    # per flow; docs/host-model.md): the receiver's delays each data
+    # segment, a sender's each ACK. None or 0: an ideal host. The simulator's
+    # hosts only: the kernel and hosts backends run real hosts, whose own
+    # processing applies.
+    processing_jitter: ProcessingJitterS | None = None
 
 
 class FlowSection(_Strict):

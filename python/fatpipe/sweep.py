@@ -43,7 +43,7 @@ from .units import toml_type
 SWEEPABLE = {
     "study": ("duration", "warmup"),
     "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm"),
-    "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn"),
+    "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn", "processing_jitter"),
     "flows.<index>": ("cc", "streams", "mss", "sender", "start", "request", "response",
                       "concurrency", "rate", "ecn", "cwnd_clamp"),
 }

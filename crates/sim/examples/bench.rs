@@ -5,7 +5,8 @@
 //! _RTT and _LOSS override the path for profiling other regimes;
 //! FATPIPE_BENCH_AQM=fq_codel runs the bottleneck as fq_codel with Linux's
 //! defaults instead of drop-tail; FATPIPE_BENCH_GRO=1 gives the receiver
-//! GRO, FATPIPE_BENCH_CAP a per-stream rate cap in bit/s)
+//! GRO, FATPIPE_BENCH_CAP a per-stream rate cap in bit/s,
+//! FATPIPE_BENCH_JITTER a processing jitter in seconds on both hosts)
 //! For 10 Gbit/s, 20 ms RTT, MTU 1500, loss 1e-5, 1 and 8 streams, and each
 //! CCA in cc::AVAILABLE: wall time, packets transmitted, packet
 //! transmissions per wall-clock second (PTS) and goodput.
@@ -35,10 +36,12 @@ fn plan(cc: &str, streams: u64, duration: f64) -> String {
     let (rate, rtt, loss) = (env_f64("FATPIPE_BENCH_RATE", 10e9), env_f64("FATPIPE_BENCH_RTT", 0.02), env_f64("FATPIPE_BENCH_LOSS", 1e-5));
     let gro = std::env::var("FATPIPE_BENCH_GRO").is_ok_and(|v| v == "1");
     let cap = std::env::var("FATPIPE_BENCH_CAP").ok().and_then(|v| v.parse::<f64>().ok());
+    let jitter = std::env::var("FATPIPE_BENCH_JITTER").ok().and_then(|v| v.parse::<f64>().ok());
     let host = json!({"rmem_max_bytes": 1u64 << 30, "wmem_max_bytes": 1u64 << 30,
-                      "stream_rate_cap_bps": cap, "extra_rtt_s": 0.0});
+                      "stream_rate_cap_bps": cap, "extra_rtt_s": 0.0, "processing_jitter_s": jitter});
     let receiver = json!({"rmem_max_bytes": 1u64 << 30, "wmem_max_bytes": 1u64 << 30,
-                          "stream_rate_cap_bps": null, "extra_rtt_s": 0.0, "gro": gro});
+                          "stream_rate_cap_bps": null, "extra_rtt_s": 0.0, "gro": gro,
+                          "processing_jitter_s": jitter});
     json!({
         "run_id": "bench", "backend": "sim", "rep": 0, "seed": 42,
         "duration_s": duration, "warmup_s": 10.0, "sample_interval_s": 1.0,

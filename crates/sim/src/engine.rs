@@ -3,8 +3,9 @@
 
 use crate::app::{App, AppEnv, RpcApp, RpcSpec};
 use crate::cc::CongestionControl;
-use crate::event::{AppTimer, Event, EventQueue, TimerKind};
+use crate::event::{AppTimer, Event, EventQueue, HostStep, TimerKind};
 use crate::fq_codel::FqCodel;
+use crate::host::{jitter_stream, HostDelay};
 use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
 use crate::tcp::{Ack, Codepoint, Receiver, RxAction, SegEcn, Sender, SenderConfig};
@@ -12,6 +13,7 @@ use crate::trace::{PathFacts, PathRow, Row, Rpcs, RunResult, Stats};
 use crate::units::{Bytes, Rate, Time};
 use crate::wire;
 
+mod hosts;
 mod transmit;
 use transmit::{DataPkt, Tx};
 
@@ -39,6 +41,11 @@ pub struct StreamSpec {
     /// The receiving host coalesces back-to-back segments with GRO and
     /// so ACKs once per super-packet (tcp/receiver/gro.rs).
     pub gro: bool,
+    /// Mean processing delay the receiving host adds to each data segment
+    /// or GRO unit, and the sending host to each ACK (host.rs); `None`:
+    /// an ideal host.
+    pub receiver_jitter: Option<Time>,
+    pub sender_jitter: Option<Time>,
 }
 
 #[derive(Clone, Debug)]
@@ -74,6 +81,11 @@ struct Stream {
     start: Time,
     started: bool,
     app: App,
+    /// The receiving host's processing of data (host.rs); `None`: TCP
+    /// gets each unit at its arrival.
+    rx_host: Option<Box<HostDelay<DataPkt>>>,
+    /// The sending host's processing of ACKs.
+    tx_host: Option<Box<HostDelay<Ack>>>,
 }
 
 impl Net {
@@ -230,6 +242,8 @@ enum Src {
 pub struct Sim {
     /// Some stream negotiated ECN: the run needs the ECN steps per packet.
     any_ecn: bool,
+    /// Some host has a processing delay: the run needs the host step.
+    any_host_delay: bool,
     now: Time,
     end: Time,
     sample_interval: Time,
@@ -326,6 +340,8 @@ impl Sim {
                 start: s.start,
                 started: false,
                 app,
+                rx_host: s.receiver_jitter.map(|m| Box::new(HostDelay::new(m, Rng::new(cfg.seed, jitter_stream(i as u64, false))))),
+                tx_host: s.sender_jitter.map(|m| Box::new(HostDelay::new(m, Rng::new(cfg.seed, jitter_stream(i as u64, true))))),
             });
         }
         if cfg.sample_interval > Time::ZERO && cfg.sample_interval <= cfg.duration {
@@ -337,6 +353,7 @@ impl Sim {
             sample_interval: cfg.sample_interval,
             next_sample: 1,
             any_ecn: cfg.streams.iter().any(|s| s.ecn),
+            any_host_delay: streams.iter().any(|s| s.rx_host.is_some() || s.tx_host.is_some()),
             streams,
             net,
             result: RunResult::default(),
@@ -353,6 +370,10 @@ impl Sim {
     /// sees the data (RPC completions).
     fn on_data<const ECN: bool, const FQ: bool>(&mut self, now: Time) {
         let Some((at, head)) = self.net.fwd.front_mut() else { return };
+        if self.any_host_delay && !head.processed && self.streams[head.stream as usize].rx_host.is_some() {
+            self.hold_data(now);
+            return;
+        }
         if head.gro && head.n > 1 && !self.streams[head.stream as usize].receiver.gro_takes_whole(head.seq, head.n) {
             // A super-packet repeating received data goes to TCP segment
             // by segment, all at its arrival (tcp/receiver/gro.rs).
@@ -414,6 +435,13 @@ impl Sim {
     fn on_ack<const ECN: bool, const FQ: bool>(&mut self, k: usize, now: Time) {
         let Some((i, ack)) = self.net.acks[k].pop_front() else { return };
         let st = &mut self.streams[i as usize];
+        if self.any_host_delay {
+            if let Some(host) = st.tx_host.as_mut() {
+                let done = host.admit(now, ack);
+                self.net.events.push(done, Event::Timer(i, TimerKind::Host(HostStep::Ack)));
+                return;
+            }
+        }
         let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs, timestamps: st.timestamps };
         st.sender.on_ack(now, &ack, &mut tx);
     }
@@ -434,6 +462,8 @@ impl Sim {
                 let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
                 app.on_timer(t, now, &mut env);
             }
+            TimerKind::Host(HostStep::Data) => self.release_data(i, now),
+            TimerKind::Host(HostStep::Ack) => self.release_ack::<ECN, FQ>(i, now),
         }
     }
 

@@ -38,6 +38,15 @@ pub enum AppTimer {
     RpcIssue,
 }
 
+/// A unit an end host held for processing (host.rs) is handed to TCP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostStep {
+    /// The receiving host's next held data segment or GRO unit.
+    Data,
+    /// The sending host's next held ACK.
+    Ack,
+}
+
 /// Which timer of a stream an event belongs to, by owner: the engine hands
 /// each event to its owner without knowing the kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +54,7 @@ pub enum TimerKind {
     Sender(SenderTimer),
     Receiver(ReceiverTimer),
     App(AppTimer),
+    Host(HostStep),
 }
 
 /// What the heap schedules. Packets in flight are not events: the delay

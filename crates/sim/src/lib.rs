@@ -14,6 +14,7 @@
 //! * [`tcp`] — sender (send path, timers, ACK processing, undo), receiver,
 //!   SACK scoreboard, RACK, PRR, RTT/RTO, delivery-rate sampling, chrono.
 //! * [`app`] — RPC request/response applications.
+//! * [`host`] — the end hosts' per-packet processing delay.
 //! * [`cc`] — congestion control algorithms behind one trait.
 //!
 //! # Model and the choices it makes
@@ -68,6 +69,10 @@
 //!   ECT data, ECE echoed until CWR (or DCTCP's CE-state mirroring), the
 //!   CWR reduction on ECE; the bottleneck marks CE at a threshold
 //!   (`Aqm::CeThreshold`, DCTCP's K) or by CoDel in fq_codel (path.rs).
+//! * **End hosts** are ideal unless a host has `processing_jitter_s`
+//!   ([`host`]): then each data segment (or GRO unit) reaching the
+//!   receiver and each ACK reaching the sender waits an exponential delay
+//!   of that mean, from the stream's own seeded stream, in order per flow.
 //! * **Pacing** (tcp_wstamp_ns) when the CCA sets `pacing_enabled` or the
 //!   host has `stream_rate_cap_bps` (sk_max_pacing_rate), in TSO bursts of
 //!   ~1 ms of data (tcp_tso_autosize, 2..64 KB).
@@ -77,6 +82,7 @@ pub mod codel;
 pub mod engine;
 pub mod event;
 pub mod fq_codel;
+pub mod host;
 pub mod path;
 pub mod plan;
 pub mod rng;

@@ -351,6 +351,15 @@ impl<T: Copy> Pipe<T> {
         self.q.push_back((at, item));
     }
 
+    /// Puts an item due at `at` (no later than any held) at the head,
+    /// behind the leading items for which `leading` holds (so items put
+    /// back this way leave in the order they were put back).
+    pub fn insert_behind(&mut self, at: Time, item: T, leading: impl Fn(&T) -> bool) {
+        debug_assert!(self.q.front().is_none_or(|f| at <= f.0));
+        let k = self.q.iter().take_while(|x| leading(&x.1)).count();
+        self.q.insert(k, (at, item));
+    }
+
     /// Arrival time of the head, if any.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {

@@ -134,6 +134,7 @@ pub struct HostLimits {
     pub extra_rtt_s: Option<f64>,
     pub ecn: Option<Whole>,
     pub gro: Option<bool>,
+    pub processing_jitter_s: Option<f64>,
 }
 
 impl PlanStruct for HostLimits {

@@ -10,7 +10,7 @@ use crate::scenario::Scenario;
 
 fn host() -> Value {
     json!({"rmem_max_bytes": 6_000_000, "wmem_max_bytes": 4_000_000, "stream_rate_cap_bps": null,
-           "extra_rtt_s": 0.0, "ecn": 2, "gro": false})
+           "extra_rtt_s": 0.0, "ecn": 2, "gro": false, "processing_jitter_s": null})
 }
 
 fn fq_codel() -> Value {

@@ -102,6 +102,23 @@ pub struct HostLimits {
     /// The host receives through GRO (tcp/receiver/gro.rs); off unless
     /// asked for, as on the kernel backend's veth receiver.
     pub gro: bool,
+    /// Mean per-packet processing delay of the host (host.rs), seconds;
+    /// `None` (or 0): an ideal host.
+    pub processing_jitter_s: Option<f64>,
+}
+
+/// Largest mean processing jitter a host may have: 10 ms, beyond any
+/// host that still keeps up with its packets.
+pub const MAX_PROCESSING_JITTER_S: f64 = 0.01;
+
+/// A `processing_jitter_s` field: 0 to [`MAX_PROCESSING_JITTER_S`]; 0 is
+/// the ideal host, as if left out.
+fn processing_jitter(v: Option<f64>, field: &str) -> Result<Option<f64>, ConfigError> {
+    match v {
+        None => Ok(None),
+        Some(x) if (0.0..=MAX_PROCESSING_JITTER_S).contains(&x) => Ok((x > 0.0).then_some(x)),
+        Some(x) => err(field, format!("must be 0 to {MAX_PROCESSING_JITTER_S} s (10 ms), got {x}")),
+    }
 }
 
 /// An `ecn` field: net.ipv4.tcp_ecn's 0 (off), 1 (request and accept) or
@@ -189,7 +206,8 @@ fn host_limits(h: &plan::HostLimits, path: &str) -> Result<HostLimits, ConfigErr
     let extra = non_negative(h.extra_rtt_s.unwrap_or(0.0), &at("extra_rtt_s"))?;
     let ecn = tcp_ecn(h.ecn, &at("ecn"))?.unwrap_or(TCP_ECN_PASSIVE);
     let gro = h.gro.unwrap_or(false);
-    Ok(HostLimits { rmem_max_bytes: rmem, wmem_max_bytes: wmem, stream_rate_cap_bps: cap, extra_rtt_s: extra, ecn, gro })
+    let processing_jitter_s = processing_jitter(h.processing_jitter_s, &at("processing_jitter_s"))?;
+    Ok(HostLimits { rmem_max_bytes: rmem, wmem_max_bytes: wmem, stream_rate_cap_bps: cap, extra_rtt_s: extra, ecn, gro, processing_jitter_s })
 }
 
 /// The RPC fields of an "rpc" flow: response_bytes, and either
@@ -395,6 +413,8 @@ impl Scenario {
                     ecn,
                     cwnd_clamp: f.cwnd_clamp,
                     gro: self.receiver.gro,
+                    receiver_jitter: self.receiver.processing_jitter_s.map(Time::from_secs_f64),
+                    sender_jitter: host.processing_jitter_s.map(Time::from_secs_f64),
                 });
                 k += 1;
             }

@@ -32,6 +32,7 @@ class HostLimits:
     extra_rtt_s: float = 0.0  # added round-trip delay on this host's access link
     ecn: int = 2  # net.ipv4.tcp_ecn: 0 off, 1 request and accept, 2 accept only (Linux's default)
     gro: bool = False  # the host receives through GRO (one ACK per coalesced super-packet)
+    processing_jitter_s: float | None = None  # mean per-packet processing delay (None: an ideal host)
 
 
 @dataclass(frozen=True)

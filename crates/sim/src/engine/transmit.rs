@@ -26,11 +26,14 @@ pub(super) struct DataPkt {
     pub(super) gro: bool,
     /// The TSval every segment of it carries (tcp/timestamps.rs; 0: none).
     pub(super) tsval: u32,
+    /// The receiving host has processed it (engine/hosts.rs): back at the
+    /// pipe's head, it goes to TCP now.
+    pub(super) processed: bool,
 }
 
 impl DataPkt {
     pub(super) fn one(stream: u32, seq: u64, ecn: SegEcn, tsval: u32) -> DataPkt {
-        DataPkt { stream, n: 1, seq, spacing: Time::ZERO, ecn, gro: false, tsval }
+        DataPkt { stream, n: 1, seq, spacing: Time::ZERO, ecn, gro: false, tsval, processed: false }
     }
 }
 
@@ -139,7 +142,7 @@ impl Net {
         }
         let first = a.first_departure + self.prop;
         if gro_segs == 0 {
-            let pkt = DataPkt { stream, n: a.packets, seq, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: false, tsval };
+            let pkt = DataPkt { stream, n: a.packets, seq, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: false, tsval, processed: false };
             self.fwd.push(first, pkt);
             return;
         }
@@ -147,7 +150,7 @@ impl Net {
         while j < a.packets {
             let m = gro_segs.min(a.packets - j);
             let last = first + a.spacing.mul((j + m - 1) as u64);
-            let pkt = DataPkt { stream, n: m, seq: seq + j as u64, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: true, tsval };
+            let pkt = DataPkt { stream, n: m, seq: seq + j as u64, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: true, tsval, processed: false };
             self.fwd.push(last, pkt);
             j += m;
         }
