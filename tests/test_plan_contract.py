@@ -78,6 +78,7 @@ aqm = {kind = "fq_codel", ce_threshold = "1ms"}
 [hosts.default]
 stream_rate_cap = "8Mbit"
 processing_jitter = "20us"
+start_spread = "5ms"
 [hosts.receiver]
 gro = true
 [[flows]]
@@ -113,6 +114,7 @@ def full_plan(tmp_path) -> RunPlan:
     (plan,) = plan_runs(spec, raw)
     assert plan.testbed is not None and plan.aqm["ce_threshold_s"] == 0.001 and plan.flows[1].kind == "rpc"
     assert plan.receiver.processing_jitter_s == plan.senders["s1"].processing_jitter_s == pytest.approx(20e-6)
+    assert plan.senders["s1"].start_spread_s == pytest.approx(5e-3)
     return plan
 
 

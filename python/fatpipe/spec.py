@@ -92,6 +92,8 @@ MAX_EVENT_RATE_PER_S = 1e7
 # A host's mean per-packet processing jitter (docs/host-model.md): 0 (an
 # ideal host) to 10 ms, beyond any host that still keeps up with its packets.
 MAX_PROCESSING_JITTER_S = 0.01
+# Longest start spread of a host's streams (hosts.<name>.start_spread).
+MAX_START_SPREAD_S = 10.0
 
 # What a sweep may vary: SWEEPABLE (sweep.py).
 TCP_MIN_MSS = 88  # include/net/tcp.h
@@ -187,6 +189,7 @@ IntervalS = _time(lo=MIN_INTERVAL_S)
 RttS = _time(hi=MAX_RTT_S, above_zero=True)
 ExtraRttS = _time(hi=MAX_RTT_S)
 ProcessingJitterS = _time(hi=MAX_PROCESSING_JITTER_S)
+StartSpreadS = _time(hi=MAX_START_SPREAD_S)
 SizeBytes = Annotated[int, _unit(parse_size_bytes, None, MAX_SIZE_BYTES, " bytes", above_zero=True)]
 PerSecond = Annotated[float, _unit(parse_per_second, MIN_EVENT_RATE_PER_S, MAX_EVENT_RATE_PER_S, "/s")]
 Probability = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
@@ -305,6 +308,13 @@ class HostSection(_Strict):
     # hosts only: the kernel and hosts backends run real hosts, whose own
     # processing applies.
     processing_jitter: ProcessingJitterS | None = None
+    # How far apart this sender's application starts its streams: each
+    # stream of a flow group begins at the group's start plus a seeded
+    # uniform offset below it (docs/host-model.md). None: the simulator's
+    # default, 1 ms. The simulator's hosts only: the kernel and hosts
+    # backends record when their streams really began
+    # (stream_first_send_s).
+    start_spread: StartSpreadS | None = None
 
 
 class FlowSection(_Strict):

@@ -58,6 +58,7 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
         ecn=spec_mod.LINUX_TCP_ECN if h.ecn is None else h.ecn,
         gro=bool(h.gro),
         processing_jitter_s=h.processing_jitter or None,
+        start_spread_s=h.start_spread,
     )
 
 

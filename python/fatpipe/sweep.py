@@ -43,7 +43,8 @@ from .units import toml_type
 SWEEPABLE = {
     "study": ("duration", "warmup"),
     "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm"),
-    "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn", "processing_jitter"),
+    "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn", "processing_jitter",
+                      "start_spread"),
     "flows.<index>": ("cc", "streams", "mss", "sender", "start", "request", "response",
                       "concurrency", "rate", "ecn", "cwnd_clamp"),
 }

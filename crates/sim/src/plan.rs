@@ -135,6 +135,7 @@ pub struct HostLimits {
     pub ecn: Option<Whole>,
     pub gro: Option<bool>,
     pub processing_jitter_s: Option<f64>,
+    pub start_spread_s: Option<f64>,
 }
 
 impl PlanStruct for HostLimits {

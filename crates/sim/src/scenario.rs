@@ -105,7 +105,13 @@ pub struct HostLimits {
     /// Mean per-packet processing delay of the host (host.rs), seconds;
     /// `None` (or 0): an ideal host.
     pub processing_jitter_s: Option<f64>,
+    /// The host's streams start within this of their group's start,
+    /// seconds ([`START_JITTER`] unless set).
+    pub start_spread_s: f64,
 }
+
+/// Longest start spread a host may have (spec.MAX_START_SPREAD_S).
+pub const MAX_START_SPREAD_S: f64 = 10.0;
 
 /// Largest mean processing jitter a host may have: 10 ms, beyond any
 /// host that still keeps up with its packets.
@@ -207,7 +213,21 @@ fn host_limits(h: &plan::HostLimits, path: &str) -> Result<HostLimits, ConfigErr
     let ecn = tcp_ecn(h.ecn, &at("ecn"))?.unwrap_or(TCP_ECN_PASSIVE);
     let gro = h.gro.unwrap_or(false);
     let processing_jitter_s = processing_jitter(h.processing_jitter_s, &at("processing_jitter_s"))?;
-    Ok(HostLimits { rmem_max_bytes: rmem, wmem_max_bytes: wmem, stream_rate_cap_bps: cap, extra_rtt_s: extra, ecn, gro, processing_jitter_s })
+    let start_spread_s = match h.start_spread_s {
+        None => START_JITTER.as_secs_f64(),
+        Some(x) if (0.0..=MAX_START_SPREAD_S).contains(&x) => x,
+        Some(x) => return err(at("start_spread_s"), format!("must be 0 to {MAX_START_SPREAD_S} s, got {x}")),
+    };
+    Ok(HostLimits {
+        rmem_max_bytes: rmem,
+        wmem_max_bytes: wmem,
+        stream_rate_cap_bps: cap,
+        extra_rtt_s: extra,
+        ecn,
+        gro,
+        processing_jitter_s,
+        start_spread_s,
+    })
 }
 
 /// The RPC fields of an "rpc" flow: response_bytes, and either
@@ -383,7 +403,8 @@ impl Scenario {
     }
 
     /// The engine configuration. Streams of a flow start at `start_s` plus
-    /// a seeded random offset below `START_JITTER` (and 3 µs per stream in
+    /// a seeded random offset below their sender's start spread
+    /// (`START_JITTER` unless the host sets one; and 3 µs per stream in
     /// global order, so no two collide exactly): real hosts never open
     /// their connections at the same instant, and without the offset
     /// loss-free repetitions would be identical and the first flow would
@@ -394,6 +415,7 @@ impl Scenario {
         let mut k = 0u64;
         for (gi, f) in self.flows.iter().enumerate() {
             let host = &self.senders[&f.sender];
+            let spread = Time::from_secs_f64(host.start_spread_s);
             let needs_ecn = crate::cc::by_name(&f.cc).is_some_and(|c| c.needs_ecn());
             let ecn = negotiate(f.ecn.unwrap_or(host.ecn), self.receiver.ecn, needs_ecn);
             for s in 0..f.streams {
@@ -404,7 +426,7 @@ impl Scenario {
                     mss: f.mss_bytes as u32,
                     start: Time::from_secs_f64(f.start_s)
                         + Time::from_micros(3 * k)
-                        + Time::from_nanos((jitter.next_f64() * START_JITTER.as_nanos() as f64) as u64),
+                        + Time::from_nanos((jitter.next_f64() * spread.as_nanos() as f64) as u64),
                     wmem_bytes: host.wmem_max_bytes,
                     rmem_bytes: self.receiver.rmem_max_bytes,
                     rate_cap: host.stream_rate_cap_bps.map(|c| Rate(c.round() as u64)),
@@ -443,7 +465,8 @@ pub fn run_json(text: &str) -> Result<RunResult, ConfigError> {
     Ok(Scenario::from_json(text)?.run())
 }
 
-/// Largest random offset added to each stream's start time.
+/// Largest random offset added to each stream's start time, unless its
+/// host sets a start spread.
 pub const START_JITTER: Time = Time::from_millis(1);
 /// RNG stream label of the start offsets.
 const START_JITTER_STREAM: u64 = 0x5747_4a17;

@@ -33,6 +33,7 @@ class HostLimits:
     ecn: int = 2  # net.ipv4.tcp_ecn: 0 off, 1 request and accept, 2 accept only (Linux's default)
     gro: bool = False  # the host receives through GRO (one ACK per coalesced super-packet)
     processing_jitter_s: float | None = None  # mean per-packet processing delay (None: an ideal host)
+    start_spread_s: float | None = None  # the streams start within this of their group's start (None: 1 ms)
 
 
 @dataclass(frozen=True)
