@@ -212,3 +212,58 @@ def test_the_docs_list_every_cpu_column_and_the_cpu_bound_flag():
     for col in schema.CPU_COLUMNS:
         assert f"`{col}`" in text, col
     assert "`cpu_bound`" in text
+
+
+# ---- the readers of /proc/stat ----------------------------------------------------------
+
+
+def test_the_kernel_backends_cpu_window_reads_proc_stat_at_both_ends_or_says_why_not(tmp_path):
+    import time
+
+    from fatpipe.backends.kernel.cpuwindow import CpuWindow
+
+    stat = tmp_path / "stat"
+    stat.write_text(BEFORE)
+    window = CpuWindow(stat)
+    now = time.time()
+    window.schedule(now, now + 0.01)
+    assert window.readings() == (BEFORE, BEFORE)  # joins the timers' threads: no sleep
+    late = CpuWindow(stat)
+    late.schedule(now + 1, now)
+    assert "warm-up lasts the whole run" in late.readings()
+    assert "ended before" in CpuWindow(stat).readings()
+    missing = CpuWindow(tmp_path / "absent")
+    missing.schedule(now, now + 0.01)
+    assert f"reading {tmp_path / 'absent'} at the start" in missing.readings()
+
+
+class _FakeConnection:
+    """A host connection whose `cat /proc/stat` returns the next of `texts`."""
+
+    def __init__(self, name, texts):
+        self.name, self.texts = name, list(texts)
+
+    async def run(self, args, timeout_s=None):  # noqa: ARG002 - transport.HostConnection.run's signature
+        from fatpipe.backends.hosts import transport
+
+        assert args == ["cat", "/proc/stat"]
+        if not self.texts:
+            raise transport.HostError(self.name, "lab", "connection lost")
+        return transport.CommandResult(self.name, tuple(args), 0, self.texts.pop(0), "")
+
+
+def test_the_hosts_backends_cpu_window_reads_every_host_twice_and_keeps_a_hosts_failure():
+    import asyncio
+
+    from fatpipe.backends.hosts.hostmeasure import RemoteCpuWindow
+
+    window = RemoteCpuWindow({"tx": _FakeConnection("tx", [BEFORE, AFTER]), "rx": _FakeConnection("rx", [BEFORE])})
+
+    async def both_ends():
+        await window.read("start")
+        await window.read("end")
+
+    asyncio.run(both_ends())
+    got = window.readings()
+    assert got["tx"] == (BEFORE, AFTER)
+    assert got["rx"].startswith("reading /proc/stat at the end: ") and "connection lost" in got["rx"]

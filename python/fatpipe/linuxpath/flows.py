@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..schema import RPC_COLUMNS, SERIES_COLUMNS
 from ..wire import tcp_maxseg
 from . import tcpinfo
+from .readback import StreamReadback
 
 if TYPE_CHECKING:
     from ..backends.base import RunPlan
@@ -151,6 +152,7 @@ class TrafficResult:
     rpcs: list[dict] = field(default_factory=list)  # rows of base.RPC_COLUMNS
     ecn: dict[int, dict[str, int]] = field(default_factory=dict)  # flow group -> ecn_counts()
     ccas_seen: dict[int, list[str]] = field(default_factory=dict)  # flow group -> TCP_CONGESTION names
+    streams: list[StreamReadback] = field(default_factory=list)  # what each sampled socket read back
 
 
 def flow_specs(plan: RunPlan) -> list[FlowSpec]:

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...linuxpath import flows as engine_configs
-from ...linuxpath.flows import ENGINE, FlowSpec, TrafficResult, parse_rpcs, parse_samples
+from ...linuxpath.flows import ENGINE, FlowSpec, TrafficResult, ccas_in_samples, parse_rpcs, parse_samples
+from ...linuxpath.readback import streams_read_back
 from .agent_client import AgentClient, AgentError
 
 ENGINE_DIR = ENGINE.parent
@@ -144,13 +145,16 @@ class RemoteTraffic:
                 raise RuntimeError(f"{s.what} exited {code}: {err.strip()[-800:]}")
             if err.strip():
                 errors.append(err.strip())
-        rows = []
+        rows, ccas_seen, streams = [], {}, []
         for f, tx, name in samples:
-            rows += parse_samples((await tx.agent.get(name)).decode(), f.group, f.cc)
+            text = (await tx.agent.get(name)).decode()
+            rows += parse_samples(text, f.group, f.cc)
+            ccas_seen[f.group] = ccas_in_samples(text)
+            streams += streams_read_back(text, f.group)
         rpcs = []
         for f, name in rpc_files:
             rpcs += parse_rpcs((await rx.agent.get(name)).decode(), f.group, int(f.response_bytes or 0))
-        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs)
+        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, ccas_seen=ccas_seen, streams=streams)
 
     async def stop_all(self) -> None:
         """Stop every process group this run started (idempotent; an agent
