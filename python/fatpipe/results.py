@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from . import storefs
 from .schema import (
+    CPU_COLUMNS,
     PATH_COLUMNS,
     PATH_SERIES_COLUMNS,
     RPC_COLUMNS,
@@ -74,6 +75,7 @@ RUN_COLUMNS = [
     "rpc_p50_s", "rpc_p90_s", "rpc_p99_s", "rpc_p999_s",
     "rpc_slowdown_p50", "rpc_slowdown_p99",
     *PATH_COLUMNS,
+    *CPU_COLUMNS,
     "flags", "wall_s",
 ]
 

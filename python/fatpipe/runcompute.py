@@ -20,7 +20,7 @@ from typing import Any
 from .backends import get_backend
 from .backends.base import Backend, RunOutcome, RunPlan
 from .results import StudyStore
-from .schema import path_columns
+from .schema import cpu_columns, path_columns
 from .summary import series_with_goodput, summarize
 
 
@@ -96,7 +96,7 @@ def outcome_result(plan: RunPlan, outcome: RunOutcome, wall_s: float,
     (fatpipe.importers) become results through here too."""
     rows = summarize(plan, outcome) if rows is None else rows
     base = identity_columns(plan)
-    path_cols = {**path_columns(outcome.path), "wall_s": wall_s}
+    path_cols = {**path_columns(outcome.path), **cpu_columns(outcome.cpu), "wall_s": wall_s}
     full_rows = [{**base, "status": "ok", "reason": "", **row, **path_cols} for row in rows]
     series = series_with_goodput(outcome)
     n = len(series["t_s"])

@@ -129,6 +129,45 @@ def emulator_late(late_p99_s: float | None, rtt_s: float) -> bool:
     return late_p99_s is not None and late_p99_s > LATENESS_FRACTION_OF_RTT * rtt_s
 
 
+# A core counts as saturated when it was busy (user + nice + system + irq +
+# softirq + steal: linuxpath/procstat.py) for at least this fraction of the
+# measured interval; a run whose end hosts had such a core is flagged
+# `cpu_bound` (the one threshold: the runs table's flag and the backends'
+# facts both use cpu_saturated(); docs/results.md). Not 100 %: a core that
+# holds a flow back still shows idle slivers (work handed to the other
+# core's softirq or thread, waits on a timer or a lock), and the counters
+# tick at USER_HZ = 100 Hz, 0.5 % of a 2 s interval; 5 % covers both. A core
+# busy less than that had at least 50 ms a second free for the flow's work.
+CPU_SATURATED_FRAC = 0.95
+
+
+def cpu_saturated(busy_frac: float | None) -> bool:
+    """Whether a core busy for `busy_frac` of the measured interval was
+    saturated (>= CPU_SATURATED_FRAC; unknown: no)."""
+    return busy_frac is not None and busy_frac >= CPU_SATURATED_FRAC
+
+
+@dataclass
+class CpuReport:
+    """How busy the end hosts' CPU cores were over the measured interval
+    (after the warm-up), as /proc/stat counted it: the busiest core's busy
+    and softirq fractions over every machine that runs a sender or the
+    receiver. None where a backend does not measure it (the simulator,
+    imported runs): never a guess."""
+
+    busy_max_core_frac: float | None = None
+    softirq_max_core_frac: float | None = None
+
+
+# The runs table's CPU columns, in order: cpu_<field of CpuReport>.
+CPU_COLUMNS: tuple[str, ...] = tuple(f"cpu_{f.name}" for f in fields(CpuReport))
+
+
+def cpu_columns(cpu: CpuReport) -> dict[str, Any]:
+    """The runs-table CPU columns of one run."""
+    return {c: getattr(cpu, c.removeprefix("cpu_")) for c in CPU_COLUMNS}
+
+
 # The path facts, name -> kind (as PathReport declares them).
 PATH_FACTS: dict[str, str] = {f.name: str(f.type) for f in fields(PathReport)}
 
@@ -194,7 +233,8 @@ def upgrade_runs(df):
     """A runs DataFrame with the columns added since it was written:
     ``path_ce_marks`` = 0 after ``path_queue_drops`` (no bottleneck marked
     CE before the column existed); ``path_clock_uncertainty_s`` = None after
-    ``path_late_max_s`` (every run before it ran on one clock)."""
+    ``path_late_max_s`` (every run before it ran on one clock); the CPU
+    columns (CPU_COLUMNS) = None before ``flags`` (not measured)."""
     if "path_queue_drops" not in df.columns:
         return df
     if "path_ce_marks" not in df.columns:
@@ -203,6 +243,12 @@ def upgrade_runs(df):
     if "path_clock_uncertainty_s" not in df.columns and "path_late_max_s" in df.columns:
         df = df.copy()
         df.insert(df.columns.get_loc("path_late_max_s") + 1, "path_clock_uncertainty_s", None)
+    missing = [c for c in CPU_COLUMNS if c not in df.columns]
+    if missing:
+        df = df.copy()
+        at = df.columns.get_loc("flags") if "flags" in df.columns else len(df.columns)
+        for i, c in enumerate(missing):
+            df.insert(at + i, c, None)
     return df
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .backends.base import PathReport, RunOutcome, RunPlan
 from .goodput import interval_goodput_bps, measurement_window, window_goodput_bps
-from .schema import emulator_late
+from .schema import cpu_saturated, emulator_late
 
 # A flow counts as limited by an end host when the receive window or send
 # buffer limited it for more than this fraction of the measured time.
@@ -197,6 +197,11 @@ def rate_short(plan: RunPlan, rows: list[dict[str, Any]]) -> bool:
 def summarize(plan: RunPlan, outcome: RunOutcome) -> list[dict[str, Any]]:
     """One runs-table row per flow group."""
     shared_flags = path_flags(plan, outcome.path)
+    if cpu_saturated(outcome.cpu.busy_max_core_frac):
+        # A core of a sender's or the receiver's machine was saturated
+        # (schema.CPU_SATURATED_FRAC): the hosts, not only the path, may
+        # have set the rate.
+        shared_flags.append("cpu_bound")
     rows = []
     for group, flow in enumerate(plan.flows):
         row: dict[str, Any] = {

@@ -47,7 +47,7 @@ def test_delay_line_rules_take_only_the_runs_tcp_between_test_addresses():
 
 
 def test_port_range_spans_the_groups_ports():
-    assert port_range([0]) == "5201:5201"
+    assert port_range([0]) == "5201"  # iptables multiport refuses 5201:5201
     assert port_range([2, 0, 1]) == "5201:5203"
 
 

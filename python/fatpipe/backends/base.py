@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .. import wire
-from ..schema import RPC_COLUMNS, SERIES_COLUMNS, PathReport, empty_path_series
+from ..schema import RPC_COLUMNS, SERIES_COLUMNS, CpuReport, PathReport, empty_path_series
 from ..testbed import Testbed
 
-__all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Backend", "BackendUnavailable", "DoctorReport", "FlowPlan",
-           "HostLimits", "PathReport", "RunOutcome", "RunPlan"]
+__all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Backend", "BackendUnavailable", "CpuReport", "DoctorReport",
+           "FlowPlan", "HostLimits", "PathReport", "RunOutcome", "RunPlan"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,8 @@ class RunOutcome:
     # when the backend cannot observe it).
     path_series: dict[str, list] = field(default_factory=empty_path_series)
     path: PathReport = field(default_factory=lambda: PathReport(emulator="unknown"))
+    # The end hosts' CPU over the measured interval (all None: not measured).
+    cpu: CpuReport = field(default_factory=CpuReport)
     facts: dict[str, Any] = field(default_factory=dict)  # for the manifest
 
 

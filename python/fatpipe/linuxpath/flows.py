@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..schema import RPC_COLUMNS, SERIES_COLUMNS
 from ..wire import tcp_maxseg
 from . import tcpinfo
+from .readback import StreamReadback
 
 if TYPE_CHECKING:
     from ..backends.base import RunPlan
@@ -169,6 +170,7 @@ class TrafficResult:
     ccas_seen: dict[int, list[str]] = field(default_factory=dict)  # flow group -> TCP_CONGESTION names
     # bulk flow group -> each stream's first send(), seconds after the group's start
     first_send_s: dict[int, list[float | None]] = field(default_factory=dict)
+    streams: list[StreamReadback] = field(default_factory=list)  # what each sampled socket read back
 
 
 def flow_specs(plan: RunPlan) -> list[FlowSpec]:

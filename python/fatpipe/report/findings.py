@@ -186,7 +186,9 @@ def flag_lines(runs: pd.DataFrame) -> list[str]:
                "sndbuf_limited": " (bounded by the send buffer: an end-host limit)",
                "emulator_late": " (the delay emulator fell behind: treat with care)",
                "loss_off": " (measured loss differs from the spec)",
-               "host_drops": " (packets lost outside the emulated path: not the path asked for)"}.get(f, "")
+               "host_drops": " (packets lost outside the emulated path: not the path asked for)",
+               "cpu_bound": " (a CPU core of a sender's or the receiver's machine was saturated: the host, "
+                            "not only the path, may have set the rate)"}.get(f, "")
         out.append(f"{n} of {len(ok)} run × flow rows flagged {f}{why}.")
     failed = runs[runs["status"] != "ok"]["run_id"].nunique()
     if failed:

@@ -9,7 +9,10 @@
    tcp_wmem from the study's host limits; no cached metrics), apply the path
    on the emulator (remote_path.py).
 4. Run the traffic (remote_traffic.py), collect the samples, the RPCs and
-   what the emulator counted; measure the clock offsets again.
+   what the emulator counted; read every host's /proc/stat after the
+   warm-up and at the end, and its test interface's offloads
+   (hostmeasure.py); measure the clock offsets again. A stream whose
+   socket ran another CCA than the one asked for fails the run.
 5. Whatever happens: stop the run's processes and close every agent, which
    restores the sysctls, removes the qdiscs and rules and the run directory.
 """
@@ -27,11 +30,13 @@ from typing import Any
 
 from ...linuxpath.config import path_config
 from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
+from ...linuxpath.procstat import cpu_measurement
+from ...linuxpath.readback import check_ccas
 from ...linuxpath.stats import PathStats
 from ...schema import emulator_late
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
 from ..base import RunOutcome, RunPlan
-from . import clock, transport
+from . import clock, hostmeasure, transport
 from .agent_client import AgentClient
 from .remote_path import RemotePath
 from .remote_traffic import RemoteHost, RemoteTraffic, push_engine
@@ -162,17 +167,23 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
                               [f.group for f in plan.flows])
             await path.apply()
 
+        cpu_window = hostmeasure.RemoteCpuWindow(conns)
+
         async def at_start(t0: float) -> None:
-            if path is None:
-                return
             await _sleep_until(t0)
-            await path.mark_start()
+            if path is not None:
+                await path.mark_start()
             await _sleep_until(t0 + max(0.0, plan.warmup_s))
-            await path.end_warmup()
+            await asyncio.gather(*([path.end_warmup()] if path is not None else []),
+                                 *([cpu_window.read("start")] if plan.warmup_s < plan.duration_s else []))
+            await _sleep_until(t0 + plan.duration_s)
+            await cpu_window.read("end")
 
         traffic = RemoteTraffic(receiver, senders)
-        result = await traffic.run(flow_specs(plan), plan.duration_s, plan.sample_interval_s, plan.seed, at_start)
+        specs = flow_specs(plan)
+        result = await traffic.run(specs, plan.duration_s, plan.sample_interval_s, plan.seed, at_start)
         await traffic.stop_all()
+        offloads = await hostmeasure.offloads(conns, {name: tb.hosts[name].interface for name in conns})
         stats = await path.finish() if path is not None else \
             PathStats(emulator="none (the real path)", counts_bottleneck=False)
         if "linkem" in stats.details:  # what the emulator box counted, kept with the run
@@ -190,7 +201,10 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
     if cleanup_problems:
         raise RuntimeError("the hosts could not undo everything: " + "; ".join(cleanup_problems)
                            + " (`fatpipe clean --testbed FILE` retries)")
-    return _outcome(plan, hosts, result, stats, clocks)
+    # The name each group's engine was given: a socket reporting another
+    # fails the run, naming it (after the hosts are clean again).
+    check_ccas(result.streams, {f.group: f.cc for f in specs})
+    return _outcome(plan, hosts, result, stats, clocks, cpu_window.readings(), offloads)
 
 
 async def _has_netem(conn: transport.HostConnection, interface: str) -> bool:
@@ -202,9 +216,15 @@ async def _has_netem(conn: transport.HostConnection, interface: str) -> bool:
     return bool(probe.qdiscs.get("netem", (False, ""))[0]) and probe.tc is not None
 
 
-def _outcome(plan: RunPlan, hosts: dict[str, str], traffic, stats: PathStats,
-             clocks: dict[str, ClockReading]) -> RunOutcome:
+def _outcome(plan: RunPlan, hosts: dict[str, str], traffic, stats: PathStats, clocks: dict[str, ClockReading],
+             cpu_readings: dict[str, tuple[str, str] | str], offloads: dict[str, Any]) -> RunOutcome:
     report = stats.report(traffic.rows, plan.duration_s, max(c.uncertainty_s for c in clocks.values()))
+    roles: dict[str, list[str]] = {}
+    for role, name in hosts.items():
+        roles.setdefault(name, []).append(role)
+    # The runs table's CPU figures are the end hosts' (senders, receiver).
+    end_hosts = [name for role, name in hosts.items() if role != EMULATOR_ROLE]
+    cpu_facts, cpu = cpu_measurement(cpu_readings, roles, end_hosts)
     facts = {"hosts": {role: name for role, name in hosts.items()},
              "clock": {name: c.facts() for name, c in clocks.items()},
              "emulator": stats.emulator, "bottleneck": stats.details.get("bottleneck"),
@@ -214,9 +234,13 @@ def _outcome(plan: RunPlan, hosts: dict[str, str], traffic, stats: PathStats,
              # Per bulk flow group: each stream's first send(), seconds after
              # the group's planned start (the engine's start spread).
              "stream_first_send_s": {str(g): v for g, v in traffic.first_send_s.items()},
-             "netem_interfaces": stats.details.get("netem_interfaces")}
+             "netem_interfaces": stats.details.get("netem_interfaces"),
+             # Per sampled stream: TCP_CONGESTION, tcpi_snd_mss, ECN.
+             "streams_read_back": [s.facts() for s in traffic.streams],
+             "ccas_seen": {str(g): n for g, n in traffic.ccas_seen.items()},
+             "offloads": offloads, "cpu": cpu_facts}
     return RunOutcome(series=rows_to_series(traffic.rows), rpcs=rows_to_rpcs(traffic.rpcs), path=report,
-                      facts=facts)
+                      cpu=cpu, facts=facts)
 
 
 def run(plan: RunPlan, workdir: Path) -> RunOutcome:

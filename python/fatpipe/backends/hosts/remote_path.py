@@ -70,8 +70,12 @@ IPTABLES_CANDIDATES = ("iptables-legacy", "iptables")
 
 
 def port_range(groups: list[int]) -> str:
-    """The engine's ports of a run's flow groups, as iptables multiport writes a range."""
-    return f"{group_port(min(groups))}:{group_port(max(groups))}"
+    """The engine's ports of a run's flow groups, as iptables multiport
+    takes them: a range FIRST:LAST, or one port alone (multiport refuses a
+    range whose ends are equal: "invalid portrange specified",
+    libxt_multiport.c)."""
+    first, last = group_port(min(groups)), group_port(max(groups))
+    return f"{first}:{last}" if last > first else str(first)
 
 
 def nfqueue_rule_specs(interface: str, receiver_addr: str, sender_queues: dict[str, int],

@@ -30,11 +30,13 @@ from ...linuxpath.flows import (
     ENGINE,
     FlowSpec,
     TrafficResult,
+    ccas_in_samples,
     first_send_path,
     parse_first_send,
     parse_rpcs,
     parse_samples,
 )
+from ...linuxpath.readback import streams_read_back
 from .agent_client import AgentClient, AgentError
 
 ENGINE_DIR = ENGINE.parent
@@ -152,17 +154,20 @@ class RemoteTraffic:
                 raise RuntimeError(f"{s.what} exited {code}: {err.strip()[-800:]}")
             if err.strip():
                 errors.append(err.strip())
-        rows = []
-        first_send = {}
+        rows, ccas_seen, streams, first_send = [], {}, [], {}
         for f, tx, name in samples:
-            rows += parse_samples((await tx.agent.get(name)).decode(), f.group, f.cc)
+            text = (await tx.agent.get(name)).decode()
+            rows += parse_samples(text, f.group, f.cc)
+            ccas_seen[f.group] = ccas_in_samples(text)
+            streams += streams_read_back(text, f.group)
             if f.kind == "bulk":
                 first_send[f.group] = parse_first_send((await tx.agent.get(first_send_path(name))).decode(),
                                                        f.start_s)
         rpcs = []
         for f, name in rpc_files:
             rpcs += parse_rpcs((await rx.agent.get(name)).decode(), f.group, int(f.response_bytes or 0))
-        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, first_send_s=first_send)
+        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, ccas_seen=ccas_seen, streams=streams,
+                             first_send_s=first_send)
 
     async def stop_all(self) -> None:
         """Stop every process group this run started (idempotent; an agent

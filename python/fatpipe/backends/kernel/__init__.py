@@ -26,6 +26,7 @@ from __future__ import annotations
 import platform
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,13 @@ from ...linuxpath import linkem as delay_line
 from ...linuxpath.config import gro_refusal, group_losses, one_loss_refusal, path_config
 from ...linuxpath.ecn import marks, path_refusal, qdisc_refusal
 from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
+from ...linuxpath.procstat import cpu_measurement
+from ...linuxpath.readback import check_ccas
 from ...schema import emulator_late
 from ..base import Backend, BackendUnavailable, RunOutcome, RunPlan
 from . import bpfcca, bpfcca_clean, cleanup, privilege
 from .cleanup import clean, clean_stale
+from .cpuwindow import CpuWindow
 from .doctor import LINKEM, DoctorReport, available_ccas, doctor
 from .path import RECEIVER_ADDR, EmulatedPath, rate_above_ceiling
 from .traffic import run_traffic
@@ -45,6 +49,8 @@ __all__ = ["KernelBackend", "doctor", "clean", "clean_stale"]
 
 # Sender i is 198.18.(i+1).1/24 and its own reverse NFQUEUE is 2 + i.
 MAX_SENDERS = 200
+# The label of this machine in a run's CPU facts: every namespace runs on it.
+MACHINE = "local"
 
 
 class KernelBackend(Backend):
@@ -156,33 +162,48 @@ class KernelBackend(Backend):
         kernel_ccas = available_ccas()
         binary, ports = bpfcca.loader() if set(used) - set(kernel_ccas) else (None, {})
         cca_facts = bpfcca.describe(used, ports)
+        specs = flow_specs(plan)
+        cpu_window = CpuWindow()
         with bpfcca.Registration(binary, bpfcca.ports_to_load(used, kernel_ccas, ports)), \
                 EmulatedPath(cfg, workdir) as path:
-            # Lateness counts after the warm-up (slow-start bursts excluded,
-            # as they are from the summary statistics).
+            # Lateness and CPU count after the warm-up (slow-start bursts
+            # excluded, as they are from the summary statistics).
             warmup_timer: list[threading.Timer] = []
 
-            def on_start() -> None:
+            def on_start(t0_wall_s: float) -> None:
                 path.mark_start()
-                t = threading.Timer(max(0.0, plan.warmup_s), path.end_warmup)
+                t = threading.Timer(max(0.0, t0_wall_s + plan.warmup_s - time.time()), path.end_warmup)
                 t.daemon = True
                 t.start()
                 warmup_timer.append(t)
+                cpu_window.schedule(t0_wall_s + plan.warmup_s, t0_wall_s + plan.duration_s)
 
             try:
-                traffic = run_traffic(path.receiver, RECEIVER_ADDR, path.senders, flow_specs(plan),
+                traffic = run_traffic(path.receiver, RECEIVER_ADDR, path.senders, specs,
                                       plan.duration_s, plan.sample_interval_s, workdir, on_start=on_start,
                                       sender_addrs=path.sender_addrs, seed=plan.seed)
+                cpu_texts = cpu_window.readings()
             finally:
                 for t in warmup_timer:
                     t.cancel()
+                cpu_window.cancel()
+            offloads = path.offloads()
             stats = path.finish()
+        # The name each group's engine was given (a BPF port registers under
+        # it too): a socket reporting another fails the run, naming it.
+        check_ccas(traffic.streams, {f.group: f.cc for f in specs})
+        # The namespaces share this machine's cores: one reading for all.
+        roles = ["router", "receiver", *(f"sender {name}" for name in plan.senders)]
+        cpu_facts, cpu = cpu_measurement({MACHINE: cpu_texts}, {MACHINE: roles}, [MACHINE])
         report = stats.report(traffic.rows, plan.duration_s)
         facts = {"emulator": stats.emulator, "bottleneck": stats.details.get("bottleneck"),
                  "ccas": cca_facts, "ccas_seen": {str(g): n for g, n in traffic.ccas_seen.items()},
                  # Per bulk flow group: each stream's first send(), seconds
                  # after the group's planned start (the engine's start spread).
                  "stream_first_send_s": {str(g): v for g, v in traffic.first_send_s.items()},
+                 # Per sampled stream: TCP_CONGESTION, tcpi_snd_mss, ECN.
+                 "streams_read_back": [s.facts() for s in traffic.streams],
+                 "offloads": offloads, "cpu": cpu_facts,
                  "configured_loss": {str(g.group): g.loss for g in cfg.group_loss},
                  # The same rule as the runs table's flag (schema.emulator_late).
                  "emulator_late": emulator_late(stats.late_p99_s, plan.rtt_s),
@@ -193,4 +214,4 @@ class KernelBackend(Backend):
                  "linkem": stats.details.get("linkem_summary"),
                  "ack_napi": stats.details.get("ack_napi")}
         return RunOutcome(series=rows_to_series(traffic.rows), rpcs=rows_to_rpcs(traffic.rpcs), path=report,
-                          facts=facts)
+                          cpu=cpu, facts=facts)

@@ -86,6 +86,7 @@ from ...linuxpath.linkem import (
     summarize,
 )
 from ...linuxpath.qdisc import bottleneck_qdiscs, netem_args, probe_args, tbf_bottleneck_args, tbf_burst_bytes
+from ...linuxpath.readback import OFFLOADS, parse_offloads
 from ...linuxpath.stats import PathStats
 from ...units import format_rate
 from ...wire import TCP_IP_TS_HEADER_BYTES, frame_bytes
@@ -323,6 +324,21 @@ class EmulatedPath:
         """Packets the qdiscs toward the receiver marked CE (fq_codel's ecn_mark)."""
         out = self.router.run("tc", "-s", "qdisc", "show", "dev", ROUTER_TO_RECEIVER_IF)
         return sum(q.ecn_marks for q in parse.tc_qdisc_stats(out))
+
+    def offloads(self) -> dict[str, dict[str, dict[str, bool]]]:
+        """The offloads (readback.OFFLOADS) of every interface of the path as
+        ``ethtool -k`` reads them: namespace ("receiver", "router", "sender
+        NAME") -> interface -> {tso, gso, gro, lro}."""
+        links = [("receiver", self.receiver, "eth0"), ("router", self.router, ROUTER_TO_RECEIVER_IF)]
+        links += [("router", self.router, f"s{i}") for i in range(len(self.senders))]
+        links += [(f"sender {name}", ns, "eth0") for name, ns in self.senders.items()]
+        out: dict[str, dict[str, dict[str, bool]]] = {}
+        for label, ns, ifname in links:
+            got = parse_offloads(ns.run("ethtool", "-k", ifname))
+            if set(got) != set(OFFLOADS):
+                raise RuntimeError(f"ethtool -k {ifname} in {ns.name} lists {sorted(got)}, not {sorted(OFFLOADS)}")
+            out.setdefault(label, {})[ifname] = got
+        return out
 
     def end_warmup(self) -> None:
         """Lateness is reported for the measured part of the run only."""

@@ -32,6 +32,7 @@ from ...linuxpath.flows import (
     sender_config,
     server_config,
 )
+from ...linuxpath.readback import streams_read_back
 from .cleanup import REGISTRY, stop_process
 from .netns import Namespace
 
@@ -49,7 +50,8 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
                 flows: list[FlowSpec], duration_s: float, sample_interval_s: float, workdir: Path,
                 on_start=None, sender_addrs: dict[str, str] | None = None, seed: int = 1) -> TrafficResult:
     """Run every flow group for `duration_s` and return the samples and RPC
-    completions. `on_start()` is called just before the common start time.
+    completions. `on_start(t0_wall_s)` is called once everything is
+    connected, before the common start time t0_wall_s (time.time()).
     RPC groups need `sender_addrs` (where their servers listen)."""
     procs: list[tuple[str, subprocess.Popen]] = []
 
@@ -92,7 +94,7 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
         if time.time() > t0:
             raise RuntimeError("connection setup took longer than the start margin")
         if on_start:
-            on_start()
+            on_start(t0)
         errors = []
         for what, p in waited:
             try:
@@ -104,19 +106,20 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
             if err.strip():
                 errors.append(err.strip())
         rows = []
-        ecn, ccas_seen, first_send = {}, {}, {}
+        ecn, ccas_seen, streams, first_send = {}, {}, [], {}
         for f, path in samples:
             text = path.read_text()
             rows += parse_samples(text, f.group, f.cc)
             ecn[f.group] = ecn_counts(text)
             ccas_seen[f.group] = ccas_in_samples(text)
+            streams += streams_read_back(text, f.group)
             if f.kind == "bulk":
                 first_send[f.group] = parse_first_send(Path(first_send_path(path)).read_text(), f.start_s)
         rpcs = []
         for f, path in rpc_files:
             rpcs += parse_rpcs(path.read_text(), f.group, int(f.response_bytes or 0))
         return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, ecn=ecn, ccas_seen=ccas_seen,
-                             first_send_s=first_send)
+                             streams=streams, first_send_s=first_send)
     finally:
         for _, p in reversed(procs):
             stop_process(p)

@@ -1,0 +1,102 @@
+"""What the end hosts really ran, read back from their sockets and
+interfaces (pure): per stream the CCA (getsockopt TCP_CONGESTION), the MSS
+in use (tcpi_snd_mss) and ECN, from the engine's TCP_INFO samples
+(sampling.py); per interface its offloads (``ethtool -k``); and the check
+that fails a run whose sockets run another CCA than the one the backend
+asked the engine for."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import asdict, dataclass
+
+from . import tcpinfo
+
+# Names a socket may report instead of the CCA asked for, because that CCA
+# itself switched to them; accepted only where the switch's condition held.
+# DCTCP without ECN (TCP_ECN_OK not set on the connection) falls back to
+# Reno: the kernel's dctcp_init() installs its private "dctcp-reno" ops,
+# fatpipe's BPF port (bpf/cca/dctcp.bpf.c) sets "reno" with
+# bpf_setsockopt(TCP_CONGESTION).
+NO_ECN_FALLBACKS: dict[str, tuple[str, ...]] = {"dctcp": ("dctcp-reno", "reno")}
+
+# ethtool -k's names of the offloads fatpipe records, by their short names
+# (ethtool(8) -K): TSO, GSO, GRO and LRO decide what size of packet the
+# path and TCP see.
+OFFLOADS = {"tso": "tcp-segmentation-offload", "gso": "generic-segmentation-offload",
+            "gro": "generic-receive-offload", "lro": "large-receive-offload"}
+
+
+@dataclass(frozen=True)
+class StreamReadback:
+    """One sampled stream as its socket reported itself."""
+
+    flow_group: int
+    stream: int
+    ccas: tuple[str, ...]  # TCP_CONGESTION over its samples, in order of first appearance
+    snd_mss_bytes: int  # tcpi_snd_mss of its last sample (Linux mss_cache)
+    ecn: bool  # ECN negotiated (TCPI_OPT_ECN) in its last sample
+
+    def facts(self) -> dict:
+        out = asdict(self)
+        out["ccas"] = list(self.ccas)
+        return out
+
+
+def streams_read_back(text: str, group: int) -> list[StreamReadback]:
+    """Per stream of flow group `group`, what its samples (JSON lines of
+    sampling.py) read back, in stream order."""
+    ccas: dict[int, list[str]] = {}
+    last: dict[int, dict[str, int]] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        stream = int(rec["stream"])
+        names = ccas.setdefault(stream, [])
+        if rec.get("cc") and rec["cc"] not in names:
+            names.append(rec["cc"])
+        last[stream] = tcpinfo.parse(base64.b64decode(rec["tcp_info"]))
+    return [StreamReadback(group, s, tuple(ccas[s]), last[s]["snd_mss"],
+                           bool(last[s]["options"] & tcpinfo.TCPI_OPT_ECN)) for s in sorted(last)]
+
+
+def cca_mismatches(streams: list[StreamReadback], asked: dict[int, str]) -> list[str]:
+    """One line per stream whose socket reported a CCA other than the one
+    asked for its flow group (`asked`: flow group -> the name the backend
+    gave the engine), or a fallback whose condition did not hold."""
+    out = []
+    for s in streams:
+        want = asked[s.flow_group]
+        for name in s.ccas:
+            if name == want or (name in NO_ECN_FALLBACKS.get(want, ()) and not s.ecn):
+                continue
+            why = " although ECN was negotiated" if name in NO_ECN_FALLBACKS.get(want, ()) else ""
+            out.append(f"flow group {s.flow_group}, stream {s.stream}: asked for CCA {want!r}, "
+                       f"its socket reports {name!r} (TCP_CONGESTION){why}")
+    return out
+
+
+class CcaMismatch(RuntimeError):
+    """A stream ran another CCA than the one asked for: the run is not the
+    experiment the spec describes."""
+
+
+def check_ccas(streams: list[StreamReadback], asked: dict[int, str]) -> None:
+    """Raise CcaMismatch naming every stream whose CCA differs (cca_mismatches)."""
+    problems = cca_mismatches(streams, asked)
+    if problems:
+        raise CcaMismatch("the CCA read back differs from the one asked for: " + "; ".join(problems))
+
+
+def parse_offloads(text: str) -> dict[str, bool]:
+    """``ethtool -k IFACE`` output → {tso, gso, gro, lro: on?} for those it
+    lists (a "[fixed]" setting is reported as it is)."""
+    by_name = {long: short for short, long in OFFLOADS.items()}
+    out = {}
+    for line in text.splitlines():
+        name, sep, value = line.strip().partition(":")
+        if sep and name in by_name:
+            out[by_name[name]] = value.split()[0] == "on" if value.split() else False
+    return {k: out[k] for k in OFFLOADS if k in out}
