@@ -163,6 +163,9 @@ def run_sender(cfg: dict) -> int:
                for i, s in enumerate(socks)]
     for w in workers:
         w.start()
+    # The samples file appears at the start, as it always has (the hosts
+    # tests wait for it as the sign that traffic runs).
+    _sleep_until(start)
     with open(cfg["samples_path"], "w") as out:
         k = 0
         while True:
