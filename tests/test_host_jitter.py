@@ -2,14 +2,13 @@
 processing jitter, drawn from the run's seeded streams, makes repetitions of
 a loss-free run differ as real ones do and keeps each reproducible per seed."""
 
-import textwrap
 
 import pytest
 
 from fatpipe import spec as spec_mod
 from fatpipe.backends.sim import SimBackend
-from fatpipe.study import plan_runs
 from fatpipe.summary import summarize
+from spec_text import plans_for
 
 # A loss-free CUBIC/Reno mix from two senders, 1 Gbit/s, 10 ms, 1 BDP of
 # drop-tail buffer, 3 s: two repetitions are two seeds.
@@ -36,13 +35,6 @@ sender = "s1"
 cc = "reno"
 sender = "s2"
 """
-
-
-def plans_for(text, tmp_path):
-    p = tmp_path / "s.toml"
-    p.write_text(textwrap.dedent(text))
-    spec, raw = spec_mod.load(p)
-    return plan_runs(spec, raw)
 
 
 def cubic_share(plan, outcome) -> float:

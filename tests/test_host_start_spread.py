@@ -1,13 +1,12 @@
 """hosts.<name>.start_spread (docs/host-model.md): how far apart a sender's
 application starts its streams, in the simulator."""
 
-import textwrap
 
 import pytest
 
 from fatpipe import spec as spec_mod
 from fatpipe.backends.sim import SimBackend
-from fatpipe.study import plan_runs
+from spec_text import plans_for
 
 # 96 small windows from 3 senders on a lossless 100 Mbit/s, 10 ms path with
 # a 1-BDP buffer: their initial windows overflow the buffer together.
@@ -36,13 +35,6 @@ cc = "cubic"
 sender = "s3"
 streams = 32
 """
-
-
-def plans_for(text, tmp_path):
-    p = tmp_path / "s.toml"
-    p.write_text(textwrap.dedent(text))
-    spec, raw = spec_mod.load(p)
-    return plan_runs(spec, raw)
 
 
 def streams_never_acked(plan, tmp_path) -> int:

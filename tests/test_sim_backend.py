@@ -3,17 +3,15 @@
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from fatpipe import _native
-from fatpipe import spec as spec_mod
 from fatpipe.backends.sim import SimBackend
-from fatpipe.study import plan_runs
 from fatpipe.summary import summarize
+from spec_text import plans_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,13 +37,6 @@ streams = 1
 [sweep]
 "flows.0.cc" = ["reno", "cubic", "htcp", "bbr"]
 """
-
-
-def plans_for(text, tmp_path):
-    p = tmp_path / "s.toml"
-    p.write_text(textwrap.dedent(text))
-    spec, raw = spec_mod.load(p)
-    return plan_runs(spec, raw)
 
 
 def test_every_cca_fills_an_unlimited_path_without_loss(tmp_path):
