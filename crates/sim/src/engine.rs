@@ -88,6 +88,14 @@ struct Stream {
     tx_host: Option<Box<HostDelay<Ack>>>,
 }
 
+impl Stream {
+    /// The sender's way onto the path for this stream (stream `i`).
+    #[inline]
+    fn tx<'a, const ECN: bool, const FQ: bool>(&self, net: &'a mut Net, i: u32) -> Tx<'a, ECN, FQ> {
+        Tx { net, stream: i, wire: self.wire, group: self.group as usize, gro_segs: self.gro_segs, timestamps: self.timestamps }
+    }
+}
+
 impl Net {
     /// A data packet enters fq_codel (kept out of line so the drop-tail
     /// transmit path stays small enough to inline).
@@ -416,7 +424,7 @@ impl Sim {
         rpcs: &'a mut Rpcs,
         i: u32,
     ) -> (&'a mut App, StreamApp<'a, ECN, FQ>) {
-        let tx = Tx { net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs, timestamps: st.timestamps };
+        let tx = st.tx(net, i);
         let env = StreamApp {
             tx,
             sender: &mut st.sender,
@@ -442,7 +450,7 @@ impl Sim {
                 return;
             }
         }
-        let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs, timestamps: st.timestamps };
+        let mut tx = st.tx::<ECN, FQ>(&mut self.net, i);
         st.sender.on_ack(now, &ack, &mut tx);
     }
 
@@ -451,7 +459,7 @@ impl Sim {
         let st = &mut self.streams[i as usize];
         match kind {
             TimerKind::Sender(t) => {
-                let mut tx = Tx::<ECN, FQ> { net: &mut self.net, stream: i, wire: st.wire, group: st.group as usize, gro_segs: st.gro_segs, timestamps: st.timestamps };
+                let mut tx = st.tx::<ECN, FQ>(&mut self.net, i);
                 st.sender.on_timer(t, now, &mut tx);
             }
             TimerKind::Receiver(t) => {

@@ -9,7 +9,7 @@
 use crate::event::{Event, HostStep, TimerKind};
 use crate::units::Time;
 
-use super::transmit::{DataPkt, Tx};
+use super::transmit::DataPkt;
 use super::Sim;
 
 impl Sim {
@@ -51,14 +51,7 @@ impl Sim {
     pub(super) fn release_ack<const ECN: bool, const FQ: bool>(&mut self, i: u32, now: Time) {
         let st = &mut self.streams[i as usize];
         let Some(ack) = st.tx_host.as_mut().and_then(|h| h.release()) else { return };
-        let mut tx = Tx::<ECN, FQ> {
-            net: &mut self.net,
-            stream: i,
-            wire: st.wire,
-            group: st.group as usize,
-            gro_segs: st.gro_segs,
-            timestamps: st.timestamps,
-        };
+        let mut tx = st.tx::<ECN, FQ>(&mut self.net, i);
         st.sender.on_ack(now, &ack, &mut tx);
     }
 }
