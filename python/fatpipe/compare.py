@@ -232,6 +232,11 @@ def compare_points(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
     return m.drop(columns="_size").reset_index(drop=True)
 
 
+def ci_text(lo, hi) -> str:
+    """A confidence interval as a table cell ("–" where there is none)."""
+    return f"{lo:.3g} – {hi:.3g}" if pd.notna(lo) else "–"
+
+
 def compare_rpc(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> pd.DataFrame:
     """Mean RPC completion-time percentiles of A and B per matched RPC point."""
     if "rpc_p50_s" not in runs_a.columns or "rpc_p50_s" not in runs_b.columns:
@@ -381,12 +386,11 @@ def compare(dir_a: str | Path, dir_b: str | Path, out_dir: str | Path | None = N
     view = t[shown].rename(columns={k: short_key(k) for k in shown}).copy()
     for side, name in (("a", name_a), ("b", name_b)):
         view[f"{name} ({uname})"] = t[f"{side}_mean"] / div
-        view[f"{name} 95 % CI"] = [f"{lo / div:.3g} – {hi / div:.3g}" if pd.notna(lo) else "–"
+        view[f"{name} 95 % CI"] = [ci_text(lo / div, hi / div)
                                    for lo, hi in zip(t[f"{side}_ci_low"], t[f"{side}_ci_high"], strict=True)]
         view[f"n {side.upper()}"] = t[f"{side}_n"]
     view["ratio B/A"] = t["ratio"]
-    view["ratio 95 % CI"] = [f"{lo:.3g} – {hi:.3g}" if pd.notna(lo) else "–"
-                             for lo, hi in zip(t["ratio_ci_low"], t["ratio_ci_high"], strict=True)]
+    view["ratio 95 % CI"] = [ci_text(lo, hi) for lo, hi in zip(t["ratio_ci_low"], t["ratio_ci_high"], strict=True)]
     view["pairs (corr.)"] = [f"{int(p)} ({c:.2f})" if p else "–"
                              for p, c in zip(t["pairs"], t["pair_corr"], strict=True)]
     view["reps for ±15 %"] = t["reps_to_resolve"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .compare import AGREE_BELOW, DISAGREE_FRACTION, compare_points
+from .compare import AGREE_BELOW, DISAGREE_FRACTION, ci_text, compare_points
 from .report.page import Section, fmt_num, point_label, short_key, table_html
 
 
@@ -91,10 +91,6 @@ def findings(tables: list[tuple[Metric, pd.DataFrame]], keys: list[str], name_a:
     return lines
 
 
-def _ci_text(lo, hi) -> str:
-    return f"{lo:.3g} – {hi:.3g}" if pd.notna(lo) else "–"
-
-
 def _pairs_text(pairs, corr) -> str:
     if not pairs:
         return "–"
@@ -115,7 +111,7 @@ def section(tables: list[tuple[Metric, pd.DataFrame]], keys: list[str], name_a: 
         view[f"{name_a} ({metric.unit})"] = t["a_mean"] * metric.scale
         view[f"{name_b} ({metric.unit})"] = t["b_mean"] * metric.scale
         view["ratio B/A"] = t["ratio"]
-        view["ratio 95 % CI"] = [_ci_text(lo, hi) for lo, hi in zip(t["ratio_ci_low"], t["ratio_ci_high"],
+        view["ratio 95 % CI"] = [ci_text(lo, hi) for lo, hi in zip(t["ratio_ci_low"], t["ratio_ci_high"],
                                                                       strict=True)]
         view["pairs (corr.)"] = [_pairs_text(p, c) for p, c in zip(t["pairs"], t["pair_corr"], strict=True)]
         view["disagree"] = ["yes" if d else "" for d in t["disagree"]]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..schema import RPC_COLUMNS, SERIES_COLUMNS
 from ..wire import tcp_maxseg
 from . import tcpinfo
-from .readback import StreamReadback
+from .readback import StreamReadback, streams_read_back
 
 if TYPE_CHECKING:
     from ..backends.base import RunPlan
@@ -171,6 +171,24 @@ class TrafficResult:
     # bulk flow group -> each stream's first send(), seconds after the group's start
     first_send_s: dict[int, list[float | None]] = field(default_factory=dict)
     streams: list[StreamReadback] = field(default_factory=list)  # what each sampled socket read back
+
+
+def traffic_result(t0_wall_s: float, errors: list[str], samples: list[tuple[FlowSpec, str, str | None]],
+                   rpcs: list[tuple[FlowSpec, str]]) -> TrafficResult:
+    """The engines' output files → a TrafficResult (pure): per flow group
+    its samples text and, for a bulk group, its first-send text; per RPC
+    group the client's text."""
+    result = TrafficResult(rows=[], t0_wall_s=t0_wall_s, errors=errors)
+    for f, text, first_send in samples:
+        result.rows += parse_samples(text, f.group, f.cc)
+        result.ecn[f.group] = ecn_counts(text)
+        result.ccas_seen[f.group] = ccas_in_samples(text)
+        result.streams += streams_read_back(text, f.group)
+        if first_send is not None:
+            result.first_send_s[f.group] = parse_first_send(first_send, f.start_s)
+    for f, text in rpcs:
+        result.rpcs += parse_rpcs(text, f.group, int(f.response_bytes or 0))
+    return result
 
 
 def flow_specs(plan: RunPlan) -> list[FlowSpec]:

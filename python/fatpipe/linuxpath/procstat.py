@@ -29,6 +29,8 @@ from ..schema import CPU_SATURATED_FRAC, CpuReport, cpu_saturated
 # The counted states, in /proc/stat's order (guest, guest_nice left out: see above).
 STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 BUSY_STATES = ("user", "nice", "system", "irq", "softirq", "steal")
+# Why a machine has no figures when a reading at one end is missing.
+MISSING_READING = "the run ended before /proc/stat was read at both ends of its measured interval"
 
 
 def parse_proc_stat(text: str) -> dict[str, tuple[int, ...]]:

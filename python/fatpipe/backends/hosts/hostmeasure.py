@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ...linuxpath.procstat import MISSING_READING
 from ...linuxpath.readback import parse_offloads
 from . import transport
 
@@ -41,7 +42,7 @@ class RemoteCpuWindow:
             if name in self._errors:
                 out[name] = self._errors[name]
             elif set(texts) != {"start", "end"}:
-                out[name] = "the run ended before /proc/stat was read at both ends of its measured interval"
+                out[name] = MISSING_READING
             else:
                 out[name] = (texts["start"], texts["end"])
         return out

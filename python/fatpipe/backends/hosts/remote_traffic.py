@@ -30,13 +30,9 @@ from ...linuxpath.flows import (
     ENGINE,
     FlowSpec,
     TrafficResult,
-    ccas_in_samples,
     first_send_path,
-    parse_first_send,
-    parse_rpcs,
-    parse_samples,
+    traffic_result,
 )
-from ...linuxpath.readback import streams_read_back
 from .agent_client import AgentClient, AgentError
 
 ENGINE_DIR = ENGINE.parent
@@ -154,20 +150,12 @@ class RemoteTraffic:
                 raise RuntimeError(f"{s.what} exited {code}: {err.strip()[-800:]}")
             if err.strip():
                 errors.append(err.strip())
-        rows, ccas_seen, streams, first_send = [], {}, [], {}
+        texts = []
         for f, tx, name in samples:
-            text = (await tx.agent.get(name)).decode()
-            rows += parse_samples(text, f.group, f.cc)
-            ccas_seen[f.group] = ccas_in_samples(text)
-            streams += streams_read_back(text, f.group)
-            if f.kind == "bulk":
-                first_send[f.group] = parse_first_send((await tx.agent.get(first_send_path(name))).decode(),
-                                                       f.start_s)
-        rpcs = []
-        for f, name in rpc_files:
-            rpcs += parse_rpcs((await rx.agent.get(name)).decode(), f.group, int(f.response_bytes or 0))
-        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, ccas_seen=ccas_seen, streams=streams,
-                             first_send_s=first_send)
+            first_send = (await tx.agent.get(first_send_path(name))).decode() if f.kind == "bulk" else None
+            texts.append((f, (await tx.agent.get(name)).decode(), first_send))
+        rpc_texts = [(f, (await rx.agent.get(name)).decode()) for f, name in rpc_files]
+        return traffic_result(t0, errors, texts, rpc_texts)
 
     async def stop_all(self) -> None:
         """Stop every process group this run started (idempotent; an agent

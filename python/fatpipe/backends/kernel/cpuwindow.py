@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+from ...linuxpath.procstat import MISSING_READING
+
 PROC_STAT = Path("/proc/stat")
 # How long to wait past the run's end for the last reading (its timer fires
 # at the end; the traffic is collected after the senders exit, later).
@@ -54,5 +56,5 @@ class CpuWindow:
         if self._errors:
             return "; ".join(self._errors)
         if set(self._texts) != {"start", "end"}:
-            return "the run ended before /proc/stat was read at both ends of its measured interval"
+            return MISSING_READING
         return self._texts["start"], self._texts["end"]

@@ -21,18 +21,13 @@ from ...linuxpath.flows import (
     ENGINE,
     FlowSpec,
     TrafficResult,
-    ccas_in_samples,
     client_config,
-    ecn_counts,
     first_send_path,
-    parse_first_send,
-    parse_rpcs,
-    parse_samples,
     receiver_config,
     sender_config,
     server_config,
+    traffic_result,
 )
-from ...linuxpath.readback import streams_read_back
 from .cleanup import REGISTRY, stop_process
 from .netns import Namespace
 
@@ -105,21 +100,9 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
                 raise RuntimeError(f"{what} exited {p.returncode}: {err.strip()[-800:]}")
             if err.strip():
                 errors.append(err.strip())
-        rows = []
-        ecn, ccas_seen, streams, first_send = {}, {}, [], {}
-        for f, path in samples:
-            text = path.read_text()
-            rows += parse_samples(text, f.group, f.cc)
-            ecn[f.group] = ecn_counts(text)
-            ccas_seen[f.group] = ccas_in_samples(text)
-            streams += streams_read_back(text, f.group)
-            if f.kind == "bulk":
-                first_send[f.group] = parse_first_send(Path(first_send_path(path)).read_text(), f.start_s)
-        rpcs = []
-        for f, path in rpc_files:
-            rpcs += parse_rpcs(path.read_text(), f.group, int(f.response_bytes or 0))
-        return TrafficResult(rows=rows, t0_wall_s=t0, errors=errors, rpcs=rpcs, ecn=ecn, ccas_seen=ccas_seen,
-                             streams=streams, first_send_s=first_send)
+        texts = [(f, path.read_text(), Path(first_send_path(path)).read_text() if f.kind == "bulk" else None)
+                 for f, path in samples]
+        return traffic_result(t0, errors, texts, [(f, path.read_text()) for f, path in rpc_files])
     finally:
         for _, p in reversed(procs):
             stop_process(p)
