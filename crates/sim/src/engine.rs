@@ -3,8 +3,10 @@
 
 use crate::app::{App, AppEnv, RpcApp, RpcSpec};
 use crate::cc::CongestionControl;
-use crate::event::{AppTimer, Event, EventQueue, HostStep, TimerKind};
+use crate::event::{AppTimer, Event, EventQueue, SenderTimer, TimerKind};
 use crate::fq_codel::FqCodel;
+use crate::host::cpu::{CpuSeat, Machines};
+use crate::host::nic::{Nic, SmallQueue};
 use crate::host::{jitter_stream, HostDelay};
 use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
@@ -46,6 +48,12 @@ pub struct StreamSpec {
     /// an ideal host.
     pub receiver_jitter: Option<Time>,
     pub sender_jitter: Option<Time>,
+    /// Where the stream's work runs at its sender and at the receiver
+    /// (host/cpu.rs); `None`: an infinitely fast host.
+    pub sender_cpu: Option<CpuSeat>,
+    pub receiver_cpu: Option<CpuSeat>,
+    /// The sender host's NIC ceiling (index into `SimConfig::nics`).
+    pub nic: Option<u32>,
 }
 
 #[derive(Clone, Debug)]
@@ -63,6 +71,10 @@ pub struct SimConfig {
     /// Per-packet loss probability of each flow group (loss + corruption).
     pub group_loss: Vec<f64>,
     pub streams: Vec<StreamSpec>,
+    /// Cores of each machine the streams' seats name (host/cpu.rs).
+    pub machine_cores: Vec<u32>,
+    /// Rates of the sender hosts' NICs (host/nic.rs).
+    pub nics: Vec<Rate>,
 }
 
 struct Stream {
@@ -86,13 +98,27 @@ struct Stream {
     rx_host: Option<Box<HostDelay<DataPkt>>>,
     /// The sending host's processing of ACKs.
     tx_host: Option<Box<HostDelay<Ack>>>,
+    /// The core running this stream at its sender and at the receiver.
+    tx_cpu: Option<Box<CpuSeat>>,
+    rx_cpu: Option<Box<CpuSeat>>,
+    mss: u32,
+    nic: Option<u32>,
 }
 
 impl Stream {
     /// The sender's way onto the path for this stream (stream `i`).
     #[inline]
     fn tx<'a, const ECN: bool, const FQ: bool>(&self, net: &'a mut Net, i: u32) -> Tx<'a, ECN, FQ> {
-        Tx { net, stream: i, wire: self.wire, group: self.group as usize, gro_segs: self.gro_segs, timestamps: self.timestamps }
+        Tx {
+            net,
+            stream: i,
+            wire: self.wire,
+            group: self.group as usize,
+            gro_segs: self.gro_segs,
+            timestamps: self.timestamps,
+            send_cost: self.tx_cpu.as_ref().map(|s| (s.costs, self.mss)),
+            nic: self.nic,
+        }
     }
 }
 
@@ -184,6 +210,17 @@ struct Net {
     prop: Time,
     packets: u64,
     random_drops: u64,
+    /// The hosts' cores (host/cpu.rs).
+    machines: Machines<crate::event::HostStep>,
+    /// CPU time of the sends made during the current event, booked on the
+    /// sending stream's core once the event is done (`Sim::book_sends`).
+    send_work: Time,
+    send_work_stream: u32,
+    /// The sender hosts' NICs and each stream's bytes queued in them.
+    nics: Vec<Nic>,
+    small_queues: Vec<SmallQueue>,
+    /// Units a receiving host's full ring dropped.
+    host_drops: u64,
 }
 
 /// The application's view of one stream (app.rs): its sender, receiver,
@@ -261,6 +298,12 @@ pub struct Sim {
     result: RunResult,
 }
 
+/// A host's holding of one stream's units in one direction: when it has a
+/// processing jitter or a CPU model (host/mod.rs); `None` for an ideal host.
+fn host_delay<T>(jitter: Option<Time>, cpu: bool, seed: u64, stream: u64) -> Option<Box<HostDelay<T>>> {
+    (jitter.is_some() || cpu).then(|| Box::new(HostDelay::new(jitter.unwrap_or(Time::ZERO), Rng::new(seed, stream))))
+}
+
 /// Builds an algorithm with its own seed; the scenario has already
 /// validated the names.
 fn build_cc(name: &str, seed: u64) -> Box<dyn CongestionControl> {
@@ -294,6 +337,12 @@ impl Sim {
             prop: cfg.rtt.div(2),
             packets: 0,
             random_drops: 0,
+            machines: Machines::new(&cfg.machine_cores),
+            send_work: Time::ZERO,
+            send_work_stream: 0,
+            nics: cfg.nics.iter().map(|&r| Nic::new(r)).collect(),
+            small_queues: if cfg.nics.is_empty() { Vec::new() } else { vec![SmallQueue::default(); cfg.streams.len()] },
+            host_drops: 0,
         };
         let back = cfg.rtt.saturating_sub(cfg.rtt.div(2));
         let mut streams = Vec::with_capacity(cfg.streams.len());
@@ -348,8 +397,12 @@ impl Sim {
                 start: s.start,
                 started: false,
                 app,
-                rx_host: s.receiver_jitter.map(|m| Box::new(HostDelay::new(m, Rng::new(cfg.seed, jitter_stream(i as u64, false))))),
-                tx_host: s.sender_jitter.map(|m| Box::new(HostDelay::new(m, Rng::new(cfg.seed, jitter_stream(i as u64, true))))),
+                rx_host: host_delay(s.receiver_jitter, s.receiver_cpu.is_some(), cfg.seed, jitter_stream(i as u64, false)),
+                tx_host: host_delay(s.sender_jitter, s.sender_cpu.is_some(), cfg.seed, jitter_stream(i as u64, true)),
+                tx_cpu: s.sender_cpu.map(Box::new),
+                rx_cpu: s.receiver_cpu.map(Box::new),
+                mss: s.mss,
+                nic: s.nic,
             });
         }
         if cfg.sample_interval > Time::ZERO && cfg.sample_interval <= cfg.duration {
@@ -443,12 +496,9 @@ impl Sim {
     fn on_ack<const ECN: bool, const FQ: bool>(&mut self, k: usize, now: Time) {
         let Some((i, ack)) = self.net.acks[k].pop_front() else { return };
         let st = &mut self.streams[i as usize];
-        if self.any_host_delay {
-            if let Some(host) = st.tx_host.as_mut() {
-                let done = host.admit(now, ack);
-                self.net.events.push(done, Event::Timer(i, TimerKind::Host(HostStep::Ack)));
-                return;
-            }
+        if self.any_host_delay && st.tx_host.is_some() {
+            self.hold_ack(i, ack, now);
+            return;
         }
         let mut tx = st.tx::<ECN, FQ>(&mut self.net, i);
         st.sender.on_ack(now, &ack, &mut tx);
@@ -459,8 +509,10 @@ impl Sim {
         let st = &mut self.streams[i as usize];
         match kind {
             TimerKind::Sender(t) => {
-                let mut tx = st.tx::<ECN, FQ>(&mut self.net, i);
-                st.sender.on_timer(t, now, &mut tx);
+                if self.any_host_delay && self.queue_timer(i, t, now) {
+                    return;
+                }
+                self.run_sender_timer::<ECN, FQ>(i, t, now);
             }
             TimerKind::Receiver(t) => {
                 let act = st.receiver.on_timer(t, now);
@@ -470,8 +522,20 @@ impl Sim {
                 let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
                 app.on_timer(t, now, &mut env);
             }
-            TimerKind::Host(HostStep::Data) => self.release_data(i, now),
-            TimerKind::Host(HostStep::Ack) => self.release_ack::<ECN, FQ>(i, now),
+            TimerKind::Host(step) => self.release::<ECN, FQ>(i, step, now),
+        }
+    }
+
+    /// Sender timer `t` of stream `i` fires at `now`; on a host with a CPU
+    /// model its handler's time is charged with its sends.
+    fn run_sender_timer<const ECN: bool, const FQ: bool>(&mut self, i: u32, t: SenderTimer, now: Time) {
+        let st = &mut self.streams[i as usize];
+        let mut tx = st.tx::<ECN, FQ>(&mut self.net, i);
+        if st.sender.on_timer(t, now, &mut tx) {
+            if let Some(seat) = st.tx_cpu.as_deref() {
+                self.net.send_work += Time::from_nanos(seat.costs.timer_ns);
+                self.net.send_work_stream = i;
+            }
         }
     }
 
@@ -541,7 +605,7 @@ impl Sim {
             late_p99_s: None,
             late_max_s: None,
             clock_uncertainty_s: None, // one clock: the simulator's
-            host_drops: 0,             // no host outside the model
+            host_drops: self.net.host_drops,
         };
         self.result.stats = Stats {
             events: self.net.events.popped + self.net.pipe_events,
@@ -628,6 +692,10 @@ impl Sim {
                         Event::LinkFree => self.net.serve_link(now),
                     }
                 }
+            }
+            if self.net.send_work > Time::ZERO {
+                // The sends this event made keep their host's core busy.
+                self.book_sends(best);
             }
         }
     }

@@ -45,6 +45,8 @@ pub enum HostStep {
     Data,
     /// The sending host's next held ACK.
     Ack,
+    /// A sender timer that waited for its stream's busy core (host/cpu.rs).
+    Timer(SenderTimer),
 }
 
 /// Which timer of a stream an event belongs to, by owner: the engine hands

@@ -83,6 +83,7 @@ pub mod engine;
 pub mod event;
 pub mod fq_codel;
 pub mod host;
+pub mod host_plan;
 pub mod path;
 pub mod plan;
 pub mod rng;

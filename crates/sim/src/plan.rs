@@ -136,9 +136,35 @@ pub struct HostLimits {
     pub gro: Option<bool>,
     pub processing_jitter_s: Option<f64>,
     pub start_spread_s: Option<f64>,
+    pub cpu: Option<HostCpu>,
+    pub nic_rate_bps: Option<f64>,
 }
 
 impl PlanStruct for HostLimits {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// A host's CPU model (base.py HostCpu): its cores, how its application
+/// threads map streams to them, and what each kind of work costs
+/// (crate::host::cpu).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostCpu {
+    pub cores: Option<Whole>,
+    pub app_threads: Option<Whole>,
+    pub machine: Option<String>,
+    pub rx_ring_packets: Option<Whole>,
+    pub send_packet_s: Option<f64>,
+    pub send_byte_s: Option<f64>,
+    pub receive_packet_s: Option<f64>,
+    pub receive_unit_s: Option<f64>,
+    pub receive_byte_s: Option<f64>,
+    pub ack_s: Option<f64>,
+    pub sack_block_s: Option<f64>,
+    pub timer_s: Option<f64>,
+}
+
+impl PlanStruct for HostCpu {
     const IGNORED: &'static [&'static str] = &[];
 }
 
@@ -363,7 +389,7 @@ fn dataclass<T: PlanStruct>() -> PlanFields {
 /// FlowPlan, then `aqm.<kind>` for each aqm kind (its `kind` key, read by
 /// [`AqmPlan::from_table`], first).
 pub fn plan_fields() -> Vec<PlanFields> {
-    let mut out = vec![dataclass::<RunPlan>(), dataclass::<HostLimits>(), dataclass::<FlowPlan>()];
+    let mut out = vec![dataclass::<RunPlan>(), dataclass::<HostLimits>(), dataclass::<HostCpu>(), dataclass::<FlowPlan>()];
     for k in AQM_KINDS {
         let mut f = fields_of(format!("aqm.{}", k.name), (k.fields)(), k.ignored);
         f.read.insert(0, AQM_KIND_KEY);

@@ -11,7 +11,13 @@ use crate::scenario::Scenario;
 fn host() -> Value {
     json!({"rmem_max_bytes": 6_000_000, "wmem_max_bytes": 4_000_000, "stream_rate_cap_bps": null,
            "extra_rtt_s": 0.0, "ecn": 2, "gro": false, "processing_jitter_s": null,
-           "start_spread_s": null})
+           "start_spread_s": null, "cpu": null, "nic_rate_bps": null})
+}
+
+fn host_cpu() -> Value {
+    json!({"cores": 4, "app_threads": null, "machine": null, "rx_ring_packets": 1024,
+           "send_packet_s": 1e-6, "send_byte_s": 1e-10, "receive_packet_s": 5e-7, "receive_unit_s": 2e-6,
+           "receive_byte_s": 2e-10, "ack_s": 1e-6, "sack_block_s": 2e-7, "timer_s": 1e-6})
 }
 
 fn fq_codel() -> Value {
@@ -106,6 +112,9 @@ fn exactly_the_ignored_fields_are_ignored_and_the_others_read() {
     check_fields(&p, &["receiver"], "receiver.", field_names::<HostLimits>(), HostLimits::IGNORED);
     check_fields(&p, &["senders", "s1"], "senders.s1.", field_names::<HostLimits>(), HostLimits::IGNORED);
     check_fields(&p, &["flows", "0"], "flows[0].", field_names::<FlowPlan>(), FlowPlan::IGNORED);
+    let mut p = full_plan();
+    p["receiver"]["cpu"] = host_cpu();
+    check_fields(&p, &["receiver", "cpu"], "receiver.cpu.", field_names::<HostCpu>(), HostCpu::IGNORED);
     for k in AQM_KINDS {
         let mut p = full_plan();
         p["aqm"] = aqm_table(k.name);
@@ -117,15 +126,15 @@ fn exactly_the_ignored_fields_are_ignored_and_the_others_read() {
 fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
     let all = plan_fields();
     let names: Vec<&str> = all.iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(names, ["RunPlan", "HostLimits", "FlowPlan", "aqm.droptail", "aqm.ce_threshold", "aqm.fq_codel"]);
+    assert_eq!(names, ["RunPlan", "HostLimits", "HostCpu", "FlowPlan", "aqm.droptail", "aqm.ce_threshold", "aqm.fq_codel"]);
     let run_plan = &all[0];
     assert_eq!(run_plan.ignored, ["backend", "rep", "swept", "testbed"]);
     assert!(run_plan.read.contains(&"aqm") && !run_plan.read.contains(&"swept"));
     let mut both: Vec<&str> = run_plan.read.iter().chain(&run_plan.ignored).copied().collect();
     both.sort_unstable();
     assert_eq!(both, sorted(field_names::<RunPlan>()));
-    assert_eq!(all[3].read, ["kind"]);
-    assert_eq!(all[5].read[0], "kind");
+    assert_eq!(all[4].read, ["kind"]);
+    assert_eq!(all[6].read[0], "kind");
 }
 
 #[test]

@@ -16,6 +16,8 @@ use crate::app::{RpcMode, RpcSpec};
 use crate::plan::{self, AqmPlan, PlanError, RunPlan, Whole};
 use crate::engine::{Sim, SimConfig, StreamSpec};
 use crate::fq_codel::FqCodelParams;
+use crate::host::cpu::CpuSeat;
+use crate::host_plan::{host_cpu, nic_rate, HostCpu, Placement};
 use crate::path::{Aqm, CeThreshold};
 use crate::tcp::ecn::{negotiate, TCP_ECN_PASSIVE};
 use crate::wire::TCP_IP_HEADER_BYTES;
@@ -108,6 +110,10 @@ pub struct HostLimits {
     /// The host's streams start within this of their group's start,
     /// seconds ([`START_JITTER`] unless set).
     pub start_spread_s: f64,
+    /// The host's CPU model (host/cpu.rs); `None`: infinitely fast.
+    pub cpu: Option<HostCpu>,
+    /// The host's total sending ceiling (host/nic.rs), bits per second.
+    pub nic_rate_bps: Option<f64>,
 }
 
 /// Longest start spread a host may have (spec.MAX_START_SPREAD_S).
@@ -218,7 +224,14 @@ fn host_limits(h: &plan::HostLimits, path: &str) -> Result<HostLimits, ConfigErr
         Some(x) if (0.0..=MAX_START_SPREAD_S).contains(&x) => x,
         Some(x) => return err(at("start_spread_s"), format!("must be 0 to {MAX_START_SPREAD_S} s, got {x}")),
     };
+    let cpu = match &h.cpu {
+        Some(c) => Some(host_cpu(c, path)?),
+        None => None,
+    };
+    let nic_rate_bps = nic_rate(h.nic_rate_bps, path)?;
     Ok(HostLimits {
+        cpu,
+        nic_rate_bps,
         rmem_max_bytes: rmem,
         wmem_max_bytes: wmem,
         stream_rate_cap_bps: cap,
@@ -329,6 +342,9 @@ impl Scenario {
             senders.insert(name, limits);
         }
         let receiver = host_limits(&required(p.receiver, "receiver")?, "receiver")?;
+        if receiver.nic_rate_bps.is_some() {
+            return err("receiver.nic_rate_bps", "a receiving host's NIC ceiling is not modelled: set it on the senders (their total sending rate)");
+        }
         let flows_in = required(p.flows, "flows")?;
         if flows_in.is_empty() {
             return err("flows", "at least one flow is needed");
@@ -377,7 +393,7 @@ impl Scenario {
             let cwnd_clamp = cwnd_clamp(f.cwnd_clamp, &at("cwnd_clamp"))?;
             flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn, cwnd_clamp });
         }
-        Ok(Scenario {
+        let scenario = Scenario {
             run_id,
             seed,
             duration_s,
@@ -393,7 +409,38 @@ impl Scenario {
             senders,
             receiver,
             flows,
-        })
+        };
+        scenario.place_streams()?;
+        Ok(scenario)
+    }
+
+    /// Where each stream runs (host/cpu.rs): the run's machines (cores
+    /// each), and per stream (in global order) its seat at its sender and
+    /// at the receiver, for hosts with a CPU model. Errors when hosts that
+    /// share a machine disagree on its cores.
+    #[allow(clippy::type_complexity)]
+    fn place_streams(&self) -> Result<(Vec<u32>, Vec<Option<CpuSeat>>, Vec<Option<CpuSeat>>), ConfigError> {
+        let total: u64 = self.flows.iter().map(|f| f.streams).sum();
+        let mut at_sender = vec![None; total as usize];
+        let mut placement = Placement::default();
+        for (name, host) in &self.senders {
+            let Some(cpu) = &host.cpu else { continue };
+            let mine: Vec<usize> = self.stream_senders().enumerate().filter(|(_, s)| *s == name).map(|(k, _)| k).collect();
+            let seats = placement.seat(&format!("senders.{name}"), cpu, mine.len() as u32)?;
+            for (k, seat) in mine.into_iter().zip(seats) {
+                at_sender[k] = Some(seat);
+            }
+        }
+        let at_receiver = match &self.receiver.cpu {
+            Some(cpu) => placement.seat("receiver", cpu, total as u32)?.into_iter().map(Some).collect(),
+            None => vec![None; total as usize],
+        };
+        Ok((placement.machine_cores, at_sender, at_receiver))
+    }
+
+    /// Each stream's sender name, in global stream order.
+    fn stream_senders(&self) -> impl Iterator<Item = &String> {
+        self.flows.iter().flat_map(|f| std::iter::repeat_n(&f.sender, f.streams as usize))
     }
 
     /// RunPlan.packet_loss_probability(): random loss combined with per-bit
@@ -410,6 +457,10 @@ impl Scenario {
     /// loss-free repetitions would be identical and the first flow would
     /// always win a race that is really a coin toss.
     pub fn sim_config(&self) -> SimConfig {
+        let (machine_cores, mut sender_seats, mut receiver_seats) = self.place_streams().expect("placed when validated");
+        // One NIC per sender host with a ceiling, in name order.
+        let nic_hosts: Vec<&String> = self.senders.iter().filter(|(_, h)| h.nic_rate_bps.is_some()).map(|(n, _)| n).collect();
+        let nics = nic_hosts.iter().map(|n| Rate(self.senders[*n].nic_rate_bps.expect("filtered").round() as u64)).collect();
         let mut streams = Vec::new();
         let mut jitter = crate::rng::Rng::new(self.seed, START_JITTER_STREAM);
         let mut k = 0u64;
@@ -437,6 +488,9 @@ impl Scenario {
                     gro: self.receiver.gro,
                     receiver_jitter: self.receiver.processing_jitter_s.map(Time::from_secs_f64),
                     sender_jitter: host.processing_jitter_s.map(Time::from_secs_f64),
+                    sender_cpu: sender_seats[k as usize].take(),
+                    receiver_cpu: receiver_seats[k as usize].take(),
+                    nic: nic_hosts.iter().position(|n| **n == f.sender).map(|i| i as u32),
                 });
                 k += 1;
             }
@@ -452,6 +506,8 @@ impl Scenario {
             mtu: self.mtu_bytes.min(u32::MAX as u64) as u32,
             group_loss: self.flows.iter().map(|f| self.packet_loss_probability(f.mss_bytes)).collect(),
             streams,
+            machine_cores,
+            nics,
         }
     }
 

@@ -4,8 +4,9 @@
 //! (`DataPkt`).
 
 use crate::event::{Event, SenderTimer, TimerKind};
-use crate::tcp::{timestamps, Codepoint, SegEcn, SenderEnv};
-use crate::units::Time;
+use crate::host::cpu::CpuCosts;
+use crate::tcp::{timestamps, Codepoint, SegEcn, SenderEnv, SmallQueueRoom};
+use crate::units::{Rate, Time};
 use crate::wire;
 
 use super::Net;
@@ -50,6 +51,11 @@ pub(super) struct Tx<'a, const ECN: bool, const FQ: bool> {
     pub(super) gro_segs: u32,
     /// The connection carries the timestamp option (wire.rs).
     pub(super) timestamps: bool,
+    /// The sending host's CPU costs and the stream's MSS, if the host has
+    /// a CPU model (host/cpu.rs): each packet handed down is charged.
+    pub(super) send_cost: Option<(CpuCosts, u32)>,
+    /// The sending host's NIC, if it has a ceiling (host/nic.rs).
+    pub(super) nic: Option<u32>,
 }
 
 impl<const ECN: bool, const FQ: bool> Tx<'_, ECN, FQ> {
@@ -62,14 +68,42 @@ impl<const ECN: bool, const FQ: bool> Tx<'_, ECN, FQ> {
             0
         }
     }
-}
 
-impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
-    const ECN: bool = ECN;
-
+    /// One packet of `segments` segments handed down at `now`: its CPU
+    /// time, booked on the stream's core after the event (host/cpu.rs).
     #[inline]
-    fn transmit(&mut self, now: Time, seq: u64, _retrans: bool, mut ecn: SegEcn) {
+    fn charge(&mut self, segments: u32) {
+        if let Some((costs, mss)) = self.send_cost {
+            self.net.send_work += costs.send(segments, mss);
+            self.net.send_work_stream = self.stream;
+        }
+    }
+
+    /// When a segment handed down at `now` enters the path: at once, or
+    /// when the host's NIC has sent it (host/nic.rs).
+    #[inline]
+    fn nic_departure(&mut self, now: Time) -> Time {
+        match self.nic {
+            Some(h) => self.net.nics[h as usize].send(now, wire::frame_bytes(self.wire)),
+            None => now,
+        }
+    }
+
+    /// TSQ's account of `segments` segments just handed to the NIC
+    /// (host/nic.rs): they leave it by the NIC's last departure.
+    #[inline]
+    fn queue_below(&mut self, segments: u32) {
+        if let Some(h) = self.nic {
+            let last = self.net.nics[h as usize].free_at();
+            self.net.small_queues[self.stream as usize].push(last, segments * wire::frame_bytes(self.wire));
+        }
+    }
+
+    /// One segment onto the path at `now` (TSval taken when TCP sent it).
+    #[inline]
+    fn send_one(&mut self, now: Time, seq: u64, mut ecn: SegEcn) {
         let tsval = self.tsval(now);
+        let now = self.nic_departure(now);
         let net = &mut *self.net;
         net.packets += 1;
         if net.loss[self.group].lose() {
@@ -86,6 +120,17 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
         }
         net.fwd.push(a.departure + net.prop, DataPkt::one(self.stream, seq, ecn, tsval));
     }
+}
+
+impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
+    const ECN: bool = ECN;
+
+    #[inline]
+    fn transmit(&mut self, now: Time, seq: u64, _retrans: bool, ecn: SegEcn) {
+        self.charge(1);
+        self.send_one(now, seq, ecn);
+        self.queue_below(1);
+    }
 
     /// A TSO burst: split only where a segment of it is lost at random or
     /// tail-dropped, every other stretch carried through the bottleneck
@@ -93,11 +138,15 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
     /// random draws as segment by segment). Runs that may mark CE or
     /// queue in fq_codel go segment by segment.
     #[inline]
-    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, retrans: bool, ecn: SegEcn) {
-        if ECN || FQ {
+    fn transmit_burst(&mut self, now: Time, first: u64, n: u32, _retrans: bool, ecn: SegEcn) {
+        self.charge(n);
+        if ECN || FQ || self.nic.is_some() {
+            // Segment by segment; through a NIC ceiling each leaves the
+            // host at its own instant.
             for seq in first..first + n as u64 {
-                self.transmit(now, seq, retrans, ecn);
+                self.send_one(now, seq, ecn);
             }
+            self.queue_below(n);
             return;
         }
         let tsval = self.tsval(now);
@@ -125,6 +174,14 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
     #[inline]
     fn schedule(&mut self, at: Time, timer: SenderTimer) {
         self.net.events.push(at, Event::Timer(self.stream, TimerKind::Sender(timer)));
+    }
+
+    #[inline]
+    fn small_queue_room(&mut self, now: Time, pacing_rate: Rate, paced: bool, tso: u32) -> SmallQueueRoom {
+        if self.nic.is_none() {
+            return SmallQueueRoom::Unlimited;
+        }
+        self.net.small_queues[self.stream as usize].room(now, pacing_rate, paced, tso, wire::frame_bytes(self.wire))
     }
 }
 

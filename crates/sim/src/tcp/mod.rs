@@ -25,4 +25,4 @@ pub mod undo;
 pub use ecn::{Codepoint, SegEcn};
 pub use info::TcpInfo;
 pub use receiver::{gro_max_segs, Ack, Receiver, RxAction};
-pub use sender::{Sender, SenderConfig, SenderEnv};
+pub use sender::{Sender, SenderConfig, SenderEnv, SmallQueueRoom};

@@ -42,6 +42,26 @@ pub trait SenderEnv {
         }
     }
     fn schedule(&mut self, at: Time, timer: SenderTimer);
+    /// tcp_small_queue_check(): how much more the socket may hand down now
+    /// in packets of `tso` segments (crate::host::nic). An environment
+    /// with nothing queued below TCP never stops it.
+    #[inline]
+    fn small_queue_room(&mut self, _now: Time, _sk_pacing_rate: Rate, _paced: bool, _tso: u32) -> SmallQueueRoom {
+        SmallQueueRoom::Unlimited
+    }
+}
+
+/// What TCP Small Queues lets a socket hand down (tcp_small_queue_check()).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmallQueueRoom {
+    /// Nothing below TCP holds the socket back.
+    Unlimited,
+    /// At most this many segments (whole packets: the check runs before
+    /// each skb, so the last may overshoot the limit).
+    Segments(u32),
+    /// Over the limit: throttled until this instant, when the NIC sends
+    /// one of the socket's packets (the TSQ handler).
+    Wait(Time),
 }
 
 #[derive(Clone, Debug)]
@@ -362,6 +382,16 @@ impl Sender {
                 self.arm(SenderTimer::Pace, self.tp.tcp_wstamp, env);
                 break;
             }
+            // tcp_small_queue_check(): throttled until the NIC sends one
+            // of the socket's packets (the TSQ handler).
+            let tsq_room = match env.small_queue_room(now, sk_pacing_rate, pacing.is_some(), tso) {
+                SmallQueueRoom::Unlimited => u32::MAX,
+                SmallQueueRoom::Segments(k) => k,
+                SmallQueueRoom::Wait(at) => {
+                    self.arm(SenderTimer::Pace, at, env);
+                    break;
+                }
+            };
             let in_flight = self.tp.in_flight();
             if in_flight >= self.tp.snd_cwnd {
                 cwnd_limited = true;
@@ -372,7 +402,8 @@ impl Sender {
                 // tcp_tso_segs(): the algorithm's TSO goal.
                 Some(r) => self.cc.tso_segs(&self.tp, r).min(quota),
                 None => quota,
-            };
+            }
+            .min(tsq_room);
             let mut n = 0u32;
             while n < burst {
                 if let Some(seq) = self.sb.next_lost() {

@@ -89,7 +89,9 @@ impl Sender {
     }
 
     /// A timer event popped; dispatches it if the timer really expired.
-    pub fn on_timer<E: SenderEnv>(&mut self, kind: SenderTimer, now: Time, env: &mut E) {
+    /// Returns whether the timer fired (a stale event of a re-armed or
+    /// cancelled timer does nothing).
+    pub fn on_timer<E: SenderEnv>(&mut self, kind: SenderTimer, now: Time, env: &mut E) -> bool {
         self.tp.now = now;
         let t = match kind {
             SenderTimer::Rto => &mut self.rto_timer,
@@ -101,7 +103,7 @@ impl Sender {
             env.schedule(at, kind);
         }
         if !fire {
-            return;
+            return false;
         }
         match kind {
             SenderTimer::Rto if self.rto_is_tlp => self.send_loss_probe(now, env),
@@ -109,6 +111,7 @@ impl Sender {
             SenderTimer::Reo => self.reo_timeout(now, env),
             SenderTimer::Pace => self.push(now, env),
         }
+        true
     }
 
     /// tcp_send_loss_probe() (RFC 8985 §7.3): send one new segment if the

@@ -1,4 +1,8 @@
-//! The end hosts' processing delay (`processing_jitter`): what a real host
+//! The end hosts: their processing delay (`processing_jitter`, here), their
+//! CPU ([`cpu`]: cores, per-packet costs, application threads) and their
+//! NIC ceiling ([`nic`]).
+//!
+//! The processing delay (`processing_jitter`) is what a real host
 //! adds between a packet's arrival at its NIC and TCP's handling of it
 //! (interrupt and softirq scheduling, the backlog of the CPU that runs the
 //! flow). With it, repetitions of a loss-free run differ as real ones do,
@@ -30,6 +34,9 @@
 use std::collections::VecDeque;
 
 use crate::rng::Rng;
+
+pub mod cpu;
+pub mod nic;
 use crate::units::Time;
 
 /// RNG stream label of stream `stream`'s processing at the receiving host
@@ -39,10 +46,13 @@ pub fn jitter_stream(stream: u64, at_sender: bool) -> u64 {
 }
 
 /// One host's processing of one stream in one direction: units wait here
-/// until their `done` time, in arrival order.
+/// until their `done` time, in arrival order. A unit is ready when the
+/// host's core is done with it (cpu.rs; its arrival on a host without a
+/// CPU model), and handed to TCP after its jitter, if the host has one.
 #[derive(Clone, Debug)]
 pub struct HostDelay<T> {
     rng: Rng,
+    /// Mean jitter; 0: none (a CPU model alone holds the units).
     mean_ns: f64,
     /// When the last unit admitted is handed to TCP.
     done: Time,
@@ -50,17 +60,22 @@ pub struct HostDelay<T> {
 }
 
 impl<T> HostDelay<T> {
-    /// A host adding an exponential delay of mean `mean` (> 0) per unit.
+    /// A host adding an exponential delay of mean `mean` per unit (zero:
+    /// no jitter, units are only held until ready).
     pub fn new(mean: Time, rng: Rng) -> HostDelay<T> {
-        debug_assert!(mean > Time::ZERO, "a zero mean is no host delay: leave it out");
         HostDelay { rng, mean_ns: mean.as_nanos() as f64, done: Time::ZERO, held: VecDeque::new() }
     }
 
-    /// A unit arrives at `arrival`: it is held, and the time at which TCP
-    /// gets it is returned (never before an earlier unit's).
-    pub fn admit(&mut self, arrival: Time, unit: T) -> Time {
-        let jitter = Time::from_nanos(self.rng.exponential(self.mean_ns).round() as u64);
-        self.done = self.done.max(arrival + jitter);
+    /// A unit ready at `ready` (its arrival, or when the host's core is
+    /// done with it): it is held, and the time at which TCP gets it is
+    /// returned (never before an earlier unit's).
+    pub fn admit(&mut self, ready: Time, unit: T) -> Time {
+        let jitter = if self.mean_ns > 0.0 {
+            Time::from_nanos(self.rng.exponential(self.mean_ns).round() as u64)
+        } else {
+            Time::ZERO
+        };
+        self.done = self.done.max(ready + jitter);
         self.held.push_back(unit);
         self.done
     }
