@@ -35,6 +35,8 @@ sender = "s2"
 """
 
 COST_KEYS = list(hostcpu.COST_FIELDS)
+PER_BYTE = [k for k in COST_KEYS if k.endswith("_byte")]
+PER_UNIT = [k for k in COST_KEYS if k not in PER_BYTE]
 CPU_JSON_KEYS = {"cores", "app_threads", "machine", "rx_ring_packets", "send_packet_s", "send_byte_s",
                  "receive_packet_s", "receive_unit_s", "receive_byte_s", "ack_s", "sack_block_s", "timer_s"}
 
@@ -131,12 +133,10 @@ RANGE_ERRORS = [
     ("nic_rate", '"20Tbit"', "is above the maximum of 1e+13 bit/s; nic_rate is a rate from 1 kbit/s to 10 Tbit/s"),
     ("nic_rate", '"10bit"', "is below the minimum of 1000 bit/s; nic_rate is a rate from 1 kbit/s to 10 Tbit/s"),
     ("nic_rate", '"fast"', "cannot read 'fast' as a rate"),
-    *[(key, '"11ms"', f"0.011 s is above the maximum of 0.01 s; {UNIT_RANGE}")
-      for key in COST_KEYS if key not in hostcpu.PER_BYTE_COSTS],
-    *[(key, '-1e-6', f"-1e-06 s is below the minimum of 0 s; {UNIT_RANGE}")
-      for key in COST_KEYS if key not in hostcpu.PER_BYTE_COSTS],
-    *[(key, '"2us"', f"2e-06 s is above the maximum of 1e-06 s; {BYTE_RANGE}") for key in hostcpu.PER_BYTE_COSTS],
-    *[(key, '-1e-10', f"-1e-10 s is below the minimum of 0 s; {BYTE_RANGE}") for key in hostcpu.PER_BYTE_COSTS],
+    *[(key, '"11ms"', f"0.011 s is above the maximum of 0.01 s; {UNIT_RANGE}") for key in PER_UNIT],
+    *[(key, '-1e-6', f"-1e-06 s is below the minimum of 0 s; {UNIT_RANGE}") for key in PER_UNIT],
+    *[(key, '"2us"', f"2e-06 s is above the maximum of 1e-06 s; {BYTE_RANGE}") for key in PER_BYTE],
+    *[(key, '-1e-10', f"-1e-10 s is below the minimum of 0 s; {BYTE_RANGE}") for key in PER_BYTE],
     ("cost_ack", '"slow"', "cannot read 'slow' as a time"),
 ]
 

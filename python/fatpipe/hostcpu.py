@@ -47,7 +47,6 @@ COST_FIELDS = {
     "cost_sack_block": "sack_block_s",
     "cost_timer": "timer_s",
 }
-PER_BYTE_COSTS = ("cost_send_byte", "cost_receive_byte")
 # Keys that mean something only with the cost model on (cpu_cores set).
 NEEDS_CORES = ("app_threads", "machine", "rx_ring", *COST_FIELDS)
 
