@@ -32,6 +32,7 @@ from pydantic import (
     model_validator,
 )
 
+from . import hostcpu
 from . import references as references_mod
 from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
@@ -42,6 +43,7 @@ from .spec_errors import key_path as _loc
 from .spec_errors import printable as _printable
 from .spec_errors import short as _short
 from .spec_errors import validation_problems as _problems
+from .spec_units import unit_field
 from .sweep import Sweep
 from .testbed import Testbed, study_problems, validate_testbed
 from .units import (
@@ -134,32 +136,6 @@ def _cwnd_clamp(value: Any) -> Any:
 CwndClamp = Annotated[int, BeforeValidator(_cwnd_clamp)]
 
 
-def _unit(parser, lo: float | None = None, hi: float | None = None, unit: str = "",
-          above_zero: bool = False):
-    """Parse written units (finite, or a ValueError naming what is allowed),
-    then hold the value to [lo, hi] (and > 0 if `above_zero`)."""
-    def convert(value: Any) -> Any:
-        try:
-            x = parser(value)
-        except (UnitError, ArithmeticError) as e:
-            raise ValueError(str(e)) from None
-        if above_zero and x <= 0:
-            raise ValueError(f"must be greater than 0, got {_show(x)}{unit}")
-        if lo is not None and x < lo:
-            raise ValueError(f"{_show(x)}{unit} is below the minimum of {lo:g}{unit}")
-        if hi is not None and x > hi:
-            raise ValueError(f"{_show(x)}{unit} is above the maximum of {hi:g}{unit}")
-        return x
-    return BeforeValidator(convert)
-
-
-def _show(x: float) -> str:
-    try:
-        return f"{x:g}"
-    except OverflowError:  # an integer beyond any float
-        return f"{'-' if x < 0 else ''}1e{len(str(abs(x))) - 1}"
-
-
 def _on_clock(seconds: float) -> float:
     if 0 < seconds < TIME_RESOLUTION_S:
         raise ValueError(
@@ -170,7 +146,7 @@ def _on_clock(seconds: float) -> float:
 
 def _time(lo: float = 0.0, hi: float = MAX_DURATION_S, above_zero: bool = False) -> Any:
     """A time in seconds on the simulator's clock (0 or at least 1 ns)."""
-    return Annotated[float, _unit(parse_time_s, lo, hi, " s", above_zero), AfterValidator(_on_clock)]
+    return Annotated[float, unit_field(parse_time_s, lo, hi, " s", above_zero), AfterValidator(_on_clock)]
 
 
 def _version(value: Any) -> Any:
@@ -182,7 +158,7 @@ def _version(value: Any) -> Any:
     return value
 
 
-RateBps = Annotated[float, _unit(parse_rate_bps, MIN_RATE_BPS, MAX_RATE_BPS, " bit/s")]
+RateBps = Annotated[float, unit_field(parse_rate_bps, MIN_RATE_BPS, MAX_RATE_BPS, " bit/s")]
 TimeS = _time()
 DurationS = _time(above_zero=True)
 IntervalS = _time(lo=MIN_INTERVAL_S)
@@ -190,9 +166,24 @@ RttS = _time(hi=MAX_RTT_S, above_zero=True)
 ExtraRttS = _time(hi=MAX_RTT_S)
 ProcessingJitterS = _time(hi=MAX_PROCESSING_JITTER_S)
 StartSpreadS = _time(hi=MAX_START_SPREAD_S)
-SizeBytes = Annotated[int, _unit(parse_size_bytes, None, MAX_SIZE_BYTES, " bytes", above_zero=True)]
-PerSecond = Annotated[float, _unit(parse_per_second, MIN_EVENT_RATE_PER_S, MAX_EVENT_RATE_PER_S, "/s")]
+SizeBytes = Annotated[int, unit_field(parse_size_bytes, None, MAX_SIZE_BYTES, " bytes", above_zero=True)]
+PerSecond = Annotated[float, unit_field(parse_per_second, MIN_EVENT_RATE_PER_S, MAX_EVENT_RATE_PER_S, "/s")]
 Probability = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
+NicRateBps = Annotated[float, unit_field(parse_rate_bps, MIN_RATE_BPS, MAX_RATE_BPS, " bit/s",
+                                         allowed="nic_rate is a rate from 1 kbit/s to 10 Tbit/s")]
+
+
+def _profile(value: Any) -> Any:
+    # hostprofiles validates its profiles with HostSection: imported here,
+    # when a spec is validated, not when this module is.
+    from .hostprofiles import PROFILES
+    if value not in PROFILES:
+        shown = repr(_short(value, 40)) if isinstance(value, str) else toml_type(value)
+        raise ValueError(f"got {shown}; the host profiles are {', '.join(PROFILES)} (docs/host-model.md)")
+    return value
+
+
+ProfileName = Annotated[str, BeforeValidator(_profile)]
 
 
 class _Strict(BaseModel):
@@ -315,6 +306,40 @@ class HostSection(_Strict):
     # backends record when their streams really began
     # (stream_first_send_s).
     start_spread: StartSpreadS | None = None
+    # ---- the host's CPU and NIC (docs/host-model.md, "Keys"; limits and
+    # checks across hosts in hostcpu.py). The simulator's hosts only: the
+    # kernel and hosts backends run real hosts, whose own CPU and NIC
+    # apply, and take these keys as met.
+    # A named host profile (python/fatpipe/data/host_profiles.toml): its
+    # keys are defaults under hosts.default's and the host's own.
+    profile: ProfileName | None = None
+    # The host's CPU cores: the CPU cost model is on iff this is set (here,
+    # in hosts.default or by a profile). None: an ideal host, never busy.
+    cpu_cores: hostcpu.CpuCores | None = None
+    # Application threads serving the host's streams (1: one for all, as
+    # iperf3 before 3.16). None: one thread per stream.
+    app_threads: hostcpu.AppThreads | None = None
+    # Hosts naming the same machine share its cores (and agree on
+    # cpu_cores). None: the host is a machine of its own.
+    machine: hostcpu.MachineName | None = None
+    # The NIC's receive ring in packets: arrivals beyond it while the core
+    # is busy are dropped. None: hostcpu.DEFAULT_RX_RING_PACKETS.
+    rx_ring: hostcpu.RxRingPackets | None = None
+    # The host's total line/PCIe/memory ceiling, shared by its streams
+    # (independent of cpu_cores). None: no ceiling but the path's.
+    nic_rate: NicRateBps | None = None
+    # CPU time per unit of work under the cost model (None: 0): per packet
+    # and per byte sent (copy, checksum); per packet received, per GRO unit
+    # handed to TCP, per byte received; per ACK processed, per SACK block of
+    # scoreboard work, per timer that fires.
+    cost_send_packet: hostcpu.CostPerUnitS | None = None
+    cost_send_byte: hostcpu.CostPerByteS | None = None
+    cost_receive_packet: hostcpu.CostPerUnitS | None = None
+    cost_receive_unit: hostcpu.CostPerUnitS | None = None
+    cost_receive_byte: hostcpu.CostPerByteS | None = None
+    cost_ack: hostcpu.CostPerUnitS | None = None
+    cost_sack_block: hostcpu.CostPerUnitS | None = None
+    cost_timer: hostcpu.CostPerUnitS | None = None
 
 
 class FlowSection(_Strict):
@@ -364,12 +389,26 @@ class Spec(_Strict):
 
     # ---- derived values --------------------------------------------------
 
+    def host_layers(self, name: str) -> list[tuple[str, dict[str, Any]]]:
+        """The keys that make host `name`, lowest precedence first, each
+        layer as (where it is written, {key: value}): its profile's (its
+        own section's profile, else hosts.default's), hosts.default's, its
+        own section's."""
+        layers = [(f"hosts.{n}", {k: getattr(section, k) for k in section.model_fields_set})
+                  for n in dict.fromkeys(("default", name)) if (section := self.hosts.get(n)) is not None]
+        profile = next((keys["profile"] for _, keys in reversed(layers) if keys.get("profile") is not None), None)
+        if profile is not None:
+            from .hostprofiles import profile_keys  # see _profile
+            layers.insert(0, (f"profile {profile!r}", profile_keys(profile)))
+        return layers
+
     def host(self, name: str) -> HostSection:
-        """Limits of host `name`: its own section over `hosts.default`."""
-        default, own = self.hosts.get("default"), self.hosts.get(name)
-        if own is None or default is None:
-            return own or default or HostSection()
-        return default.model_copy(update={k: getattr(own, k) for k in own.model_fields_set})
+        """Limits of host `name`: its own section over `hosts.default` over
+        the profile either names (the host's own wins)."""
+        merged: dict[str, Any] = {}
+        for _, keys in self.host_layers(name):
+            merged.update(keys)
+        return HostSection().model_copy(update=merged)
 
     def mss_payload_bytes(self, flow: FlowSection) -> int:
         """Payload per segment as Linux computes it (tcp_mtu_to_mss): the MSS
@@ -408,6 +447,7 @@ def cross_problems(spec: Spec) -> list[tuple[str, str]]:
                 f"(at most mtu - {TCP_IP_HEADER_BYTES} = {spec.path.mtu - TCP_IP_HEADER_BYTES})")))
         if flow.start >= spec.study.duration:
             problems.append((f"flows.{i}.start", f"flows.{i}.start must be before study.duration"))
+    problems += hostcpu.problems({name: spec.host_layers(name) for name in [*sorted(senders), "receiver"]})
     unset = spec.path_unset()
     for key in ("buffer", "loss", "corruption", "aqm"):
         if unset and key in spec.path.model_fields_set:

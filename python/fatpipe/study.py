@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, estimate
+from . import __version__, estimate, hostcpu
 from . import spec as spec_mod
 from .backends import DEFAULT_BACKEND, get_backend
-from .backends.base import BackendUnavailable, FlowPlan, HostLimits, RunPlan
+from .backends.base import BackendUnavailable, FlowPlan, HostCpu, HostLimits, RunPlan
 from .cluster.spec import parse_cluster_spec
 from .results import IMPORTED_KEY, StoreError, StudyStore, imported_study
 from .runcompute import compute_run, failed_rows, identity_columns, record_run  # noqa: F401 - two re-exported
@@ -59,6 +59,21 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
         gro=bool(h.gro),
         processing_jitter_s=h.processing_jitter or None,
         start_spread_s=h.start_spread,
+        cpu=_host_cpu(h),
+        nic_rate_bps=h.nic_rate,
+    )
+
+
+def _host_cpu(h: spec_mod.HostSection) -> HostCpu | None:
+    """The host's CPU cost model, on iff it has cpu_cores; unset costs are 0."""
+    if h.cpu_cores is None:
+        return None
+    return HostCpu(
+        cores=h.cpu_cores,
+        app_threads=h.app_threads,
+        machine=h.machine,
+        rx_ring_packets=hostcpu.DEFAULT_RX_RING_PACKETS if h.rx_ring is None else h.rx_ring,
+        **{field: getattr(h, key) or 0.0 for key, field in hostcpu.COST_FIELDS.items()},
     )
 
 

@@ -34,6 +34,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from .hostcpu import COST_FIELDS
 from .units import toml_type
 
 # What a sweep may vary: the keys that describe the experiment. The study's
@@ -44,7 +45,8 @@ SWEEPABLE = {
     "study": ("duration", "warmup"),
     "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm"),
     "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn", "processing_jitter",
-                      "start_spread"),
+                      "start_spread", "profile", "cpu_cores", "app_threads", "nic_rate", "rx_ring",
+                      *COST_FIELDS),
     "flows.<index>": ("cc", "streams", "mss", "sender", "start", "request", "response",
                       "concurrency", "rate", "ecn", "cwnd_clamp"),
 }

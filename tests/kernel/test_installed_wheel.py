@@ -68,6 +68,11 @@ def test_the_wheel_carries_the_delay_line_as_an_executable(wheel):
     assert (info.external_attr >> 16) & 0o111, "fatpipe-linkem must keep its executable bits"
 
 
+def test_the_wheel_carries_the_host_profiles(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        assert z.getinfo("fatpipe/data/host_profiles.toml").file_size > 0
+
+
 def test_doctor_of_the_installed_wheel_finds_the_packaged_delay_line(venv, tmp_path):
     r = subprocess.run([str(venv / "bin" / "fatpipe"), "doctor"], capture_output=True, text=True, cwd=tmp_path,
                        env=_clean_env(), timeout=120, check=True)

@@ -19,7 +19,28 @@ from ..schema import RPC_COLUMNS, SERIES_COLUMNS, CpuReport, PathReport, empty_p
 from ..testbed import Testbed
 
 __all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Backend", "BackendUnavailable", "CpuReport", "DoctorReport",
-           "FlowPlan", "HostLimits", "PathReport", "RunOutcome", "RunPlan"]
+           "FlowPlan", "HostCpu", "HostLimits", "PathReport", "RunOutcome", "RunPlan"]
+
+
+@dataclass(frozen=True)
+class HostCpu:
+    """A host's CPU cost model (docs/host-model.md): its cores, how its
+    application and NIC feed them, and the CPU time of each unit of work
+    (a study's hosts.<name>.cpu_cores, app_threads, machine, rx_ring and
+    cost_* keys)."""
+
+    cores: int
+    app_threads: int | None  # None: one application thread per stream
+    machine: str | None  # hosts naming the same machine share its cores (None: the host's own)
+    rx_ring_packets: int  # receive ring: arrivals beyond it while the core is busy are dropped
+    send_packet_s: float = 0.0  # per packet sent
+    send_byte_s: float = 0.0  # per byte sent (copy, checksum)
+    receive_packet_s: float = 0.0  # per packet received
+    receive_unit_s: float = 0.0  # per unit handed to TCP (a GRO super-packet, or a packet)
+    receive_byte_s: float = 0.0  # per byte received
+    ack_s: float = 0.0  # per ACK processed
+    sack_block_s: float = 0.0  # per SACK block of scoreboard work
+    timer_s: float = 0.0  # per timer that fires
 
 
 @dataclass(frozen=True)
@@ -34,6 +55,8 @@ class HostLimits:
     gro: bool = False  # the host receives through GRO (one ACK per coalesced super-packet)
     processing_jitter_s: float | None = None  # mean per-packet processing delay (None: an ideal host)
     start_spread_s: float | None = None  # the streams start within this of their group's start (None: 1 ms)
+    cpu: HostCpu | None = None  # the CPU cost model (None: an ideal host, never busy)
+    nic_rate_bps: float | None = None  # the host's total ceiling across its streams (None: none)
 
 
 @dataclass(frozen=True)
