@@ -16,7 +16,7 @@ import pytest
 from fatpipe import _native
 from fatpipe import spec as spec_mod
 from fatpipe.aqm import KINDS, Aqm
-from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
+from fatpipe.backends.base import FlowPlan, HostCpu, HostLimits, RunPlan
 from fatpipe.backends.sim import SimBackend, plan_json
 from fatpipe.study import plan_runs
 
@@ -24,7 +24,7 @@ from fatpipe.study import plan_runs
 RUST = {name: (set(read), set(ignored)) for name, read, ignored in _native.plan_fields()}
 
 
-@pytest.mark.parametrize("cls", [RunPlan, HostLimits, FlowPlan], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [RunPlan, HostLimits, HostCpu, FlowPlan], ids=lambda c: c.__name__)
 def test_every_dataclass_field_is_declared_by_the_simulator_and_nothing_else(cls):
     read, ignored = RUST[cls.__name__]
     python = {f.name for f in dataclasses.fields(cls)}
@@ -63,7 +63,8 @@ def test_ce_threshold_tables_cover_each_unit():
 
 
 # One run that sets every optional field: an RPC flow beside a bulk one,
-# per-flow ECN and cwnd clamp, GRO, a rate cap, processing jitter, fq_codel with a CE
+# per-flow ECN and cwnd clamp, GRO, a rate cap, processing jitter, a CPU model
+# with every cost on a machine both hosts share, a NIC ceiling, fq_codel with a CE
 # threshold, a sweep and a testbed (which the simulator ignores).
 STUDY = """
 version = 1
@@ -79,6 +80,20 @@ aqm = {kind = "fq_codel", ce_threshold = "1ms"}
 stream_rate_cap = "8Mbit"
 processing_jitter = "20us"
 start_spread = "5ms"
+cpu_cores = 2
+app_threads = 1
+machine = "box"
+rx_ring = 512
+cost_send_packet = "1us"
+cost_send_byte = "0.1ns"
+cost_receive_packet = "0.5us"
+cost_receive_unit = "2us"
+cost_receive_byte = "0.2ns"
+cost_ack = "1us"
+cost_sack_block = "0.2us"
+cost_timer = "1us"
+[hosts.s1]
+nic_rate = "9Mbit"
 [hosts.receiver]
 gro = true
 [[flows]]
@@ -115,6 +130,8 @@ def full_plan(tmp_path) -> RunPlan:
     assert plan.testbed is not None and plan.aqm["ce_threshold_s"] == 0.001 and plan.flows[1].kind == "rpc"
     assert plan.receiver.processing_jitter_s == plan.senders["s1"].processing_jitter_s == pytest.approx(20e-6)
     assert plan.senders["s1"].start_spread_s == pytest.approx(5e-3)
+    assert plan.senders["s1"].cpu.machine == plan.receiver.cpu.machine == "box"
+    assert plan.senders["s1"].nic_rate_bps == 9e6 and plan.receiver.cpu.timer_s == pytest.approx(1e-6)
     return plan
 
 
