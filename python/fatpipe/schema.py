@@ -150,10 +150,11 @@ def cpu_saturated(busy_frac: float | None) -> bool:
 @dataclass
 class CpuReport:
     """How busy the end hosts' CPU cores were over the measured interval
-    (after the warm-up), as /proc/stat counted it: the busiest core's busy
-    and softirq fractions over every machine that runs a sender or the
-    receiver. None where a backend does not measure it (the simulator,
-    imported runs): never a guess."""
+    (after the warm-up), as /proc/stat counted it (or the simulator's host
+    CPU model, docs/host-model.md): the busiest core's busy and softirq
+    fractions over every machine that runs a sender or the receiver. None
+    where a backend does not measure it (the simulator's ideal hosts, its
+    softirq share, imported runs): never a guess."""
 
     busy_max_core_frac: float | None = None
     softirq_max_core_frac: float | None = None

@@ -48,8 +48,13 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
     # sender's link but not the receiver's (which would add it twice to every
     # path); only `hosts.receiver.extra_rtt` delays the receiver's link.
     extra_rtt = h.extra_rtt
+    # nic_rate is a host's sending ceiling (docs/host-model.md): from
+    # hosts.default or a profile it caps the senders only; the receiver's
+    # own `nic_rate` goes to the simulator, which refuses it by name.
+    nic_rate = h.nic_rate
     if name == "receiver":
         extra_rtt = spec.hosts["receiver"].extra_rtt if "receiver" in spec.hosts else 0.0
+        nic_rate = spec.hosts["receiver"].nic_rate if "receiver" in spec.hosts else None
     return HostLimits(
         rmem_max_bytes=h.rmem_max or spec_mod.LINUX_RMEM_MAX_BYTES,
         wmem_max_bytes=h.wmem_max or spec_mod.LINUX_WMEM_MAX_BYTES,
@@ -60,7 +65,7 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
         processing_jitter_s=h.processing_jitter or None,
         start_spread_s=h.start_spread,
         cpu=_host_cpu(h),
-        nic_rate_bps=h.nic_rate,
+        nic_rate_bps=nic_rate,
     )
 
 

@@ -3,7 +3,7 @@
 //! `simulate(plan_json: str) -> dict` runs one RunPlan (the JSON of
 //! `dataclasses.asdict(plan)`) with the GIL released and returns
 //! {"series": {col: list}, "rpcs": {col: list}, "path_series": {col: list},
-//! "path": {...}, "stats": {...}},
+//! "path": {...}, "stats": {...}, "host_cpu": [{"label", "hosts", "busy_frac"}]},
 //! walking the tables' typed column iterators (fatpipe_sim::trace), so no
 //! column is named here. `series_columns()`, `rpc_columns()`,
 //! `path_series_columns()` and `path_facts()` expose the schema for python/fatpipe/schema.py's test.
@@ -74,6 +74,16 @@ fn to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDict>> {
     stats.set_item("packets_sent", r.stats.packets_sent)?;
     stats.set_item("max_pending_events", r.stats.max_pending_events)?;
     out.set_item("stats", stats)?;
+
+    let host_cpu = PyList::empty(py);
+    for m in &r.host_cpu {
+        let d = PyDict::new(py);
+        d.set_item("label", &m.label)?;
+        d.set_item("hosts", m.hosts.clone())?;
+        d.set_item("busy_frac", m.busy_frac.clone())?;
+        host_cpu.append(d)?;
+    }
+    out.set_item("host_cpu", host_cpu)?;
     Ok(out)
 }
 

@@ -11,7 +11,7 @@ use crate::host::{jitter_stream, HostDelay};
 use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
 use crate::tcp::{Ack, Codepoint, Receiver, RxAction, SegEcn, Sender, SenderConfig};
-use crate::trace::{PathFacts, PathRow, Row, Rpcs, RunResult, Stats};
+use crate::trace::{MachineCpu, PathFacts, PathRow, Row, Rpcs, RunResult, Stats};
 use crate::units::{Bytes, Rate, Time};
 use crate::wire;
 
@@ -71,8 +71,12 @@ pub struct SimConfig {
     /// Per-packet loss probability of each flow group (loss + corruption).
     pub group_loss: Vec<f64>,
     pub streams: Vec<StreamSpec>,
-    /// Cores of each machine the streams' seats name (host/cpu.rs).
+    /// Cores of each machine the streams' seats name (host/cpu.rs), and
+    /// each machine's label and hosts (for the result's `host_cpu`).
     pub machine_cores: Vec<u32>,
+    pub machine_hosts: Vec<(String, Vec<String>)>,
+    /// The warm-up: the hosts' CPU is reported over the rest of the run.
+    pub warmup: Time,
     /// Rates of the sender hosts' NICs (host/nic.rs).
     pub nics: Vec<Rate>,
 }
@@ -293,6 +297,11 @@ pub struct Sim {
     end: Time,
     sample_interval: Time,
     next_sample: u64,
+    /// The hosts' machines, and their cores' CPU time at the end of the
+    /// warm-up (once reached: taken at the first sample after it).
+    machine_hosts: Vec<(String, Vec<String>)>,
+    warmup: Time,
+    cpu_at_warmup: Option<(Time, Vec<Vec<Time>>)>,
     streams: Vec<Stream>,
     net: Net,
     result: RunResult,
@@ -413,6 +422,9 @@ impl Sim {
             end: cfg.duration,
             sample_interval: cfg.sample_interval,
             next_sample: 1,
+            cpu_at_warmup: (cfg.warmup == Time::ZERO).then(|| (Time::ZERO, net.machines.busy())),
+            machine_hosts: cfg.machine_hosts.clone(),
+            warmup: cfg.warmup,
             any_ecn: cfg.streams.iter().any(|s| s.ecn),
             any_host_delay: streams.iter().any(|s| s.rx_host.is_some() || s.tx_host.is_some()),
             streams,
@@ -544,6 +556,9 @@ impl Sim {
     /// (its queue now and its counters so far; a walk of the FIFO, once
     /// per interval, off the per-packet path).
     fn on_sample(&mut self, now: Time) {
+        if self.cpu_at_warmup.is_none() && now >= self.warmup {
+            self.cpu_at_warmup = Some((now, self.net.machines.busy()));
+        }
         let t_s = now.as_secs_f64();
         for st in &mut self.streams {
             if !st.started {
@@ -607,12 +622,39 @@ impl Sim {
             clock_uncertainty_s: None, // one clock: the simulator's
             host_drops: self.net.host_drops,
         };
+        self.result.host_cpu = self.host_cpu();
         self.result.stats = Stats {
             events: self.net.events.popped + self.net.pipe_events,
             packets_sent: self.streams.iter().map(|s| s.sender.stats.segs_out).sum(),
             max_pending_events: self.net.events.max_len as u64,
         };
         self.result
+    }
+
+    /// Each machine's cores' CPU time over the measured interval (from the
+    /// end of the warm-up; the whole run if no sample came after it), as
+    /// fractions of it. Work booked past the end counts up to the end.
+    fn host_cpu(&self) -> Vec<MachineCpu> {
+        let (from, before) = self.cpu_at_warmup.clone().unwrap_or((Time::ZERO, Vec::new()));
+        let span = (self.end - from).as_secs_f64().max(1e-9);
+        let now = self.net.machines.busy();
+        self.machine_hosts
+            .iter()
+            .zip(now)
+            .enumerate()
+            .map(|(m, ((label, hosts), cores))| MachineCpu {
+                label: label.clone(),
+                hosts: hosts.clone(),
+                busy_frac: cores
+                    .iter()
+                    .enumerate()
+                    .map(|(c, busy)| {
+                        let start = before.get(m).and_then(|b| b.get(c)).copied().unwrap_or(Time::ZERO);
+                        ((*busy - start).as_secs_f64() / span).min(1.0)
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 
     /// Read access for tests: the sender of stream `i`.

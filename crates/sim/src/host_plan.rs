@@ -96,24 +96,33 @@ pub fn nic_rate(v: Option<f64>, path: &str) -> Result<Option<f64>, ConfigError> 
 pub struct Placement {
     /// Cores of each machine.
     pub machine_cores: Vec<u32>,
+    /// Each machine's label (its `machine` name, or its one host's name)
+    /// and the hosts on it.
+    pub machine_hosts: Vec<(String, Vec<String>)>,
     machines: BTreeMap<String, (u32, u32, String)>,
 }
 
 impl Placement {
-    /// Host `name` (its CPU model `cpu`, `streams` streams) takes its
-    /// seats: one per stream, in order. Hosts sharing a machine must give
-    /// it the same number of cores.
-    pub fn seat(&mut self, name: &str, cpu: &HostCpu, streams: u32) -> Result<Vec<CpuSeat>, ConfigError> {
-        let label = cpu.machine.clone().unwrap_or_else(|| format!("host {name}"));
+    /// Host `host` (field path `name`, e.g. "senders.s1"; its CPU model
+    /// `cpu`, `streams` streams) takes its seats: one per stream, in
+    /// order. Hosts sharing a machine must give it the same number of
+    /// cores.
+    pub fn seat(&mut self, host: &str, name: &str, cpu: &HostCpu, streams: u32) -> Result<Vec<CpuSeat>, ConfigError> {
+        // A host of its own is labelled by its name, which no `machine`
+        // name (letters, digits, _ and -) can collide with once prefixed.
+        let key = cpu.machine.clone().unwrap_or_else(|| format!("host {host}"));
         let next = self.machine_cores.len() as u32;
-        let (index, threads_placed, first) = self.machines.entry(label.clone()).or_insert((next, 0, name.to_string()));
+        let (index, threads_placed, first) = self.machines.entry(key.clone()).or_insert((next, 0, name.to_string()));
+        let label = cpu.machine.clone().unwrap_or_else(|| host.to_string());
         if *index == next {
             self.machine_cores.push(cpu.cores);
+            self.machine_hosts.push((label.clone(), Vec::new()));
         } else if self.machine_cores[*index as usize] != cpu.cores {
             let field = format!("{name}.cpu.cores");
             let first_cores = self.machine_cores[*index as usize];
             return error(field, format!("hosts {first} and {name} share machine '{label}' but give it {first_cores} and {} cores", cpu.cores));
         }
+        self.machine_hosts[*index as usize].1.push(host.to_string());
         let offset = *threads_placed;
         let threads = cpu.app_threads.map_or(streams, |t| t.min(streams));
         *threads_placed += threads;
@@ -140,30 +149,32 @@ mod tests {
     #[test]
     fn hosts_sharing_a_machine_continue_its_threads() {
         let mut p = Placement::default();
-        let s = p.seat("senders.s1", &cpu(2, None, Some("vm")), 1).unwrap();
-        let r = p.seat("receiver", &cpu(2, None, Some("vm")), 1).unwrap();
+        let s = p.seat("s1", "senders.s1", &cpu(2, None, Some("vm")), 1).unwrap();
+        let r = p.seat("receiver", "receiver", &cpu(2, None, Some("vm")), 1).unwrap();
         assert_eq!((s[0].machine, s[0].core, r[0].machine, r[0].core), (0, 0, 0, 1));
         assert_eq!(p.machine_cores, [2]);
+        assert_eq!(p.machine_hosts, [("vm".to_string(), vec!["s1".to_string(), "receiver".to_string()])]);
         // Hosts of their own each get a machine.
         let mut p = Placement::default();
-        p.seat("senders.s1", &cpu(2, None, None), 1).unwrap();
-        let r = p.seat("receiver", &cpu(4, None, None), 1).unwrap();
+        p.seat("s1", "senders.s1", &cpu(2, None, None), 1).unwrap();
+        let r = p.seat("receiver", "receiver", &cpu(4, None, None), 1).unwrap();
         assert_eq!((r[0].machine, r[0].core), (1, 0));
         assert_eq!(p.machine_cores, [2, 4]);
+        assert_eq!(p.machine_hosts[1].0, "receiver");
     }
 
     #[test]
     fn a_shared_machine_with_two_core_counts_is_refused() {
         let mut p = Placement::default();
-        p.seat("senders.s1", &cpu(2, None, Some("vm")), 1).unwrap();
-        let e = p.seat("receiver", &cpu(4, None, Some("vm")), 1).unwrap_err();
+        p.seat("s1", "senders.s1", &cpu(2, None, Some("vm")), 1).unwrap();
+        let e = p.seat("receiver", "receiver", &cpu(4, None, Some("vm")), 1).unwrap_err();
         assert_eq!(e.to_string(), "receiver.cpu.cores: hosts senders.s1 and receiver share machine 'vm' but give it 2 and 4 cores");
     }
 
     #[test]
     fn one_app_thread_puts_every_stream_on_one_core() {
         let mut p = Placement::default();
-        let s = p.seat("senders.s1", &cpu(8, Some(1), None), 8).unwrap();
+        let s = p.seat("s1", "senders.s1", &cpu(8, Some(1), None), 8).unwrap();
         assert!(s.iter().all(|x| x.core == 0));
     }
 }

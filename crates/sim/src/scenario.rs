@@ -419,23 +419,23 @@ impl Scenario {
     /// at the receiver, for hosts with a CPU model. Errors when hosts that
     /// share a machine disagree on its cores.
     #[allow(clippy::type_complexity)]
-    fn place_streams(&self) -> Result<(Vec<u32>, Vec<Option<CpuSeat>>, Vec<Option<CpuSeat>>), ConfigError> {
+    fn place_streams(&self) -> Result<(Placement, Vec<Option<CpuSeat>>, Vec<Option<CpuSeat>>), ConfigError> {
         let total: u64 = self.flows.iter().map(|f| f.streams).sum();
         let mut at_sender = vec![None; total as usize];
         let mut placement = Placement::default();
         for (name, host) in &self.senders {
             let Some(cpu) = &host.cpu else { continue };
             let mine: Vec<usize> = self.stream_senders().enumerate().filter(|(_, s)| *s == name).map(|(k, _)| k).collect();
-            let seats = placement.seat(&format!("senders.{name}"), cpu, mine.len() as u32)?;
+            let seats = placement.seat(name, &format!("senders.{name}"), cpu, mine.len() as u32)?;
             for (k, seat) in mine.into_iter().zip(seats) {
                 at_sender[k] = Some(seat);
             }
         }
         let at_receiver = match &self.receiver.cpu {
-            Some(cpu) => placement.seat("receiver", cpu, total as u32)?.into_iter().map(Some).collect(),
+            Some(cpu) => placement.seat("receiver", "receiver", cpu, total as u32)?.into_iter().map(Some).collect(),
             None => vec![None; total as usize],
         };
-        Ok((placement.machine_cores, at_sender, at_receiver))
+        Ok((placement, at_sender, at_receiver))
     }
 
     /// Each stream's sender name, in global stream order.
@@ -457,7 +457,7 @@ impl Scenario {
     /// loss-free repetitions would be identical and the first flow would
     /// always win a race that is really a coin toss.
     pub fn sim_config(&self) -> SimConfig {
-        let (machine_cores, mut sender_seats, mut receiver_seats) = self.place_streams().expect("placed when validated");
+        let (placement, mut sender_seats, mut receiver_seats) = self.place_streams().expect("placed when validated");
         // One NIC per sender host with a ceiling, in name order.
         let nic_hosts: Vec<&String> = self.senders.iter().filter(|(_, h)| h.nic_rate_bps.is_some()).map(|(n, _)| n).collect();
         let nics = nic_hosts.iter().map(|n| Rate(self.senders[*n].nic_rate_bps.expect("filtered").round() as u64)).collect();
@@ -506,7 +506,9 @@ impl Scenario {
             mtu: self.mtu_bytes.min(u32::MAX as u64) as u32,
             group_loss: self.flows.iter().map(|f| self.packet_loss_probability(f.mss_bytes)).collect(),
             streams,
-            machine_cores,
+            machine_cores: placement.machine_cores,
+            machine_hosts: placement.machine_hosts,
+            warmup: Time::from_secs_f64(self.warmup_s),
             nics,
         }
     }

@@ -306,6 +306,17 @@ pub struct Stats {
     pub max_pending_events: u64,
 }
 
+/// One machine of the hosts' CPU model (crate::host::cpu): which hosts
+/// ran on it and how busy each core was over the measured interval.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MachineCpu {
+    pub label: String,
+    pub hosts: Vec<String>,
+    /// Per core: CPU time spent over the measured interval, as a fraction
+    /// of it (after the warm-up, as the kernel backend reads /proc/stat).
+    pub busy_frac: Vec<f64>,
+}
+
 /// Everything a run produces.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunResult {
@@ -314,6 +325,8 @@ pub struct RunResult {
     pub path_series: PathSeries,
     pub path: PathFacts,
     pub stats: Stats,
+    /// The machines of hosts with a CPU model (none on ideal hosts).
+    pub host_cpu: Vec<MachineCpu>,
 }
 
 impl RunResult {
@@ -333,6 +346,8 @@ impl RunResult {
             "path": Value::Object(path),
             "stats": {"events": self.stats.events, "packets_sent": self.stats.packets_sent,
                       "max_pending_events": self.stats.max_pending_events},
+            "host_cpu": self.host_cpu.iter().map(|m| json!({"label": m.label, "hosts": m.hosts, "busy_frac": m.busy_frac}))
+                .collect::<Vec<_>>(),
         })
     }
 }

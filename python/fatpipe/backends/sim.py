@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..schema import CPU_SATURATED_FRAC, CpuReport, cpu_saturated
 from .base import Backend, BackendUnavailable, PathReport, RunOutcome, RunPlan
 
 # Bottleneck packets the simulator gets through per second of wall time, for
@@ -111,10 +112,32 @@ class SimBackend(Backend):
 
     def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:  # noqa: ARG002 - a simulation writes no files
         result = _native().simulate(plan_json(plan))
+        facts: dict[str, Any] = {"stats": result.get("stats", {})}
+        cpu = CpuReport()
+        if result.get("host_cpu"):
+            facts["cpu"], cpu = host_cpu_measurement(result["host_cpu"])
         return RunOutcome(
             series=result["series"],
             rpcs=result["rpcs"],
             path_series=result["path_series"],
             path=PathReport.from_facts(result["path"]),
-            facts={"stats": result.get("stats", {})},
+            cpu=cpu,
+            facts=facts,
         )
+
+
+def host_cpu_measurement(machines: list[dict[str, Any]]) -> tuple[dict[str, Any], CpuReport]:
+    """The run's CPU facts and runs-table figures from the simulator's
+    machines (hosts with a CPU model, docs/host-model.md): per machine its
+    hosts and each core's busy fraction over the measured interval, in the
+    shape the real backends record from /proc/stat (the model has no
+    softirq/process split: softirq is left unknown)."""
+    out: dict[str, Any] = {}
+    for m in machines:
+        cores = {f"cpu{c}": {"busy_frac": round(f, 4)} for c, f in enumerate(m["busy_frac"])}
+        busiest = max(m["busy_frac"], default=0.0)
+        out[m["label"]] = {"roles": list(m["hosts"]), "cores": cores, "busy_max_core_frac": round(busiest, 4),
+                           "saturated_cores": [c for c, f in cores.items() if cpu_saturated(f["busy_frac"])]}
+    report = CpuReport(busy_max_core_frac=max(m["busy_max_core_frac"] for m in out.values()))
+    facts = {"saturated_frac": CPU_SATURATED_FRAC, "machines": out, "cpu_bound": cpu_saturated(report.busy_max_core_frac)}
+    return facts, report
