@@ -7,7 +7,6 @@ import pytest
 
 from fatpipe.backends.sim import SimBackend
 from fatpipe.schema import cpu_saturated
-
 from spec_text import plans_for
 
 STUDY = """

@@ -139,5 +139,6 @@ def host_cpu_measurement(machines: list[dict[str, Any]]) -> tuple[dict[str, Any]
         out[m["label"]] = {"roles": list(m["hosts"]), "cores": cores, "busy_max_core_frac": round(busiest, 4),
                            "saturated_cores": [c for c, f in cores.items() if cpu_saturated(f["busy_frac"])]}
     report = CpuReport(busy_max_core_frac=max(m["busy_max_core_frac"] for m in out.values()))
-    facts = {"saturated_frac": CPU_SATURATED_FRAC, "machines": out, "cpu_bound": cpu_saturated(report.busy_max_core_frac)}
+    facts = {"saturated_frac": CPU_SATURATED_FRAC, "machines": out,
+             "cpu_bound": cpu_saturated(report.busy_max_core_frac)}
     return facts, report
