@@ -48,8 +48,14 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
     # sender's link but not the receiver's (which would add it twice to every
     # path); only `hosts.receiver.extra_rtt` delays the receiver's link.
     extra_rtt = h.extra_rtt
+    # The NIC ceiling is a sending host's total rate: `hosts.default.nic_rate`
+    # and a profile's reach the senders; only `hosts.receiver.nic_rate`,
+    # written there, reaches the receiver (which the simulator refuses: a
+    # receiving host's ceiling is not modelled).
+    nic_rate = h.nic_rate
     if name == "receiver":
         extra_rtt = spec.hosts["receiver"].extra_rtt if "receiver" in spec.hosts else 0.0
+        nic_rate = spec.hosts["receiver"].nic_rate if "receiver" in spec.hosts else None
     return HostLimits(
         rmem_max_bytes=h.rmem_max or spec_mod.LINUX_RMEM_MAX_BYTES,
         wmem_max_bytes=h.wmem_max or spec_mod.LINUX_WMEM_MAX_BYTES,
@@ -60,7 +66,7 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
         processing_jitter_s=h.processing_jitter or None,
         start_spread_s=h.start_spread,
         cpu=_host_cpu(h),
-        nic_rate_bps=h.nic_rate,
+        nic_rate_bps=nic_rate,
     )
 
 
