@@ -146,3 +146,13 @@ def test_the_10g_servers_nic_caps_eight_streams_at_10_gbits(tmp_path):
                     duration="1s", warmup="0.3s")
     got = aggregate_goodput_bps(plan, tmp_path)
     assert 8e9 <= got <= 10e9, f"{got / 1e9:.2f} Gbit/s"
+
+
+def test_four_streams_of_the_100g_dtn_run_on_four_cores_up_to_its_nic(tmp_path):
+    # One thread per stream: four receiving cores carry 4 x 42 Gbit/s, more
+    # than the host's 90 Gbit/s NIC ceiling, which is then the limit.
+    (plan,) = study(tmp_path, "dtn-100g", rate="100Gbit", rtt="2ms", mtu=9000, streams=4,
+                    duration="1s", warmup="0.3s")
+    _, receive = capacity_bps("dtn-100g")
+    got = aggregate_goodput_bps(plan, tmp_path)
+    assert 1.5 * receive <= got <= 90e9, f"{got / 1e9:.2f} Gbit/s"
