@@ -241,8 +241,10 @@ def test_profile_keys_are_under_hosts_default_keys_under_the_hosts_own(tmp_path)
     s1, s2, receiver = plan.senders["s1"], plan.senders["s2"], plan.receiver
     assert (s1.cpu.cores, s1.cpu.ack_s, s1.cpu.app_threads) == (6, pytest.approx(3e-6), 4)
     assert (s2.cpu.cores, s2.cpu.ack_s, s2.cpu.app_threads) == (4, pytest.approx(2e-6), 4)
-    # nic_rate is a sending ceiling: a profile or hosts.default gives it to the senders only.
-    assert (receiver.cpu.cores, receiver.nic_rate_bps) == (4, None)
+    assert (receiver.cpu.cores, s1.nic_rate_bps, s2.nic_rate_bps) == (4, 10e9, 10e9)
+    # A NIC ceiling is a sending host's: hosts.default's profile gives the
+    # receiver none (only hosts.receiver.nic_rate would).
+    assert receiver.nic_rate_bps is None
 
 
 @pytest.mark.usefixtures("box_profile")
@@ -269,7 +271,9 @@ def test_the_ideal_profile_is_todays_ideal_host(tmp_path):
 @pytest.mark.usefixtures("box_profile")
 def test_an_unknown_profile_is_refused_listing_the_known_ones(tmp_path):
     found = problems(tmp_path, '[hosts.s1]\nprofile = "fast"\n')
-    assert found == "hosts.s1.profile: got 'fast'; the host profiles are ideal, box (docs/host-model.md)"
+    known = ", ".join(hostprofiles.PROFILES)
+    assert known.startswith("ideal, ") and known.endswith(", box")
+    assert found == f"hosts.s1.profile: got 'fast'; the host profiles are {known} (docs/host-model.md)"
 
 
 def write_profiles(tmp_path, text):

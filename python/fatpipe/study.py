@@ -48,9 +48,10 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
     # sender's link but not the receiver's (which would add it twice to every
     # path); only `hosts.receiver.extra_rtt` delays the receiver's link.
     extra_rtt = h.extra_rtt
-    # nic_rate is a host's sending ceiling (docs/host-model.md): from
-    # hosts.default or a profile it caps the senders only; the receiver's
-    # own `nic_rate` goes to the simulator, which refuses it by name.
+    # The NIC ceiling is a sending host's total rate: `hosts.default.nic_rate`
+    # and a profile's reach the senders; only `hosts.receiver.nic_rate`,
+    # written there, reaches the receiver (which the simulator refuses: a
+    # receiving host's ceiling is not modelled).
     nic_rate = h.nic_rate
     if name == "receiver":
         extra_rtt = spec.hosts["receiver"].extra_rtt if "receiver" in spec.hosts else 0.0
