@@ -72,3 +72,16 @@ def test_the_nic_caps_the_hosts_streams(tmp_path, nic):
     assert 2.7e9 <= goodput_bps(out) <= 3.0e9, goodput_bps(out)
     with pytest.raises(ValueError, match="receiver.nic_rate_bps: a receiving host's NIC ceiling is not modelled"):
         run(tmp_path, f'nic_rate = "{nic}"\n[hosts.receiver]\nnic_rate = "{nic}"')
+
+
+def test_interrupt_coalescing_reaches_the_simulator_and_a_lone_frame_count_is_refused(tmp_path):
+    hosts = 'interrupt_coalescing = "100us"\ninterrupt_coalescing_frames = 32'
+    (plan,) = plans_for(STUDY.format(hosts=hosts), tmp_path)
+    receiver = plan.receiver
+    assert receiver.interrupt_coalescing_s == pytest.approx(1e-4) and receiver.interrupt_coalescing_frames == 32
+    assert plan.senders["s1"].interrupt_coalescing_s == pytest.approx(1e-4)
+    assert SimBackend().run(plan, tmp_path).series["delivered_bytes"]
+    with pytest.raises(Exception, match=r"hosts\.default\.interrupt_coalescing_frames: host .* needs the delay"):
+        plans_for(STUDY.format(hosts="interrupt_coalescing_frames = 32"), tmp_path)
+    with pytest.raises(Exception, match=r"interrupt_coalescing"):
+        plans_for(STUDY.format(hosts='interrupt_coalescing = "20ms"'), tmp_path)

@@ -92,6 +92,8 @@ cost_receive_byte = "0.2ns"
 cost_ack = "1us"
 cost_sack_block = "0.2us"
 cost_timer = "1us"
+interrupt_coalescing = "50us"
+interrupt_coalescing_frames = 16
 [hosts.s1]
 nic_rate = "9Mbit"
 [hosts.receiver]

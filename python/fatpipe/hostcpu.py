@@ -71,7 +71,15 @@ def _machine(value: Any) -> Any:
     return value
 
 
+# Receive interrupt moderation (ethtool -C rx-usecs / rx-frames): the delay
+# after a batch's first packet, above 0 and at most 10 ms (NIC drivers take
+# a few ms at most); the packet count that fires it early, 1 to 65536.
+MAX_INTERRUPT_COALESCING_S = 0.01
+MAX_INTERRUPT_COALESCING_FRAMES = 65_536
+
 CpuCores = Annotated[int, whole_number("cpu_cores", 1, MAX_CPU_CORES, "cores")]
+InterruptFrames = Annotated[int, whole_number("interrupt_coalescing_frames", 1, MAX_INTERRUPT_COALESCING_FRAMES,
+                                              "packets")]
 AppThreads = Annotated[int, whole_number("app_threads", 1, MAX_APP_THREADS, "threads")]
 RxRingPackets = Annotated[int, whole_number("rx_ring", MIN_RX_RING_PACKETS, MAX_RX_RING_PACKETS, "packets")]
 MachineName = Annotated[str, BeforeValidator(_machine)]
@@ -111,13 +119,18 @@ def _written_at(layers: Layers, key: str) -> str:
 def problems(hosts: dict[str, Layers]) -> list[tuple[str, str]]:
     """What the CPU keys of the concrete hosts (each sender and the
     receiver, with their layers) get wrong together: a key that needs the
-    cost model on a host without cpu_cores, and hosts of one machine that
-    disagree on its cores."""
+    cost model on a host without cpu_cores, hosts of one machine that
+    disagree on its cores, and an interrupt frame count without its delay."""
     lacking: dict[str, list[str]] = {}  # "hosts.x.key" -> hosts without cpu_cores
     machines: dict[str, tuple[str, int]] = {}  # machine -> (first host, its cores)
     out = []
     for name, layers in hosts.items():
         host = _resolved(layers)
+        if host.get("interrupt_coalescing_frames") is not None and host.get("interrupt_coalescing") is None:
+            where = _written_at(layers, "interrupt_coalescing_frames")
+            out.append((f"{where}.interrupt_coalescing_frames", (
+                f"host {name} has a frame count but no interrupt_coalescing: the count fires the interrupt "
+                "early, so it needs the delay it cuts short (e.g. interrupt_coalescing = \"50us\")")))
         cores = host.get("cpu_cores")
         if cores is None:
             for key in NEEDS_CORES:

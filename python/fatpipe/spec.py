@@ -169,6 +169,7 @@ StartSpreadS = _time(hi=MAX_START_SPREAD_S)
 SizeBytes = Annotated[int, unit_field(parse_size_bytes, None, MAX_SIZE_BYTES, " bytes", above_zero=True)]
 PerSecond = Annotated[float, unit_field(parse_per_second, MIN_EVENT_RATE_PER_S, MAX_EVENT_RATE_PER_S, "/s")]
 Probability = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
+InterruptCoalescingS = _time(hi=hostcpu.MAX_INTERRUPT_COALESCING_S, above_zero=True)
 NicRateBps = Annotated[float, unit_field(parse_rate_bps, MIN_RATE_BPS, MAX_RATE_BPS, " bit/s",
                                          allowed="nic_rate is a rate from 1 kbit/s to 10 Tbit/s")]
 
@@ -340,6 +341,13 @@ class HostSection(_Strict):
     cost_ack: hostcpu.CostPerUnitS | None = None
     cost_sack_block: hostcpu.CostPerUnitS | None = None
     cost_timer: hostcpu.CostPerUnitS | None = None
+    # Receive interrupt moderation (ethtool -C rx-usecs, rx-frames;
+    # docs/host-model.md): packets reach TCP at the interrupt `interrupt_
+    # coalescing` after their batch's first one, or once the batch has
+    # `interrupt_coalescing_frames` packets. The receiver's moderates data,
+    # a sender's its ACKs. None: an interrupt per packet.
+    interrupt_coalescing: InterruptCoalescingS | None = None
+    interrupt_coalescing_frames: hostcpu.InterruptFrames | None = None
 
 
 class FlowSection(_Strict):

@@ -67,6 +67,8 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
         start_spread_s=h.start_spread,
         cpu=_host_cpu(h),
         nic_rate_bps=nic_rate,
+        interrupt_coalescing_s=h.interrupt_coalescing,
+        interrupt_coalescing_frames=h.interrupt_coalescing_frames,
     )
 
 

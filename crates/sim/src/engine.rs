@@ -5,7 +5,9 @@ use crate::app::{App, AppEnv, RpcApp, RpcSpec};
 use crate::cc::CongestionControl;
 use crate::event::{AppTimer, Event, EventQueue, SenderTimer, TimerKind};
 use crate::fq_codel::FqCodel;
+use crate::host::coalesce::Coalescer;
 use crate::host::cpu::{CpuSeat, Machines};
+use crate::host_plan::Coalescing;
 use crate::host::nic::{Nic, SmallQueue};
 use crate::host::{jitter_stream, HostDelay};
 use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
@@ -54,6 +56,9 @@ pub struct StreamSpec {
     pub receiver_cpu: Option<CpuSeat>,
     /// The sender host's NIC ceiling (index into `SimConfig::nics`).
     pub nic: Option<u32>,
+    /// The sender host's interrupt moderation of ACKs (index into
+    /// `SimConfig::sender_coalescing`).
+    pub ack_coalescer: Option<u32>,
 }
 
 #[derive(Clone, Debug)]
@@ -79,6 +84,10 @@ pub struct SimConfig {
     pub warmup: Time,
     /// Rates of the sender hosts' NICs (host/nic.rs).
     pub nics: Vec<Rate>,
+    /// Receive interrupt moderation (host/coalesce.rs) of the receiver, and
+    /// of the sender hosts that have it.
+    pub receiver_coalescing: Option<Coalescing>,
+    pub sender_coalescing: Vec<Coalescing>,
 }
 
 struct Stream {
@@ -107,6 +116,7 @@ struct Stream {
     rx_cpu: Option<Box<CpuSeat>>,
     mss: u32,
     nic: Option<u32>,
+    ack_coalescer: Option<u32>,
 }
 
 impl Stream {
@@ -223,6 +233,10 @@ struct Net {
     /// The sender hosts' NICs and each stream's bytes queued in them.
     nics: Vec<Nic>,
     small_queues: Vec<SmallQueue>,
+    /// Receive interrupt moderation: the receiver's data, each sender
+    /// host's ACKs (host/coalesce.rs).
+    rx_coalescer: Option<Coalescer<DataPkt>>,
+    ack_coalescers: Vec<Coalescer<(u32, Ack)>>,
     /// Units a receiving host's full ring dropped.
     host_drops: u64,
 }
@@ -308,9 +322,10 @@ pub struct Sim {
 }
 
 /// A host's holding of one stream's units in one direction: when it has a
-/// processing jitter or a CPU model (host/mod.rs); `None` for an ideal host.
-fn host_delay<T>(jitter: Option<Time>, cpu: bool, seed: u64, stream: u64) -> Option<Box<HostDelay<T>>> {
-    (jitter.is_some() || cpu).then(|| Box::new(HostDelay::new(jitter.unwrap_or(Time::ZERO), Rng::new(seed, stream))))
+/// processing jitter, or (`holds`) a CPU model or interrupt moderation
+/// (host/mod.rs); `None` for an ideal host.
+fn host_delay<T>(jitter: Option<Time>, holds: bool, seed: u64, stream: u64) -> Option<Box<HostDelay<T>>> {
+    (jitter.is_some() || holds).then(|| Box::new(HostDelay::new(jitter.unwrap_or(Time::ZERO), Rng::new(seed, stream))))
 }
 
 /// Builds an algorithm with its own seed; the scenario has already
@@ -352,6 +367,8 @@ impl Sim {
             nics: cfg.nics.iter().map(|&r| Nic::new(r)).collect(),
             small_queues: if cfg.nics.is_empty() { Vec::new() } else { vec![SmallQueue::default(); cfg.streams.len()] },
             host_drops: 0,
+            rx_coalescer: cfg.receiver_coalescing.map(|c| Coalescer::new(c.usecs, c.frames)),
+            ack_coalescers: cfg.sender_coalescing.iter().map(|c| Coalescer::new(c.usecs, c.frames)).collect(),
         };
         let back = cfg.rtt.saturating_sub(cfg.rtt.div(2));
         let mut streams = Vec::with_capacity(cfg.streams.len());
@@ -406,12 +423,18 @@ impl Sim {
                 start: s.start,
                 started: false,
                 app,
-                rx_host: host_delay(s.receiver_jitter, s.receiver_cpu.is_some(), cfg.seed, jitter_stream(i as u64, false)),
-                tx_host: host_delay(s.sender_jitter, s.sender_cpu.is_some(), cfg.seed, jitter_stream(i as u64, true)),
+                rx_host: host_delay(
+                    s.receiver_jitter,
+                    s.receiver_cpu.is_some() || cfg.receiver_coalescing.is_some(),
+                    cfg.seed,
+                    jitter_stream(i as u64, false),
+                ),
+                tx_host: host_delay(s.sender_jitter, s.sender_cpu.is_some() || s.ack_coalescer.is_some(), cfg.seed, jitter_stream(i as u64, true)),
                 tx_cpu: s.sender_cpu.map(Box::new),
                 rx_cpu: s.receiver_cpu.map(Box::new),
                 mss: s.mss,
                 nic: s.nic,
+                ack_coalescer: s.ack_coalescer,
             });
         }
         if cfg.sample_interval > Time::ZERO && cfg.sample_interval <= cfg.duration {
@@ -732,6 +755,7 @@ impl Sim {
                         Event::Timer(i, kind) => self.on_timer::<ECN, FQ>(i, kind, now),
                         Event::Sample => self.on_sample(now),
                         Event::LinkFree => self.net.serve_link(now),
+                        Event::Interrupt(h) => self.interrupt(h, now),
                     }
                 }
             }

@@ -70,6 +70,9 @@ pub enum Event {
     /// The bottleneck link finished a packet: a dequeue-driven discipline
     /// (fq_codel) hands it the next one. At most one is pending.
     LinkFree,
+    /// A host's receive interrupt (host/coalesce.rs): 0 the receiver's,
+    /// `k + 1` sender host `k`'s.
+    Interrupt(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

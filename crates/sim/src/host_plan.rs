@@ -82,6 +82,36 @@ pub fn host_cpu(c: &plan::HostCpu, path: &str) -> Result<HostCpu, ConfigError> {
     Ok(HostCpu { cores, app_threads, machine: c.machine.clone(), rx_ring_packets, costs })
 }
 
+/// Longest interrupt delay a host may have (ethtool rx-usecs): 10 ms.
+pub const MAX_INTERRUPT_COALESCING_S: f64 = 0.01;
+/// Most packets an interrupt may wait for (ethtool rx-frames).
+pub const MAX_INTERRUPT_COALESCING_FRAMES: u64 = 65_536;
+
+/// A host's receive interrupt moderation (host/coalesce.rs): the delay
+/// after the first packet, and the packet count that fires it early.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Coalescing {
+    pub usecs: crate::units::Time,
+    pub frames: Option<u32>,
+}
+
+/// The `interrupt_coalescing_s` and `_frames` fields of host `path`: the
+/// delay (0 < s <= 10 ms) is needed for a frame count; none: no moderation.
+pub fn coalescing(usecs: Option<f64>, frames: Option<Whole>, path: &str) -> Result<Option<Coalescing>, ConfigError> {
+    let frames = count(frames, format!("{path}.interrupt_coalescing_frames"), 1..=MAX_INTERRUPT_COALESCING_FRAMES, "packets")?;
+    match usecs {
+        None if frames.is_some() => error(
+            format!("{path}.interrupt_coalescing_frames"),
+            "needs interrupt_coalescing_s (the delay the frame count cuts short)".into(),
+        ),
+        None => Ok(None),
+        Some(x) if x > 0.0 && x <= MAX_INTERRUPT_COALESCING_S => {
+            Ok(Some(Coalescing { usecs: crate::units::Time::from_secs_f64(x), frames }))
+        }
+        Some(x) => error(format!("{path}.interrupt_coalescing_s"), format!("must be > 0 and at most {MAX_INTERRUPT_COALESCING_S} s, got {x}")),
+    }
+}
+
 /// A `nic_rate_bps` field: > 0 (bits per second).
 pub fn nic_rate(v: Option<f64>, path: &str) -> Result<Option<f64>, ConfigError> {
     match v {

@@ -138,6 +138,8 @@ pub struct HostLimits {
     pub start_spread_s: Option<f64>,
     pub cpu: Option<HostCpu>,
     pub nic_rate_bps: Option<f64>,
+    pub interrupt_coalescing_s: Option<f64>,
+    pub interrupt_coalescing_frames: Option<Whole>,
 }
 
 impl PlanStruct for HostLimits {

@@ -17,7 +17,7 @@ use crate::plan::{self, AqmPlan, PlanError, RunPlan, Whole};
 use crate::engine::{Sim, SimConfig, StreamSpec};
 use crate::fq_codel::FqCodelParams;
 use crate::host::cpu::CpuSeat;
-use crate::host_plan::{host_cpu, nic_rate, HostCpu, Placement};
+use crate::host_plan::{coalescing, host_cpu, nic_rate, Coalescing, HostCpu, Placement};
 use crate::path::{Aqm, CeThreshold};
 use crate::tcp::ecn::{negotiate, TCP_ECN_PASSIVE};
 use crate::wire::TCP_IP_HEADER_BYTES;
@@ -114,6 +114,8 @@ pub struct HostLimits {
     pub cpu: Option<HostCpu>,
     /// The host's total sending ceiling (host/nic.rs), bits per second.
     pub nic_rate_bps: Option<f64>,
+    /// The host's receive interrupt moderation (host/coalesce.rs).
+    pub coalescing: Option<Coalescing>,
 }
 
 /// Longest start spread a host may have (spec.MAX_START_SPREAD_S).
@@ -229,7 +231,9 @@ fn host_limits(h: &plan::HostLimits, path: &str) -> Result<HostLimits, ConfigErr
         None => None,
     };
     let nic_rate_bps = nic_rate(h.nic_rate_bps, path)?;
+    let coalescing = coalescing(h.interrupt_coalescing_s, h.interrupt_coalescing_frames, path)?;
     Ok(HostLimits {
+        coalescing,
         cpu,
         nic_rate_bps,
         rmem_max_bytes: rmem,
@@ -461,6 +465,8 @@ impl Scenario {
         // One NIC per sender host with a ceiling, in name order.
         let nic_hosts: Vec<&String> = self.senders.iter().filter(|(_, h)| h.nic_rate_bps.is_some()).map(|(n, _)| n).collect();
         let nics = nic_hosts.iter().map(|n| Rate(self.senders[*n].nic_rate_bps.expect("filtered").round() as u64)).collect();
+        // One ACK interrupt per sender host with moderation, in name order.
+        let coalescing_hosts: Vec<&String> = self.senders.iter().filter(|(_, h)| h.coalescing.is_some()).map(|(n, _)| n).collect();
         let mut streams = Vec::new();
         let mut jitter = crate::rng::Rng::new(self.seed, START_JITTER_STREAM);
         let mut k = 0u64;
@@ -491,6 +497,7 @@ impl Scenario {
                     sender_cpu: sender_seats[k as usize].take(),
                     receiver_cpu: receiver_seats[k as usize].take(),
                     nic: nic_hosts.iter().position(|n| **n == f.sender).map(|i| i as u32),
+                    ack_coalescer: coalescing_hosts.iter().position(|n| **n == f.sender).map(|i| i as u32),
                 });
                 k += 1;
             }
@@ -510,6 +517,8 @@ impl Scenario {
             machine_hosts: placement.machine_hosts,
             warmup: Time::from_secs_f64(self.warmup_s),
             nics,
+            receiver_coalescing: self.receiver.coalescing,
+            sender_coalescing: coalescing_hosts.iter().map(|n| self.senders[*n].coalescing.expect("filtered")).collect(),
         }
     }
 

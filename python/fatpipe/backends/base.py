@@ -57,6 +57,8 @@ class HostLimits:
     start_spread_s: float | None = None  # the streams start within this of their group's start (None: 1 ms)
     cpu: HostCpu | None = None  # the CPU cost model (None: an ideal host, never busy)
     nic_rate_bps: float | None = None  # the host's total ceiling across its streams (None: none)
+    interrupt_coalescing_s: float | None = None  # receive interrupt delay after a batch's first packet (None: none)
+    interrupt_coalescing_frames: int | None = None  # packets that fire the interrupt early (None: no count)
 
 
 @dataclass(frozen=True)

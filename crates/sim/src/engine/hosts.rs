@@ -6,17 +6,24 @@
 //! forward pipe, marked processed, so `Sim::on_data` stays TCP's only way
 //! in: the event loop of the ideal host compiles as without the host model.
 //!
-//! A host with a CPU model (crate::host::cpu) queues each held unit, and
+//! A host with interrupt moderation (crate::host::coalesce) holds its
+//! arrivals until its interrupt first. A host with a CPU model
+//! (crate::host::cpu) queues each held unit, and
 //! each sender timer that fires while the core is busy, on its stream's
 //! core; the core serves one item at a time, and the sends TCP makes on
 //! an item are booked before the next one starts.
 
 use crate::event::{Event, HostStep, SenderTimer, TimerKind};
+use crate::host::coalesce::Batch;
 use crate::host::cpu::{CpuSeat, Work};
+use crate::tcp::Ack;
 use crate::units::Time;
 
 use super::transmit::DataPkt;
 use super::Sim;
+
+/// The receiver's interrupt among `Event::Interrupt`'s hosts.
+const RECEIVER_INTERRUPT: u32 = 0;
 
 impl Sim {
     /// The forward pipe's head reaches a receiving host with a processing
@@ -36,6 +43,20 @@ impl Sim {
             self.net.fwd.pop_front();
             unit
         };
+        if let Some(c) = self.net.rx_coalescer.as_mut() {
+            match c.add(now, unit, unit.n) {
+                Batch::Opened(at) => self.net.events.push(at, Event::Interrupt(RECEIVER_INTERRUPT)),
+                Batch::Joined => {}
+                Batch::Full => self.interrupt_now(RECEIVER_INTERRUPT, now),
+            }
+            return;
+        }
+        self.admit_data(unit, now);
+    }
+
+    /// A data unit reaches the receiving host's stack at `now` (on arrival,
+    /// or at the interrupt that ends its moderation).
+    fn admit_data(&mut self, unit: DataPkt, now: Time) {
         let i = unit.stream;
         let st = &mut self.streams[i as usize];
         let host = st.rx_host.as_mut().expect("held only for a host with a delay");
@@ -62,7 +83,50 @@ impl Sim {
     /// An ACK of stream `i` reaches its sending host, which has a
     /// processing delay or a CPU model.
     #[inline(never)]
-    pub(super) fn hold_ack(&mut self, i: u32, ack: crate::tcp::Ack, now: Time) {
+    pub(super) fn hold_ack(&mut self, i: u32, ack: Ack, now: Time) {
+        if let Some(k) = self.streams[i as usize].ack_coalescer {
+            match self.net.ack_coalescers[k as usize].add(now, (i, ack), 1) {
+                Batch::Opened(at) => self.net.events.push(at, Event::Interrupt(k + 1)),
+                Batch::Joined => {}
+                Batch::Full => self.interrupt_now(k + 1, now),
+            }
+            return;
+        }
+        self.admit_ack(i, ack, now);
+    }
+
+    /// Host interrupt `h` (0: the receiver's; `k + 1`: sender host `k`'s)
+    /// scheduled for `now` fires, unless the frame count fired it early.
+    pub(super) fn interrupt(&mut self, h: u32, now: Time) {
+        self.hand_over(h, now, true);
+    }
+
+    /// Host interrupt `h` fires now: the frame count was reached.
+    fn interrupt_now(&mut self, h: u32, now: Time) {
+        self.hand_over(h, now, false);
+    }
+
+    /// NAPI hands every packet waiting for host `h`'s interrupt to the
+    /// stack, in arrival order (`scheduled`: the interrupt set by the
+    /// batch's first packet, a no-op for a batch already handed over).
+    fn hand_over(&mut self, h: u32, now: Time, scheduled: bool) {
+        if h == RECEIVER_INTERRUPT {
+            let Some(c) = self.net.rx_coalescer.as_mut() else { return };
+            let units = if scheduled { c.due(now) } else { c.take() };
+            for unit in units {
+                self.admit_data(unit, now);
+            }
+        } else {
+            let c = &mut self.net.ack_coalescers[(h - 1) as usize];
+            let acks = if scheduled { c.due(now) } else { c.take() };
+            for (i, ack) in acks {
+                self.admit_ack(i, ack, now);
+            }
+        }
+    }
+
+    /// An ACK reaches the sending host's stack at `now`.
+    fn admit_ack(&mut self, i: u32, ack: Ack, now: Time) {
         let st = &mut self.streams[i as usize];
         let host = st.tx_host.as_mut().expect("held only for a host with a delay");
         let sack_blocks = ack.nsacks as usize;

@@ -35,6 +35,7 @@ use std::collections::VecDeque;
 
 use crate::rng::Rng;
 
+pub mod coalesce;
 pub mod cpu;
 pub mod nic;
 use crate::units::Time;
