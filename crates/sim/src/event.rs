@@ -181,11 +181,14 @@ impl Timer {
         self.deadline
     }
 
-    /// Called when a heap event of this timer pops at `now`. Returns
-    /// (whether the timer expires now, a time at which to push a new event).
+    /// Called when a heap event of this timer pops at `now`, or runs late
+    /// (a busy host's core delayed it: host/cpu.rs). Returns (whether the
+    /// timer expires now, a time at which to push a new event). The
+    /// pending event is this one if it was due by now: events pop in time
+    /// order, so an earlier one would have popped already.
     #[must_use]
     pub fn on_event(&mut self, now: Time) -> (bool, Option<Time>) {
-        if self.pending == now {
+        if self.pending <= now {
             self.pending = Time::MAX;
         }
         if self.deadline <= now {
