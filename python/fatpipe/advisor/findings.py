@@ -11,7 +11,7 @@ import pandas as pd
 from .. import ccas as cca_registry
 from ..units import format_rate, format_time
 from ..window import bdp_bytes, rmem_for_window, whole_mib, window_of_rmem, window_of_wmem, wmem_for_window
-from .plan import Timing, path_window_bytes
+from .plan import Timing, path_window_bytes, setup_changes
 from .request import AdviseRequest
 
 # Jumbo frames "pay" when the best jumbo candidate beats the best at the
@@ -78,7 +78,18 @@ def why_text(table: pd.DataFrame, req: AdviseRequest) -> str:
         return text + ", preferred to " + " and to ".join(reasons) + "."
     if n == 1:
         return "It is the only candidate with two runs as good as the best (the budget allowed no more)."
-    return text + ": the simplest of them (no sysctl change, standard MTU, fewer streams first)."
+    chosen = table[table["recommended"]].iloc[0]["candidate"]
+    return (text + ": the simplest of them (the rule prefers no sysctl change, then the smallest MTU, then "
+            f"fewer streams); against today's setup it {changes_text(req, chosen)}.")
+
+
+def changes_text(req: AdviseRequest, c) -> str:
+    """What candidate `c` changes against today's setup, as a clause
+    ("raises …, uses MTU 9000 and opens 4 parallel streams")."""
+    words = list(setup_changes(req, c).values())
+    if not words:
+        return "changes nothing"
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def recommendation(table: pd.DataFrame, req: AdviseRequest) -> str:

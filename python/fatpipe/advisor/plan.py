@@ -136,6 +136,31 @@ def baseline(req: AdviseRequest) -> Candidate:
     return Candidate(cc, 1, min(req.mtu), req.rmem, req.wmem)
 
 
+# What a candidate changes on the hosts against today's setup (baseline),
+# in the order the recommendation rule weighs them (rank.simplicity): a
+# sysctl change first, then jumbo frames, parallel streams, another CCA.
+CHANGE_KINDS = ("buffers", "mtu", "streams", "cc")
+
+
+def setup_changes(req: AdviseRequest, c: Candidate) -> dict[str, str]:
+    """What candidate `c` changes against today's setup (baseline(req)):
+    kind (CHANGE_KINDS) → words, in that order; empty when it changes
+    nothing. The one definition the ranking, the table and the sentences
+    use."""
+    today = baseline(req)
+    out = {}
+    if (c.rmem_bytes, c.wmem_bytes) != (today.rmem_bytes, today.wmem_bytes):
+        out["buffers"] = (f"raises tcp_rmem max to {c.rmem_bytes / 2**20:.0f} MiB and tcp_wmem max to "
+                          f"{c.wmem_bytes / 2**20:.0f} MiB (sysctl)")
+    if c.mtu != today.mtu:
+        out["mtu"] = f"uses MTU {c.mtu}"
+    if c.streams != today.streams:
+        out["streams"] = f"opens {c.streams} parallel streams"
+    if c.cc != today.cc:
+        out["cc"] = f"runs {c.cc} instead of {today.cc}"
+    return out
+
+
 def coarse_candidates(req: AdviseRequest) -> list[Candidate]:
     """Every CCA × a ladder of stream counts × every MTU, with buffers raised
     for the path (the hosts' own buffers are tried near the best later),

@@ -69,7 +69,7 @@ from ..analysis.fairness import run_fairness
 from ..analysis.stats import mean_ci
 from ..summary import HOST_LIMIT_FRACTION
 from ..wire import goodput_ceiling_bps
-from .plan import CANDIDATE_KEYS, Candidate, candidate_of
+from .plan import CANDIDATE_KEYS, Candidate, candidate_of, setup_changes
 from .request import AdviseRequest
 
 WINDOW_BOUND_SHORTFALL = 0.95
@@ -102,7 +102,7 @@ def candidate_stats(runs: pd.DataFrame, req: AdviseRequest) -> pd.DataFrame:
         rows.append({
             "candidate": c, "cc": c.cc, "streams": c.streams, "mtu_bytes": c.mtu, "mss_bytes": c.mss_bytes,
             "rmem_bytes": c.rmem_bytes, "wmem_bytes": c.wmem_bytes,
-            "buffers": "as now" if (c.rmem_bytes, c.wmem_bytes) == (req.rmem, req.wmem) else "raised",
+            "buffers": "raised" if "buffers" in setup_changes(req, c) else "as now",
             "n": s["n"], "goodput_bps": s["mean"], "goodput_ci_low_bps": s["ci_low"],
             "goodput_ci_high_bps": s["ci_high"], "retrans_rate": float(grp["retrans_rate"].mean()),
             "rwnd_limited_frac": rwnd, "sndbuf_limited_frac": sndbuf,
@@ -139,7 +139,8 @@ def contenders(stats: pd.DataFrame, limit: int) -> list[Candidate]:
 def simplicity(row, req: AdviseRequest) -> tuple:
     """Sort key of the recommendation among equal candidates (step 4)."""
     order = req.ccas.index(row["cc"]) if row["cc"] in req.ccas else len(req.ccas)
-    return (row["buffers"] != "as now", row["mtu_bytes"] != min(req.mtu), row["streams"],
+    changes = setup_changes(req, row["candidate"])
+    return ("buffers" in changes, "mtu" in changes, row["streams"],
             not row["retrans_rate"] < LOW_RETRANS, order, -row["goodput_bps"])
 
 
