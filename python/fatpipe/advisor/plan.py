@@ -36,10 +36,19 @@ bound stays below the link's goodput ceiling is dominated by the same CCA
 at more streams (while loss-bound, goodput grows with the streams), so
 only the rungs whose bound reaches the link, and the largest rung, are run.
 
+**Hosts**: with a host model (req.host_keys(): a profile under the
+request's [host] keys, sender and receiver alike), each stream is capped
+at its share of the cores its candidate's streams run on
+(stream_cap_bps: hostcpu.core_drive at the request's loss, at most one
+core), linked beside the candidate as the sender's stream_rate_cap; the
+sender gets the host's nic_rate, the receiver its GRO; a candidate's
+buffers are sized for the capped rate (tuned_buffers). The simulator's
+per-packet CPU queueing is not run (docs/advise.md, "Hosts").
+
 **Cost** of a run is predicted, not taken as the full link: bottleneck
 packets (fatpipe.estimate's formula) scaled by the goodput the candidate
 can expect (the link for BBR and Westwood, the loss bound otherwise),
-capped by buffers and --stream-cap, with slow start's ramp (about twice
+capped by buffers, --stream-cap and the hosts, with slow start's ramp (about twice
 the window in packets over log2(window/IW) round trips) instead of the
 full rate at the start. Wall time = packets / the sim backend's packets
 per second.
