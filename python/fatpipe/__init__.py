@@ -72,8 +72,9 @@ def advise(request: str | Path | None = None, *, out: str | Path | None = None, 
     same keys as keyword arguments, winning over the file (rate="10Gbit",
     rtt="70ms", loss=1e-4, mtu=[1500, 9000], buffer="1bdp", rmem="6MiB",
     wmem="4MiB", stream_cap=…, ccas=[…], max_streams=16, competing="cubic",
-    budget="60s"). One row per candidate tried, best first; the
-    recommendation, buffer and jumbo findings and the assumptions are in
+    budget="60s", host_profile="NAME", host={"cpu_cores": 4, …}). One row
+    per candidate tried, best first; the recommendation, the hosts' CPU
+    (``hosts``), buffer and jumbo findings and the assumptions are in
     ``.attrs``. Invalid keys raise fatpipe.advise.RequestError."""
     from .advisor import load_request, run_advice, validate_request
     from .advisor.render import write_html

@@ -194,7 +194,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 ADVISE_FLAGS = ("rate", "rtt", "loss", "mtu", "buffer", "rmem", "wmem", "stream_cap", "ccas", "max_streams",
-                "competing", "budget")
+                "competing", "budget", "host_profile")
 
 
 def cmd_advise(args: argparse.Namespace) -> int:
@@ -230,6 +230,9 @@ def _add_advise(sub) -> None:
     adv.add_argument("--rmem", help="the hosts' tcp_rmem max now (default Linux's 6 MiB)")
     adv.add_argument("--wmem", help="the hosts' tcp_wmem max now (default Linux's 4 MiB)")
     adv.add_argument("--stream-cap", dest="stream_cap", help="most one stream can send (CPU-bound host)")
+    adv.add_argument("--host-profile", dest="host_profile",
+                     help="the hosts' profile (python/fatpipe/data/host_profiles.toml): caps each stream at what "
+                          "one core drives and states the CPU the advice needs (default: infinitely fast hosts)")
     adv.add_argument("--ccas", help="CCAs you can deploy, comma-separated (default: Linux's, see docs/advise.md)")
     adv.add_argument("--max-streams", dest="max_streams", type=int, help="most parallel streams (default 16)")
     adv.add_argument("--competing", help="CCA of traffic sharing the path (one stream), e.g. cubic")

@@ -9,13 +9,17 @@ a profile); the other keys of this module only mean something with it.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
 from .spec_units import unit_field
 from .units import format_time, parse_time_s, toml_type
+from .wire import goodput_ceiling_bps
 
 # ---- limits -------------------------------------------------------------------
 MAX_CPU_CORES = 1024
@@ -152,3 +156,133 @@ def problems(hosts: dict[str, Layers]) -> list[tuple[str, str]]:
             f"{key} applies to the CPU cost model, which is on only for a host with cpu_cores: it needs "
             f"{needed} (or hosts.default.cpu_cores) or a profile that gives it (docs/host-model.md)")))
     return out
+
+
+# ---- what one core drives (docs/host-model.md, "What one core drives") ------------
+
+# tcp_tso_autosize() sizes a TSO/GSO packet to ~1 ms of data at the pacing
+# rate, at most sk_gso_max_size (GSO_LEGACY_MAX_SIZE, 64 KiB): above
+# ~0.5 Gbit/s a stream hands the device 64 KiB packets.
+GSO_MAX_SIZE_BYTES = 65_536
+# GRO merges a flow's back-to-back segments into one super-packet below
+# GRO_LEGACY_MAX_SIZE (skb_gro_receive: p->len + len >= gro_max_size ->
+# -E2BIG), at most one NAPI poll's budget (NAPI_POLL_WEIGHT frames).
+GRO_MAX_SIZE_BYTES = 65_536
+NAPI_POLL_WEIGHT = 64
+# Without GRO the receiver ACKs every second full-sized segment
+# (__tcp_ack_snd_check: more than one rcv_mss received; RFC 9293
+# 3.8.6.3), with GRO once per super-packet (more than one full frame).
+SEGMENTS_PER_ACK = 2
+# SACK blocks one ACK carries at most beside the timestamp option
+# (tcp_established_options: (40 - 12 - 4) // 8 option bytes).
+MAX_SACK_BLOCKS = 3
+
+
+def tso_packet_bytes(mss_bytes: int, tso: bool = True) -> int:
+    """Payload of one packet a bulk stream hands the device: as many
+    segments as fit in a 64 KiB TSO/GSO packet, or one segment without
+    TSO/GSO."""
+    return (GSO_MAX_SIZE_BYTES // mss_bytes) * mss_bytes if tso else mss_bytes
+
+
+def gro_unit_segments(mss_bytes: int, mtu_bytes: int) -> int:
+    """Segments one GRO super-packet holds at most: the first packet whole
+    (its IP length, the MTU) and further payloads while the total stays
+    below 64 KiB, and no more than NAPI_POLL_WEIGHT (45 at MTU 1500, 7 at
+    9000)."""
+    return min(NAPI_POLL_WEIGHT, 1 + (GRO_MAX_SIZE_BYTES - 1 - mtu_bytes) // mss_bytes)
+
+
+def sack_blocks_per_ack(loss: float, window_segments: float) -> float:
+    """Typical SACK blocks per ACK of a bulk stream at random loss `loss`
+    with `window_segments` in flight: the holes a round trip opens
+    (loss × window), each one block on every ACK until it is repaired, at
+    most MAX_SACK_BLOCKS."""
+    return min(float(MAX_SACK_BLOCKS), max(0.0, loss) * max(0.0, window_segments))
+
+
+def _cost(host: Mapping[str, Any], key: str) -> float:
+    return float(host.get(key) or 0.0)
+
+
+@dataclass(frozen=True)
+class CoreDrive:
+    """Payload bit/s one core of a host drives for one bulk stream: as its
+    sender and as its receiver; None where the host has no cost model
+    (unlimited)."""
+
+    send_bps: float | None
+    receive_bps: float | None
+
+    @property
+    def bps(self) -> float | None:
+        """The binding one: the smaller of the two (None: unlimited)."""
+        rates = [r for r in (self.send_bps, self.receive_bps) if r is not None]
+        return min(rates) if rates else None
+
+
+def _per_byte_rate(seconds_per_byte: float) -> float:
+    return math.inf if seconds_per_byte <= 0 else 8.0 / seconds_per_byte
+
+
+def core_drive(host: Mapping[str, Any], mss_bytes: int, mtu_bytes: int, *, gro: bool | None = None,
+               tso: bool = True, sack_blocks: float = 0.0) -> CoreDrive:
+    """What one core of `host` drives for one bulk stream of `mss_bytes`
+    segments at `mtu_bytes`, from its resolved [hosts] keys (a profile's
+    keys under the study's: `hostprofiles.profile_keys()` or
+    `Spec.host(name)` as a dict; costs in seconds). A stream's work at a
+    host runs on the core of its application thread, so this is also the
+    most one stream gets there. CPU time per payload byte:
+
+    * sending: cost_send_byte + cost_send_packet / P + (cost_ack +
+      sack_blocks × cost_sack_block) / A, with P the payload of one TSO
+      packet (tso_packet_bytes: 64 KiB of segments, or one MSS without
+      TSO) and A the payload one ACK covers (two segments, or one GRO
+      super-packet when the receiver has GRO: gro_unit_segments);
+    * receiving: cost_receive_byte + cost_receive_packet / MSS +
+      cost_receive_unit / U, with U one GRO super-packet's payload, or one
+      segment without GRO;
+
+    and the rate is 8 bits over that time. `gro` is the receiver's (left
+    out: the host's own `gro` key); `sack_blocks` the SACK blocks per ACK
+    (sack_blocks_per_ack; 0 on a lossless path). Timers (cost_timer) are
+    left out: a bulk stream fires a few per round trip. Both rates are
+    None when the host has no cost model (no cpu_cores): an ideal host."""
+    if host.get("cpu_cores") is None:
+        return CoreDrive(None, None)
+    gro = bool(host.get("gro")) if gro is None else gro
+    unit_bytes = gro_unit_segments(mss_bytes, mtu_bytes) * mss_bytes if gro else mss_bytes
+    ack_bytes = unit_bytes if gro else SEGMENTS_PER_ACK * mss_bytes
+    ack_s = _cost(host, "cost_ack") + sack_blocks * _cost(host, "cost_sack_block")
+    send_s = (_cost(host, "cost_send_byte") + _cost(host, "cost_send_packet") / tso_packet_bytes(mss_bytes, tso)
+              + ack_s / ack_bytes)
+    receive_s = (_cost(host, "cost_receive_byte") + _cost(host, "cost_receive_packet") / mss_bytes
+                 + _cost(host, "cost_receive_unit") / unit_bytes)
+    return CoreDrive(_per_byte_rate(send_s), _per_byte_rate(receive_s))
+
+
+def cores_for(host: Mapping[str, Any], streams: int | None = None) -> int | None:
+    """The cores `streams` bulk streams of `host` run on: one per
+    application thread (one thread per stream unless app_threads is set),
+    at most cpu_cores (None: no cost model; `streams` None: as many as the
+    host can use)."""
+    cores = host.get("cpu_cores")
+    if cores is None:
+        return None
+    return min(cores, host.get("app_threads") or cores, streams or cores)
+
+
+def host_drive_bps(host: Mapping[str, Any], per_core_bps: float | None, mss_bytes: int, mtu_bytes: int,
+                   streams: int | None = None) -> float | None:
+    """What `host` drives in total (payload bit/s) for `streams` bulk
+    streams of `mss_bytes` segments (None: as many as it likes): the
+    smaller of the cores they run on (cores_for) × `per_core_bps`
+    (core_drive) and the payload its nic_rate carries in full frames
+    (wire.goodput_ceiling_bps); None when neither bounds it."""
+    limits = []
+    if host.get("nic_rate") is not None:
+        limits.append(goodput_ceiling_bps(float(host["nic_rate"]), mss_bytes, mtu_bytes))
+    cores = cores_for(host, streams)
+    if cores is not None and per_core_bps is not None and math.isfinite(per_core_bps):
+        limits.append(cores * per_core_bps)
+    return min(limits) if limits else None

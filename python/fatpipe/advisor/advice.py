@@ -88,6 +88,7 @@ class Advice:
     measured: list[str] = field(default_factory=list)  # --testbed: what was measured
     baseline: str = ""  # today's setup against the recommendation
     notes: list[str] = field(default_factory=list)  # stages reduced or skipped for the budget
+    hosts: str = ""  # the CPU the recommendation needs, or that the hosts were taken as infinitely fast
 
     def frame(self) -> pd.DataFrame:
         """The table as fatpipe.advise() returns it (words in .attrs)."""
@@ -96,6 +97,7 @@ class Advice:
                            for k, v in self.table.attrs.get("why", {}).items()}
         df.attrs.update({"recommendation": self.recommendation, "buffers": self.buffers["lines"],
                          "jumbo": self.jumbo, "baseline": self.baseline, "assumptions": self.assumptions,
+                         "hosts": self.hosts,
                          "wall_s": self.wall_s, "notes": self.notes,
                          "directory": str(self.root), "measured": self.measured,
                          "window_bound": self.buffers["window_bound"],
@@ -271,5 +273,6 @@ def run_advice(req: AdviseRequest, out: str | Path | None = None, jobs: int | No
     wall = time.monotonic() - t0
     advice = Advice(req, table, fnd.recommendation(table, req), fnd.buffer_findings(table, req),
                     fnd.jumbo_finding(table, req), fnd.assumptions(req, t), t, wall, dict(budget.stage_times),
-                    root, list(measured or []), fnd.baseline_finding(table, req), notes)
+                    root, list(measured or []), fnd.baseline_finding(table, req), notes,
+                    fnd.host_finding(table, req))
     return advice

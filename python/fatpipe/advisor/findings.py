@@ -9,9 +9,11 @@ import math
 import pandas as pd
 
 from .. import ccas as cca_registry
+from .. import hostcpu
 from ..units import format_rate, format_time
 from ..window import bdp_bytes, rmem_for_window, whole_mib, window_of_rmem, window_of_wmem, wmem_for_window
-from .plan import Timing, path_window_bytes
+from . import plan as pl
+from .plan import Timing, path_window_bytes, setup_changes
 from .request import AdviseRequest
 
 # Jumbo frames "pay" when the best jumbo candidate beats the best at the
@@ -78,7 +80,18 @@ def why_text(table: pd.DataFrame, req: AdviseRequest) -> str:
         return text + ", preferred to " + " and to ".join(reasons) + "."
     if n == 1:
         return "It is the only candidate with two runs as good as the best (the budget allowed no more)."
-    return text + ": the simplest of them (no sysctl change, standard MTU, fewer streams first)."
+    chosen = table[table["recommended"]].iloc[0]["candidate"]
+    return (text + ": the simplest of them (the rule prefers no sysctl change, then the smallest MTU, then "
+            f"fewer streams); against today's setup it {changes_text(req, chosen)}.")
+
+
+def changes_text(req: AdviseRequest, c) -> str:
+    """What candidate `c` changes against today's setup, as a clause
+    ("raises …, uses MTU 9000 and opens 4 parallel streams")."""
+    words = list(setup_changes(req, c).values())
+    if not words:
+        return "changes nothing"
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def recommendation(table: pd.DataFrame, req: AdviseRequest) -> str:
@@ -162,14 +175,84 @@ def jumbo_finding(table: pd.DataFrame, req: AdviseRequest) -> str:
             f"({s['cc']} x{s['streams']}), {gain * 100:+.0f} %.")
 
 
+def _has_host_model(req: AdviseRequest) -> bool:
+    keys = req.host_keys()
+    return keys.get("cpu_cores") is not None or keys.get("nic_rate") is not None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def host_finding(table: pd.DataFrame, req: AdviseRequest) -> str:
+    """What the hosts must drive: with a host model, what one core and the
+    host drive and the CPU the recommendation needs (cores, streams per
+    core, pacing); without one, that the hosts were taken as infinitely
+    fast."""
+    from ..hostprofiles import PROFILES
+    model = req.host_model()
+    if not _has_host_model(req):
+        what = f"{model} has no CPU cost model and no NIC ceiling" if model else "no host model was given"
+        cap = f" and --stream-cap ({format_rate(req.stream_cap)})" if req.stream_cap else ""
+        return (f"Hosts assumed infinitely fast: {what}, so every candidate is limited only by the path, "
+                f"its CCA and its buffers{cap}; real hosts may not drive it (give --host-profile NAME, one of "
+                f"{', '.join(PROFILES)}, or host-model keys in the request's [host] table; docs/advise.md, "
+                "\"Hosts\").")
+    keys = req.host_keys()
+    rec = table[table["recommended"]] if not table.empty else table
+    if rec.empty:
+        return f"Hosts: {model}."
+    r = rec.iloc[0]
+    c = r["candidate"]
+    drive = pl.core_drive(req, c)
+    total = pl.host_ceiling_bps(req, c)
+    lines = [f"Hosts ({model}; sender and receiver alike):"]
+    if drive.bps is not None and math.isfinite(drive.bps):
+        sack = "" if req.loss <= 0 else " with the SACK work of this loss"
+        lines.append(f"one core drives {format_rate(drive.bps)} for one stream at MTU {c.mtu} (sending "
+                     f"{format_rate(drive.send_bps)}{sack}, receiving {format_rate(drive.receive_bps)}); "
+                     f"one stream never gets more than one core.")
+        cores = hostcpu.cores_for(keys, c.streams)
+        per_core_streams = math.ceil(c.streams / cores)
+        busy = r["goodput_bps"] / cores / drive.bps
+        cap = pl.stream_cap_bps(req, c)
+        pace = (f"pace each stream at no more than {format_rate(cap)} (tc qdisc fq maxrate, or "
+                "SO_MAX_PACING_RATE), what its share of a core drives")
+        if c.cc in cca_registry.rate_based():
+            pace += f"; {c.cc} paces itself below that"
+        lines.append(f"The recommendation needs {_plural(cores, 'core')} at each end for its "
+                     f"{_plural(c.streams, 'stream')} ({per_core_streams} per core; each core about "
+                     f"{min(busy, 1.0) * 100:.0f} % busy at {format_rate(r['goodput_bps'])}); {pace}.")
+    if keys.get("nic_rate") is not None:
+        lines.append(f"The sender's NIC carries {format_rate(keys['nic_rate'])} of frames, "
+                     f"{format_rate(total)} of payload with these streams.")
+    elif total is not None:
+        lines.append(f"The host drives at most {format_rate(total)} with these streams.")
+    return " ".join(lines)
+
+
 def assumptions(req: AdviseRequest, t: Timing) -> list[str]:
+    if _has_host_model(req):
+        keys = req.host_keys()
+        gro = " The receiver coalesces with GRO." if keys.get("gro") else ""
+        hosts = (f"Hosts: {req.host_model()}, applied to the sender and the receiver as caps: each stream is "
+                 "paced at its share of the cores its streams run on (never more than one core drives: "
+                 "hostcpu.core_drive)"
+                 + (f" and at most --stream-cap ({format_rate(req.stream_cap)})" if req.stream_cap else "")
+                 + (f", the sender's NIC at {format_rate(keys['nic_rate'])}" if keys.get("nic_rate") else "")
+                 + "." + gro + " The simulator's per-packet CPU queueing "
+                 "(ACK compression, receive-ring drops) is not run: a CPU-bound stream is smoother here than "
+                 "on a real host. The competing sender, if any, is an ideal host.")
+    else:
+        hosts = ("No host model: the hosts are infinitely fast, and a stream is limited only by its window, its "
+                 "buffers and " + (f"--stream-cap ({format_rate(req.stream_cap)})." if req.stream_cap else
+                                   "nothing else (give --host-profile, or --stream-cap if one core cannot "
+                                   "drive the link)."))
     out = [
         "Simulated with fatpipe's Linux-faithful packet-level simulator (sim backend), not measured on your hosts.",
         f"Loss is random and independent per packet ({req.loss:g}); bursty loss, reordering and "
         "corruption are not modelled.",
-        "No CPU model: a stream is limited only by its window, its buffers and "
-        + (f"--stream-cap ({format_rate(req.stream_cap)})." if req.stream_cap else
-           "nothing else (give --stream-cap if one core cannot drive the link)."),
+        hosts,
         f"One drop-tail bottleneck of {mib(req.buffer_bytes(min(req.mtu)))}; no other traffic"
         + (f" except one {req.competing} stream from another sender." if req.competing else "."),
         f"Each run lasts {format_time(t.duration_s)} ({t.duration_s / req.rtt:.0f} RTTs) and is measured after "

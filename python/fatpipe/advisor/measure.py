@@ -18,6 +18,12 @@ path is what is measured):
   95 % interval.
 * **min RTT** — the smallest min_rtt_s (tcpi_min_rtt) of every probe run;
   its uncertainty is the spread of the runs' minima.
+* **CPU** — the busiest core of the sender's and the receiver's machines
+  during the rate probe (the runs' cpu_busy_max_core_frac, /proc/stat),
+  and whether one was saturated (the `cpu_bound` flag): then the rate
+  measured may be the hosts' limit rather than the path's, and the lines
+  say so. Busy fractions are not per-packet costs: the probe gives no host
+  model (docs/advise.md, "Hosts").
 """
 
 from __future__ import annotations
@@ -55,6 +61,18 @@ class MeasuredPath:
     lost_segments: int
     segments: int
     sender: str
+    busiest_core_frac: float | None = None  # the rate probe's busiest end-host core (None: not measured)
+    cpu_bound: bool = False  # a core of the sender's or receiver's machine was saturated in the rate probe
+
+    def cpu_line(self) -> str:
+        if self.busiest_core_frac is None:
+            return "  CPU: not measured (the hosts backend read no /proc/stat)"
+        line = (f"  CPU: busiest core of the sender and the receiver {self.busiest_core_frac * 100:.0f} % busy "
+                "during the rate probe")
+        if self.cpu_bound:
+            line += (" — saturated: the rate measured may be the hosts' limit rather than the path's "
+                     "(give --host-profile for hosts like these)")
+        return line
 
     def lines(self) -> list[str]:
         lo, hi = self.rate_ci_bps
@@ -67,6 +85,7 @@ class MeasuredPath:
             f"{format_time(self.rtt_spread_s[1])})",
             f"  loss {self.loss:.2g} ({self.lost_segments} retransmitted of {self.segments} segments at "
             f"{LOSS_PROBE_FRACTION:.0%} of the rate; 95 % CI {self.loss_ci[0]:.2g}–{self.loss_ci[1]:.2g})",
+            self.cpu_line(),
         ]
 
     def request_keys(self) -> dict:
@@ -82,6 +101,15 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
     return (0.0 if k == 0 else max(0.0, centre - half)), (1.0 if k == n else min(1.0, centre + half))
+
+
+def probe_cpu(runs: pd.DataFrame) -> tuple[float | None, bool]:
+    """(the busiest end-host core's busy fraction over `runs`, whether any
+    run was flagged cpu_bound); (None, False) where nothing was measured."""
+    busy = runs["cpu_busy_max_core_frac"].dropna() if "cpu_busy_max_core_frac" in runs else pd.Series(dtype=float)
+    flags = runs["flags"].fillna("").astype(str) if "flags" in runs else pd.Series(dtype=str)
+    bound = bool(flags.str.split(",").apply(lambda f: "cpu_bound" in f).any())
+    return (float(busy.max()) if not busy.empty else None), bound
 
 
 def probe_testbed(testbed: Testbed) -> tuple[Testbed, str]:
@@ -138,8 +166,9 @@ def measure_path(testbed_file: str | Path | Testbed, out: Path, emit: Callable[[
     segments = int(round(float((loss_runs["goodput_bps"] * measured_s / 8 / mss).sum())))
     lost = int(loss_runs["retrans_segments"].sum())
     minima = pd.concat([rate_runs["min_rtt_s"], loss_runs["min_rtt_s"]]).dropna()
+    busiest, cpu_bound = probe_cpu(rate_runs)
     return MeasuredPath(
         rate_bps=rate["mean"], rate_ci_bps=(rate["ci_low"], rate["ci_high"]),
         min_rtt_s=float(minima.min()), rtt_spread_s=(float(minima.min()), float(minima.max())),
         loss=lost / segments if segments else 0.0, loss_ci=wilson_interval(lost, segments),
-        lost_segments=lost, segments=segments, sender=sender)
+        lost_segments=lost, segments=segments, sender=sender, busiest_core_frac=busiest, cpu_bound=cpu_bound)

@@ -36,10 +36,19 @@ bound stays below the link's goodput ceiling is dominated by the same CCA
 at more streams (while loss-bound, goodput grows with the streams), so
 only the rungs whose bound reaches the link, and the largest rung, are run.
 
+**Hosts**: with a host model (req.host_keys(): a profile under the
+request's [host] keys, sender and receiver alike), each stream is capped
+at its share of the cores its candidate's streams run on
+(stream_cap_bps: hostcpu.core_drive at the request's loss, at most one
+core), linked beside the candidate as the sender's stream_rate_cap; the
+sender gets the host's nic_rate, the receiver its GRO; a candidate's
+buffers are sized for the capped rate (tuned_buffers). The simulator's
+per-packet CPU queueing is not run (docs/advise.md, "Hosts").
+
 **Cost** of a run is predicted, not taken as the full link: bottleneck
 packets (fatpipe.estimate's formula) scaled by the goodput the candidate
 can expect (the link for BBR and Westwood, the loss bound otherwise),
-capped by buffers and --stream-cap, with slow start's ramp (about twice
+capped by buffers, --stream-cap and the hosts, with slow start's ramp (about twice
 the window in packets over log2(window/IW) round trips) instead of the
 full rate at the start. Wall time = packets / the sim backend's packets
 per second.
@@ -53,6 +62,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import ccas as cca_registry
+from .. import hostcpu
 from ..analysis.models import cubic_bps
 from ..backends.sim import SIM_PACKETS_PER_S
 from ..window import rmem_for_window, whole_mib, window_needed_bytes, window_of_rmem, window_of_wmem, wmem_for_window
@@ -74,6 +84,9 @@ SENDER = "s1"
 COMPETITOR = "s2"
 # The linked keys that make a candidate (in this order).
 CANDIDATE_KEYS = ("flows.0.cc", "flows.0.streams", "path.mtu", "hosts.receiver.rmem_max", "hosts.s1.wmem_max")
+# With a host model, each candidate's per-stream cap (stream_cap_bps) is
+# linked beside its keys: a function of the candidate, not part of it.
+STREAM_CAP_KEY = "hosts.s1.stream_rate_cap"
 
 
 @dataclass(frozen=True, order=True)
@@ -108,8 +121,14 @@ def path_window_bytes(req: AdviseRequest, mtu: int, streams: int = 1) -> float:
 
 def tuned_buffers(req: AdviseRequest, mtu: int, streams: int) -> tuple[int, int]:
     """(rmem, wmem) that let each stream carry its share of the full path,
-    never below what the hosts have now."""
+    or no more than its cap (stream_cap_bps: a stream held to a core's
+    rate needs no window beyond that rate's), never below what the hosts
+    have now."""
     w = path_window_bytes(req, mtu, streams)
+    cap = _stream_cap_bps(req, mtu, streams)
+    share = goodput_ceiling_bps(req.rate, mss_with_timestamps(mtu), mtu) / streams
+    if cap is not None and cap < share:
+        w *= cap / share
     return max(req.rmem, whole_mib(rmem_for_window(w))), max(req.wmem, whole_mib(wmem_for_window(w)))
 
 
@@ -134,6 +153,31 @@ def baseline(req: AdviseRequest) -> Candidate:
     default = cca_registry.linux_default()
     cc = default if default in req.ccas else req.ccas[0]
     return Candidate(cc, 1, min(req.mtu), req.rmem, req.wmem)
+
+
+# What a candidate changes on the hosts against today's setup (baseline),
+# in the order the recommendation rule weighs them (rank.simplicity): a
+# sysctl change first, then jumbo frames, parallel streams, another CCA.
+CHANGE_KINDS = ("buffers", "mtu", "streams", "cc")
+
+
+def setup_changes(req: AdviseRequest, c: Candidate) -> dict[str, str]:
+    """What candidate `c` changes against today's setup (baseline(req)):
+    kind (CHANGE_KINDS) → words, in that order; empty when it changes
+    nothing. The one definition the ranking, the table and the sentences
+    use."""
+    today = baseline(req)
+    out = {}
+    if (c.rmem_bytes, c.wmem_bytes) != (today.rmem_bytes, today.wmem_bytes):
+        out["buffers"] = (f"raises tcp_rmem max to {c.rmem_bytes / 2**20:.0f} MiB and tcp_wmem max to "
+                          f"{c.wmem_bytes / 2**20:.0f} MiB (sysctl)")
+    if c.mtu != today.mtu:
+        out["mtu"] = f"uses MTU {c.mtu}"
+    if c.streams != today.streams:
+        out["streams"] = f"opens {c.streams} parallel streams"
+    if c.cc != today.cc:
+        out["cc"] = f"runs {c.cc} instead of {today.cc}"
+    return out
 
 
 def coarse_candidates(req: AdviseRequest) -> list[Candidate]:
@@ -235,13 +279,52 @@ def _same_buffer_choice(req: AdviseRequest, c: Candidate, d: Candidate) -> bool:
     return ((c.rmem_bytes, c.wmem_bytes) == now) == ((d.rmem_bytes, d.wmem_bytes) == now)
 
 
+# ---- the hosts (module doc, "Hosts") ---------------------------------------------
+
+
+def core_drive(req: AdviseRequest, c: Candidate) -> hostcpu.CoreDrive:
+    """What one core of the hosts (req.host_keys(): sender and receiver
+    alike) drives for one stream of `c` at the request's loss, with the
+    SACK work of the holes a stream's share of the path's window opens."""
+    return _core_drive(req, c.mtu, c.streams)
+
+
+def _core_drive(req: AdviseRequest, mtu: int, streams: int) -> hostcpu.CoreDrive:
+    mss = mss_with_timestamps(mtu)
+    window_segments = path_window_bytes(req, mtu, streams) / mss
+    return hostcpu.core_drive(req.host_keys(), mss, mtu,
+                              sack_blocks=hostcpu.sack_blocks_per_ack(req.loss, window_segments))
+
+
+def stream_cap_bps(req: AdviseRequest, c: Candidate) -> float | None:
+    """The most one stream of `c` may send: --stream-cap, and with a host
+    model its share of the cores its streams run on (hostcpu.cores_for),
+    so never more than one core drives; None: no cap."""
+    return _stream_cap_bps(req, c.mtu, c.streams)
+
+
+def _stream_cap_bps(req: AdviseRequest, mtu: int, streams: int) -> float | None:
+    caps = [req.stream_cap] if req.stream_cap else []
+    per_core = _core_drive(req, mtu, streams).bps
+    cores = hostcpu.cores_for(req.host_keys(), streams)
+    if per_core is not None and math.isfinite(per_core) and cores:
+        caps.append(per_core * cores / streams)
+    return min(caps) if caps else None
+
+
+def host_ceiling_bps(req: AdviseRequest, c: Candidate) -> float | None:
+    """The most the sending host drives for `c` in total (its cores and
+    its NIC: hostcpu.host_drive_bps); None: unlimited."""
+    return hostcpu.host_drive_bps(req.host_keys(), core_drive(req, c).bps, c.mss_bytes, c.mtu, c.streams)
+
+
 def expected_goodput_bps(req: AdviseRequest, c: Candidate, loss: float | None = None) -> float:
     """A generous guess of a candidate's goodput, for its cost only."""
     ceiling = goodput_ceiling_bps(req.rate, c.mss_bytes, c.mtu)
     per_stream = min(ceiling, loss_bound_bps(req, c.cc, c.mss_bytes, loss))
     window = min(window_of_rmem(c.rmem_bytes), window_of_wmem(c.wmem_bytes))
-    per_stream = min(per_stream, window * 8 / req.rtt, req.stream_cap or math.inf)
-    return min(ceiling, c.streams * per_stream)
+    per_stream = min(per_stream, window * 8 / req.rtt, stream_cap_bps(req, c) or math.inf)
+    return min(ceiling, c.streams * per_stream, host_ceiling_bps(req, c) or math.inf)
 
 
 def run_wall_s(req: AdviseRequest, c: Candidate, t: Timing, loss: float | None = None,
@@ -266,8 +349,14 @@ def stage_raw(req: AdviseRequest, name: str, candidates: list[Candidate], t: Tim
     mtu0 = candidates[0].mtu
     hosts: dict[str, Any] = {"receiver": {"rmem_max": candidates[0].rmem_bytes},
                              SENDER: {"wmem_max": candidates[0].wmem_bytes}}
-    if req.stream_cap:
-        hosts[SENDER]["stream_rate_cap"] = req.stream_cap
+    caps = [stream_cap_bps(req, c) for c in candidates]
+    if caps[0] is not None:
+        hosts[SENDER]["stream_rate_cap"] = caps[0]
+    host = req.host_keys()
+    if host.get("nic_rate") is not None:
+        hosts[SENDER]["nic_rate"] = host["nic_rate"]
+    if host.get("gro"):
+        hosts["receiver"]["gro"] = True
     flows: list[dict[str, Any]] = [{"cc": candidates[0].cc, "streams": candidates[0].streams, "sender": SENDER}]
     if competing:
         rmem, wmem = tuned_buffers(req, max(req.mtu), 1)
@@ -276,7 +365,10 @@ def stage_raw(req: AdviseRequest, name: str, candidates: list[Candidate], t: Tim
     sweep: dict[str, Any] = {}
     if losses:
         sweep["path.loss"] = list(losses)
-    sweep["linked"] = [{key: [c.values()[i] for c in candidates] for i, key in enumerate(CANDIDATE_KEYS)}]
+    linked = {key: [c.values()[i] for c in candidates] for i, key in enumerate(CANDIDATE_KEYS)}
+    if len(set(caps)) > 1:  # a host model: each candidate's streams share its cores
+        linked[STREAM_CAP_KEY] = caps
+    sweep["linked"] = [linked]
     return {
         "version": 1,
         "study": {"name": name, "backends": ["sim"], "duration": t.duration_s, "warmup": t.warmup_s,

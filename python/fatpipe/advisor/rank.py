@@ -7,6 +7,8 @@ Rules
   and repetition stages pooled: they share one timing), with the Student-t
   95 % interval of analysis.stats.mean_ci.
 * **Retransmission cost** is the mean ``retrans_rate`` of those runs.
+* **Stream cap**: what each stream was held to (plan.stream_cap_bps:
+  --stream-cap, and with a host model its share of the cores).
 * **Window-bound**: the mean ``rwnd_limited_frac`` or
   ``sndbuf_limited_frac`` exceeds summary.HOST_LIMIT_FRACTION and the
   goodput stays below WINDOW_BOUND_SHORTFALL of the link's goodput
@@ -69,7 +71,7 @@ from ..analysis.fairness import run_fairness
 from ..analysis.stats import mean_ci
 from ..summary import HOST_LIMIT_FRACTION
 from ..wire import goodput_ceiling_bps
-from .plan import CANDIDATE_KEYS, Candidate, candidate_of
+from .plan import CANDIDATE_KEYS, Candidate, candidate_of, setup_changes, stream_cap_bps
 from .request import AdviseRequest
 
 WINDOW_BOUND_SHORTFALL = 0.95
@@ -81,7 +83,7 @@ HARM_KEEP = 0.5
 
 RANKED_COLUMNS = ["rank", "cc", "streams", "mtu_bytes", "mss_bytes", "rmem_bytes", "wmem_bytes", "buffers",
                   "n", "goodput_bps", "goodput_ci_low_bps", "goodput_ci_high_bps", "retrans_rate",
-                  "window_bound", "loss_halves_at", "loss_margin_factor", "competing_share", "jain",
+                  "window_bound", "stream_cap_bps", "loss_halves_at", "loss_margin_factor", "competing_share", "jain",
                   "recommended"]
 
 
@@ -102,10 +104,11 @@ def candidate_stats(runs: pd.DataFrame, req: AdviseRequest) -> pd.DataFrame:
         rows.append({
             "candidate": c, "cc": c.cc, "streams": c.streams, "mtu_bytes": c.mtu, "mss_bytes": c.mss_bytes,
             "rmem_bytes": c.rmem_bytes, "wmem_bytes": c.wmem_bytes,
-            "buffers": "as now" if (c.rmem_bytes, c.wmem_bytes) == (req.rmem, req.wmem) else "raised",
+            "buffers": "raised" if "buffers" in setup_changes(req, c) else "as now",
             "n": s["n"], "goodput_bps": s["mean"], "goodput_ci_low_bps": s["ci_low"],
             "goodput_ci_high_bps": s["ci_high"], "retrans_rate": float(grp["retrans_rate"].mean()),
             "rwnd_limited_frac": rwnd, "sndbuf_limited_frac": sndbuf,
+            "stream_cap_bps": stream_cap_bps(req, c) or math.nan,
             "window_bound": bool(max(rwnd, sndbuf) > HOST_LIMIT_FRACTION and s["mean"] <
                                  WINDOW_BOUND_SHORTFALL * goodput_ceiling_bps(req.rate, c.mss_bytes, c.mtu)),
         })
@@ -139,7 +142,8 @@ def contenders(stats: pd.DataFrame, limit: int) -> list[Candidate]:
 def simplicity(row, req: AdviseRequest) -> tuple:
     """Sort key of the recommendation among equal candidates (step 4)."""
     order = req.ccas.index(row["cc"]) if row["cc"] in req.ccas else len(req.ccas)
-    return (row["buffers"] != "as now", row["mtu_bytes"] != min(req.mtu), row["streams"],
+    changes = setup_changes(req, row["candidate"])
+    return ("buffers" in changes, "mtu" in changes, row["streams"],
             not row["retrans_rate"] < LOW_RETRANS, order, -row["goodput_bps"])
 
 

@@ -29,6 +29,7 @@ def _cells(r) -> dict[str, str]:
         "n": str(r["n"]), "goodput Gbit/s": f"{r['goodput_bps'] / 1e9:.3g}", "95% CI": ci,
         "retrans %": "–" if pd.isna(r["retrans_rate"]) else f"{r['retrans_rate'] * 100:.3g}",
         "window-bound": "yes" if r["window_bound"] else "",
+        "cap/stream Gbit/s": "–" if pd.isna(r["stream_cap_bps"]) else f"{r['stream_cap_bps'] / 1e9:.3g}",
         "halves at loss": margin,
         "competitor share": "–" if pd.isna(r["competing_share"]) else f"{r['competing_share'] * 100:.0f} %",
         "Jain": "–" if pd.isna(r["jain"]) else f"{r['jain']:.2f}",
@@ -36,12 +37,15 @@ def _cells(r) -> dict[str, str]:
 
 
 def terminal_text(advice: Advice, rows: int = TERMINAL_ROWS) -> str:
-    lines = [*advice.measured, f"Recommendation: {advice.recommendation}", ""]
+    lines = [*advice.measured, f"Recommendation: {advice.recommendation}", *([advice.hosts] if advice.hosts else []),
+             ""]
     cells = [_cells(r) for _, r in advice.table.head(rows).iterrows()]
     if cells:
         header = list(cells[0])
         if advice.request.competing is None:
             header = [h for h in header if h not in ("competitor share", "Jain")]
+        if advice.table["stream_cap_bps"].isna().all():
+            header.remove("cap/stream Gbit/s")
         widths = [max(len(h), *(len(c[h]) for c in cells)) for h in header]
         lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
         lines += ["  ".join(c[h].rjust(w) for h, w in zip(header, widths, strict=True)) for c in cells]
@@ -84,7 +88,8 @@ def write_html(advice: Advice) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     rows = [_cells(r) for _, r in advice.table.iterrows()]
     table = pd.DataFrame(rows)
-    top = f'<div class="findings"><b>Recommendation</b><p>{_esc(advice.recommendation)}</p></div>'
+    top = (f'<div class="findings"><b>Recommendation</b><p>{_esc(advice.recommendation)}</p>'
+           f'<p>{_esc(advice.hosts)}</p></div>')
     sections = []
     if advice.measured:
         sections.append(Section("measured", "The path as measured", _ul(advice.measured)))

@@ -13,9 +13,17 @@ can make, from command-line flags or a small TOML file with the same keys::
     max_streams = 16       # most parallel streams the transfer tool opens
     competing = "cubic"    # traffic sharing the path (one stream of this CCA)
     budget = "60s"         # wall time to aim for
+    host_profile = "NAME"  # the hosts' profile (data/host_profiles.toml)
+    [host]                 # host-model keys over the profile's (HOST_KEYS)
+    cpu_cores = 4
+    cost_receive_byte = "0.3ns"
 
 Validated as strictly as a study (the spec's unit types; unknown keys and
 bad values are errors naming the key and what is allowed).
+
+The host model (host_profile, host) describes the sender and the receiver
+alike (docs/advise.md, "Hosts"); without one the hosts are taken as
+infinitely fast, and the advice says so.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from .. import ccas as cca_registry
+from .. import hostcpu, hostprofiles
 from .. import spec as spec_mod
 from ..spec import Buffer, DurationS, Probability, RateBps, RttS, SizeBytes, SpecError
 from ..spec_errors import validation_problems
@@ -34,6 +43,33 @@ DEFAULT_MAX_STREAMS = 16
 MAX_MAX_STREAMS = 256
 DEFAULT_BUDGET_S = 60.0
 MTU_RANGE = (576, 65535)
+# The [hosts] keys a request's [host] table may set: the host model's CPU,
+# NIC and receive offload (docs/host-model.md, "Keys"). The buffers are
+# the request's rmem/wmem, a stream's cap its stream_cap.
+HOST_KEYS = ("cpu_cores", "app_threads", "rx_ring", "nic_rate", "gro", *hostcpu.COST_FIELDS)
+
+
+def _host_keys(value: Any) -> Any:
+    """A [host] table of HOST_KEYS, validated as a study's [hosts.<name>]
+    keys: {key: value in SI units}."""
+    if not isinstance(value, dict):
+        raise ValueError(f"host is a table of host-model keys ({', '.join(HOST_KEYS)})")
+    other = [k for k in value if k not in HOST_KEYS]
+    if other:
+        raise ValueError(f"got {', '.join(map(repr, other))}; host takes the host-model keys "
+                         f"{', '.join(HOST_KEYS)} (the buffers are rmem and wmem, a stream's cap stream_cap)")
+    try:
+        section = spec_mod.HostSection.model_validate(value)
+    except ValidationError as e:
+        raise ValueError("; ".join(f"{k}: {m}" for k, m in validation_problems(e))) from None
+    return {k: getattr(section, k) for k in section.model_fields_set}
+
+
+def _profile_name(value: Any) -> Any:
+    if value not in hostprofiles.PROFILES:
+        raise ValueError(f"got {value!r}; host profiles: {', '.join(hostprofiles.PROFILES)} "
+                         "(python/fatpipe/data/host_profiles.toml)")
+    return value
 
 
 def _split_list(value: Any) -> Any:
@@ -92,6 +128,8 @@ class AdviseRequest(spec_mod._Strict):
     max_streams: Annotated[int, Field(ge=1, le=MAX_MAX_STREAMS)] = DEFAULT_MAX_STREAMS
     competing: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = None
     budget: DurationS = DEFAULT_BUDGET_S
+    host_profile: Annotated[str, BeforeValidator(_profile_name)] | None = None
+    host: Annotated[dict[str, Any], BeforeValidator(_host_keys)] = {}
 
     @field_validator("ccas", "competing")
     @classmethod
@@ -105,6 +143,28 @@ class AdviseRequest(spec_mod._Strict):
             raise ValueError(f"got {', '.join(map(repr, unknown)) or 'none'}; the simulator has "
                              f"{', '.join(available)}")
         return list(dict.fromkeys(names))
+
+    def host_problems(self) -> list[tuple[str, str]]:
+        """What the resolved host keys get wrong together (hostcpu.NEEDS_CORES without cpu_cores)."""
+        keys = self.host_keys()
+        lacking = [k for k in hostcpu.NEEDS_CORES if k in keys] if keys.get("cpu_cores") is None else []
+        if not lacking:
+            return []
+        return [("host", f"{', '.join(lacking)} apply to the CPU cost model, which is on only with cpu_cores: "
+                         "give host.cpu_cores (or a host_profile that sets it)")]
+
+    def host_keys(self) -> dict[str, Any]:
+        """The hosts' resolved model keys: the profile's under the [host]
+        table's ({} with neither: infinitely fast hosts)."""
+        keys = hostprofiles.profile_keys(self.host_profile) if self.host_profile else {}
+        return {**{k: v for k, v in keys.items() if k in HOST_KEYS}, **self.host}
+
+    def host_model(self) -> str | None:
+        """What the host model is, in words (None without one)."""
+        own = "the request's [host] keys"
+        if self.host_profile:
+            return f"host profile {self.host_profile!r}" + (f" under {own}" if self.host else "")
+        return own if self.host else None
 
     def buffer_bytes(self, mtu: int) -> int:
         """The bottleneck buffer in bytes on this path at `mtu`."""
@@ -121,9 +181,12 @@ def validate_request(raw: dict[str, Any], source: str = "") -> AdviseRequest:
     """A raw mapping (flags or TOML) → AdviseRequest, or a SpecError naming the key."""
     raw = {k: v for k, v in raw.items() if v is not None}
     try:
-        return AdviseRequest.model_validate(raw)
+        req = AdviseRequest.model_validate(raw)
     except ValidationError as e:
         raise RequestError(validation_problems(e), source) from None
+    if problems := req.host_problems():
+        raise RequestError(problems, source)
+    return req
 
 
 def load_request(path: str | Path, overrides: dict[str, Any] | None = None) -> AdviseRequest:
