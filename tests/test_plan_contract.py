@@ -94,6 +94,7 @@ cost_sack_block = "0.2us"
 cost_timer = "1us"
 interrupt_coalescing = "50us"
 interrupt_coalescing_frames = 16
+qdisc = "fq"
 [hosts.s1]
 nic_rate = "9Mbit"
 [hosts.receiver]

@@ -348,6 +348,12 @@ class HostSection(_Strict):
     # a sender's its ACKs. None: an interrupt per packet.
     interrupt_coalescing: InterruptCoalescingS | None = None
     interrupt_coalescing_frames: hostcpu.InterruptFrames | None = None
+    # The sending host's root qdisc (docs/host-model.md, "qdisc"): "fq"
+    # paces every flow at its sk_pacing_rate (what ESnet recommends on
+    # data-transfer nodes); "fq_codel" and "pfifo_fast" (Linux's and most
+    # distributions' defaults) pace only the CCAs that ask (BBR, through
+    # TCP's internal pacing). None: the host's default, unpaced.
+    qdisc: Literal["fq", "fq_codel", "pfifo_fast"] | None = None
 
 
 class FlowSection(_Strict):

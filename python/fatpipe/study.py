@@ -69,6 +69,7 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
         nic_rate_bps=nic_rate,
         interrupt_coalescing_s=h.interrupt_coalescing,
         interrupt_coalescing_frames=h.interrupt_coalescing_frames,
+        qdisc=h.qdisc,
     )
 
 

@@ -59,6 +59,8 @@ pub struct StreamSpec {
     /// The sender host's interrupt moderation of ACKs (index into
     /// `SimConfig::sender_coalescing`).
     pub ack_coalescer: Option<u32>,
+    /// The sender host's root qdisc paces every flow (fq).
+    pub qdisc_paces: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -394,6 +396,7 @@ impl Sim {
                 mss: s.mss,
                 wmem_bytes: s.wmem_bytes,
                 rate_cap: s.rate_cap,
+                qdisc_paces: s.qdisc_paces,
                 initial_rwnd: receiver.wnd,
                 // The SYN/SYN-ACK exchange gives Linux its first RTT sample
                 // (base RTT plus access delay).

@@ -112,6 +112,26 @@ pub fn coalescing(usecs: Option<f64>, frames: Option<Whole>, path: &str) -> Resu
     }
 }
 
+/// The root qdiscs a sending host may have: fq paces every flow at its
+/// sk_pacing_rate; pfifo_fast and fq_codel (the defaults of Linux and of
+/// most distributions, net.core.default_qdisc) leave pacing to the CCAs
+/// that ask for it (TCP's internal pacing, tcp_needs_internal_pacing()).
+pub const QDISCS: [(&str, bool); 3] = [("fq", true), ("fq_codel", false), ("pfifo_fast", false)];
+
+/// A `qdisc` field: whether that qdisc paces every flow; left out: no.
+pub fn qdisc_paces(v: Option<&str>, path: &str) -> Result<bool, ConfigError> {
+    match v {
+        None => Ok(false),
+        Some(q) => match QDISCS.iter().find(|(name, _)| *name == q) {
+            Some(&(_, paces)) => Ok(paces),
+            None => {
+                let known: Vec<&str> = QDISCS.iter().map(|(n, _)| *n).collect();
+                error(format!("{path}.qdisc"), format!("unknown qdisc '{q}'; known: {}", known.join(", ")))
+            }
+        },
+    }
+}
+
 /// A `nic_rate_bps` field: > 0 (bits per second).
 pub fn nic_rate(v: Option<f64>, path: &str) -> Result<Option<f64>, ConfigError> {
     match v {

@@ -140,6 +140,7 @@ pub struct HostLimits {
     pub nic_rate_bps: Option<f64>,
     pub interrupt_coalescing_s: Option<f64>,
     pub interrupt_coalescing_frames: Option<Whole>,
+    pub qdisc: Option<String>,
 }
 
 impl PlanStruct for HostLimits {

@@ -12,7 +12,7 @@ fn host() -> Value {
     json!({"rmem_max_bytes": 6_000_000, "wmem_max_bytes": 4_000_000, "stream_rate_cap_bps": null,
            "extra_rtt_s": 0.0, "ecn": 2, "gro": false, "processing_jitter_s": null,
            "start_spread_s": null, "cpu": null, "nic_rate_bps": null,
-           "interrupt_coalescing_s": null, "interrupt_coalescing_frames": null})
+           "interrupt_coalescing_s": null, "interrupt_coalescing_frames": null, "qdisc": null})
 }
 
 fn host_cpu() -> Value {

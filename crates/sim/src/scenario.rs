@@ -17,7 +17,7 @@ use crate::plan::{self, AqmPlan, PlanError, RunPlan, Whole};
 use crate::engine::{Sim, SimConfig, StreamSpec};
 use crate::fq_codel::FqCodelParams;
 use crate::host::cpu::CpuSeat;
-use crate::host_plan::{coalescing, host_cpu, nic_rate, Coalescing, HostCpu, Placement};
+use crate::host_plan::{coalescing, host_cpu, nic_rate, qdisc_paces, Coalescing, HostCpu, Placement};
 use crate::path::{Aqm, CeThreshold};
 use crate::tcp::ecn::{negotiate, TCP_ECN_PASSIVE};
 use crate::wire::TCP_IP_HEADER_BYTES;
@@ -116,6 +116,8 @@ pub struct HostLimits {
     pub nic_rate_bps: Option<f64>,
     /// The host's receive interrupt moderation (host/coalesce.rs).
     pub coalescing: Option<Coalescing>,
+    /// The host's root qdisc paces every flow (fq).
+    pub qdisc_paces: bool,
 }
 
 /// Longest start spread a host may have (spec.MAX_START_SPREAD_S).
@@ -232,7 +234,9 @@ fn host_limits(h: &plan::HostLimits, path: &str) -> Result<HostLimits, ConfigErr
     };
     let nic_rate_bps = nic_rate(h.nic_rate_bps, path)?;
     let coalescing = coalescing(h.interrupt_coalescing_s, h.interrupt_coalescing_frames, path)?;
+    let qdisc_paces = qdisc_paces(h.qdisc.as_deref(), path)?;
     Ok(HostLimits {
+        qdisc_paces,
         coalescing,
         cpu,
         nic_rate_bps,
@@ -498,6 +502,7 @@ impl Scenario {
                     receiver_cpu: receiver_seats[k as usize].take(),
                     nic: nic_hosts.iter().position(|n| **n == f.sender).map(|i| i as u32),
                     ack_coalescer: coalescing_hosts.iter().position(|n| **n == f.sender).map(|i| i as u32),
+                    qdisc_paces: host.qdisc_paces,
                 });
                 k += 1;
             }

@@ -16,7 +16,7 @@ use serde_json::json;
 /// A CUBIC sender (MSS 1448, 20 ms handshake RTT, no buffer limits) that
 /// has sent its initial window into a hand-driven environment.
 fn started_cubic_sender() -> (Sender, Env) {
-    let cfg = SenderConfig { mss: 1448, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20,
+    let cfg = SenderConfig { mss: 1448, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20,
                              handshake_rtt: Some(Time::from_millis(20)), ecn: false };
     let mut s = Sender::new(&cfg, cc::by_name("cubic").unwrap());
     let mut env = Env::default();

@@ -53,7 +53,7 @@ fn ack(n: u64, sacks: &[(u64, u64)]) -> Ack {
 fn hooks_fire_at_linux_call_points_through_recovery() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let cc = Recording { inner: cc::by_name("reno").unwrap(), log: log.clone() };
-    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
     let mut s = Sender::new(&cfg, Box::new(cc));
     let mut env = Env::default();
     s.start(Time::ZERO, &mut env);
@@ -115,7 +115,7 @@ impl CongestionControl for FixedPace {
 #[test]
 fn internal_pacing_spaces_bursts_by_their_length_over_the_pacing_rate() {
     let calls = Arc::new(Mutex::new(0));
-    let cfg = SenderConfig { mss: 1448, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
+    let cfg = SenderConfig { mss: 1448, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
     let mut s = Sender::new(&cfg, Box::new(FixedPace { calls: calls.clone() }));
     let mut env = Env::default();
     s.start(Time::ZERO, &mut env);

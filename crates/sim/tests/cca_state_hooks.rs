@@ -88,7 +88,7 @@ impl CongestionControl for Probe {
 }
 
 fn sender(cc: Box<dyn CongestionControl>) -> Sender {
-    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
     Sender::new(&cfg, cc)
 }
 

@@ -18,7 +18,7 @@ mod hand_env;
 use hand_env::Env;
 
 fn sender(cc_name: &str, ecn: bool) -> Sender {
-    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20, handshake_rtt: None, ecn };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn };
     Sender::new(&cfg, cc::by_name(cc_name).unwrap())
 }
 

@@ -10,7 +10,7 @@ mod hand_env;
 use hand_env::Env;
 
 fn sender() -> Sender {
-    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
     Sender::new(&cfg, cc::by_name("reno").unwrap())
 }
 
@@ -122,7 +122,7 @@ fn rack_marks_a_segment_lost_only_after_the_reordering_window() {
 
 #[test]
 fn wmem_bounds_unacked_segments() {
-    let cfg = SenderConfig { mss: 1000, wmem_bytes: 15_000, rate_cap: None, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 15_000, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
     let mut s = Sender::new(&cfg, cc::by_name("reno").unwrap());
     let mut env = Env::default();
     s.start(Time::ZERO, &mut env);

@@ -59,6 +59,7 @@ class HostLimits:
     nic_rate_bps: float | None = None  # the host's total ceiling across its streams (None: none)
     interrupt_coalescing_s: float | None = None  # receive interrupt delay after a batch's first packet (None: none)
     interrupt_coalescing_frames: int | None = None  # packets that fire the interrupt early (None: no count)
+    qdisc: str | None = None  # the host's root qdisc: "fq" paces every flow (None: the default, unpaced)
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,9 @@ pub struct SenderConfig {
     pub wmem_bytes: u64,
     /// Per-stream cap on the sending rate (sk_max_pacing_rate).
     pub rate_cap: Option<Rate>,
+    /// The host's root qdisc paces every flow at its sk_pacing_rate (fq:
+    /// SK_PACING_FQ), whether or not the CCA asks for pacing.
+    pub qdisc_paces: bool,
     /// The peer's advertised window in segments before the first ACK.
     pub initial_rwnd: u32,
     /// RTT measured by the three-way handshake, if modelled.
@@ -139,6 +142,7 @@ pub struct Sender {
     /// Segments the application has written so far.
     pub write_seq: u64,
     pub(super) rate_cap: Option<Rate>,
+    pub(super) qdisc_paces: bool,
     pub(super) max_packets_out: u32,
     pub(super) cwnd_usage_seq: u64,
     pub(super) cwnd_limited_flag: bool,
@@ -197,6 +201,7 @@ impl Sender {
             snd_wnd_end: cfg.initial_rwnd as u64,
             write_seq: u64::MAX,
             rate_cap: cfg.rate_cap,
+            qdisc_paces: cfg.qdisc_paces,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             cwnd_limited_flag: false,
@@ -236,9 +241,12 @@ impl Sender {
     }
 
     /// Whether the pacing rate applies: the CCA asked for pacing
-    /// (SK_PACING_NEEDED) or a per-stream cap exists.
+    /// (SK_PACING_NEEDED), the host's fq paces every flow at
+    /// sk_pacing_rate (fq_dequeue() holds each packet to its flow's rate;
+    /// tcp_update_pacing_rate() keeps the rate current), or a per-stream
+    /// cap exists.
     fn pacing_rate(&self) -> Option<Rate> {
-        let r = if self.tp.pacing_enabled {
+        let r = if self.tp.pacing_enabled || self.qdisc_paces {
             self.tp.pacing_rate.min(self.tp.max_pacing_rate)
         } else if self.rate_cap.is_some() {
             self.tp.max_pacing_rate
@@ -256,7 +264,7 @@ impl Sender {
     /// per-stream cap applies); otherwise the pacing rate is only reported.
     #[inline]
     pub(super) fn pacing_used(&self) -> bool {
-        self.tp.pacing_enabled || self.rate_cap.is_some()
+        self.tp.pacing_enabled || self.qdisc_paces || self.rate_cap.is_some()
     }
 
     /// sk_pacing_rate as tcp_info reports it.
