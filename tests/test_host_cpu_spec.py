@@ -36,9 +36,10 @@ sender = "s2"
 
 COST_KEYS = list(hostcpu.COST_FIELDS)
 PER_BYTE = [k for k in COST_KEYS if k.endswith("_byte")]
-PER_UNIT = [k for k in COST_KEYS if k not in PER_BYTE]
+PER_UNIT = [k for k in COST_KEYS if k not in PER_BYTE and k != "cost_rtx_walk"]
 CPU_JSON_KEYS = {"cores", "app_threads", "machine", "rx_ring_packets", "send_packet_s", "send_byte_s",
-                 "receive_packet_s", "receive_unit_s", "receive_byte_s", "ack_s", "sack_block_s", "timer_s"}
+                 "receive_packet_s", "receive_unit_s", "receive_byte_s", "ack_s", "sack_block_s", "timer_s",
+                 "rtx_queue", "rtx_walk_s"}
 
 
 def plans(tmp_path, hosts="", sweep=""):
@@ -91,7 +92,8 @@ def test_the_plan_json_carries_exactly_the_cpu_object(tmp_path):
     assert s1["cpu"] == pytest.approx({
         "cores": 4, "app_threads": 1, "machine": "box-1", "rx_ring_packets": 512,
         "send_packet_s": 1.5e-6, "send_byte_s": 0.05e-9, "receive_packet_s": 2e-6, "receive_unit_s": 0.8e-6,
-        "receive_byte_s": 0.1e-9, "ack_s": 1.2e-6, "sack_block_s": 300e-9, "timer_s": 5e-6})
+        "receive_byte_s": 0.1e-9, "ack_s": 1.2e-6, "sack_block_s": 300e-9, "timer_s": 5e-6,
+        "rtx_queue": None, "rtx_walk_s": 0.0})
     assert s1["nic_rate_bps"] == pytest.approx(40e9)
     # hosts.default reaches every host; s1's own keys only s1. Unset: one
     # thread per stream, a machine of its own, the default ring.
@@ -138,6 +140,8 @@ RANGE_ERRORS = [
     *[(key, '"2us"', f"2e-06 s is above the maximum of 1e-06 s; {BYTE_RANGE}") for key in PER_BYTE],
     *[(key, '-1e-10', f"-1e-10 s is below the minimum of 0 s; {BYTE_RANGE}") for key in PER_BYTE],
     ("cost_ack", '"slow"', "cannot read 'slow' as a time"),
+    ("cost_rtx_walk", '"2us"', "2e-06 s is above the maximum of 1e-06 s; a cost per segment walked is from 0 to 1 µs"),
+    ("rtx_queue", '"skiplist"', "rtx_queue"),
 ]
 
 

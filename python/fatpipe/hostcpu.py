@@ -50,9 +50,10 @@ COST_FIELDS = {
     "cost_ack": "ack_s",
     "cost_sack_block": "sack_block_s",
     "cost_timer": "timer_s",
+    "cost_rtx_walk": "rtx_walk_s",
 }
 # Keys that mean something only with the cost model on (cpu_cores set).
-NEEDS_CORES = ("app_threads", "machine", "rx_ring", *COST_FIELDS)
+NEEDS_CORES = ("app_threads", "machine", "rx_ring", "rtx_queue", *COST_FIELDS)
 
 
 def whole_number(key: str, lo: int, hi: int, what: str) -> BeforeValidator:
@@ -99,6 +100,9 @@ def _cost(hi_s: float, per: str) -> Any:
 
 CostPerUnitS = _cost(MAX_COST_PER_UNIT_S, "packet, unit, ACK, SACK block or timer")
 CostPerByteS = _cost(MAX_COST_PER_BYTE_S, "byte")
+# A list retransmission queue's walk, per segment: at most 1 µs (ten DRAM
+# accesses), like a byte's.
+CostPerWalkedSegmentS = _cost(MAX_COST_PER_BYTE_S, "segment walked")
 
 
 # ---- checks across hosts --------------------------------------------------------

@@ -341,6 +341,12 @@ class HostSection(_Strict):
     cost_ack: hostcpu.CostPerUnitS | None = None
     cost_sack_block: hostcpu.CostPerUnitS | None = None
     cost_timer: hostcpu.CostPerUnitS | None = None
+    # The retransmission queue's structure, where its cost differs: "list"
+    # (Linux before 4.15: SACK processing walks the queue from its head,
+    # `cost_rtx_walk` per segment walked) or "rbtree" (4.15 and later,
+    # commit 75c119afe14f). None: the rb-tree.
+    rtx_queue: Literal["list", "rbtree"] | None = None
+    cost_rtx_walk: hostcpu.CostPerWalkedSegmentS | None = None
     # Receive interrupt moderation (ethtool -C rx-usecs, rx-frames;
     # docs/host-model.md): packets reach TCP at the interrupt `interrupt_
     # coalescing` after their batch's first one, or once the batch has

@@ -82,6 +82,7 @@ def _host_cpu(h: spec_mod.HostSection) -> HostCpu | None:
         app_threads=h.app_threads,
         machine=h.machine,
         rx_ring_packets=hostcpu.DEFAULT_RX_RING_PACKETS if h.rx_ring is None else h.rx_ring,
+        rtx_queue=h.rtx_queue,
         **{field: getattr(h, key) or 0.0 for key, field in hostcpu.COST_FIELDS.items()},
     )
 

@@ -46,7 +46,7 @@ SWEEPABLE = {
     "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm"),
     "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn", "processing_jitter",
                       "start_spread", "profile", "cpu_cores", "app_threads", "nic_rate", "rx_ring",
-                      "interrupt_coalescing", "interrupt_coalescing_frames", "qdisc",
+                      "interrupt_coalescing", "interrupt_coalescing_frames", "qdisc", "rtx_queue",
                       *COST_FIELDS),
     "flows.<index>": ("cc", "streams", "mss", "sender", "start", "request", "response",
                       "concurrency", "rate", "ecn", "cwnd_clamp"),

@@ -78,6 +78,11 @@ pub fn host_cpu(c: &plan::HostCpu, path: &str) -> Result<HostCpu, ConfigError> {
         ack_ns: ns(c.ack_s, "ack_s")?,
         sack_block_ns: ns(c.sack_block_s, "sack_block_s")?,
         timer_ns: ns(c.timer_s, "timer_s")?,
+        rtx_walk_ps: match c.rtx_queue.as_deref() {
+            None | Some("rbtree") => 0,
+            Some("list") => ps(c.rtx_walk_s, "rtx_walk_s")?,
+            Some(q) => return error(at("rtx_queue"), format!("unknown retransmission queue '{q}'; known: list (Linux before 4.15), rbtree")),
+        },
     };
     Ok(HostCpu { cores, app_threads, machine: c.machine.clone(), rx_ring_packets, costs })
 }

@@ -165,6 +165,8 @@ pub struct HostCpu {
     pub ack_s: Option<f64>,
     pub sack_block_s: Option<f64>,
     pub timer_s: Option<f64>,
+    pub rtx_queue: Option<String>,
+    pub rtx_walk_s: Option<f64>,
 }
 
 impl PlanStruct for HostCpu {

@@ -18,7 +18,8 @@ fn host() -> Value {
 fn host_cpu() -> Value {
     json!({"cores": 4, "app_threads": null, "machine": null, "rx_ring_packets": 1024,
            "send_packet_s": 1e-6, "send_byte_s": 1e-10, "receive_packet_s": 5e-7, "receive_unit_s": 2e-6,
-           "receive_byte_s": 2e-10, "ack_s": 1e-6, "sack_block_s": 2e-7, "timer_s": 1e-6})
+           "receive_byte_s": 2e-10, "ack_s": 1e-6, "sack_block_s": 2e-7, "timer_s": 1e-6,
+           "rtx_queue": "list", "rtx_walk_s": 5e-9})
 }
 
 fn fq_codel() -> Value {

@@ -41,6 +41,8 @@ class HostCpu:
     ack_s: float = 0.0  # per ACK processed
     sack_block_s: float = 0.0  # per SACK block of scoreboard work
     timer_s: float = 0.0  # per timer that fires
+    rtx_queue: str | None = None  # "list": the retransmission queue of Linux before 4.15 (None: the rb-tree)
+    rtx_walk_s: float = 0.0  # per segment a list queue's SACK processing walks
 
 
 @dataclass(frozen=True)

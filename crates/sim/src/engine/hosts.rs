@@ -144,7 +144,8 @@ impl Sim {
                     return;
                 }
                 let ready = host.admit(now, ack);
-                let cost = seat.costs.ack(sack_blocks);
+                let walked = if seat.costs.rtx_walk_ps > 0 { st.sender.list_walk_segments(&ack) } else { 0 };
+                let cost = seat.costs.ack(sack_blocks, walked);
                 core.enqueue(Work { stream: i, kind: HostStep::Ack, ready, cost, ring_packets: 1 });
                 let seat = *seat;
                 self.start_core(&seat, now);

@@ -52,6 +52,11 @@ pub struct CpuCosts {
     pub sack_block_ns: u64,
     /// Per sender timer that fires (RTO, TLP, RACK reordering, pacing).
     pub timer_ns: u64,
+    /// Per segment of the retransmission queue an ACK's SACK processing
+    /// walks, when the host keeps that queue as a linked list (Linux
+    /// before 4.15, `rtx_queue = "list"`; [`list_walk_segments`]); 0 for
+    /// the rb-tree of 4.15 and later, which finds a block in O(log n).
+    pub rtx_walk_ps: u64,
 }
 
 impl CpuCosts {
@@ -71,10 +76,11 @@ impl CpuCosts {
         )
     }
 
-    /// Processing one ACK carrying `sack_blocks` SACK blocks.
+    /// Processing one ACK carrying `sack_blocks` SACK blocks, whose SACK
+    /// processing walks `walked` segments of a list retransmission queue.
     #[inline]
-    pub fn ack(&self, sack_blocks: usize) -> Time {
-        Time::from_nanos(self.ack_ns + sack_blocks as u64 * self.sack_block_ns)
+    pub fn ack(&self, sack_blocks: usize, walked: u64) -> Time {
+        Time::from_nanos(self.ack_ns + sack_blocks as u64 * self.sack_block_ns + (walked * self.rtx_walk_ps).div_ceil(1000))
     }
 }
 
@@ -275,9 +281,11 @@ mod tests {
     #[test]
     fn costs_add_up() {
         let c = CpuCosts { send_packet_ns: 1000, send_byte_ps: 100, receive_packet_ns: 500, receive_unit_ns: 2000,
-                           receive_byte_ps: 200, ack_ns: 700, sack_block_ns: 300, timer_ns: 0 };
+                           receive_byte_ps: 200, ack_ns: 700, sack_block_ns: 300, timer_ns: 0, rtx_walk_ps: 0 };
         assert_eq!(c.send(10, 1448), Time::from_nanos(1000 + 1448));
         assert_eq!(c.receive(4, 1000), Time::from_nanos(2000 + 4 * 500 + 800));
-        assert_eq!(c.ack(2), Time::from_nanos(1300));
+        assert_eq!(c.ack(2, 0), Time::from_nanos(1300));
+        let listed = CpuCosts { rtx_walk_ps: 50_000, ..c };
+        assert_eq!(listed.ack(2, 1000), Time::from_nanos(1300 + 50_000));
     }
 }

@@ -11,6 +11,37 @@ use super::timestamps;
 use super::sender::{Sender, SenderEnv};
 
 impl Sender {
+    /// Segments of the retransmission queue the SACK processing of `ack`
+    /// walks where that queue is a linked list (Linux before 4.15; the
+    /// rb-tree of commit 75c119afe14f replaced it): 3.10's
+    /// tcp_sacktag_write_queue() walks from the queue's head
+    /// (tcp_write_queue_head) through its blocks in sequence order
+    /// (tcp_sacktag_skip() steps skb by skb), except that a block at or
+    /// above the highest SACKed sequence starts from tcp_highest_sack(),
+    /// and parts the previous ACK reported (recv_sack_cache) are not
+    /// tagged again. So an ACK whose new SACK information lies below the
+    /// highest SACK (a hole being repaired, a further loss) walks from
+    /// snd_una to there. A host's CPU model charges this walk (host/cpu.rs).
+    pub fn list_walk_segments(&self, ack: &Ack) -> u64 {
+        let highest = self.sb.highest_sacked();
+        let mut walk_to = self.sb.snd_una;
+        for &(s0, e0) in ack.sack_blocks() {
+            let (mut s, mut e) = (s0, e0);
+            for &(cs, ce) in &self.sack_cache {
+                if cs <= s && s < ce {
+                    s = ce;
+                }
+                if cs < e && e <= ce {
+                    e = cs;
+                }
+            }
+            if s < e && s < highest {
+                walk_to = walk_to.max(s);
+            }
+        }
+        walk_to - self.sb.snd_una
+    }
+
     /// tcp_ack(): process one ACK arriving at `now`.
     pub fn on_ack<E: SenderEnv>(&mut self, now: Time, ack: &Ack, env: &mut E) {
         self.tp.now = now;
