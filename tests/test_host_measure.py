@@ -126,9 +126,10 @@ def test_a_runs_table_written_before_the_cpu_columns_reads_them_as_unknown_befor
 # ---- read-back per stream -------------------------------------------------------------
 
 
-def _tcp_info(snd_mss: int, options: int = 0) -> bytes:
-    """A struct tcp_info of tcpinfo.MIN_BYTES with these fields set, the rest 0."""
-    values = {"snd_mss": snd_mss, "options": options}
+def _tcp_info(snd_mss: int, options: int = 0, max_pacing_rate_Bps: int = readback.UNSET_MAX_PACING_RATE) -> bytes:
+    """A struct tcp_info of tcpinfo.MIN_BYTES with these fields set (the max
+    pacing rate unset unless given, as Linux reports it), the rest 0."""
+    values = {"snd_mss": snd_mss, "options": options, "max_pacing_rate_Bps": max_pacing_rate_Bps}
     fmt = "<"
     args = []
     for name, code in tcpinfo._FIELDS:  # the layout the parser reads
@@ -139,19 +140,21 @@ def _tcp_info(snd_mss: int, options: int = 0) -> bytes:
     return struct.pack(fmt, *args)
 
 
-def _sample(stream: int, cc: str, snd_mss: int = 1448, options: int = 0, t_s: float = 0.1) -> str:
+def _sample(stream: int, cc: str, snd_mss: int = 1448, options: int = 0, t_s: float = 0.1,
+            max_pacing_rate_Bps: int = readback.UNSET_MAX_PACING_RATE) -> str:
     return json.dumps({"t_s": t_s, "stream": stream, "cc": cc, "cc_info": "",
-                       "tcp_info": base64.b64encode(_tcp_info(snd_mss, options)).decode()})
+                       "tcp_info": base64.b64encode(_tcp_info(snd_mss, options, max_pacing_rate_Bps)).decode()})
 
 
 def test_each_stream_reads_back_its_ccas_mss_and_ecn_from_its_samples():
     text = "\n".join([_sample(1, "cubic", 1448), _sample(0, "cubic", 1436),
-                      _sample(0, "cubic", 1448, tcpinfo.TCPI_OPT_ECN, 0.2), _sample(1, "reno", 1448, t_s=0.2), ""])
+                      _sample(0, "cubic", 1448, tcpinfo.TCPI_OPT_ECN, 0.2),
+                      _sample(1, "reno", 1448, t_s=0.2, max_pacing_rate_Bps=125_000_000), ""])
     got = readback.streams_read_back(text, 3)
-    assert got == [readback.StreamReadback(3, 0, ("cubic",), 1448, True),
-                   readback.StreamReadback(3, 1, ("cubic", "reno"), 1448, False)]
+    assert got == [readback.StreamReadback(3, 0, ("cubic",), 1448, True, None),
+                   readback.StreamReadback(3, 1, ("cubic", "reno"), 1448, False, 1e9)]
     assert got[1].facts() == {"flow_group": 3, "stream": 1, "ccas": ["cubic", "reno"], "snd_mss_bytes": 1448,
-                              "ecn": False}
+                              "ecn": False, "max_pacing_rate_bps": 1e9}
 
 
 def test_a_stream_running_another_cca_fails_the_run_naming_group_stream_and_both_names():

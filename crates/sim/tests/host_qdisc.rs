@@ -1,31 +1,47 @@
 //! The sending host's root qdisc (`qdisc`): fq paces every flow at its
-//! sk_pacing_rate, so a CUBIC sender's slow-start bursts are spread and a
-//! small buffer drops less; pfifo_fast and fq_codel leave it unpaced (the
-//! ideal host's behaviour), and BBR, which paces itself, is the same
-//! under any of them.
+//! sk_pacing_rate. A paced CUBIC socket (SK_PACING_FQ) leaves slow start on
+//! an ACK train only past a full delay_min, not delay_min / 2
+//! (hystart_update(), tcp_cubic.c: pacing spreads a round over up to RTT/2
+//! more), so it grows a larger window before it leaves, as the kernel
+//! backend measures (docs/host-model.md, "qdisc"); pfifo_fast and fq_codel
+//! leave it unpaced (the ideal host's behaviour), and BBR, which paces
+//! itself, is the same under any of them.
 mod common;
 use common::*;
 use fatpipe_sim::scenario::run_json;
 use fatpipe_sim::trace::RunResult;
 use serde_json::json;
 
-/// One stream over 1 Gbit/s, 50 ms, a buffer of a tenth of the BDP.
+/// One stream over 1 Gbit/s, 50 ms, a buffer of a tenth of the BDP,
+/// sampled every 10 ms.
 fn run(cc: &str, qdisc: Option<&str>) -> RunResult {
-    let mut p = Plan::new(cc, 1, 1e9, 0.05, 3.0).set("buffer_bytes", json!(625_000));
+    let mut p = Plan::new(cc, 1, 1e9, 0.05, 3.0).set("buffer_bytes", json!(625_000)).set("sample_interval_s", json!(0.01));
     p.0["senders"]["s1"]["qdisc"] = json!(qdisc);
     p.run()
 }
 
+/// The largest window of the first second (slow start and its exit).
+fn slow_start_cwnd(r: &RunResult) -> i64 {
+    let s = &r.series;
+    s.t_s.iter().zip(&s.cwnd_segments).filter(|(t, _)| **t <= 1.0).map(|(_, c)| *c).max().unwrap_or(0)
+}
+
 #[test]
-fn fq_paces_cubic_and_a_small_buffer_drops_less() {
+fn fq_paces_cubic_so_slow_start_runs_to_a_larger_window() {
     let unpaced = run("cubic", None);
     let paced = run("cubic", Some("fq"));
-    let (d0, d1) = (unpaced.path.queue_drops, paced.path.queue_drops);
-    assert!(d1 < d0, "fq: {d1} drops, unpaced: {d0}");
-    // The pacing rate is applied: tcp_info reports it either way, but only
-    // the paced run's queue stays below the buffer most of the time.
-    let max_q = |r: &RunResult| r.path_series.queue_bytes.iter().copied().max().unwrap_or(0);
-    assert!(max_q(&paced) <= max_q(&unpaced), "{} vs {}", max_q(&paced), max_q(&unpaced));
+    // Unpaced, a round's ACKs come compressed into its first half and the
+    // train ends slow start below half the BDP; paced (at twice cwnd/srtt
+    // in slow start) a train longer than delay_min needs ACKs that never
+    // pause for a whole round: the pipe is full, the window at the BDP.
+    let bdp_segments = (1e9 * 0.05 / 8.0 / 1460.0) as i64;
+    let (w0, w1) = (slow_start_cwnd(&unpaced), slow_start_cwnd(&paced));
+    assert!(w0 < bdp_segments / 2 && w1 >= bdp_segments, "slow-start window: fq {w1}, unpaced {w0}, BDP {bdp_segments}");
+    // A buffer of a tenth of the BDP then drops more of the paced window,
+    // and the paced flow, never stuck below half the BDP, delivers more.
+    assert!(paced.path.queue_drops > unpaced.path.queue_drops);
+    let delivered = |r: &RunResult| r.series.delivered_bytes.last().copied().unwrap_or(0);
+    assert!(delivered(&paced) > delivered(&unpaced), "{} vs {}", delivered(&paced), delivered(&unpaced));
 }
 
 #[test]

@@ -29,6 +29,7 @@ class HostConfig:
     extra_rtt_s: float = 0.0  # added round-trip delay of this host's access link
     cwnd_clamp_segments: int | None = None  # a sender's tp->snd_cwnd_clamp (a locked route metric)
     tcp_ecn: int = LINUX_TCP_ECN  # net.ipv4.tcp_ecn of this host (ecn.py)
+    qdisc: str | None = None  # a sender's asked root qdisc (qdisc.sender_qdisc; None: its interface's own)
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def path_config(plan: RunPlan) -> PathConfig:
         buffer_bytes=plan.buffer_bytes,
         mtu_bytes=plan.mtu_bytes,
         senders={name: HostConfig(h.rmem_max_bytes, h.wmem_max_bytes, h.extra_rtt_s, clamps.get(name),
-                                  tcp_ecn.get(name, h.ecn))
+                                  tcp_ecn.get(name, h.ecn), h.qdisc)
                  for name, h in plan.senders.items()},
         receiver=HostConfig(plan.receiver.rmem_max_bytes, plan.receiver.wmem_max_bytes, plan.receiver.extra_rtt_s,
                             tcp_ecn=plan.receiver.ecn),

@@ -34,9 +34,8 @@ import sys
 import threading
 import time
 
-from sampling import sample_line  # beside this file: the script's directory is on sys.path
+from sampling import apply_pacing, sample_line  # beside this file: the script's directory is on sys.path
 
-SO_MAX_PACING_RATE = 47
 CHUNK_BYTES = 1 << 20
 
 
@@ -119,9 +118,9 @@ def open_stream(cfg: dict) -> socket.socket:
     # maxseg_bytes is the MSS for segments of mss_bytes payload (Linux
     # mss_cache): the host adds the timestamp option (fatpipe.wire.tcp_maxseg).
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, int(cfg["maxseg_bytes"]))
-    if cfg.get("stream_rate_cap_bps"):
-        # A CPU-bound host modelled as a per-socket pacing cap (bytes/s).
-        s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(cfg["stream_rate_cap_bps"] / 8))
+    # A CPU-bound host modelled as a per-socket pacing cap, or a sender
+    # paced as fq would pace it (qdisc.sender_qdisc): SO_MAX_PACING_RATE.
+    apply_pacing(s, cfg)
     s.connect((cfg["dst"], cfg["port"]))
     return s
 

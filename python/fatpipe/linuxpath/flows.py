@@ -40,6 +40,9 @@ class FlowSpec:
     sender: str
     start_s: float = 0.0
     stream_rate_cap_bps: float | None = None
+    # The sender's sockets are paced by TCP at sk_pacing_rate (its asked root
+    # qdisc fq is not applied: qdisc.sender_qdisc).
+    internal_pacing: bool = False
     # RPC groups only (see rpc_engine.py for the semantics).
     request_bytes: int | None = None
     response_bytes: int | None = None
@@ -64,7 +67,7 @@ def server_config(f: FlowSpec, addr: str, t0_wall_s: float, duration_s: float, s
     """Config of an RPC group's server (sender namespace, listens on `addr`)."""
     return {"group": f.group, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes,
             "maxseg_bytes": tcp_maxseg(f.mss_bytes), "stream_rate_cap_bps": f.stream_rate_cap_bps,
-            "addr": addr, "port": group_port(f.group),
+            "internal_pacing": f.internal_pacing, "addr": addr, "port": group_port(f.group),
             "request_bytes": f.request_bytes, "response_bytes": f.response_bytes,
             "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s,
             "sample_interval_s": sample_interval_s, "samples_path": str(samples_path)}
@@ -103,7 +106,7 @@ def sender_config(f: FlowSpec, dst: str, t0_wall_s: float, duration_s: float, sa
                   samples_path: Path) -> dict:
     return {"kind": f.kind, "cc": f.cc, "streams": f.streams, "mss_bytes": f.mss_bytes,
             "maxseg_bytes": tcp_maxseg(f.mss_bytes), "stream_rate_cap_bps": f.stream_rate_cap_bps,
-            "dst": dst, "port": group_port(f.group),
+            "internal_pacing": f.internal_pacing, "dst": dst, "port": group_port(f.group),
             "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s,
             "sample_interval_s": sample_interval_s, "samples_path": str(samples_path),
             "first_send_path": first_send_path(samples_path)}
@@ -191,11 +194,14 @@ def traffic_result(t0_wall_s: float, errors: list[str], samples: list[tuple[Flow
     return result
 
 
-def flow_specs(plan: RunPlan) -> list[FlowSpec]:
+def flow_specs(plan: RunPlan, paced_senders: frozenset[str] = frozenset()) -> list[FlowSpec]:
+    """The plan's flow groups; the flows of `paced_senders` are paced
+    internally (qdisc.sender_qdisc decided which)."""
     return [FlowSpec(group=f.group, kind=f.kind, cc=f.cc, streams=f.streams, mss_bytes=f.mss_bytes,
                      sender=f.sender, start_s=f.start_s,
                      stream_rate_cap_bps=plan.senders[f.sender].stream_rate_cap_bps if f.sender in plan.senders
                      else None,
+                     internal_pacing=f.sender in paced_senders,
                      request_bytes=f.request_bytes, response_bytes=f.response_bytes,
                      concurrency=f.concurrency, rate_per_s=f.rate_per_s)
             for f in plan.flows]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..wire import frame_bytes
 
 
@@ -46,6 +48,9 @@ _PROBE_OPTIONS = {
     "fq": [],
     "red": ["limit", "400000", "min", "30000", "max", "90000", "avpkt", "1000", "burst", "55",
             "bandwidth", "1gbit"],
+    # A sender's root qdisc (HOST_QDISC_PACES); pfifo_fast has no config
+    # option (net/sched/sch_generic.c builds it in), but is probed all the same.
+    "pfifo_fast": [],
 }
 # Where the bottleneck's discipline sits below tbf: tbf grafts its one
 # child on class 1 (tbf_graft), in place of its own byte-limited bfifo.
@@ -94,3 +99,56 @@ def tbf_bottleneck_args(ifname: str, rate_bps: float, burst_bytes: int, limit_by
     if aqm.get("kind") == "fq_codel":
         commands.append(fq_codel_args(ifname, TBF_CHILD, aqm))
     return commands
+
+
+# -- the sending host's root qdisc (spec hosts.<name>.qdisc) ----------------
+# Whether each root qdisc a sender may ask for paces every flow at its
+# sk_pacing_rate (the simulator's table: crates/sim/src/host_plan.rs QDISCS).
+# fq does: it marks each socket it sees SK_PACING_FQ (fq_enqueue()) and
+# holds every packet to its flow's departure time (fq_dequeue()). fq_codel
+# and pfifo_fast do not: only a socket that is SK_PACING_NEEDED (BBR asks
+# for it in bbr_init()) is paced, by TCP itself (tcp_needs_internal_pacing()).
+HOST_QDISC_PACES = {"fq": True, "fq_codel": False, "pfifo_fast": False}
+
+
+@dataclass(frozen=True)
+class SenderQdisc:
+    """What a sending host got for the root qdisc it asked for."""
+
+    asked: str
+    tc_kind: str | None  # the root qdisc put on the sender's interface (None: its own is left)
+    internal_pacing: bool  # every socket of the sender is set SK_PACING_NEEDED (SO_MAX_PACING_RATE)
+    applied: str  # what the run's facts record
+
+    def facts(self) -> dict[str, str]:
+        return {"asked": self.asked, "applied": self.applied}
+
+
+def sender_qdisc(asked: str, in_kernel: bool | None) -> SenderQdisc:
+    """The decision for a sender that asked for root qdisc `asked` (pure,
+    tested). `in_kernel`: what the probe found (probe_args on the sender's
+    interface), or None where fatpipe leaves the host's root qdisc as it is
+    (a real host: the hosts backend changes no qdisc of an end host).
+
+    * in the kernel: that qdisc, as the interface's root (`root_qdisc_args`);
+    * fq otherwise: Linux's internal pacing for every socket of the sender
+      (the engine sets SO_MAX_PACING_RATE: engine.py's ``internal_pacing``),
+      which paces each at its sk_pacing_rate as fq would
+      (docs/host-model.md, "qdisc", says how far that reproduces fq);
+    * fq_codel or pfifo_fast otherwise: nothing, since neither paces a flow
+      (HOST_QDISC_PACES) and neither does the interface's own qdisc (a
+      veth's default is noqueue)."""
+    if asked not in HOST_QDISC_PACES:
+        raise ValueError(f"qdisc {asked!r}: allowed are {', '.join(HOST_QDISC_PACES)}")
+    if in_kernel:
+        return SenderQdisc(asked, asked, False, asked)
+    why = f"no sch_{asked} in this kernel" if in_kernel is False else "the host's root qdisc is left as it is"
+    if HOST_QDISC_PACES[asked]:
+        return SenderQdisc(asked, None, True, f"internal pacing ({why})")
+    return SenderQdisc(asked, None, False, f"none ({why}; {asked} paces no flow, nor does the default)")
+
+
+def root_qdisc_args(ifname: str, kind: str) -> list[str]:
+    """`tc` arguments that make `kind` (with its defaults) the root qdisc of
+    `ifname` (pure, tested)."""
+    return ["tc", "qdisc", "replace", "dev", ifname, "root", kind]

@@ -1,7 +1,8 @@
 """What the end hosts really ran, read back from their sockets and
 interfaces (pure): per stream the CCA (getsockopt TCP_CONGESTION), the MSS
 in use (tcpi_snd_mss) and ECN, from the engine's TCP_INFO samples
-(sampling.py); per interface its offloads (``ethtool -k``); and the check
+(sampling.py) and its SO_MAX_PACING_RATE (tcpi_max_pacing_rate);
+per interface its offloads (``ethtool -k``); and the check
 that fails a run whose sockets run another CCA than the one the backend
 asked the engine for."""
 
@@ -37,6 +38,10 @@ class StreamReadback:
     ccas: tuple[str, ...]  # TCP_CONGESTION over its samples, in order of first appearance
     snd_mss_bytes: int  # tcpi_snd_mss of its last sample (Linux mss_cache)
     ecn: bool  # ECN negotiated (TCPI_OPT_ECN) in its last sample
+    # tcpi_max_pacing_rate of its last sample in bit/s; None when it is ~0
+    # (SO_MAX_PACING_RATE never set). A set value means sk_setsockopt()
+    # moved the socket to SK_PACING_NEEDED: TCP paces it itself.
+    max_pacing_rate_bps: float | None = None
 
     def facts(self) -> dict:
         out = asdict(self)
@@ -59,7 +64,18 @@ def streams_read_back(text: str, group: int) -> list[StreamReadback]:
             names.append(rec["cc"])
         last[stream] = tcpinfo.parse(base64.b64decode(rec["tcp_info"]))
     return [StreamReadback(group, s, tuple(ccas[s]), last[s]["snd_mss"],
-                           bool(last[s]["options"] & tcpinfo.TCPI_OPT_ECN)) for s in sorted(last)]
+                           bool(last[s]["options"] & tcpinfo.TCPI_OPT_ECN), max_pacing_rate_bps(last[s]))
+            for s in sorted(last)]
+
+
+# tcp_get_info() reports an unset sk_max_pacing_rate (~0UL) as ~0ULL.
+UNSET_MAX_PACING_RATE = 2**64 - 1
+
+
+def max_pacing_rate_bps(info: dict) -> float | None:
+    """tcpi_max_pacing_rate of a parsed TCP_INFO in bit/s, None when unset."""
+    rate = info.get("max_pacing_rate_Bps", UNSET_MAX_PACING_RATE)
+    return None if rate == UNSET_MAX_PACING_RATE else rate * 8.0
 
 
 def cca_mismatches(streams: list[StreamReadback], asked: dict[int, str]) -> list[str]:

@@ -31,7 +31,6 @@ import socket
 import time
 from collections import deque
 
-SO_MAX_PACING_RATE = 47
 RECV_CHUNK_BYTES = 1 << 20
 SEND_CHUNK_BYTES = 1 << 18
 ZEROS = memoryview(bytes(SEND_CHUNK_BYTES))
@@ -74,9 +73,12 @@ class _ServerConn:
 
 
 def _server_socket_opts(s: socket.socket, cfg: dict) -> None:
+    from sampling import apply_pacing  # beside this file (run by path in a namespace)
+
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cfg["cc"].encode())
-    if cfg.get("stream_rate_cap_bps"):
-        s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(cfg["stream_rate_cap_bps"] / 8))
+    # A CPU-bound host modelled as a per-socket pacing cap, or a sender
+    # paced as fq would pace it (qdisc.sender_qdisc): SO_MAX_PACING_RATE.
+    apply_pacing(s, cfg)
 
 
 def run_server(cfg: dict) -> int:

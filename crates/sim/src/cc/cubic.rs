@@ -295,8 +295,10 @@ impl Cubic {
             self.last_ack = now_us;
             let mut threshold = self.delay_min as u64 + Self::hystart_ack_delay(tp);
             // Without pacing (SK_PACING_NONE) the train is the whole round
-            // compressed: trigger past delay_min / 2.
-            if !tp.pacing_enabled {
+            // compressed: trigger past delay_min / 2. A socket paced by the
+            // CCA (SK_PACING_NEEDED) or by fq (SK_PACING_FQ) spreads a round
+            // over up to RTT/2 more (hystart_update(), tcp_cubic.c).
+            if !tp.pacing_enabled && !tp.qdisc_paces {
                 threshold >>= 1;
             }
             if now_us.saturating_sub(self.round_start) > threshold {

@@ -209,6 +209,9 @@ pub struct ConnState {
     pub pacing_rate: Rate,
     /// The algorithm asks the stack to pace (sk_pacing_status).
     pub pacing_enabled: bool,
+    /// The host's root qdisc paces the socket (fq marks it SK_PACING_FQ in
+    /// fq_enqueue()), whether or not the algorithm asks.
+    pub qdisc_paces: bool,
     /// Upper bound on the pacing rate (sk->sk_max_pacing_rate), e.g. a
     /// per-stream host cap; `Rate(u64::MAX)` when unbounded.
     pub max_pacing_rate: Rate,
@@ -263,6 +266,7 @@ impl ConnState {
             is_cwnd_limited: false,
             pacing_rate: Rate::ZERO,
             pacing_enabled: false,
+            qdisc_paces: false,
             max_pacing_rate: Rate(u64::MAX),
             prior_cwnd: 0,
             round_count: 0,

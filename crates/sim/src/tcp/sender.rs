@@ -142,7 +142,6 @@ pub struct Sender {
     /// Segments the application has written so far.
     pub write_seq: u64,
     pub(super) rate_cap: Option<Rate>,
-    pub(super) qdisc_paces: bool,
     pub(super) max_packets_out: u32,
     pub(super) cwnd_usage_seq: u64,
     pub(super) cwnd_limited_flag: bool,
@@ -168,6 +167,7 @@ impl Sender {
             tp.max_pacing_rate = cap;
         }
         tp.ecn_ok = cfg.ecn;
+        tp.qdisc_paces = cfg.qdisc_paces;
         let owns = cc.owns_cwnd_and_pacing();
         let cc_needs_ecn = cc.needs_ecn();
         let cc_marks_lost = cc.wants_skb_marked_lost();
@@ -201,7 +201,6 @@ impl Sender {
             snd_wnd_end: cfg.initial_rwnd as u64,
             write_seq: u64::MAX,
             rate_cap: cfg.rate_cap,
-            qdisc_paces: cfg.qdisc_paces,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             cwnd_limited_flag: false,
@@ -246,7 +245,7 @@ impl Sender {
     /// tcp_update_pacing_rate() keeps the rate current), or a per-stream
     /// cap exists.
     fn pacing_rate(&self) -> Option<Rate> {
-        let r = if self.tp.pacing_enabled || self.qdisc_paces {
+        let r = if self.tp.pacing_enabled || self.tp.qdisc_paces {
             self.tp.pacing_rate.min(self.tp.max_pacing_rate)
         } else if self.rate_cap.is_some() {
             self.tp.max_pacing_rate
@@ -264,7 +263,7 @@ impl Sender {
     /// per-stream cap applies); otherwise the pacing rate is only reported.
     #[inline]
     pub(super) fn pacing_used(&self) -> bool {
-        self.tp.pacing_enabled || self.qdisc_paces || self.rate_cap.is_some()
+        self.tp.pacing_enabled || self.tp.qdisc_paces || self.rate_cap.is_some()
     }
 
     /// sk_pacing_rate as tcp_info reports it.

@@ -15,6 +15,9 @@
    socket ran another CCA than the one asked for fails the run.
 5. Whatever happens: stop the run's processes and close every agent, which
    restores the sysctls, removes the qdiscs and rules and the run directory.
+
+An end host's own root qdisc is never changed: a sender that asks for fq
+(hosts.<name>.qdisc) gets Linux's internal pacing on its sockets instead.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 from ...linuxpath.config import path_config
 from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
 from ...linuxpath.procstat import cpu_measurement
+from ...linuxpath.qdisc import sender_qdisc
 from ...linuxpath.readback import check_ccas
 from ...linuxpath.stats import PathStats
 from ...schema import emulator_late
@@ -136,6 +140,9 @@ async def _sleep_until(t_wall: float) -> None:
 async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
     tb: Testbed = plan.testbed  # type: ignore[assignment]
     hosts = run_hosts(plan)
+    # No end host's root qdisc is changed: a sender that asked for fq paces
+    # every socket itself (qdisc.sender_qdisc; docs/host-model.md, "qdisc").
+    qdiscs = {name: sender_qdisc(h.qdisc, None) for name, h in plan.senders.items() if h.qdisc}
     eps = {ep.name: ep for ep in transport.endpoints(tb)}
     conns = await transport.connect_all([eps[name] for name in hosts.values()])
     agents: dict[str, AgentClient] = {}
@@ -180,7 +187,7 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
             await cpu_window.read("end")
 
         traffic = RemoteTraffic(receiver, senders)
-        specs = flow_specs(plan)
+        specs = flow_specs(plan, frozenset(n for n, q in qdiscs.items() if q.internal_pacing))
         result = await traffic.run(specs, plan.duration_s, plan.sample_interval_s, plan.seed, at_start)
         await traffic.stop_all()
         offloads = await hostmeasure.offloads(conns, {name: tb.hosts[name].interface for name in conns})
@@ -204,7 +211,9 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
     # The name each group's engine was given: a socket reporting another
     # fails the run, naming it (after the hosts are clean again).
     check_ccas(result.streams, {f.group: f.cc for f in specs})
-    return _outcome(plan, hosts, result, stats, clocks, cpu_window.readings(), offloads)
+    outcome = _outcome(plan, hosts, result, stats, clocks, cpu_window.readings(), offloads)
+    outcome.facts["qdisc"] = {name: q.facts() for name, q in qdiscs.items()}  # per sender that asked
+    return outcome
 
 
 async def _has_netem(conn: transport.HostConnection, interface: str) -> bool:

@@ -117,10 +117,13 @@ class KernelBackend(Backend):
         # marking path (a CE threshold marks in linkem, linuxpath/ecn.py).
         # So is it of a path whose flow groups meet different loss (netem
         # applies one to all).
+        # And of a path whose senders ask for a root qdisc (netem would
+        # take that root; path.EmulatedPath).
         needs_linkem = not any(c.name == "netem" and c.ok for c in report) or any(marks(p.aqm) for p in plans) \
-            or any(one_loss_refusal(group_losses(p), "netem") for p in plans)
+            or any(one_loss_refusal(group_losses(p), "netem") for p in plans) \
+            or any(h.qdisc for p in plans for h in p.senders.values())
         linkem = next(c for c in report if c.name == LINKEM)
-        why = "no netem, path.aqm marks CE, or flow groups meet different loss"
+        why = "no netem, path.aqm marks CE, flow groups meet different loss, or a sender asks for a root qdisc"
         if needs_linkem and not linkem.ok:
             raise BackendUnavailable(f"{LINKEM} is needed ({why}): {linkem.detail}")
         if needs_linkem and delay_line.find_linkem() is None:
@@ -162,10 +165,12 @@ class KernelBackend(Backend):
         kernel_ccas = available_ccas()
         binary, ports = bpfcca.loader() if set(used) - set(kernel_ccas) else (None, {})
         cca_facts = bpfcca.describe(used, ports)
-        specs = flow_specs(plan)
         cpu_window = CpuWindow()
         with bpfcca.Registration(binary, bpfcca.ports_to_load(used, kernel_ccas, ports)), \
                 EmulatedPath(cfg, workdir) as path:
+            # Senders whose asked fq the kernel lacks pace every socket themselves.
+            specs = flow_specs(plan, frozenset(n for n, q in path.sender_qdiscs.items() if q.internal_pacing))
+            qdisc_facts = {name: q.facts() for name, q in path.sender_qdiscs.items()}
             # Lateness and CPU count after the warm-up (slow-start bursts
             # excluded, as they are from the summary statistics).
             warmup_timer: list[threading.Timer] = []
@@ -204,6 +209,8 @@ class KernelBackend(Backend):
                  # Per sampled stream: TCP_CONGESTION, tcpi_snd_mss, ECN.
                  "streams_read_back": [s.facts() for s in traffic.streams],
                  "offloads": offloads, "cpu": cpu_facts,
+                 # Per sender that asked for a root qdisc: what it got.
+                 "qdisc": qdisc_facts,
                  "configured_loss": {str(g.group): g.loss for g in cfg.group_loss},
                  # The same rule as the runs table's flag (schema.emulator_late).
                  "emulator_late": emulator_late(stats.late_p99_s, plan.rtt_s),

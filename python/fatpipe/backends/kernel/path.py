@@ -55,6 +55,12 @@
   shared ACK rule); every queue keeps one constant delay, so each stays
   FIFO, and the bottleneck (queue 0) stays shared by all senders. With
   netem the extra delay is added to that sender's egress netem.
+* **A sender's root qdisc** (``HostConfig.qdisc``, hosts.<name>.qdisc):
+  probed on the sender's interface and made its root qdisc where the kernel
+  has it (a sender with one takes linkem: netem would need that root);
+  where it lacks fq, the sender's sockets are paced by TCP itself instead
+  (qdisc.sender_qdisc, engine's ``internal_pacing``). The qdisc goes with
+  the sender's namespace (its veth dies with it).
 * Addresses come from 198.18.0.0/15 (RFC 2544 benchmarking range), used
   only inside the namespaces: sender i 198.18.i.1/24, receiver 198.19.0.1/24.
 """
@@ -85,7 +91,16 @@ from ...linuxpath.linkem import (
     reverse_queues,
     summarize,
 )
-from ...linuxpath.qdisc import bottleneck_qdiscs, netem_args, probe_args, tbf_bottleneck_args, tbf_burst_bytes
+from ...linuxpath.qdisc import (
+    SenderQdisc,
+    bottleneck_qdiscs,
+    netem_args,
+    probe_args,
+    root_qdisc_args,
+    sender_qdisc,
+    tbf_bottleneck_args,
+    tbf_burst_bytes,
+)
 from ...linuxpath.readback import OFFLOADS, parse_offloads
 from ...linuxpath.stats import PathStats
 from ...units import format_rate
@@ -183,6 +198,8 @@ class EmulatedPath:
         self.sender_addrs: dict[str, str] = {}
         self.linkem: Linkem | None = None
         self.ack_napi: dict[str, bool] = {}
+        # Per sender that asked for a root qdisc: what it got (_sender_qdisc).
+        self.sender_qdiscs: dict[str, SenderQdisc] = {}
         self.emulator = ""
         self.bottleneck = ""
         self._tbf_start: parse.QdiscStats | None = None
@@ -242,13 +259,22 @@ class EmulatedPath:
                 ns.sysctl("net.ipv4.tcp_no_ssthresh_metrics_save", 0)
             self.senders[name] = ns
             self.sender_addrs[name] = sender_addr(i)
+            if host.qdisc is not None:
+                self.sender_qdiscs[name] = self._sender_qdisc(ns, host.qdisc)
+        # A sender's own root qdisc takes the interface netem would use.
+        sender_roots = sorted(name for name, q in self.sender_qdiscs.items() if q.tc_kind)
         emulator = c.emulator
         if emulator == "auto":
             # Marking is linkem's: a CE threshold takes it even where netem exists.
-            # So does a GRO receiver (linkem's unit mode), and loss that
-            # differs between flow groups (linkem applies each group's).
+            # So does a GRO receiver (linkem's unit mode), loss that differs
+            # between flow groups (linkem applies each group's), and a
+            # sender with its own root qdisc.
             emulator = "linkem-nfqueue" if marks(c.aqm) or c.receiver_gro or one_loss_refusal(c.group_loss, "netem") \
-                or not qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, "netem") else "netem"
+                or sender_roots or not qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, "netem") else "netem"
+        if emulator == "netem" and sender_roots:
+            raise ValueError(f"hosts.{sender_roots[0]}.qdisc = {self.sender_qdiscs[sender_roots[0]].asked!r} is the "
+                             "root qdisc of the sender's interface, where emulator = 'netem' puts its delay; use "
+                             "the linkem-nfqueue emulator (or 'auto') with a sender qdisc")
         bottleneck = c.bottleneck
         if bottleneck == "auto":
             # A qdisc discipline (fq_codel) sits below tbf, whatever the delay line.
@@ -274,6 +300,16 @@ class EmulatedPath:
             clamp = c.senders[name].cwnd_clamp_segments
             if clamp:
                 prime_metrics_cache(ns, self.receiver, RECEIVER_ADDR, clamp)
+
+    @staticmethod
+    def _sender_qdisc(ns: Namespace, asked: str) -> SenderQdisc:
+        """The sender's asked root qdisc on its interface where the kernel has
+        it (probed there), else what qdisc.sender_qdisc decides instead
+        (internal pacing for fq). It lives and dies with the namespace."""
+        decided = sender_qdisc(asked, qdisc_available(ns, "eth0", asked))
+        if decided.tc_kind:
+            ns.run(*root_qdisc_args("eth0", decided.tc_kind))
+        return decided
 
     def _add_netem(self) -> None:
         c = self.cfg
