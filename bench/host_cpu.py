@@ -23,11 +23,14 @@ work is marked †); measure on an otherwise idle machine.
    baseline, divided by the data segments carried per second
    (tcpi_data_segs_out of every stream: the series' segs_out) -> busy µs
    per segment; the delay line's own CPU per segment (getrusage over the
-   measured part); the softirq share of the busy time. Per GRO mode two
-   least-squares fits: µs per segment = a + b · MSS (MTU 1500 and 9000
-   give the per-segment and per-byte parts), and busy cores = c + S · (a +
-   b · MSS) with S segments per second, whose c is CPU spent whatever the
-   rate (the two calibration rates separate it); each with its residuals.
+   measured part); the softirq share of the busy time; the data segments
+   per ACK over the run (ACKs counted by the delay line: delayed,
+   stretched and GRO-merged ACKs change what a segment costs). Per GRO
+   mode two least-squares fits: µs per segment = a + b · MSS (MTU 1500
+   and 9000 give the per-segment and per-byte parts), and busy cores =
+   c + S · (a + b · MSS) with S segments per second, whose c is CPU spent
+   whatever the rate (the two calibration rates separate it); each with
+   its residuals.
 2. Prediction points, CPU-bound: path rate 40 Gbit/s (--predict-rate),
    10 ms, 1 BDP, 1, 2 and 4 CUBIC streams, MTU 1500 and 9000, GRO off and
    on. The kernel backend's check refuses more than 10 Gbit/s, a ceiling
@@ -37,8 +40,8 @@ work is marked †); measure on an otherwise idle machine.
    goodput, busy cores (busiest core, all cores), softirq cores, packets
    lost outside the path (host_drops: ACKs a full veth ring dropped;
    overflows: the delay line's sockets), the delay line's lateness p99 (an
-   emulated path that falls behind is a CPU limit too), the busy µs per
-   segment at saturation, and what a pure CPU model predicts from each
+   emulated path that falls behind is a CPU limit too), segments per ACK,
+   the busy µs per segment at saturation, and what a pure CPU model predicts from each
    fit: every core of the machine usable (less c for the second fit),
    divided by the cost of a segment, times the MSS; measured / predicted.
 
@@ -135,6 +138,15 @@ def segment_rate(series: dict, warmup_s: float) -> float:
     return total
 
 
+def total_segments(series: dict) -> int:
+    """Data segments sent over the whole run (every stream's last segs_out)."""
+    last: dict[tuple[int, int], tuple[float, int]] = {}
+    for g, s, t, n in zip(series["flow_group"], series["stream"], series["t_s"], series["segs_out"], strict=True):
+        if (g, s) not in last or t > last[(g, s)][0]:
+            last[(g, s)] = (t, n)
+    return sum(n for _, n in last.values())
+
+
 def measure(be: KernelBackend, point: Point, seconds: float, warmup_s: float, rep: int, work: Path) -> dict:
     """One kernel run of `point` and its CPU figures (see the module doc),
     after a short look at the idle machine (`pre_idle_cores`: other work
@@ -161,7 +173,10 @@ def measure(be: KernelBackend, point: Point, seconds: float, warmup_s: float, re
             # delay line, the receiver's ACKs among them, TSO units and
             # their segments (unit mode).
             "linkem_packets": lk.get("packets"), "ack_packets": lk.get("ack_packets"),
-            "units": lk.get("units"), "unit_segments": lk.get("unit_segments")}
+            "units": lk.get("units"), "unit_segments": lk.get("unit_segments"),
+            # Data segments per ACK the receiver sent, over the whole run:
+            # batching (delayed, stretched, GRO-merged ACKs) changes it.
+            "segments_per_ack": total_segments(out.series) / lk["ack_packets"] if lk.get("ack_packets") else None}
 
 
 def us_per_segment(run: dict, idle_cores: float, cores_key: str = "busy_cores") -> float | None:
@@ -173,6 +188,21 @@ def us_per_segment(run: dict, idle_cores: float, cores_key: str = "busy_cores") 
     if cores_key == "busy_cores":
         cores -= idle_cores
     return cores / run["segments_per_s"] * 1e6
+
+
+def fit_cost(runs: list[dict], idle_cores: float) -> dict | None:
+    """Least-squares busy µs per segment = a + b · MSS over `runs` (b = 0
+    when they share one MSS), with each run's residual; None without runs."""
+    if not runs:
+        return None
+    mss = np.array([r["mss_bytes"] for r in runs], dtype=float)
+    cost = np.array([us_per_segment(r, idle_cores) for r in runs], dtype=float)
+    if len(set(mss.tolist())) >= 2:
+        b, a = np.polyfit(mss, cost, 1)
+    else:
+        a, b = float(cost.mean()), 0.0
+    return {"runs": len(runs), "mss_bytes": sorted(set(mss.tolist())), "a_us": float(a), "b_us_per_byte": float(b),
+            "residuals_us": [float(v - (a + b * m)) for m, v in zip(mss, cost, strict=True)]}
 
 
 def fit(calib: list[dict], idle_cores: float) -> dict[bool, dict]:
@@ -191,16 +221,10 @@ def fit(calib: list[dict], idle_cores: float) -> dict[bool, dict]:
         runs = [r for r in calib if r["gro"] == gro]
         if not runs:
             continue
+        f = fit_cost(runs, idle_cores)
         mss = np.array([r["mss_bytes"] for r in runs], dtype=float)
         rate = np.array([r["segments_per_s"] for r in runs], dtype=float)
         cores = np.array([r["busy_cores"] - idle_cores for r in runs], dtype=float)
-        cost = cores / rate * 1e6
-        if len(set(mss.tolist())) >= 2:
-            b, a = np.polyfit(mss, cost, 1)
-        else:  # one MSS: a per-segment cost only
-            a, b = float(cost.mean()), 0.0
-        f = {"runs": len(runs), "mss_bytes": sorted(set(mss.tolist())), "a_us": float(a), "b_us_per_byte": float(b),
-             "residuals_us": [float(v - (a + b * m)) for m, v in zip(mss, cost, strict=True)]}
         x = np.column_stack([np.ones_like(rate), rate * 1e-6, rate * mss * 1e-6])
         if np.linalg.matrix_rank(x) == 3:
             (c, fa, fb), *_ = np.linalg.lstsq(x, cores, rcond=None)
@@ -212,13 +236,17 @@ def fit(calib: list[dict], idle_cores: float) -> dict[bool, dict]:
 
 def predicted_bps(f: dict, mss_bytes: int, cores: float, fixed: bool = False) -> float | None:
     """Goodput a pure CPU model gives with `cores` usable: segments per
-    second the cores can carry, times the MSS."""
-    if not fixed:
-        return cores / ((f["a_us"] + f["b_us_per_byte"] * mss_bytes) * 1e-6) * mss_bytes * 8
-    if "fixed_cores" not in f:
+    second the cores can carry, times the MSS; None where the fit has no
+    such figure (no fixed part, or a cost or usable CPU at or below 0)."""
+    if fixed:
+        if "fixed_cores" not in f:
+            return None
+        cost_us, cores = f["fixed_a_us"] + f["fixed_b_us_per_byte"] * mss_bytes, cores - f["fixed_cores"]
+    else:
+        cost_us = f["a_us"] + f["b_us_per_byte"] * mss_bytes
+    if cost_us <= 0 or cores <= 0:
         return None
-    per_segment_s = (f["fixed_a_us"] + f["fixed_b_us_per_byte"] * mss_bytes) * 1e-6
-    return (cores - f["fixed_cores"]) / per_segment_s * mss_bytes * 8
+    return cores / (cost_us * 1e-6) * mss_bytes * 8
 
 
 def _span(values: list[float | None], fmt: str, scale: float = 1.0) -> str:
@@ -247,8 +275,9 @@ def _noisy(rs: list[dict], idle_cores: float) -> str:
 
 def calib_table(calib: list[dict], idle_cores: float, fits: dict[bool, dict]) -> list[str]:
     lines = ["| GRO | MTU | rate | streams | goodput Gbit/s | segments/s | busy cores | softirq share | "
-             "busy µs/segment | linkem µs/segment | per-segment fit: µs, residual | fixed-part fit: cores, residual |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "segments/ACK | busy µs/segment | linkem µs/segment | per-segment fit: µs, residual | "
+             "fixed-part fit: cores, residual |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (gro, mtu, rate, streams), rs in sorted(_groups(calib).items()):
         f, mss = fits[gro], rs[0]["mss_bytes"]
         model_us = f["a_us"] + f["b_us_per_byte"] * mss
@@ -264,7 +293,8 @@ def calib_table(calib: list[dict], idle_cores: float, fits: dict[bool, dict]) ->
             f"| {'on' if gro else 'off'} | {mtu} | {rate / 1e6:g} M | {streams}{_noisy(rs, idle_cores)} | "
             f"{_span([r['goodput_bps'] for r in rs], '.3f', 1e-9)} | "
             f"{_span([r['segments_per_s'] for r in rs], ',.0f')} | {_span([r['busy_cores'] for r in rs], '.2f')} | "
-            f"{_span([r['softirq_cores'] / r['busy_cores'] for r in rs], '.0%')} | {_span(cost, '.2f')} | "
+            f"{_span([r['softirq_cores'] / r['busy_cores'] for r in rs], '.0%')} | "
+            f"{_span([r['segments_per_ack'] for r in rs], '.1f')} | {_span(cost, '.2f')} | "
             f"{_span([us_per_segment(r, idle_cores, 'linkem_cores') for r in rs], '.2f')} | "
             f"{model_us:.2f}, {_span([c - model_us for c in cost], '+.2f')} | {fixed} |")
     return lines
@@ -287,23 +317,40 @@ def fit_lines(fits: dict[bool, dict]) -> list[str]:
     return lines
 
 
-def predict_table(predict: list[dict], idle_cores: float, fits: dict[bool, dict], cores: float) -> list[str]:
+def predict_table(predict: list[dict], idle_cores: float) -> list[str]:
     lines = ["| GRO | MTU | rate | streams | goodput Gbit/s | busiest core | busy cores | softirq cores | "
-             "host drops | overflows | lateness p99 ms | busy µs/segment | predicted Gbit/s: per segment, "
-             "fixed part | measured / predicted: per segment, fixed part |",
+             "linkem cores | host drops | overflows | lateness p99 ms | segments/ACK | busy µs/segment |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (gro, mtu, rate, streams), rs in sorted(_groups(predict).items()):
-        f, mss = fits.get(gro), rs[0]["mss_bytes"]
-        preds = [predicted_bps(f, mss, cores, fixed) if f else None for fixed in (False, True)]
-        ratios = [_span([r["goodput_bps"] / pred for r in rs], ".2f") if pred else "–" for pred in preds]
         lines.append(
             f"| {'on' if gro else 'off'} | {mtu} | {rate / 1e9:g} G | {streams}{_noisy(rs, idle_cores)} | "
             f"{_span([r['goodput_bps'] for r in rs], '.2f', 1e-9)} | "
             f"{_span([r['busy_max_core_frac'] for r in rs], '.2f')} | {_span([r['busy_cores'] for r in rs], '.2f')} | "
-            f"{_span([r['softirq_cores'] for r in rs], '.2f')} | {_span([r['host_drops'] for r in rs], ',.0f')} | "
+            f"{_span([r['softirq_cores'] for r in rs], '.2f')} | {_span([r['linkem_cores'] for r in rs], '.2f')} | "
+            f"{_span([r['host_drops'] for r in rs], ',.0f')} | "
             f"{_span([r['overflows'] for r in rs], ',.0f')} | {_span([r['late_p99_s'] for r in rs], '.2f', 1e3)} | "
-            f"{_span([us_per_segment(r, idle_cores) for r in rs], '.2f')} | "
-            + ", ".join(f"{p / 1e9:.2f}" if p else "–" for p in preds) + f" | {', '.join(ratios)} |")
+            f"{_span([r['segments_per_ack'] for r in rs], '.1f')} | "
+            f"{_span([us_per_segment(r, idle_cores) for r in rs], '.2f')} |")
+    return lines
+
+
+def prediction_table(predict: list[dict], idle_cores: float, fits: dict[bool, dict], cores: float) -> list[str]:
+    """Measured goodput against the three predictions: the calibration's
+    per-segment fit, its fit with a fixed part, and a per-segment fit over
+    the other CPU-bound runs of the same GRO mode with other stream counts
+    (saturation's own cost, cross-checked on streams)."""
+    lines = ["| GRO | MTU | streams | goodput Gbit/s | per-segment fit: predicted, measured/predicted | "
+             "fixed-part fit: predicted, measured/predicted | "
+             "saturated runs, other stream counts: predicted, measured/predicted |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for (gro, mtu, _rate, streams), rs in sorted(_groups(predict).items()):
+        f, mss = fits.get(gro), rs[0]["mss_bytes"]
+        others = fit_cost([r for r in predict if r["gro"] == gro and r["streams"] != streams], idle_cores)
+        preds = [predicted_bps(f, mss, cores) if f else None, predicted_bps(f, mss, cores, fixed=True) if f else None,
+                 predicted_bps(others, mss, cores) if others else None]
+        cells = [f"{p / 1e9:.2f}, {_span([r['goodput_bps'] / p for r in rs], '.2f')}" if p else "–" for p in preds]
+        lines.append(f"| {'on' if gro else 'off'} | {mtu} | {streams}{_noisy(rs, idle_cores)} | "
+                     f"{_span([r['goodput_bps'] for r in rs], '.2f', 1e-9)} | {' | '.join(cells)} |")
     return lines
 
 
@@ -357,9 +404,11 @@ def main() -> int:
             runs.append(measure(be, point, seconds, warmup_s, rep, work))
             print(run_line(point, rep, runs[-1]), flush=True)
     idle_after = idle_baseline(args.idle_seconds)
-    idle_cores = (idle_before["busy_cores"] + idle_after["busy_cores"]) / 2
+    # The smaller of the two: other work that came and went is marked († per
+    # run), not subtracted from every run.
+    idle_cores = min(idle_before["busy_cores"], idle_after["busy_cores"])
     print(f"== idle machine after: {idle_after['busy_cores']:.3f} busy cores; baseline used: {idle_cores:.3f} "
-          "cores (the mean)")
+          "cores (the smaller)")
     calib = [r for r in runs if r["kind"] == "calib"]
     predict = [r for r in runs if r["kind"] == "predict"]
     fits = fit(calib, idle_cores)
@@ -372,11 +421,13 @@ def main() -> int:
         print()
         print("\n".join(fit_lines(fits)))
     if predict:
-        print(f"\n### Prediction (CPU-bound): predicted = {ncpu} cores / µs per segment × MSS × 8 "
-              "(fixed part: cores less the fixed cores)\n")
+        print("\n### CPU-bound runs\n")
+        print("\n".join(predict_table(predict, idle_cores)))
+        print(f"\n### Measured against predicted: {ncpu} cores / µs per segment × MSS × 8 "
+              "(fixed-part fit: cores less its fixed cores)\n")
         if not fits:
-            print("(no calibration runs in this invocation: --points all or calib gives the prediction)\n")
-        print("\n".join(predict_table(predict, idle_cores, fits, ncpu)))
+            print("(no calibration runs in this invocation: --points all or calib gives the first two)\n")
+        print("\n".join(prediction_table(predict, idle_cores, fits, ncpu)))
     elapsed = time.monotonic() - started
     print(f"\n{len(runs)} runs in {elapsed:.0f} s")
     result = {"machine": {"cores": ncpu, "kernel": platform.release()}, "cc": CC, "rtt_s": RTT_S,
