@@ -5,21 +5,24 @@ Needs root.
 
     sudo PYTHONPATH=python:bench python3 bench/host_cpu.py [--quick] [--reps 3]
         [--points calib|predict|all] [--seconds 8] [--warmup 2] [--calib-rates 300,600]
-        [--predict-rate 40] [--idle-seconds 3] [--out /tmp/host_cpu.json]
+        [--calib-rates-gro 1000,3000] [--predict-rate 40] [--idle-seconds 3] [--out /tmp/host_cpu.json]
 
 On the kernel backend the senders, the receiver and the emulated path
 (veth, the NFQUEUE delay line linkem) all run on this machine's cores, so
 the machine's busy CPU over a run's measured interval (the run's facts
 `cpu`, /proc/stat read after the warm-up and at the end) is what carrying
 its segments costs, end to end. Everything else the machine runs counts
-too: the idle machine is measured before and after the runs (the baseline
-subtracted) and for 1 s before each run (a point whose run followed other
-work is marked †); measure on an otherwise idle machine.
+too: the idle machine is measured before and after the runs and for 1 s
+before each run; the smallest of these readings is the baseline
+subtracted, and a point whose run followed other work is marked †.
+Measure on an otherwise idle machine.
 
-1. Calibration points, not CPU-bound: CUBIC, 1 and 4 streams, 300 and
-   600 Mbit/s (--calib-rates), 10 ms, buffer 1 BDP, no loss, MTU 1500 and
-   9000, receiver GRO off (every segment through the delay line) and on
-   (linkem's unit mode). Per run: busy cores (all cores) less the idle
+1. Calibration points, not CPU-bound: CUBIC, 1 and 4 streams, 10 ms,
+   buffer 1 BDP, no loss, MTU 1500 and 9000, receiver GRO off (every
+   segment through the delay line; 300 and 600 Mbit/s, --calib-rates) and
+   on (linkem's unit mode; 1 and 3 Gbit/s, --calib-rates-gro: at 300 and
+   600 Mbit/s a GRO receiver's machine is ~0.15 cores busy at either rate,
+   its per-segment cost lost in the tick resolution). Per run: busy cores (all cores) less the idle
    baseline, divided by the data segments carried per second
    (tcpi_data_segs_out of every stream: the series' segs_out) -> busy µs
    per segment; the delay line's own CPU per segment (getrusage over the
@@ -95,11 +98,11 @@ class Point:
                 f"gro-{'on' if self.gro else 'off'}")
 
 
-def points(which: str, quick: bool, calib_rates_bps: list[float], predict_rate_bps: float) -> list[Point]:
+def points(which: str, quick: bool, calib_rates_bps: dict[bool, list[float]], predict_rate_bps: float) -> list[Point]:
     """The grid: calibration (not CPU-bound) and prediction (CPU-bound) points."""
     mtus, gros = (1500, 9000), (False, True)
     calib_streams, predict_streams = ((1,), (2,)) if quick else ((1, 4), (1, 2, 4))
-    calib = [Point("calib", r, s, m, g) for g in gros for m in mtus for s in calib_streams for r in calib_rates_bps]
+    calib = [Point("calib", r, s, m, g) for g in gros for m in mtus for s in calib_streams for r in calib_rates_bps[g]]
     predict = [Point("predict", predict_rate_bps, s, m, g) for g in gros for m in mtus for s in predict_streams]
     return {"calib": calib, "predict": predict, "all": calib + predict}[which]
 
@@ -375,7 +378,10 @@ def main() -> int:
     ap.add_argument("--points", choices=("calib", "predict", "all"), default="all")
     ap.add_argument("--seconds", type=float, default=None, help="run length (default 8; --quick: 4)")
     ap.add_argument("--warmup", type=float, default=None, help="warm-up excluded (default 2; --quick: 1.5)")
-    ap.add_argument("--calib-rates", default="300,600", help="calibration path rates, Mbit/s (default 300,600)")
+    ap.add_argument("--calib-rates", default="300,600",
+                    help="calibration path rates without GRO, Mbit/s (default %(default)s)")
+    ap.add_argument("--calib-rates-gro", default="1000,3000",
+                    help="calibration path rates with a GRO receiver, Mbit/s (default %(default)s)")
     ap.add_argument("--predict-rate", type=float, default=DEFAULT_PREDICT_RATE_BPS / 1e9,
                     help="prediction path rate, Gbit/s (default %(default)g: see the module doc)")
     ap.add_argument("--idle-seconds", type=float, default=3.0, help="idle baseline before and after the runs")
@@ -387,7 +393,8 @@ def main() -> int:
     if seconds <= warmup_s:
         ap.error(f"--seconds {seconds:g} must exceed the warm-up ({warmup_s:g} s)")
     ncpu = os.cpu_count() or 1
-    grid = points(args.points, args.quick, rates(args.calib_rates, 1e6), args.predict_rate * 1e9)
+    calib_rates = {False: rates(args.calib_rates, 1e6), True: rates(args.calib_rates_gro, 1e6)}
+    grid = points(args.points, args.quick, calib_rates, args.predict_rate * 1e9)
     started = time.monotonic()
     be = KernelBackend()
     work = Path(tempfile.mkdtemp(prefix="fp-host-cpu-"))
@@ -404,11 +411,12 @@ def main() -> int:
             runs.append(measure(be, point, seconds, warmup_s, rep, work))
             print(run_line(point, rep, runs[-1]), flush=True)
     idle_after = idle_baseline(args.idle_seconds)
-    # The smaller of the two: other work that came and went is marked († per
-    # run), not subtracted from every run.
-    idle_cores = min(idle_before["busy_cores"], idle_after["busy_cores"])
+    # The smallest idle reading (before, after, and before each run): other
+    # work that came and went is marked († per run), not subtracted from
+    # every run.
+    idle_cores = min([idle_before["busy_cores"], idle_after["busy_cores"], *(r["pre_idle_cores"] for r in runs)])
     print(f"== idle machine after: {idle_after['busy_cores']:.3f} busy cores; baseline used: {idle_cores:.3f} "
-          "cores (the smaller)")
+          "cores (the smallest idle reading, before and after the runs and before each run)")
     calib = [r for r in runs if r["kind"] == "calib"]
     predict = [r for r in runs if r["kind"] == "predict"]
     fits = fit(calib, idle_cores)
