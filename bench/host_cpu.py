@@ -5,7 +5,8 @@ Needs root.
 
     sudo PYTHONPATH=python:bench python3 bench/host_cpu.py [--quick] [--reps 3]
         [--points calib|predict|all] [--seconds 8] [--warmup 2] [--calib-rates 300,600]
-        [--calib-rates-gro 1000,3000] [--predict-rate 40] [--idle-seconds 3] [--out /tmp/host_cpu.json]
+        [--calib-rates-gro 1000,3000] [--predict-rate 40] [--idle-seconds 3] [--wait-idle 30]
+        [--out /tmp/host_cpu.json]
 
 On the kernel backend the senders, the receiver and the emulated path
 (veth, the NFQUEUE delay line linkem) all run on this machine's cores, so
@@ -13,8 +14,9 @@ the machine's busy CPU over a run's measured interval (the run's facts
 `cpu`, /proc/stat read after the warm-up and at the end) is what carrying
 its segments costs, end to end. Everything else the machine runs counts
 too: the idle machine is measured before and after the runs and for 1 s
-before each run; the smallest of these readings is the baseline
-subtracted, and a point whose run followed other work is marked †.
+before each run (waiting up to --wait-idle seconds for other work to
+end); the smallest of these readings is the baseline subtracted, and a
+point whose run still followed other work is marked †.
 Measure on an otherwise idle machine.
 
 1. Calibration points, not CPU-bound: CUBIC, 1 and 4 streams, 10 ms,
@@ -150,13 +152,25 @@ def total_segments(series: dict) -> int:
     return sum(n for _, n in last.values())
 
 
-def measure(be: KernelBackend, point: Point, seconds: float, warmup_s: float, rep: int, work: Path) -> dict:
+def wait_idle(max_wait_s: float) -> float:
+    """Busy cores of the machine over PRE_RUN_IDLE_S, looked at again and
+    again while above NOISY_CORES, for up to `max_wait_s`: the last look."""
+    deadline = time.monotonic() + max_wait_s
+    busy = idle_baseline(PRE_RUN_IDLE_S)["busy_cores"]
+    while busy > NOISY_CORES and time.monotonic() < deadline:
+        busy = idle_baseline(PRE_RUN_IDLE_S)["busy_cores"]
+    return busy
+
+
+def measure(be: KernelBackend, point: Point, seconds: float, warmup_s: float, rep: int, work: Path,
+            max_wait_s: float = 0.0) -> dict:
     """One kernel run of `point` and its CPU figures (see the module doc),
     after a short look at the idle machine (`pre_idle_cores`: other work
-    on the machine shows there)."""
+    on the machine shows there; wait_idle waits up to `max_wait_s` for it
+    to end)."""
     p = plan(point.rate_bps, RTT_S, 0.0, CC, point.streams, mtu=point.mtu, duration_s=seconds,
              warmup_s=warmup_s, seed=1 + rep, gro=point.gro)
-    pre_idle = idle_baseline(PRE_RUN_IDLE_S)["busy_cores"]
+    pre_idle = wait_idle(max_wait_s)
     out = be.run(p, work / f"{point.kind}-{point.rate_bps:g}-{point.streams}-{point.mtu}-{int(point.gro)}-{rep}")
     machine = next(iter(out.facts["cpu"]["machines"].values()))
     if "error" in machine:
@@ -385,6 +399,9 @@ def main() -> int:
     ap.add_argument("--predict-rate", type=float, default=DEFAULT_PREDICT_RATE_BPS / 1e9,
                     help="prediction path rate, Gbit/s (default %(default)g: see the module doc)")
     ap.add_argument("--idle-seconds", type=float, default=3.0, help="idle baseline before and after the runs")
+    ap.add_argument("--wait-idle", type=float, default=30.0,
+                    help=f"before each run, wait up to this many seconds while other work keeps more than "
+                         f"{NOISY_CORES:g} cores busy (default %(default)g)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/host_cpu.json"))
     args = ap.parse_args()
     reps = args.reps or (1 if args.quick else 3)
@@ -408,7 +425,7 @@ def main() -> int:
     runs = []
     for rep in range(reps):
         for point in grid:
-            runs.append(measure(be, point, seconds, warmup_s, rep, work))
+            runs.append(measure(be, point, seconds, warmup_s, rep, work, args.wait_idle))
             print(run_line(point, rep, runs[-1]), flush=True)
     idle_after = idle_baseline(args.idle_seconds)
     # The smallest idle reading (before, after, and before each run): other
