@@ -84,6 +84,10 @@ DEFAULT_PREDICT_RATE_BPS = 40e9
 # that mark a run as following other work.
 PRE_RUN_IDLE_S = 1.0
 NOISY_CORES = 0.1
+# Other processes' cores during a run that mark it (their CPU is known
+# only roughly: a process that exits unreaped is missed).
+OTHER_CORES = 0.05
+PF_KTHREAD = 0x00200000  # include/linux/sched.h: a kernel thread
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,40 @@ def total_segments(series: dict) -> int:
     return sum(n for _, n in last.values())
 
 
+def other_processes_ticks() -> dict[tuple[int, int], int]:
+    """CPU ticks (user + system, and those of reaped children) of every
+    user-space process that is not this one or its descendant, by (pid,
+    start time): the machine's other work. Kernel threads (PF_KTHREAD) are
+    left out: softirq, NAPI and ksoftirqd work is the run's own."""
+    procs: dict[int, tuple[int, int, int, int]] = {}  # pid -> ppid, flags, start, ticks
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited meanwhile
+        # Fields after the command (proc(5), from 3 = state): ppid 4, flags 9,
+        # utime 14, stime 15, cutime 16, cstime 17, starttime 22.
+        procs[int(d.name)] = (int(f[1]), int(f[6]), int(f[19]), sum(int(v) for v in f[11:15]))
+    mine = {os.getpid()}
+    grew = True
+    while grew:
+        more = {pid for pid, (ppid, *_) in procs.items() if ppid in mine} - mine
+        mine |= more
+        grew = bool(more)
+    return {(pid, start): ticks for pid, (_, flags, start, ticks) in procs.items()
+            if pid not in mine and not flags & PF_KTHREAD}
+
+
+def other_cores(before: dict[tuple[int, int], int], after: dict[tuple[int, int], int], wall_s: float) -> float:
+    """Cores the machine's other processes kept busy between two readings
+    (a process gone by the second reading is missed, unless its parent
+    reaped it: then it counts in the parent's)."""
+    ticks = sum(t - before.get(key, 0) for key, t in after.items())
+    return max(0, ticks) / os.sysconf("SC_CLK_TCK") / wall_s
+
+
 def wait_idle(max_wait_s: float) -> float:
     """Busy cores of the machine over PRE_RUN_IDLE_S, looked at again and
     again while above NOISY_CORES, for up to `max_wait_s`: the last look."""
@@ -171,13 +209,16 @@ def measure(be: KernelBackend, point: Point, seconds: float, warmup_s: float, re
     p = plan(point.rate_bps, RTT_S, 0.0, CC, point.streams, mtu=point.mtu, duration_s=seconds,
              warmup_s=warmup_s, seed=1 + rep, gro=point.gro)
     pre_idle = wait_idle(max_wait_s)
+    others_before, started = other_processes_ticks(), time.monotonic()
     out = be.run(p, work / f"{point.kind}-{point.rate_bps:g}-{point.streams}-{point.mtu}-{int(point.gro)}-{rep}")
+    others = other_cores(others_before, other_processes_ticks(), time.monotonic() - started)
     machine = next(iter(out.facts["cpu"]["machines"].values()))
     if "error" in machine:
         raise RuntimeError(f"{point.label}: no CPU figures: {machine['error']}")
     cores = machine["cores"].values()
     lk = out.facts.get("linkem") or {}
     return {**asdict(point), "rep": rep, "seconds": seconds, "warmup_s": warmup_s, "pre_idle_cores": pre_idle,
+            "other_processes_cores": others,
             "goodput_bps": goodput_bps(out, warmup_s), "segments_per_s": segment_rate(out.series, warmup_s),
             "mss_bytes": min(s["snd_mss_bytes"] for s in out.facts["streams_read_back"]),
             "busy_cores": sum(c["busy_frac"] for c in cores), "busy_max_core_frac": machine["busy_max_core_frac"],
@@ -286,8 +327,9 @@ def _groups(runs: list[dict]) -> dict[tuple, list[dict]]:
 
 def _noisy(rs: list[dict], idle_cores: float) -> str:
     """A mark for points where the machine was busy with other work just
-    before one of their runs."""
-    return " †" if any(r["pre_idle_cores"] - idle_cores > NOISY_CORES for r in rs) else ""
+    before or during one of their runs."""
+    return " †" if any(r["pre_idle_cores"] - idle_cores > NOISY_CORES or r["other_processes_cores"] > OTHER_CORES
+                       for r in rs) else ""
 
 
 def calib_table(calib: list[dict], idle_cores: float, fits: dict[bool, dict]) -> list[str]:
@@ -373,7 +415,8 @@ def prediction_table(predict: list[dict], idle_cores: float, fits: dict[bool, di
 
 def run_line(point: Point, rep: int, r: dict) -> str:
     linkem = r["linkem_cores"] if r["linkem_cores"] is not None else float("nan")
-    return (f"  {point.label} rep {rep}: idle before {r['pre_idle_cores']:.2f} cores; goodput "
+    return (f"  {point.label} rep {rep}: idle before {r['pre_idle_cores']:.2f} cores, other processes during "
+            f"{r['other_processes_cores']:.2f}; goodput "
             f"{r['goodput_bps'] / 1e9:.3f} Gbit/s, {r['segments_per_s']:,.0f} segments/s (MSS {r['mss_bytes']}), "
             f"busy {r['busy_cores']:.2f} cores (max core {r['busy_max_core_frac']:.2f}, softirq "
             f"{r['softirq_cores']:.2f}), linkem {linkem:.2f}, lateness p99 {(r['late_p99_s'] or 0) * 1e3:.2f} ms, "
@@ -439,7 +482,8 @@ def main() -> int:
     fits = fit(calib, idle_cores)
     print(f"\n## {CC}, {RTT_S * 1e3:g} ms, buffer 1 BDP, no loss, {seconds:g} s runs after {warmup_s:g} s, "
           f"{reps} repetition(s); {ncpu} cores, Linux {platform.release()}; mean (min–max) over repetitions; "
-          f"† other work busy > {NOISY_CORES:g} cores just before a run")
+          f"† other work busy > {NOISY_CORES:g} cores just before a run, or other processes > {OTHER_CORES:g} "
+          "cores during it")
     if calib:
         print("\n### Calibration (not CPU-bound): busy µs per segment = (busy cores − idle) / segments per s\n")
         print("\n".join(calib_table(calib, idle_cores, fits)))
