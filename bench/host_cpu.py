@@ -271,7 +271,8 @@ def fit(calib: list[dict], idle_cores: float) -> dict[bool, dict]:
     * with a fixed part (`fixed_cores`, `fixed_a_us`, `fixed_b_us_per_byte`):
       busy cores = c + S · (a + b · MSS), S segments per second, c the CPU
       the run costs whatever its rate (timers, polling, the delay line's
-      wake-ups while packets are sparse). Needs two rates and two MSS.
+      wake-ups while packets are sparse). Needs two rates, two MSS and
+      more than three runs.
 
     Each with its residuals (measured − fit: µs per segment; cores)."""
     out: dict[bool, dict] = {}
@@ -284,7 +285,7 @@ def fit(calib: list[dict], idle_cores: float) -> dict[bool, dict]:
         rate = np.array([r["segments_per_s"] for r in runs], dtype=float)
         cores = np.array([r["busy_cores"] - idle_cores for r in runs], dtype=float)
         x = np.column_stack([np.ones_like(rate), rate * 1e-6, rate * mss * 1e-6])
-        if np.linalg.matrix_rank(x) == 3:
+        if len(runs) > 3 and np.linalg.matrix_rank(x) == 3:  # more runs than parameters
             (c, fa, fb), *_ = np.linalg.lstsq(x, cores, rcond=None)
             f |= {"fixed_cores": float(c), "fixed_a_us": float(fa), "fixed_b_us_per_byte": float(fb),
                   "fixed_residuals_cores": [float(v) for v in cores - x @ np.array([c, fa, fb])]}
@@ -328,8 +329,7 @@ def _groups(runs: list[dict]) -> dict[tuple, list[dict]]:
 def _noisy(rs: list[dict], idle_cores: float) -> str:
     """A mark for points where the machine was busy with other work just
     before or during one of their runs."""
-    return " †" if any(r["pre_idle_cores"] - idle_cores > NOISY_CORES or r["other_processes_cores"] > OTHER_CORES
-                       for r in rs) else ""
+    return " †" if any(shared(r, idle_cores) for r in rs) else ""
 
 
 def calib_table(calib: list[dict], idle_cores: float, fits: dict[bool, dict]) -> list[str]:
@@ -372,7 +372,7 @@ def fit_lines(fits: dict[bool, dict]) -> list[str]:
                          f"({f['fixed_a_us']:.3f} + {f['fixed_b_us_per_byte'] * 1e3:.4f} ns × MSS bytes) µs; "
                          "residuals cores: " + " ".join(f"{v:+.3f}" for v in f["fixed_residuals_cores"]))
         else:
-            lines.append(f"* {mode}, with a fixed part: needs two rates and two MTUs among the calibration runs")
+            lines.append(f"* {mode}, with a fixed part: needs two rates, two MTUs and more than three runs")
     return lines
 
 
@@ -413,6 +413,35 @@ def prediction_table(predict: list[dict], idle_cores: float, fits: dict[bool, di
     return lines
 
 
+def shared(run: dict, idle_cores: float) -> bool:
+    """Whether other work shared the machine just before or during `run`."""
+    return run["pre_idle_cores"] - idle_cores > NOISY_CORES or run["other_processes_cores"] > OTHER_CORES
+
+
+def report(runs: list[dict], idle_cores: float, ncpu: int, what: str) -> dict[bool, dict]:
+    """Prints the markdown tables of `runs`; returns the calibration fits."""
+    calib = [r for r in runs if r["kind"] == "calib"]
+    predict = [r for r in runs if r["kind"] == "predict"]
+    fits = fit(calib, idle_cores)
+    print(f"\n## {CC}, {RTT_S * 1e3:g} ms, buffer 1 BDP, no loss, {what}; {ncpu} cores, Linux "
+          f"{platform.release()}; mean (min–max) over repetitions; † other work busy > {NOISY_CORES:g} cores "
+          f"just before a run, or other processes > {OTHER_CORES:g} cores during it")
+    if calib:
+        print("\n### Calibration (not CPU-bound): busy µs per segment = (busy cores − idle) / segments per s\n")
+        print("\n".join(calib_table(calib, idle_cores, fits)))
+        print()
+        print("\n".join(fit_lines(fits)))
+    if predict:
+        print("\n### CPU-bound runs\n")
+        print("\n".join(predict_table(predict, idle_cores)))
+        print(f"\n### Measured against predicted: {ncpu} cores / µs per segment × MSS × 8 "
+              "(fixed-part fit: cores less its fixed cores)\n")
+        if not fits:
+            print("(no calibration runs in this invocation: --points all or calib gives the first two)\n")
+        print("\n".join(prediction_table(predict, idle_cores, fits, ncpu)))
+    return fits
+
+
 def run_line(point: Point, rep: int, r: dict) -> str:
     linkem = r["linkem_cores"] if r["linkem_cores"] is not None else float("nan")
     return (f"  {point.label} rep {rep}: idle before {r['pre_idle_cores']:.2f} cores, other processes during "
@@ -425,6 +454,18 @@ def run_line(point: Point, rep: int, r: dict) -> str:
 
 def rates(text: str, unit_bps: float) -> list[float]:
     return [float(v) * unit_bps for v in text.split(",")]
+
+
+def tables_from(paths: list[Path], unshared_only: bool) -> int:
+    """The tables of earlier invocations' runs (their --out files) together."""
+    results = [json.loads(p.read_text()) for p in paths]
+    idle_cores = min(r["idle_cores"] for r in results)
+    runs = [run for r in results for run in r["runs"]]
+    kept = [r for r in runs if not (unshared_only and shared(r, idle_cores))]
+    report(kept, idle_cores, results[0]["machine"]["cores"],
+           f"{len(kept)} of {len(runs)} runs from {', '.join(str(p) for p in paths)}"
+           + (" (runs marked † left out)" if unshared_only else ""))
+    return 0
 
 
 def main() -> int:
@@ -446,7 +487,13 @@ def main() -> int:
                     help=f"before each run, wait up to this many seconds while other work keeps more than "
                          f"{NOISY_CORES:g} cores busy (default %(default)g)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/host_cpu.json"))
+    ap.add_argument("--tables-from", type=Path, nargs="+", metavar="JSON",
+                    help="run nothing: print the tables of the runs in these --out files, together")
+    ap.add_argument("--unshared-only", action="store_true",
+                    help="with --tables-from: leave out the runs marked † (other work on the machine)")
     args = ap.parse_args()
+    if args.tables_from:
+        return tables_from(args.tables_from, args.unshared_only)
     reps = args.reps or (1 if args.quick else 3)
     seconds = args.seconds or (4.0 if args.quick else 8.0)
     warmup_s = args.warmup if args.warmup is not None else (1.5 if args.quick else 2.0)
@@ -477,26 +524,7 @@ def main() -> int:
     idle_cores = min([idle_before["busy_cores"], idle_after["busy_cores"], *(r["pre_idle_cores"] for r in runs)])
     print(f"== idle machine after: {idle_after['busy_cores']:.3f} busy cores; baseline used: {idle_cores:.3f} "
           "cores (the smallest idle reading, before and after the runs and before each run)")
-    calib = [r for r in runs if r["kind"] == "calib"]
-    predict = [r for r in runs if r["kind"] == "predict"]
-    fits = fit(calib, idle_cores)
-    print(f"\n## {CC}, {RTT_S * 1e3:g} ms, buffer 1 BDP, no loss, {seconds:g} s runs after {warmup_s:g} s, "
-          f"{reps} repetition(s); {ncpu} cores, Linux {platform.release()}; mean (min–max) over repetitions; "
-          f"† other work busy > {NOISY_CORES:g} cores just before a run, or other processes > {OTHER_CORES:g} "
-          "cores during it")
-    if calib:
-        print("\n### Calibration (not CPU-bound): busy µs per segment = (busy cores − idle) / segments per s\n")
-        print("\n".join(calib_table(calib, idle_cores, fits)))
-        print()
-        print("\n".join(fit_lines(fits)))
-    if predict:
-        print("\n### CPU-bound runs\n")
-        print("\n".join(predict_table(predict, idle_cores)))
-        print(f"\n### Measured against predicted: {ncpu} cores / µs per segment × MSS × 8 "
-              "(fixed-part fit: cores less its fixed cores)\n")
-        if not fits:
-            print("(no calibration runs in this invocation: --points all or calib gives the first two)\n")
-        print("\n".join(prediction_table(predict, idle_cores, fits, ncpu)))
+    fits = report(runs, idle_cores, ncpu, f"{seconds:g} s runs after {warmup_s:g} s, {reps} repetition(s)")
     elapsed = time.monotonic() - started
     print(f"\n{len(runs)} runs in {elapsed:.0f} s")
     result = {"machine": {"cores": ncpu, "kernel": platform.release()}, "cc": CC, "rtt_s": RTT_S,
