@@ -7,6 +7,7 @@ Needs root.
         [--points calib|predict|all] [--seconds 8] [--warmup 2] [--calib-rates 300,600]
         [--calib-rates-gro 1000,3000] [--predict-rate 40] [--idle-seconds 3] [--wait-idle 30]
         [--out /tmp/host_cpu.json]
+    PYTHONPATH=python:bench python3 bench/host_cpu.py --tables-from A.json B.json [--unshared-only]
 
 On the kernel backend the senders, the receiver and the emulated path
 (veth, the NFQUEUE delay line linkem) all run on this machine's cores, so
@@ -15,9 +16,10 @@ the machine's busy CPU over a run's measured interval (the run's facts
 its segments costs, end to end. Everything else the machine runs counts
 too: the idle machine is measured before and after the runs and for 1 s
 before each run (waiting up to --wait-idle seconds for other work to
-end); the smallest of these readings is the baseline subtracted, and a
-point whose run still followed other work is marked †.
-Measure on an otherwise idle machine.
+end); the smallest of these readings is the baseline subtracted. A
+point whose run still followed other work, or during which other
+processes (user space, outside this script's tree) used CPU, is marked
+†. Measure on an otherwise idle machine.
 
 1. Calibration points, not CPU-bound: CUBIC, 1 and 4 streams, 10 ms,
    buffer 1 BDP, no loss, MTU 1500 and 9000, receiver GRO off (every
@@ -51,7 +53,9 @@ Measure on an otherwise idle machine.
    divided by the cost of a segment, times the MSS; measured / predicted.
 
 --quick: one repetition of 4 s runs, 1 stream at the calibration points
-and 2 at the prediction points (development). Raw figures as JSON: --out.
+and 2 at the prediction points (development). Raw figures as JSON: --out;
+--tables-from A.json B.json [--unshared-only] prints their runs' tables
+together (without the runs marked †) and runs nothing.
 """
 
 from __future__ import annotations
