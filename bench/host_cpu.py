@@ -66,6 +66,7 @@ import os
 import platform
 import statistics
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -88,9 +89,10 @@ DEFAULT_PREDICT_RATE_BPS = 40e9
 # that mark a run as following other work.
 PRE_RUN_IDLE_S = 1.0
 NOISY_CORES = 0.1
-# Other processes' cores during a run that mark it (their CPU is known
-# only roughly: a process that exits unreaped is missed).
+# Other processes' cores during a run that mark it, and how often they are
+# read (a process that exits loses at most this much of its time).
 OTHER_CORES = 0.05
+OTHER_SAMPLE_S = 0.5
 PF_KTHREAD = 0x00200000  # include/linux/sched.h: a kernel thread
 
 
@@ -161,10 +163,11 @@ def total_segments(series: dict) -> int:
 
 
 def other_processes_ticks() -> dict[tuple[int, int], int]:
-    """CPU ticks (user + system, and those of reaped children) of every
-    user-space process that is not this one or its descendant, by (pid,
-    start time): the machine's other work. Kernel threads (PF_KTHREAD) are
-    left out: softirq, NAPI and ksoftirqd work is the run's own."""
+    """CPU ticks (user + system) of every user-space process that is not
+    this one or its descendant, by (pid, start time): the machine's other
+    work. Kernel threads (PF_KTHREAD) are left out: softirq, NAPI and
+    ksoftirqd work is the run's own. Reaped children's ticks (cutime) are
+    left out too: a parent reaping a child adds the child's whole life."""
     procs: dict[int, tuple[int, int, int, int]] = {}  # pid -> ppid, flags, start, ticks
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -174,8 +177,8 @@ def other_processes_ticks() -> dict[tuple[int, int], int]:
         except (OSError, IndexError):
             continue  # exited meanwhile
         # Fields after the command (proc(5), from 3 = state): ppid 4, flags 9,
-        # utime 14, stime 15, cutime 16, cstime 17, starttime 22.
-        procs[int(d.name)] = (int(f[1]), int(f[6]), int(f[19]), sum(int(v) for v in f[11:15]))
+        # utime 14, stime 15, starttime 22.
+        procs[int(d.name)] = (int(f[1]), int(f[6]), int(f[19]), int(f[11]) + int(f[12]))
     mine = {os.getpid()}
     grew = True
     while grew:
@@ -186,12 +189,30 @@ def other_processes_ticks() -> dict[tuple[int, int], int]:
             if pid not in mine and not flags & PF_KTHREAD}
 
 
-def other_cores(before: dict[tuple[int, int], int], after: dict[tuple[int, int], int], wall_s: float) -> float:
-    """Cores the machine's other processes kept busy between two readings
-    (a process gone by the second reading is missed, unless its parent
-    reaped it: then it counts in the parent's)."""
-    ticks = sum(t - before.get(key, 0) for key, t in after.items())
-    return max(0, ticks) / os.sysconf("SC_CLK_TCK") / wall_s
+class OtherProcesses:
+    """The machine's other processes' CPU while it runs (a context manager):
+    /proc read every OTHER_SAMPLE_S on a thread, so a process that exits
+    loses at most that much of its time; `cores` once done."""
+
+    def __enter__(self) -> OtherProcesses:
+        self.first = other_processes_ticks()
+        self.last = dict(self.first)
+        self.started = time.monotonic()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self.stop.wait(OTHER_SAMPLE_S):
+            self.last.update(other_processes_ticks())
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.last.update(other_processes_ticks())
+        ticks = sum(t - self.first.get(key, 0) for key, t in self.last.items())
+        self.cores = max(0, ticks) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - self.started)
 
 
 def wait_idle(max_wait_s: float) -> float:
@@ -213,16 +234,15 @@ def measure(be: KernelBackend, point: Point, seconds: float, warmup_s: float, re
     p = plan(point.rate_bps, RTT_S, 0.0, CC, point.streams, mtu=point.mtu, duration_s=seconds,
              warmup_s=warmup_s, seed=1 + rep, gro=point.gro)
     pre_idle = wait_idle(max_wait_s)
-    others_before, started = other_processes_ticks(), time.monotonic()
-    out = be.run(p, work / f"{point.kind}-{point.rate_bps:g}-{point.streams}-{point.mtu}-{int(point.gro)}-{rep}")
-    others = other_cores(others_before, other_processes_ticks(), time.monotonic() - started)
+    with OtherProcesses() as others:
+        out = be.run(p, work / f"{point.kind}-{point.rate_bps:g}-{point.streams}-{point.mtu}-{int(point.gro)}-{rep}")
     machine = next(iter(out.facts["cpu"]["machines"].values()))
     if "error" in machine:
         raise RuntimeError(f"{point.label}: no CPU figures: {machine['error']}")
     cores = machine["cores"].values()
     lk = out.facts.get("linkem") or {}
     return {**asdict(point), "rep": rep, "seconds": seconds, "warmup_s": warmup_s, "pre_idle_cores": pre_idle,
-            "other_processes_cores": others,
+            "other_processes_cores": others.cores,
             "goodput_bps": goodput_bps(out, warmup_s), "segments_per_s": segment_rate(out.series, warmup_s),
             "mss_bytes": min(s["snd_mss_bytes"] for s in out.facts["streams_read_back"]),
             "busy_cores": sum(c["busy_frac"] for c in cores), "busy_max_core_frac": machine["busy_max_core_frac"],
