@@ -3,7 +3,7 @@
 for the working tree and optionally a git revision to compare against.
 
     python3 bench/sim_speed.py [--base REV] [--runs reno:8,cubic:1,bbr:1]
-        [--paths 10:20:1e-5,100:70:1e-3] [--gro] [--cap-gbit 14]
+        [--paths 10:20:1e-5,100:70:1e-3] [--gro] [--cap-gbit 14] [--cpu-cores 8]
         [--seconds 5] [--reps 5] [--aqm droptail|fq_codel] [--no-callgrind]
 
 Each run is `crates/sim/examples/bench.rs` for one CCA and stream count on
@@ -11,7 +11,9 @@ each path of --paths (RATE_GBIT:RTT_MS:LOSS; MTU 1500, 1 BDP buffer;
 --seconds simulated); the default paths are 10 Gbit/s 20 ms 1e-5 and study
 B's 100 Gbit/s 70 ms 1e-3. --gro gives the receiver GRO (a tree that does
 not know the key ignores it), --cap-gbit a per-stream rate cap (study B's
-14 Gbit/s). `pkt/s/core` is packets over the minimum wall time: the
+14 Gbit/s), --cpu-cores a host CPU model of that many cores on both hosts
+(examples/bench.rs `cpu_model`: the cost of the model; head tree only,
+a base without the host model refuses the key). `pkt/s/core` is packets over the minimum wall time: the
 simulator is single-threaded, so that is its speed per core.
 Instructions are callgrind's total for the whole process (deterministic:
 the same binary and run give the same count, so small differences are
@@ -178,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--paths", default="10:20:1e-5,100:70:1e-3", help="RATE_GBIT:RTT_MS:LOSS items, comma-separated")
     ap.add_argument("--gro", action="store_true", help="the receiver coalesces with GRO")
     ap.add_argument("--cap-gbit", type=float, help="per-stream rate cap (Gbit/s)")
+    ap.add_argument("--cpu-cores", type=int, help="a host CPU model of this many cores on both hosts")
     ap.add_argument("--no-callgrind", action="store_true", help="wall time only")
     args = ap.parse_args(argv)
     runs = parse_runs(args.runs)
@@ -194,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                             "FATPIPE_BENCH_LOSS": str(path.loss), "FATPIPE_BENCH_GRO": "1" if args.gro else "0"})
         if args.cap_gbit:
             BENCH_EXTRA["FATPIPE_BENCH_CAP"] = str(args.cap_gbit * 1e9)
+        if args.cpu_cores:
+            BENCH_EXTRA["FATPIPE_BENCH_CPU"] = str(args.cpu_cores)
         print(f"{path.rate_gbit:g} Gbit/s, {path.rtt_ms:g} ms, MTU 1500, loss {path.loss:g}, 1 BDP, {args.aqm}, "
               f"GRO {'on' if args.gro else 'off'}, cap {args.cap_gbit or '-'} Gbit/s, {args.seconds:g} s simulated; "
               f"wall: min and median of {args.reps}" + (f"; base {args.base}" if args.base else ""))

@@ -65,7 +65,7 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
         gro=bool(h.gro),
         processing_jitter_s=h.processing_jitter or None,
         start_spread_s=h.start_spread,
-        cpu=_host_cpu(h),
+        cpu=host_cpu_plan(h),
         nic_rate_bps=nic_rate,
         interrupt_coalescing_s=h.interrupt_coalescing,
         interrupt_coalescing_frames=h.interrupt_coalescing_frames,
@@ -73,7 +73,7 @@ def _host_limits(spec: spec_mod.Spec, name: str) -> HostLimits:
     )
 
 
-def _host_cpu(h: spec_mod.HostSection) -> HostCpu | None:
+def host_cpu_plan(h: spec_mod.HostSection) -> HostCpu | None:
     """The host's CPU cost model, on iff it has cpu_cores; unset costs are 0."""
     if h.cpu_cores is None:
         return None

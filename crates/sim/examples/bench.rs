@@ -6,7 +6,9 @@
 //! FATPIPE_BENCH_AQM=fq_codel runs the bottleneck as fq_codel with Linux's
 //! defaults instead of drop-tail; FATPIPE_BENCH_GRO=1 gives the receiver
 //! GRO, FATPIPE_BENCH_CAP a per-stream rate cap in bit/s,
-//! FATPIPE_BENCH_JITTER a processing jitter in seconds on both hosts)
+//! FATPIPE_BENCH_JITTER a processing jitter in seconds on both hosts,
+//! FATPIPE_BENCH_CPU=CORES a CPU model of that many cores on both hosts
+//! with a cost per byte sent and received and per ACK (`cpu_model`))
 //! For 10 Gbit/s, 20 ms RTT, MTU 1500, loss 1e-5, 1 and 8 streams, and each
 //! CCA in cc::AVAILABLE: wall time, packets transmitted, packet
 //! transmissions per wall-clock second (PTS) and goodput.
@@ -32,16 +34,36 @@ fn aqm() -> serde_json::Value {
     }
 }
 
+/// FATPIPE_BENCH_CPU=CORES: a CPU model on each host, a thread per stream,
+/// costing 0.09 ns per byte sent, 0.19 ns per byte received and 0.5 µs per
+/// ACK (the dtn-100g profile's byte costs, docs/host-model.md, and an ACK
+/// cost so that every kind of work is queued): the cost of the model.
+fn cpu_model() -> serde_json::Value {
+    match std::env::var("FATPIPE_BENCH_CPU").ok().and_then(|v| v.parse::<u64>().ok()) {
+        None => serde_json::Value::Null,
+        Some(cores) => json!({"cores": cores, "app_threads": null, "machine": null, "rx_ring_packets": 1024,
+                              "send_packet_s": 0.0, "send_byte_s": 0.09e-9, "receive_packet_s": 0.0,
+                              "receive_unit_s": 0.0, "receive_byte_s": 0.19e-9, "ack_s": 0.5e-6,
+                              "sack_block_s": 0.0, "timer_s": 0.0, "rtx_queue": null, "rtx_walk_s": null}),
+    }
+}
+
 fn plan(cc: &str, streams: u64, duration: f64) -> String {
     let (rate, rtt, loss) = (env_f64("FATPIPE_BENCH_RATE", 10e9), env_f64("FATPIPE_BENCH_RTT", 0.02), env_f64("FATPIPE_BENCH_LOSS", 1e-5));
     let gro = std::env::var("FATPIPE_BENCH_GRO").is_ok_and(|v| v == "1");
     let cap = std::env::var("FATPIPE_BENCH_CAP").ok().and_then(|v| v.parse::<f64>().ok());
     let jitter = std::env::var("FATPIPE_BENCH_JITTER").ok().and_then(|v| v.parse::<f64>().ok());
-    let host = json!({"rmem_max_bytes": 1u64 << 30, "wmem_max_bytes": 1u64 << 30,
-                      "stream_rate_cap_bps": cap, "extra_rtt_s": 0.0, "processing_jitter_s": jitter});
-    let receiver = json!({"rmem_max_bytes": 1u64 << 30, "wmem_max_bytes": 1u64 << 30,
-                          "stream_rate_cap_bps": null, "extra_rtt_s": 0.0, "gro": gro,
-                          "processing_jitter_s": jitter});
+    let mut host = json!({"rmem_max_bytes": 1u64 << 30, "wmem_max_bytes": 1u64 << 30,
+                          "stream_rate_cap_bps": cap, "extra_rtt_s": 0.0, "processing_jitter_s": jitter});
+    let mut receiver = json!({"rmem_max_bytes": 1u64 << 30, "wmem_max_bytes": 1u64 << 30,
+                              "stream_rate_cap_bps": null, "extra_rtt_s": 0.0, "gro": gro,
+                              "processing_jitter_s": jitter});
+    let cpu = cpu_model();
+    if !cpu.is_null() {
+        // A tree without the host model would refuse the key: set it only when asked.
+        host["cpu"] = cpu.clone();
+        receiver["cpu"] = cpu;
+    }
     json!({
         "run_id": "bench", "backend": "sim", "rep": 0, "seed": 42,
         "duration_s": duration, "warmup_s": 10.0, "sample_interval_s": 1.0,
