@@ -12,7 +12,7 @@ from fatpipe.backends.sim import SimBackend
 from fatpipe.summary import summarize
 from spec_text import plans_for
 
-BUNDLED = ("ideal", "server-10g-2014", "dtn-100g")
+BUNDLED = ("ideal", "server-10g-2014", "dtn-100g", "kernel-vm", "kernel-vm-gro")
 # The plan's cpu object field of each [hosts] key a profile may set.
 CPU_FIELDS = {"cpu_cores": "cores", "app_threads": "app_threads", "rx_ring": "rx_ring_packets",
               **hostcpu.COST_FIELDS}
@@ -56,7 +56,7 @@ def capacity_bps(profile: str) -> tuple[float, float]:
     return 8 / keys["cost_send_byte"], 8 / keys["cost_receive_byte"]
 
 
-def test_the_bundled_profiles_are_ideal_the_10g_server_and_the_100g_dtn():
+def test_the_bundled_profiles_are_ideal_the_10g_server_the_100g_dtn_and_this_vm():
     assert hostprofiles.PROFILES == BUNDLED
 
 
@@ -96,10 +96,12 @@ def test_a_study_naming_the_profile_carries_its_values_in_every_hosts_cpu_object
         assert cpu.app_threads == keys.get("app_threads")
         unset = set(hostcpu.COST_FIELDS) - set(keys)
         assert all(getattr(cpu, hostcpu.COST_FIELDS[k]) == 0.0 for k in unset)
-    assert plan.receiver.gro is True
+    assert plan.receiver.gro is keys.get("gro", False)
     # The NIC ceiling is a sending host's (the receiver's is not modelled).
-    assert plan.senders["s1"].nic_rate_bps == pytest.approx(keys["nic_rate"])
+    assert plan.senders["s1"].nic_rate_bps == pytest.approx(keys.get("nic_rate"))
     assert plan.receiver.nic_rate_bps is None
+    # A profile that names a machine puts every host on it.
+    assert {h.cpu.machine for h in (plan.receiver, *plan.senders.values())} == {keys.get("machine")}
 
 
 def test_the_profiles_capacities_per_core_are_those_the_docs_give():
