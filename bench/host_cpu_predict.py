@@ -62,8 +62,10 @@ def main() -> int:
     for r in data["runs"]:
         if r["kind"] == "predict":
             groups.setdefault((r["streams"], r["mtu"], r["gro"]), []).append(r)
-    print(f"profiles {args.profile} (GRO off), {args.gro_profile} (GRO on); kernel runs: {data['machine']}, {data['seconds']:g} s after {data['warmup_s']:g} s")
-    print("| streams | MTU | GRO | role | kernel Gbit/s (reps) | sim Gbit/s | sim busiest core | sim / kernel | ±20 % |")
+    print(f"profiles {args.profile} (GRO off), {args.gro_profile} (GRO on); kernel runs: {data['machine']}, "
+          f"{data['seconds']:g} s after {data['warmup_s']:g} s")
+    print("| streams | MTU | GRO | role | kernel Gbit/s (reps) | sim Gbit/s | sim busiest core | sim / kernel "
+          "| ±20 % |")
     print("|---:|---:|---|---|---|---:|---:|---:|---|")
     within = 0
     for key in sorted(groups):

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import fatpipe
+from fatpipe.results import StudyStore
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 import sshlab
@@ -47,6 +50,17 @@ def write_testbed(lab: sshlab.Lab, path: Path, hosts: dict[str, dict], **options
         lines += [f"{k} = {v}" if isinstance(v, int) else f'{k} = "{v}"' for k, v in keys.items()]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def run_one(lab: sshlab.Lab, tmp_path: Path, hosts: dict[str, dict], study: str):
+    """Runs the one-run study `study` (TOML text) on the lab's `hosts`: its
+    runs-table row and its run facts; fails with the run's reason if not ok."""
+    testbed = write_testbed(lab, tmp_path / "testbed.toml", hosts)
+    (tmp_path / "study.toml").write_text(study)
+    runs = fatpipe.run(tmp_path / "study.toml", backend="hosts", out=tmp_path / "out", testbed=testbed,
+                       progress=None).runs
+    assert list(runs["status"]) == ["ok"], "\n".join(runs["reason"])
+    return runs.iloc[0], StudyStore(tmp_path / "out").run_facts(runs["run_id"].iloc[0])
 
 
 THREE_HOSTS = {

@@ -7,16 +7,13 @@ hosts (docs/results.md, "Measured on the hosts")."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-import fatpipe
-from conftest import write_testbed
+from conftest import run_one
 from fatpipe import wire
 from fatpipe.linuxpath.procstat import STATES
 from fatpipe.linuxpath.readback import OFFLOADS
-from fatpipe.results import StudyStore
 
 # The emulator's interface is the one toward the receiver (remote_path.py).
 RUN_HOSTS = {
@@ -51,13 +48,7 @@ sender = "s1"
 
 @pytest.fixture
 def measured(lab, tmp_path):
-    testbed = write_testbed(lab, tmp_path / "testbed.toml", RUN_HOSTS)
-    (tmp_path / "study.toml").write_text(STUDY)
-    done = fatpipe.run(tmp_path / "study.toml", backend="hosts", out=tmp_path / "out", testbed=testbed,
-                       progress=None)
-    runs = done.runs
-    assert list(runs["status"]) == ["ok"], "\n".join(runs["reason"])
-    return runs.iloc[0], StudyStore(Path(tmp_path / "out")).run_facts(runs["run_id"].iloc[0])
+    return run_one(lab, tmp_path, RUN_HOSTS, STUDY)
 
 
 def test_a_hosts_run_carries_each_hosts_cores_and_the_end_hosts_figures(measured):

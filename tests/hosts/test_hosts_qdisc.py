@@ -5,11 +5,7 @@ and the run's facts say so (docs/host-model.md, "qdisc")."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import fatpipe
-from conftest import write_testbed
-from fatpipe.results import StudyStore
+from conftest import run_one
 
 RUN_HOSTS = {
     "alpha": {"ssh": "lab-s1", "address": "198.19.1.1", "interface": "eth0", "role": "s1"},
@@ -46,13 +42,7 @@ sender = "s1"
 def test_fq_asked_paces_the_senders_sockets_and_leaves_its_qdisc(lab, tmp_path):
     s1 = lab.namespaces["s1"]
     before = s1.run("tc", "qdisc", "show", "dev", "eth0")
-    testbed = write_testbed(lab, tmp_path / "testbed.toml", RUN_HOSTS)
-    (tmp_path / "study.toml").write_text(STUDY)
-    done = fatpipe.run(tmp_path / "study.toml", backend="hosts", out=tmp_path / "out", testbed=testbed,
-                       progress=None)
-    runs = done.runs
-    assert list(runs["status"]) == ["ok"], "\n".join(runs["reason"])
-    facts = StudyStore(Path(tmp_path / "out")).run_facts(runs["run_id"].iloc[0])
+    _, facts = run_one(lab, tmp_path, RUN_HOSTS, STUDY)
     assert facts["qdisc"] == {"s1": {"asked": "fq",
                                      "applied": "internal pacing (the host's root qdisc is left as it is)"}}
     streams = facts["streams_read_back"]

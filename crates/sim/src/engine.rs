@@ -19,7 +19,7 @@ use crate::wire;
 
 mod hosts;
 mod transmit;
-use transmit::{DataPkt, Tx};
+use transmit::{DataPkt, Link, Tx};
 
 /// One stream to simulate.
 #[derive(Clone, Debug)]
@@ -100,11 +100,8 @@ struct Stream {
     /// Index of the shared ACK pipe with this stream's return delay.
     ack_pipe: usize,
     ack_delay: Time,
-    wire: u32,
-    /// Segments the receiver's GRO merges at most (0: GRO off).
-    gro_segs: u32,
-    /// The segments carry the timestamp option (wire::ip_packet_bytes).
-    timestamps: bool,
+    /// Its segments' way onto the path (transmit.rs).
+    link: Link,
     start: Time,
     started: bool,
     app: App,
@@ -117,25 +114,7 @@ struct Stream {
     tx_cpu: Option<Box<CpuSeat>>,
     rx_cpu: Option<Box<CpuSeat>>,
     mss: u32,
-    nic: Option<u32>,
     ack_coalescer: Option<u32>,
-}
-
-impl Stream {
-    /// The sender's way onto the path for this stream (stream `i`).
-    #[inline]
-    fn tx<'a, const ECN: bool, const FQ: bool>(&self, net: &'a mut Net, i: u32) -> Tx<'a, ECN, FQ> {
-        Tx {
-            net,
-            stream: i,
-            wire: self.wire,
-            group: self.group as usize,
-            gro_segs: self.gro_segs,
-            timestamps: self.timestamps,
-            send_cost: self.tx_cpu.as_ref().map(|s| (s.costs, self.mss)),
-            nic: self.nic,
-        }
-    }
 }
 
 impl Net {
@@ -420,9 +399,14 @@ impl Sim {
                 receiver,
                 ack_pipe,
                 ack_delay,
-                wire: wire::ip_packet_bytes(s.mss, cfg.mtu),
-                timestamps: wire::carries_timestamps(s.mss, cfg.mtu),
-                gro_segs: if s.gro { crate::tcp::gro_max_segs(s.mss, wire::ip_packet_bytes(s.mss, cfg.mtu)) } else { 0 },
+                link: Link::new(
+                    wire::ip_packet_bytes(s.mss, cfg.mtu),
+                    s.group as usize,
+                    if s.gro { crate::tcp::gro_max_segs(s.mss, wire::ip_packet_bytes(s.mss, cfg.mtu)) } else { 0 },
+                    wire::carries_timestamps(s.mss, cfg.mtu),
+                    s.sender_cpu.map(|seat| (seat.costs, s.mss)),
+                    s.nic,
+                ),
                 start: s.start,
                 started: false,
                 app,
@@ -436,7 +420,6 @@ impl Sim {
                 tx_cpu: s.sender_cpu.map(Box::new),
                 rx_cpu: s.receiver_cpu.map(Box::new),
                 mss: s.mss,
-                nic: s.nic,
                 ack_coalescer: s.ack_coalescer,
             });
         }
@@ -504,6 +487,9 @@ impl Sim {
         if !matches!(st.app, App::Bulk) {
             let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
             app.on_data(now, &mut env);
+            if self.net.send_work > Time::ZERO {
+                self.book_sends(now);
+            }
         }
     }
 
@@ -515,7 +501,7 @@ impl Sim {
         rpcs: &'a mut Rpcs,
         i: u32,
     ) -> (&'a mut App, StreamApp<'a, ECN, FQ>) {
-        let tx = st.tx(net, i);
+        let tx = Tx::new(net, i, &st.link);
         let env = StreamApp {
             tx,
             sender: &mut st.sender,
@@ -538,7 +524,7 @@ impl Sim {
             self.hold_ack(i, ack, now);
             return;
         }
-        let mut tx = st.tx::<ECN, FQ>(&mut self.net, i);
+        let mut tx = Tx::<ECN, FQ>::new(&mut self.net, i, &st.link);
         st.sender.on_ack(now, &ack, &mut tx);
     }
 
@@ -562,13 +548,17 @@ impl Sim {
             }
             TimerKind::Host(step) => self.release::<ECN, FQ>(i, step, now),
         }
+        if self.net.send_work > Time::ZERO {
+            // The sends this timer made keep their host's core busy.
+            self.book_sends(now);
+        }
     }
 
     /// Sender timer `t` of stream `i` fires at `now`; on a host with a CPU
     /// model its handler's time is charged with its sends.
     fn run_sender_timer<const ECN: bool, const FQ: bool>(&mut self, i: u32, t: SenderTimer, now: Time) {
         let st = &mut self.streams[i as usize];
-        let mut tx = st.tx::<ECN, FQ>(&mut self.net, i);
+        let mut tx = Tx::<ECN, FQ>::new(&mut self.net, i, &st.link);
         if st.sender.on_timer(t, now, &mut tx) {
             if let Some(seat) = st.tx_cpu.as_deref() {
                 self.net.send_work += Time::from_nanos(seat.costs.timer_ns);
@@ -761,10 +751,6 @@ impl Sim {
                         Event::Interrupt(h) => self.interrupt(h, now),
                     }
                 }
-            }
-            if self.net.send_work > Time::ZERO {
-                // The sends this event made keep their host's core busy.
-                self.book_sends(best);
             }
         }
     }

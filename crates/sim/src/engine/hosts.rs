@@ -20,10 +20,22 @@ use crate::tcp::Ack;
 use crate::units::Time;
 
 use super::transmit::DataPkt;
-use super::Sim;
+use super::{Net, Sim};
 
 /// The receiver's interrupt among `Event::Interrupt`'s hosts.
 const RECEIVER_INTERRUPT: u32 = 0;
+
+impl Net {
+    /// Whether the receive ring of `seat`'s core takes `packets` more
+    /// received packets; a full ring drops them (`host_drops`).
+    fn ring_takes(&mut self, seat: &CpuSeat, packets: u32) -> bool {
+        let room = self.machines.core(seat).ring_has_room(packets, seat.rx_ring_packets);
+        if !room {
+            self.host_drops += packets as u64;
+        }
+        room
+    }
+}
 
 impl Sim {
     /// The forward pipe's head reaches a receiving host with a processing
@@ -66,14 +78,12 @@ impl Sim {
                 self.net.events.push(done, Event::Timer(i, TimerKind::Host(HostStep::Data)));
             }
             Some(seat) => {
-                let core = self.net.machines.core(seat);
-                if !core.ring_has_room(unit.n, seat.rx_ring_packets) {
-                    self.net.host_drops += unit.n as u64;
+                if !self.net.ring_takes(seat, unit.n) {
                     return;
                 }
                 let ready = host.admit(now, unit);
                 let cost = seat.costs.receive(unit.n, st.mss);
-                core.enqueue(Work { stream: i, kind: HostStep::Data, ready, cost, ring_packets: unit.n });
+                self.net.machines.core(seat).enqueue(Work { stream: i, kind: HostStep::Data, ready, cost, ring_packets: unit.n });
                 let seat = *seat;
                 self.start_core(&seat, now);
             }
@@ -137,16 +147,14 @@ impl Sim {
             }
             Some(seat) => {
                 // The ACK waits in the sender's receive ring like any
-                // received packet, and is dropped if the ring is full.
-                let core = self.net.machines.core(seat);
-                if !core.ring_has_room(1, seat.rx_ring_packets) {
-                    self.net.host_drops += 1;
+                // received packet.
+                if !self.net.ring_takes(seat, 1) {
                     return;
                 }
                 let ready = host.admit(now, ack);
                 let walked = if seat.costs.rtx_walk_ps > 0 { st.sender.list_walk_segments(&ack) } else { 0 };
                 let cost = seat.costs.ack(sack_blocks, walked);
-                core.enqueue(Work { stream: i, kind: HostStep::Ack, ready, cost, ring_packets: 1 });
+                self.net.machines.core(seat).enqueue(Work { stream: i, kind: HostStep::Ack, ready, cost, ring_packets: 1 });
                 let seat = *seat;
                 self.start_core(&seat, now);
             }
@@ -224,7 +232,7 @@ impl Sim {
     fn release_ack<const ECN: bool, const FQ: bool>(&mut self, i: u32, now: Time) {
         let st = &mut self.streams[i as usize];
         let Some(ack) = st.tx_host.as_mut().and_then(|h| h.release()) else { return };
-        let mut tx = st.tx::<ECN, FQ>(&mut self.net, i);
+        let mut tx = super::transmit::Tx::<ECN, FQ>::new(&mut self.net, i, &st.link);
         st.sender.on_ack(now, &ack, &mut tx);
     }
 }

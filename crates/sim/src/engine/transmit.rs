@@ -38,13 +38,12 @@ impl DataPkt {
     }
 }
 
-/// The sender's view of the world for one stream. `ECN` and `FQ` say
-/// whether the run may carry ECN (some stream negotiated it) and may have
-/// fq_codel at the bottleneck; `false` compiles that work out of the
-/// per-packet path (`Sim::run_until` picks the instance once per call).
-pub(super) struct Tx<'a, const ECN: bool, const FQ: bool> {
-    pub(super) net: &'a mut Net,
-    pub(super) stream: u32,
+/// What one stream's segments need on their way onto the path, fixed for
+/// the run: their size on the wire, their flow group (its loss stage), the
+/// receiver's GRO, the timestamp option, and the sending host's CPU costs
+/// and NIC when it has them.
+#[derive(Clone, Debug)]
+pub(super) struct Link {
     pub(super) wire: u32,
     pub(super) group: usize,
     /// Segments the receiver's GRO merges at most (0: no GRO).
@@ -56,65 +55,88 @@ pub(super) struct Tx<'a, const ECN: bool, const FQ: bool> {
     pub(super) send_cost: Option<(CpuCosts, u32)>,
     /// The sending host's NIC, if it has a ceiling (host/nic.rs).
     pub(super) nic: Option<u32>,
+    /// `send_cost` or `nic` is set: the host's path (`Tx::transmit_hosted`)
+    /// carries the stream's packets. One flag, so an ideal host's
+    /// transmit path tests one thing.
+    pub(super) hosted: bool,
 }
 
-impl<const ECN: bool, const FQ: bool> Tx<'_, ECN, FQ> {
+impl Link {
+    /// A stream's link; `hosted` follows from the CPU costs and the NIC.
+    pub(super) fn new(wire: u32, group: usize, gro_segs: u32, timestamps: bool, send_cost: Option<(CpuCosts, u32)>,
+                      nic: Option<u32>) -> Link {
+        Link { wire, group, gro_segs, timestamps, send_cost, nic, hosted: send_cost.is_some() || nic.is_some() }
+    }
+}
+
+/// The sender's view of the world for one stream. `ECN` and `FQ` say
+/// whether the run may carry ECN (some stream negotiated it) and may have
+/// fq_codel at the bottleneck; `false` compiles that work out of the
+/// per-packet path (`Sim::run_until` picks the instance once per call).
+pub(super) struct Tx<'a, const ECN: bool, const FQ: bool> {
+    pub(super) net: &'a mut Net,
+    pub(super) stream: u32,
+    pub(super) link: &'a Link,
+}
+
+impl<'a, const ECN: bool, const FQ: bool> Tx<'a, ECN, FQ> {
+    /// Stream `stream`'s way onto the path.
+    #[inline]
+    pub(super) fn new(net: &'a mut Net, stream: u32, link: &'a Link) -> Tx<'a, ECN, FQ> {
+        Tx { net, stream, link }
+    }
+
     /// TSval of a segment sent at `now` (0 without the option).
     #[inline]
     fn tsval(&self, now: Time) -> u32 {
-        if self.timestamps {
+        if self.link.timestamps {
             timestamps::tsval(now)
         } else {
             0
         }
     }
 
-    /// One packet of `segments` segments handed down at `now`: its CPU
-    /// time, booked on the stream's core after the event (host/cpu.rs).
-    #[inline]
-    fn charge(&mut self, segments: u32) {
-        if let Some((costs, mss)) = self.send_cost {
-            self.net.send_work += costs.send(segments, mss);
+    /// A packet of `n` segments from `first`, handed down at `now` on a
+    /// host with a CPU model or a NIC ceiling: its CPU time is booked on
+    /// the stream's core after the event (host/cpu.rs), each segment
+    /// enters the path when the NIC has sent it, and TSQ counts them
+    /// below TCP until then (host/nic.rs).
+    #[inline(never)]
+    fn transmit_hosted(&mut self, now: Time, first: u64, n: u32, ecn: SegEcn) {
+        if let Some((costs, mss)) = self.link.send_cost {
+            self.net.send_work += costs.send(n, mss);
             self.net.send_work_stream = self.stream;
         }
-    }
-
-    /// When a segment handed down at `now` enters the path: at once, or
-    /// when the host's NIC has sent it (host/nic.rs).
-    #[inline]
-    fn nic_departure(&mut self, now: Time) -> Time {
-        match self.nic {
-            Some(h) => self.net.nics[h as usize].send(now, wire::frame_bytes(self.wire)),
-            None => now,
+        let frame = wire::frame_bytes(self.link.wire);
+        for seq in first..first + n as u64 {
+            let at = match self.link.nic {
+                Some(h) => self.net.nics[h as usize].send(now, frame),
+                None => now,
+            };
+            self.send_one(now, at, seq, ecn);
         }
-    }
-
-    /// TSQ's account of `segments` segments just handed to the NIC
-    /// (host/nic.rs): they leave it by the NIC's last departure.
-    #[inline]
-    fn queue_below(&mut self, segments: u32) {
-        if let Some(h) = self.nic {
+        if let Some(h) = self.link.nic {
             let last = self.net.nics[h as usize].free_at();
-            self.net.small_queues[self.stream as usize].push(last, segments * wire::frame_bytes(self.wire));
+            self.net.small_queues[self.stream as usize].push(last, n * frame);
         }
     }
 
-    /// One segment onto the path at `now` (TSval taken when TCP sent it).
+    /// One segment sent by TCP at `sent` (its TSval) onto the path at
+    /// `now`.
     #[inline]
-    fn send_one(&mut self, now: Time, seq: u64, mut ecn: SegEcn) {
-        let tsval = self.tsval(now);
-        let now = self.nic_departure(now);
+    fn send_one(&mut self, sent: Time, now: Time, seq: u64, mut ecn: SegEcn) {
+        let tsval = self.tsval(sent);
         let net = &mut *self.net;
         net.packets += 1;
-        if net.loss[self.group].lose() {
+        if net.loss[self.link.group].lose() {
             net.random_drops += 1;
             return;
         }
         if FQ && net.fq.is_some() {
-            net.enqueue_fq(now, self.stream, self.wire, seq, ecn, tsval);
+            net.enqueue_fq(now, self.stream, self.link.wire, seq, ecn, tsval);
             return;
         }
-        let Some(a) = net.bottleneck.offer(now, wire::frame_bytes(self.wire), ECN && ecn.is_ect()) else { return };
+        let Some(a) = net.bottleneck.offer(now, wire::frame_bytes(self.link.wire), ECN && ecn.is_ect()) else { return };
         if a.ce {
             ecn.codepoint = Codepoint::Ce;
         }
@@ -127,9 +149,11 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
 
     #[inline]
     fn transmit(&mut self, now: Time, seq: u64, _retrans: bool, ecn: SegEcn) {
-        self.charge(1);
-        self.send_one(now, seq, ecn);
-        self.queue_below(1);
+        if self.link.hosted {
+            self.transmit_hosted(now, seq, 1, ecn);
+        } else {
+            self.send_one(now, now, seq, ecn);
+        }
     }
 
     /// A TSO burst: split only where a segment of it is lost at random or
@@ -139,30 +163,30 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
     /// queue in fq_codel go segment by segment.
     #[inline]
     fn transmit_burst(&mut self, now: Time, first: u64, n: u32, _retrans: bool, ecn: SegEcn) {
-        self.charge(n);
-        if ECN || FQ || self.nic.is_some() {
-            // Segment by segment; through a NIC ceiling each leaves the
-            // host at its own instant.
+        if self.link.hosted {
+            self.transmit_hosted(now, first, n, ecn);
+            return;
+        }
+        if ECN || FQ {
             for seq in first..first + n as u64 {
-                self.send_one(now, seq, ecn);
+                self.send_one(now, now, seq, ecn);
             }
-            self.queue_below(n);
             return;
         }
         let tsval = self.tsval(now);
         let net = &mut *self.net;
         net.packets += n as u64;
-        let frame = wire::frame_bytes(self.wire);
+        let frame = wire::frame_bytes(self.link.wire);
         let (mut seq, mut left) = (first, n as u64);
         while left > 0 {
-            let k = net.loss[self.group].pass(left);
+            let k = net.loss[self.link.group].pass(left);
             if k > 0 {
-                net.admit_burst(now, self.stream, seq, k as u32, frame, self.gro_segs, tsval);
+                net.admit_burst(now, self.stream, seq, k as u32, frame, self.link.gro_segs, tsval);
             }
             seq += k;
             left -= k;
             if left > 0 {
-                let lost = net.loss[self.group].lose();
+                let lost = net.loss[self.link.group].lose();
                 debug_assert!(lost, "LossStage::pass stopped before a loss");
                 net.random_drops += 1;
                 seq += 1;
@@ -178,10 +202,10 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
 
     #[inline]
     fn small_queue_room(&mut self, now: Time, pacing_rate: Rate, paced: bool, tso: u32) -> SmallQueueRoom {
-        if self.nic.is_none() {
+        if self.link.nic.is_none() {
             return SmallQueueRoom::Unlimited;
         }
-        self.net.small_queues[self.stream as usize].room(now, pacing_rate, paced, tso, wire::frame_bytes(self.wire))
+        self.net.small_queues[self.stream as usize].room(now, pacing_rate, paced, tso, wire::frame_bytes(self.link.wire))
     }
 }
 
