@@ -24,6 +24,7 @@ from test_kernel_sender_qdisc import CapturingPath
 
 import fatpipe.backends.kernel as kernel_backend
 from fatpipe.backends.sim import SimBackend
+from fatpipe.goodput import total_goodput_bps
 
 
 def main() -> None:
@@ -54,7 +55,7 @@ def main() -> None:
                     arrivals = CapturingPath.recorded.pop()
                     t0_ns = arrivals[0][0] - int(out.facts["stream_first_send_s"]["0"][0] * 1e9)
                     ahead = f"{bytes_ahead_share(arrivals, s['t_s'], s['pacing_rate_bps'], t0_ns)[0]:.3f}"
-                goodput = s["delivered_bytes"][-1] * 8 / a.seconds / 1e6
+                goodput = (total_goodput_bps(s, 0.0) or 0.0) / 1e6
                 print(f"{name:7}  {qdisc or '-':5}  {rep:3}  {out.path.queue_drops:5}  {ss_cwnd:7}  "
                       f"{goodput:14.0f}  {ahead}", flush=True)
 
