@@ -63,6 +63,13 @@ def run_one(lab: sshlab.Lab, tmp_path: Path, hosts: dict[str, dict], study: str)
     return runs.iloc[0], StudyStore(tmp_path / "out").run_facts(runs["run_id"].iloc[0])
 
 
+# The lab's sender, emulator and receiver as a run's testbed hosts.
+RUN_HOSTS = {
+    "alpha": {"ssh": "lab-s1", "address": "198.19.1.1", "interface": "eth0", "role": "s1"},
+    "gamma": {"ssh": "lab-emu", "address": "198.19.2.2", "interface": "to-rx", "role": "emulator"},
+    "beta": {"ssh": "lab-rx", "address": "198.19.2.1", "interface": "eth0", "role": "receiver"},
+}
+
 THREE_HOSTS = {
     "alpha": {"ssh": "lab-s1", "address": "198.19.1.1", "interface": "eth0", "role": "s1"},
     "gamma": {"ssh": "lab-emu", "address": "198.19.1.2", "interface": "to-s1", "role": "emulator"},

@@ -10,17 +10,12 @@ import os
 
 import pytest
 
-from conftest import run_one
+from conftest import RUN_HOSTS, run_one
 from fatpipe import wire
 from fatpipe.linuxpath.procstat import STATES
 from fatpipe.linuxpath.readback import OFFLOADS
 
 # The emulator's interface is the one toward the receiver (remote_path.py).
-RUN_HOSTS = {
-    "alpha": {"ssh": "lab-s1", "address": "198.19.1.1", "interface": "eth0", "role": "s1"},
-    "gamma": {"ssh": "lab-emu", "address": "198.19.2.2", "interface": "to-rx", "role": "emulator"},
-    "beta": {"ssh": "lab-rx", "address": "198.19.2.1", "interface": "eth0", "role": "receiver"},
-}
 
 STUDY = """version = 1
 [study]

@@ -5,13 +5,8 @@ and the run's facts say so (docs/host-model.md, "qdisc")."""
 
 from __future__ import annotations
 
-from conftest import run_one
+from conftest import RUN_HOSTS, run_one
 
-RUN_HOSTS = {
-    "alpha": {"ssh": "lab-s1", "address": "198.19.1.1", "interface": "eth0", "role": "s1"},
-    "gamma": {"ssh": "lab-emu", "address": "198.19.2.2", "interface": "to-rx", "role": "emulator"},
-    "beta": {"ssh": "lab-rx", "address": "198.19.2.1", "interface": "eth0", "role": "receiver"},
-}
 RATE_BPS = 100e6
 
 STUDY = f"""version = 1

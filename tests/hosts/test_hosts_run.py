@@ -10,16 +10,11 @@ import pandas as pd
 import pytest
 
 import fatpipe
-from conftest import write_testbed
+from conftest import RUN_HOSTS, write_testbed
 from fatpipe.backends.base import RPC_COLUMNS, SERIES_COLUMNS
 from fatpipe.backends.hosts import layout
 
 # The emulator's interface is the one toward the receiver (remote_path.py).
-RUN_HOSTS = {
-    "alpha": {"ssh": "lab-s1", "address": "198.19.1.1", "interface": "eth0", "role": "s1"},
-    "gamma": {"ssh": "lab-emu", "address": "198.19.2.2", "interface": "to-rx", "role": "emulator"},
-    "beta": {"ssh": "lab-rx", "address": "198.19.2.1", "interface": "eth0", "role": "receiver"},
-}
 AGREEMENT = 0.10  # the bound: goodput per grid point within 10 %
 # What the physics fixes, so that a 6 s run can be compared: the bulk flow
 # fills the link, and the RPCs arrive open loop (Poisson, 50/s, seeded: the

@@ -59,7 +59,7 @@ impl Sim {
             match c.add(now, unit, unit.n) {
                 Batch::Opened(at) => self.net.events.push(at, Event::Interrupt(RECEIVER_INTERRUPT)),
                 Batch::Joined => {}
-                Batch::Full => self.interrupt_now(RECEIVER_INTERRUPT, now),
+                Batch::Full => self.hand_over(RECEIVER_INTERRUPT, now, false),
             }
             return;
         }
@@ -98,7 +98,7 @@ impl Sim {
             match self.net.ack_coalescers[k as usize].add(now, (i, ack), 1) {
                 Batch::Opened(at) => self.net.events.push(at, Event::Interrupt(k + 1)),
                 Batch::Joined => {}
-                Batch::Full => self.interrupt_now(k + 1, now),
+                Batch::Full => self.hand_over(k + 1, now, false),
             }
             return;
         }
@@ -111,14 +111,10 @@ impl Sim {
         self.hand_over(h, now, true);
     }
 
-    /// Host interrupt `h` fires now: the frame count was reached.
-    fn interrupt_now(&mut self, h: u32, now: Time) {
-        self.hand_over(h, now, false);
-    }
-
     /// NAPI hands every packet waiting for host `h`'s interrupt to the
     /// stack, in arrival order (`scheduled`: the interrupt set by the
-    /// batch's first packet, a no-op for a batch already handed over).
+    /// batch's first packet, a no-op for a batch already handed over;
+    /// otherwise the frame count fired it now).
     fn hand_over(&mut self, h: u32, now: Time, scheduled: bool) {
         if h == RECEIVER_INTERRUPT {
             let Some(c) = self.net.rx_coalescer.as_mut() else { return };

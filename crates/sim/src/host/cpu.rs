@@ -138,12 +138,6 @@ impl<K: Copy> Core<K> {
         self.busy += cost;
     }
 
-    /// When the core is done with everything booked so far.
-    #[inline]
-    pub fn free_at(&self) -> Time {
-        self.free
-    }
-
     /// CPU time spent so far.
     pub fn busy(&self) -> Time {
         self.busy

@@ -10,6 +10,23 @@ use super::scoreboard::{FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED}
 use super::timestamps;
 use super::sender::{Sender, SenderEnv};
 
+/// The part of SACK block `block` not already reported by the previous
+/// ACK's blocks (`cache`, tp->recv_sack_cache): its ends are moved past
+/// any cached block they fall in; empty (start >= end) when all of it was.
+#[inline]
+fn untagged_part(block: (u64, u64), cache: &[(u64, u64); MAX_SACKS]) -> (u64, u64) {
+    let (mut s, mut e) = block;
+    for &(cs, ce) in cache {
+        if cs <= s && s < ce {
+            s = ce;
+        }
+        if cs < e && e <= ce {
+            e = cs;
+        }
+    }
+    (s, e)
+}
+
 impl Sender {
     /// Segments of the retransmission queue the SACK processing of `ack`
     /// walks where that queue is a linked list (Linux before 4.15; the
@@ -25,16 +42,8 @@ impl Sender {
     pub fn list_walk_segments(&self, ack: &Ack) -> u64 {
         let highest = self.sb.highest_sacked();
         let mut walk_to = self.sb.snd_una;
-        for &(s0, e0) in ack.sack_blocks() {
-            let (mut s, mut e) = (s0, e0);
-            for &(cs, ce) in &self.sack_cache {
-                if cs <= s && s < ce {
-                    s = ce;
-                }
-                if cs < e && e <= ce {
-                    e = cs;
-                }
-            }
+        for &block in ack.sack_blocks() {
+            let (s, e) = untagged_part(block, &self.sack_cache);
             if s < e && s < highest {
                 walk_to = walk_to.max(s);
             }
@@ -72,15 +81,7 @@ impl Sender {
         for &(s0, e0) in &blocks[..nblocks] {
             // tcp_sacktag_write_queue()'s recv_sack_cache: parts of a block
             // already reported by the previous ACK are fully tagged; skip them.
-            let (mut s, mut e) = (s0, e0);
-            for &(cs, ce) in &cache {
-                if cs <= s && s < ce {
-                    s = ce;
-                }
-                if cs < e && e <= ce {
-                    e = cs;
-                }
-            }
+            let (s, e) = untagged_part((s0, e0), &cache);
             if s >= e {
                 continue;
             }

@@ -389,7 +389,13 @@ impl Sender {
                 self.arm(SenderTimer::Pace, self.tp.tcp_wstamp, env);
                 break;
             }
-            // tcp_small_queue_check(): throttled until the NIC sends one
+            let in_flight = self.tp.in_flight();
+            if in_flight >= self.tp.snd_cwnd {
+                cwnd_limited = true;
+                break;
+            }
+            // tcp_small_queue_check(), after tcp_cwnd_test() as in
+            // tcp_write_xmit(): throttled until the NIC sends one
             // of the socket's packets (the TSQ handler).
             let tsq_room = match env.small_queue_room(now, sk_pacing_rate, pacing.is_some(), tso) {
                 SmallQueueRoom::Unlimited => u32::MAX,
@@ -399,11 +405,6 @@ impl Sender {
                     break;
                 }
             };
-            let in_flight = self.tp.in_flight();
-            if in_flight >= self.tp.snd_cwnd {
-                cwnd_limited = true;
-                break;
-            }
             let quota = self.tp.snd_cwnd - in_flight;
             let burst = match pacing {
                 // tcp_tso_segs(): the algorithm's TSO goal.
