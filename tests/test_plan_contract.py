@@ -16,7 +16,18 @@ import pytest
 from fatpipe import _native
 from fatpipe import spec as spec_mod
 from fatpipe.aqm import KINDS, Aqm
-from fatpipe.backends.base import FlowPlan, HostCpu, HostLimits, RunPlan
+from fatpipe.backends.base import (
+    Aggregation,
+    FlowPlan,
+    GilbertElliott,
+    HostCpu,
+    HostLimits,
+    Jitter,
+    PathDynamics,
+    PathStep,
+    Policer,
+    RunPlan,
+)
 from fatpipe.backends.sim import SimBackend, plan_json
 from fatpipe.study import plan_runs
 
@@ -24,7 +35,8 @@ from fatpipe.study import plan_runs
 RUST = {name: (set(read), set(ignored)) for name, read, ignored in _native.plan_fields()}
 
 
-@pytest.mark.parametrize("cls", [RunPlan, HostLimits, HostCpu, FlowPlan], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [RunPlan, HostLimits, HostCpu, FlowPlan, PathDynamics, PathStep, GilbertElliott,
+                                 Jitter, Policer, Aggregation], ids=lambda c: c.__name__)
 def test_every_dataclass_field_is_declared_by_the_simulator_and_nothing_else(cls):
     read, ignored = RUST[cls.__name__]
     python = {f.name for f in dataclasses.fields(cls)}

@@ -118,6 +118,8 @@ pub struct RunPlan {
     /// The machines a testbed backend runs on: the simulator builds its
     /// own path (the sim backend sends null).
     pub testbed: Option<IgnoredAny>,
+    /// Schedules, bursty loss, jitter, a policer, aggregation.
+    pub dynamics: Option<PathDynamics>,
 }
 
 impl PlanStruct for RunPlan {
@@ -193,6 +195,87 @@ pub struct FlowPlan {
 }
 
 impl PlanStruct for FlowPlan {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// How the path moves (base.py PathDynamics, crate::path::dynamics).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathDynamics {
+    pub schedule: Option<Vec<PathStep>>,
+    pub gilbert_elliott: Option<GilbertElliott>,
+    pub jitter: Option<Jitter>,
+    pub policer: Option<Policer>,
+    pub aggregation: Option<Aggregation>,
+}
+
+impl PlanStruct for PathDynamics {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// A change of the path at a time (base.py PathStep).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathStep {
+    pub at_s: Option<f64>,
+    pub rate_bps: Option<f64>,
+    pub rtt_s: Option<f64>,
+    pub loss: Option<f64>,
+}
+
+impl PlanStruct for PathStep {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// Bursty loss (base.py GilbertElliott).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GilbertElliott {
+    pub r: Option<f64>,
+    pub bad_loss: Option<f64>,
+    pub good_loss: Option<f64>,
+}
+
+impl PlanStruct for GilbertElliott {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// Delay variation (base.py Jitter).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Jitter {
+    pub deviation_s: Option<f64>,
+    pub distribution: Option<String>,
+    pub reorder: Option<bool>,
+    pub direction: Option<String>,
+}
+
+impl PlanStruct for Jitter {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// A token-bucket policer (base.py Policer).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policer {
+    pub rate_bps: Option<f64>,
+    pub burst_bytes: Option<Whole>,
+}
+
+impl PlanStruct for Policer {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// A link that releases in bursts (base.py Aggregation).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Aggregation {
+    pub direction: Option<String>,
+    pub interval_s: Option<f64>,
+    pub bytes: Option<Whole>,
+}
+
+impl PlanStruct for Aggregation {
     const IGNORED: &'static [&'static str] = &[];
 }
 
@@ -394,7 +477,18 @@ fn dataclass<T: PlanStruct>() -> PlanFields {
 /// FlowPlan, then `aqm.<kind>` for each aqm kind (its `kind` key, read by
 /// [`AqmPlan::from_table`], first).
 pub fn plan_fields() -> Vec<PlanFields> {
-    let mut out = vec![dataclass::<RunPlan>(), dataclass::<HostLimits>(), dataclass::<HostCpu>(), dataclass::<FlowPlan>()];
+    let mut out = vec![
+        dataclass::<RunPlan>(),
+        dataclass::<HostLimits>(),
+        dataclass::<HostCpu>(),
+        dataclass::<FlowPlan>(),
+        dataclass::<PathDynamics>(),
+        dataclass::<PathStep>(),
+        dataclass::<GilbertElliott>(),
+        dataclass::<Jitter>(),
+        dataclass::<Policer>(),
+        dataclass::<Aggregation>(),
+    ];
     for k in AQM_KINDS {
         let mut f = fields_of(format!("aqm.{}", k.name), (k.fields)(), k.ignored);
         f.read.insert(0, AQM_KIND_KEY);

@@ -18,8 +18,9 @@ from .. import wire
 from ..schema import RPC_COLUMNS, SERIES_COLUMNS, CpuReport, PathReport, empty_path_series
 from ..testbed import Testbed
 
-__all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Backend", "BackendUnavailable", "CpuReport", "DoctorReport",
-           "FlowPlan", "HostCpu", "HostLimits", "PathReport", "RunOutcome", "RunPlan"]
+__all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Aggregation", "Backend", "BackendUnavailable", "CpuReport",
+           "DoctorReport", "FlowPlan", "GilbertElliott", "HostCpu", "HostLimits", "Jitter", "PathDynamics",
+           "PathReport", "PathStep", "Policer", "RunOutcome", "RunPlan"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,84 @@ class HostLimits:
     interrupt_coalescing_s: float | None = None  # receive interrupt delay after a batch's first packet (None: none)
     interrupt_coalescing_frames: int | None = None  # packets that fire the interrupt early (None: no count)
     qdisc: str | None = None  # the host's root qdisc: "fq" paces every flow (None: the default, unpaced)
+
+
+@dataclass(frozen=True)
+class PathStep:
+    """A change of the path at `at_s` seconds after the run's start (a
+    study's [[path.schedule]]): the values given replace the path's from
+    then on; None keeps the one in effect."""
+
+    at_s: float
+    rate_bps: float | None = None  # the bottleneck's service rate
+    rtt_s: float | None = None  # the base round-trip propagation delay
+    loss: float | None = None  # the random loss's long-run mean per packet
+
+
+@dataclass(frozen=True)
+class GilbertElliott:
+    """Bursty loss (path.loss_model): a two-state Markov chain stepped once
+    per data packet, netem's `loss gemodel p r 1-h 1-k`. The chance of
+    entering the bad state, netem's p, follows from the long-run mean loss
+    in effect (RunPlan.loss, or a step's): p = r (L - good_loss) /
+    (bad_loss - L)."""
+
+    r: float  # chance per packet of leaving the bad state (netem's r)
+    bad_loss: float  # loss per packet in the bad state (netem's 1-h)
+    good_loss: float = 0.0  # loss per packet in the good state (netem's 1-k)
+
+
+@dataclass(frozen=True)
+class Jitter:
+    """Per-packet delay variation added to the one-way delay (path.jitter)."""
+
+    deviation_s: float  # uniform: +-deviation_s; normal: its standard deviation
+    distribution: str = "uniform"  # "uniform" | "normal"
+    reorder: bool = False  # a packet may overtake one sent before it (netem's tfifo); False: never
+    direction: str = "data"  # "data" (sender -> receiver) | "ack" | "both"
+
+
+@dataclass(frozen=True)
+class Policer:
+    """A token bucket in front of the bottleneck (path.policer): a data
+    packet passes when the bucket holds its frame's bytes, else it is
+    dropped; the bucket fills at rate_bps up to burst_bytes."""
+
+    rate_bps: float
+    burst_bytes: int
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """A link that releases what reached it in bursts (path.aggregation):
+    packets wait for the next multiple of interval_s after the run's start,
+    and each release carries at most `bytes` of frames (None: all waiting),
+    netem's slot."""
+
+    direction: str  # "data" | "ack"
+    interval_s: float
+    bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class PathDynamics:
+    """How the path moves and misbehaves (docs/path-dynamics.md); the
+    default is the static path: constant rate, delay and independent loss."""
+
+    schedule: tuple[PathStep, ...] = ()  # by at_s, strictly increasing
+    gilbert_elliott: GilbertElliott | None = None  # None: independent loss
+    jitter: Jitter | None = None
+    policer: Policer | None = None
+    aggregation: Aggregation | None = None
+
+    def is_static(self) -> bool:
+        return self == PathDynamics()
+
+    def keys(self) -> list[str]:
+        """The spec keys that make this path move (for backends that refuse them)."""
+        names = {"schedule": "path.schedule", "gilbert_elliott": "path.loss_model",
+                 "jitter": "path.jitter", "policer": "path.policer", "aggregation": "path.aggregation"}
+        return [key for name, key in names.items() if getattr(self, name) != getattr(PathDynamics(), name)]
 
 
 @dataclass(frozen=True)
@@ -117,6 +196,8 @@ class RunPlan:
     # The machines a testbed backend runs on (the study's [testbed], or
     # --testbed FILE); None for backends that build their own path.
     testbed: Testbed | None = None
+    # Schedules, bursty loss, jitter, a policer, aggregation (PathDynamics).
+    dynamics: PathDynamics = field(default_factory=PathDynamics)
 
     def asks_for_ecn(self) -> list[str]:
         """The spec keys of this run that ask for ECN or a marking
