@@ -103,6 +103,11 @@ class PathReport:
     # (kernel backend: ACKs dropped by a full veth NAPI ring); 0 where
     # nothing counts them. A run with any is flagged `host_drops`.
     host_drops: int = 0
+    # Data packets the path's policer dropped (path.policer), and packets
+    # (data and ACKs) that arrived before one sent earlier on the same path
+    # (path.jitter with reordering); 0 on a path without them.
+    policer_drops: int = 0
+    reordered: int = 0
 
     @property
     def loss_rate(self) -> float | None:

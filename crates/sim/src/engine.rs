@@ -10,6 +10,7 @@ use crate::host::cpu::{CpuSeat, Machines};
 use crate::host_plan::Coalescing;
 use crate::host::nic::{Nic, SmallQueue};
 use crate::host::{jitter_stream, HostDelay};
+use crate::path::dynamics::Dynamics;
 use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
 use crate::tcp::{Ack, Codepoint, Receiver, RxAction, SegEcn, Sender, SenderConfig};
@@ -18,6 +19,7 @@ use crate::units::{Bytes, Rate, Time};
 use crate::wire;
 
 mod hosts;
+mod moving;
 mod transmit;
 use transmit::{DataPkt, Link, Tx};
 
@@ -90,6 +92,9 @@ pub struct SimConfig {
     /// of the sender hosts that have it.
     pub receiver_coalescing: Option<Coalescing>,
     pub sender_coalescing: Vec<Coalescing>,
+    /// A path that moves (path/dynamics.rs), its state at time zero;
+    /// `None`: the static path.
+    pub dynamics: Option<Box<Dynamics>>,
 }
 
 struct Stream {
@@ -134,12 +139,12 @@ impl Net {
     /// Carries out what stream `i`'s receiver asked for at `now`: ACKs go
     /// onto the stream's ACK pipe, timer requests onto the event heap.
     #[inline(always)]
-    fn rx_action(&mut self, i: u32, ack_pipe: usize, ack_delay: Time, now: Time, act: RxAction) {
+    fn rx_action<const FQ: bool>(&mut self, i: u32, ack_pipe: usize, ack_delay: Time, now: Time, act: RxAction) {
         match act {
-            RxAction::AckNow(ack) => self.acks[ack_pipe].push(now + ack_delay, (i, ack)),
+            RxAction::AckNow(ack) => self.push_ack::<FQ>(ack_pipe, ack_delay, now, (i, ack)),
             RxAction::Schedule(at, t) => self.events.push(at, Event::Timer(i, TimerKind::Receiver(t))),
             RxAction::AckThenSchedule(ack, at, t) => {
-                self.acks[ack_pipe].push(now + ack_delay, (i, ack));
+                self.push_ack::<FQ>(ack_pipe, ack_delay, now, (i, ack));
                 self.events.push(at, Event::Timer(i, TimerKind::Receiver(t)));
             }
             RxAction::None => {}
@@ -174,7 +179,11 @@ impl Net {
                 }
                 // The link is idle at `now`, so the FIFO accepts the packet.
                 let dep = self.bottleneck.enqueue(now, q.bytes).expect("an idle link accepts a packet");
-                self.fwd.push(dep + self.prop, pkt);
+                match self.dynamics.as_deref_mut() {
+                    // The delay in effect when it leaves fq_codel.
+                    Some(d) => self.fwd.push_sorted(d.data_arrival(now, dep, q.bytes), pkt),
+                    None => self.fwd.push(dep + self.prop, pkt),
+                }
                 self.events.push(dep, Event::LinkFree);
                 self.link_busy = true;
             }
@@ -220,6 +229,8 @@ struct Net {
     ack_coalescers: Vec<Coalescer<(u32, Ack)>>,
     /// Units a receiving host's full ring dropped.
     host_drops: u64,
+    /// A path that moves (engine/moving.rs); `None`: the static path.
+    dynamics: Option<Box<Dynamics>>,
 }
 
 /// The application's view of one stream (app.rs): its sender, receiver,
@@ -257,7 +268,7 @@ impl<const ECN: bool, const FQ: bool> AppEnv for StreamApp<'_, ECN, FQ> {
     fn piggyback(&mut self, now: Time) {
         if let Some(ack) = self.receiver.piggyback_ack() {
             let act = RxAction::AckNow(ack);
-            self.tx.net.rx_action(self.tx.stream, self.ack_pipe, self.ack_delay, now, act);
+            self.tx.net.rx_action::<FQ>(self.tx.stream, self.ack_pipe, self.ack_delay, now, act);
         }
     }
 
@@ -350,7 +361,11 @@ impl Sim {
             host_drops: 0,
             rx_coalescer: cfg.receiver_coalescing.map(|c| Coalescer::new(c.usecs, c.frames)),
             ack_coalescers: cfg.sender_coalescing.iter().map(|c| Coalescer::new(c.usecs, c.frames)).collect(),
+            dynamics: cfg.dynamics.clone(),
         };
+        if let Some(p) = cfg.dynamics.as_ref().and_then(|d| d.rate_profile(cfg.rate)) {
+            net.bottleneck.set_rate_profile(p);
+        }
         let back = cfg.rtt.saturating_sub(cfg.rtt.div(2));
         let mut streams = Vec::with_capacity(cfg.streams.len());
         let mut delays: Vec<Time> = Vec::new();
@@ -361,6 +376,9 @@ impl Sim {
                 None => {
                     delays.push(ack_delay);
                     net.acks.push(Pipe::default());
+                    if let Some(d) = net.dynamics.as_deref_mut() {
+                        d.add_ack_path(s.extra_rtt);
+                    }
                     delays.len() - 1
                 }
             };
@@ -480,10 +498,10 @@ impl Sim {
         };
         if ECN {
             if let Some(lead) = st.receiver.take_lead_ack() {
-                self.net.acks[st.ack_pipe].push(now + st.ack_delay, (i, lead));
+                self.net.push_ack::<FQ>(st.ack_pipe, st.ack_delay, now, (i, lead));
             }
         }
-        self.net.rx_action(i, st.ack_pipe, st.ack_delay, now, act);
+        self.net.rx_action::<FQ>(i, st.ack_pipe, st.ack_delay, now, act);
         if !matches!(st.app, App::Bulk) {
             let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
             app.on_data(now, &mut env);
@@ -540,7 +558,7 @@ impl Sim {
             }
             TimerKind::Receiver(t) => {
                 let act = st.receiver.on_timer(t, now);
-                self.net.rx_action(i, st.ack_pipe, st.ack_delay, now, act);
+                self.net.rx_action::<FQ>(i, st.ack_pipe, st.ack_delay, now, act);
             }
             TimerKind::App(t) => {
                 let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
@@ -637,6 +655,8 @@ impl Sim {
             late_max_s: None,
             clock_uncertainty_s: None, // one clock: the simulator's
             host_drops: self.net.host_drops,
+            policer_drops: self.net.dynamics.as_ref().map_or(0, |d| d.policer_drops()),
+            reordered: self.net.dynamics.as_ref().map_or(0, |d| d.reordered()),
         };
         self.result.host_cpu = self.host_cpu();
         self.result.stats = Stats {
@@ -698,9 +718,11 @@ impl Sim {
     /// Runs until `t` (inclusive) without finishing; for tests that inspect
     /// state mid-run. The event loop is compiled per kind of run: without
     /// ECN and fq_codel (the common drop-tail case) the per-packet path
-    /// carries no ECN step and no fq_codel branch; with ECN; with fq_codel.
+    /// carries no ECN step and no fq_codel branch; with ECN; segment by
+    /// segment with fq_codel or a path that moves (`FQ`: the run checks
+    /// for both where a packet enters the path).
     pub fn run_until(&mut self, t: Time) {
-        match (self.any_ecn, self.net.fq.is_some()) {
+        match (self.any_ecn, self.net.fq.is_some() || self.net.dynamics.is_some()) {
             (false, false) => self.run_loop::<false, false>(t),
             (true, false) => self.run_loop::<true, false>(t),
             (_, true) => self.run_loop::<true, true>(t),

@@ -85,6 +85,7 @@ pub mod fq_codel;
 pub mod host;
 pub mod host_plan;
 pub mod path;
+pub mod path_plan;
 pub mod plan;
 pub mod rng;
 pub mod scenario;

@@ -22,6 +22,14 @@ fn host_cpu() -> Value {
            "rtx_queue": "list", "rtx_walk_s": 5e-9})
 }
 
+fn dynamics() -> Value {
+    json!({"schedule": [{"at_s": 0.5, "rate_bps": 5e6, "rtt_s": 0.04, "loss": 0.001}],
+           "gilbert_elliott": {"r": 0.5, "bad_loss": 0.5, "good_loss": 0.0},
+           "jitter": {"deviation_s": 0.001, "distribution": "normal", "reorder": true, "direction": "both"},
+           "policer": {"rate_bps": 8e6, "burst_bytes": 30_000},
+           "aggregation": {"direction": "ack", "interval_s": 0.001, "bytes": 10_000}})
+}
+
 fn fq_codel() -> Value {
     json!({"kind": "fq_codel", "target_s": 0.005, "interval_s": 0.1, "limit_packets": 10240,
            "ce_threshold_s": null, "quantum_bytes": 1514, "ecn": true})
@@ -39,7 +47,7 @@ fn full_plan() -> Value {
         "flows": [{"group": 0, "kind": "bulk", "cc": "reno", "streams": 1, "mss_bytes": 1448, "sender": "s1",
                    "start_s": 0.0, "request_bytes": null, "response_bytes": null, "concurrency": null,
                    "rate_per_s": null, "ecn": null, "cwnd_clamp": null}],
-        "swept": {"path.loss": 0.0}, "aqm": fq_codel(), "testbed": null
+        "swept": {"path.loss": 0.0}, "aqm": fq_codel(), "testbed": null, "dynamics": dynamics()
     })
 }
 
@@ -72,6 +80,12 @@ fn the_full_plan_has_every_field_of_every_struct() {
     assert_eq!(keys(&p), sorted(field_names::<RunPlan>()));
     assert_eq!(keys(&p["receiver"]), sorted(field_names::<HostLimits>()));
     assert_eq!(keys(&p["flows"][0]), sorted(field_names::<FlowPlan>()));
+    assert_eq!(keys(&p["dynamics"]), sorted(field_names::<PathDynamics>()));
+    assert_eq!(keys(&p["dynamics"]["schedule"][0]), sorted(field_names::<PathStep>()));
+    assert_eq!(keys(&p["dynamics"]["gilbert_elliott"]), sorted(field_names::<GilbertElliott>()));
+    assert_eq!(keys(&p["dynamics"]["jitter"]), sorted(field_names::<Jitter>()));
+    assert_eq!(keys(&p["dynamics"]["policer"]), sorted(field_names::<Policer>()));
+    assert_eq!(keys(&p["dynamics"]["aggregation"]), sorted(field_names::<Aggregation>()));
     assert_eq!(keys(&fq_codel()).into_iter().filter(|k| *k != AQM_KIND_KEY).collect::<Vec<_>>(), sorted(field_names::<FqCodelPlan>()));
     assert!(Scenario::from_json(&p.to_string()).is_ok());
 }
@@ -114,6 +128,12 @@ fn exactly_the_ignored_fields_are_ignored_and_the_others_read() {
     check_fields(&p, &["receiver"], "receiver.", field_names::<HostLimits>(), HostLimits::IGNORED);
     check_fields(&p, &["senders", "s1"], "senders.s1.", field_names::<HostLimits>(), HostLimits::IGNORED);
     check_fields(&p, &["flows", "0"], "flows[0].", field_names::<FlowPlan>(), FlowPlan::IGNORED);
+    check_fields(&p, &["dynamics"], "dynamics.", field_names::<PathDynamics>(), PathDynamics::IGNORED);
+    check_fields(&p, &["dynamics", "schedule", "0"], "dynamics.schedule[0].", field_names::<PathStep>(), PathStep::IGNORED);
+    check_fields(&p, &["dynamics", "gilbert_elliott"], "dynamics.gilbert_elliott.", field_names::<GilbertElliott>(), GilbertElliott::IGNORED);
+    check_fields(&p, &["dynamics", "jitter"], "dynamics.jitter.", field_names::<Jitter>(), Jitter::IGNORED);
+    check_fields(&p, &["dynamics", "policer"], "dynamics.policer.", field_names::<Policer>(), Policer::IGNORED);
+    check_fields(&p, &["dynamics", "aggregation"], "dynamics.aggregation.", field_names::<Aggregation>(), Aggregation::IGNORED);
     let mut p = full_plan();
     p["receiver"]["cpu"] = host_cpu();
     check_fields(&p, &["receiver", "cpu"], "receiver.cpu.", field_names::<HostCpu>(), HostCpu::IGNORED);
@@ -128,15 +148,32 @@ fn exactly_the_ignored_fields_are_ignored_and_the_others_read() {
 fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
     let all = plan_fields();
     let names: Vec<&str> = all.iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(names, ["RunPlan", "HostLimits", "HostCpu", "FlowPlan", "aqm.droptail", "aqm.ce_threshold", "aqm.fq_codel"]);
+    assert_eq!(
+        names,
+        [
+            "RunPlan",
+            "HostLimits",
+            "HostCpu",
+            "FlowPlan",
+            "PathDynamics",
+            "PathStep",
+            "GilbertElliott",
+            "Jitter",
+            "Policer",
+            "Aggregation",
+            "aqm.droptail",
+            "aqm.ce_threshold",
+            "aqm.fq_codel"
+        ]
+    );
     let run_plan = &all[0];
     assert_eq!(run_plan.ignored, ["backend", "rep", "swept", "testbed"]);
     assert!(run_plan.read.contains(&"aqm") && !run_plan.read.contains(&"swept"));
     let mut both: Vec<&str> = run_plan.read.iter().chain(&run_plan.ignored).copied().collect();
     both.sort_unstable();
     assert_eq!(both, sorted(field_names::<RunPlan>()));
-    assert_eq!(all[4].read, ["kind"]);
-    assert_eq!(all[6].read[0], "kind");
+    assert_eq!(all[10].read, ["kind"]);
+    assert_eq!(all[12].read[0], "kind");
 }
 
 #[test]

@@ -18,6 +18,7 @@ use crate::engine::{Sim, SimConfig, StreamSpec};
 use crate::fq_codel::FqCodelParams;
 use crate::host::cpu::CpuSeat;
 use crate::host_plan::{coalescing, host_cpu, nic_rate, qdisc_paces, Coalescing, HostCpu, Placement};
+use crate::path::dynamics::{Dynamics, DynamicsConfig};
 use crate::path::{Aqm, CeThreshold};
 use crate::tcp::ecn::{negotiate, TCP_ECN_PASSIVE};
 use crate::wire::TCP_IP_HEADER_BYTES;
@@ -43,11 +44,11 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn err<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ConfigError> {
+pub(crate) fn err<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError { field: field.into(), message: message.into() })
 }
 
-fn join(path: &str, key: &str) -> String {
+pub(crate) fn join(path: &str, key: &str) -> String {
     match (path.is_empty(), key.is_empty()) {
         (true, _) => key.to_string(),
         (false, true) => path.to_string(),
@@ -62,11 +63,11 @@ impl From<PlanError> for ConfigError {
 }
 
 /// A field's value, or "missing" (absent and null alike).
-fn required<T>(v: Option<T>, field: impl Into<String>) -> Result<T, ConfigError> {
+pub(crate) fn required<T>(v: Option<T>, field: impl Into<String>) -> Result<T, ConfigError> {
     v.ok_or_else(|| ConfigError { field: field.into(), message: "missing".into() })
 }
 
-fn positive(v: Option<f64>, field: &str) -> Result<f64, ConfigError> {
+pub(crate) fn positive(v: Option<f64>, field: &str) -> Result<f64, ConfigError> {
     let x = required(v, field)?;
     if x <= 0.0 {
         return err(field, format!("must be > 0, got {x}"));
@@ -74,21 +75,21 @@ fn positive(v: Option<f64>, field: &str) -> Result<f64, ConfigError> {
     Ok(x)
 }
 
-fn non_negative(v: f64, field: &str) -> Result<f64, ConfigError> {
+pub(crate) fn non_negative(v: f64, field: &str) -> Result<f64, ConfigError> {
     if v < 0.0 {
         return err(field, format!("must be >= 0, got {v}"));
     }
     Ok(v)
 }
 
-fn probability(v: f64, field: &str) -> Result<f64, ConfigError> {
+pub(crate) fn probability(v: f64, field: &str) -> Result<f64, ConfigError> {
     if !(0.0..=1.0).contains(&v) {
         return err(field, format!("must be a probability in [0, 1], got {v}"));
     }
     Ok(v)
 }
 
-fn whole(v: Option<Whole>) -> Option<u64> {
+pub(crate) fn whole(v: Option<Whole>) -> Option<u64> {
     v.map(|w| w.0)
 }
 
@@ -314,6 +315,8 @@ pub struct Scenario {
     pub senders: BTreeMap<String, HostLimits>,
     pub receiver: HostLimits,
     pub flows: Vec<FlowPlan>,
+    /// How the path moves (path_plan.rs); the default: it does not.
+    pub dynamics: DynamicsConfig,
 }
 
 /// Largest number of streams accepted in one run (a guard against typos).
@@ -340,6 +343,7 @@ impl Scenario {
         let corruption = probability(p.corruption.unwrap_or(0.0), "corruption")?;
         let buffer_bytes = required(whole(p.buffer_bytes), "buffer_bytes")?;
         let aqm = aqm(p.aqm.as_ref())?;
+        let dynamics = crate::path_plan::dynamics(p.dynamics.as_ref(), loss)?;
         let mtu_bytes = required(whole(p.mtu_bytes), "mtu_bytes")?;
         if mtu_bytes <= TCP_IP_HEADER_BYTES as u64 {
             return err("mtu_bytes", format!("must exceed the {TCP_IP_HEADER_BYTES}-byte TCP/IP header, got {mtu_bytes}"));
@@ -417,6 +421,7 @@ impl Scenario {
             senders,
             receiver,
             flows,
+            dynamics,
         };
         scenario.place_streams()?;
         Ok(scenario)
@@ -524,6 +529,10 @@ impl Scenario {
             nics,
             receiver_coalescing: self.receiver.coalescing,
             sender_coalescing: coalescing_hosts.iter().map(|n| self.senders[*n].coalescing.expect("filtered")).collect(),
+            dynamics: (!self.dynamics.is_static()).then(|| {
+                let group_mss: Vec<u64> = self.flows.iter().map(|f| f.mss_bytes).collect();
+                Box::new(Dynamics::new(&self.dynamics, self.seed, Time::from_secs_f64(self.rtt_s), self.loss, self.corruption, &group_mss))
+            }),
         }
     }
 

@@ -128,6 +128,10 @@ impl<'a, const ECN: bool, const FQ: bool> Tx<'a, ECN, FQ> {
         let tsval = self.tsval(sent);
         let net = &mut *self.net;
         net.packets += 1;
+        if FQ && net.dynamics.is_some() {
+            net.send_moving::<ECN>(now, self.stream, self.link, seq, ecn, tsval);
+            return;
+        }
         if net.loss[self.link.group].lose() {
             net.random_drops += 1;
             return;

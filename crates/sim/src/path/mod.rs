@@ -12,63 +12,16 @@
 use std::collections::VecDeque;
 
 use crate::fq_codel::FqCodelParams;
-use crate::rng::Rng;
 use crate::units::{Bytes, Rate, Time};
 
-/// Label of the seeded stream that draws the random losses of flow group
-/// `group`'s data segments. fatpipe-linkem draws its data queue's losses
-/// from group 0's stream with [`LossStage`] too, so one seed loses the same
-/// data segments (counted in order, retransmissions included) on the
-/// kernel path and in the simulator: their runs pair up (common random
-/// numbers) and a kernel-vs-sim comparison can difference them.
-pub fn loss_stream(group: u64) -> u64 {
-    0x105_5000 + group
-}
+pub mod direction;
+pub mod dynamics;
+pub mod loss;
+pub mod policer;
+pub mod profile;
 
-/// Random per-packet loss whose cost grows with losses, not packets: the gap
-/// to the next loss is drawn geometrically.
-#[derive(Clone, Debug)]
-pub struct LossStage {
-    p: f64,
-    rng: Rng,
-    /// Packets still to pass before the next loss.
-    gap: u64,
-}
-
-impl LossStage {
-    pub fn new(p: f64, rng: Rng) -> LossStage {
-        let mut s = LossStage { p, rng, gap: 0 };
-        s.gap = s.rng.geometric(p);
-        s
-    }
-
-    /// Whether the next packet is lost.
-    #[inline]
-    pub fn lose(&mut self) -> bool {
-        if self.gap > 0 {
-            if self.gap != u64::MAX {
-                self.gap -= 1;
-            }
-            return false;
-        }
-        self.gap = self.rng.geometric(self.p);
-        true
-    }
-
-    /// How many of the next `n` packets pass before the next loss (all `n`
-    /// when none of them is lost); they are consumed. When fewer than `n`
-    /// pass, the packet after them is the lost one: `lose()` then says so.
-    /// Exactly what `n` calls of `lose()` would decide, in one step (a
-    /// burst is split only where a packet of it is lost).
-    #[inline]
-    pub fn pass(&mut self, n: u64) -> u64 {
-        let k = self.gap.min(n);
-        if self.gap != u64::MAX {
-            self.gap -= k;
-        }
-        k
-    }
-}
+pub use loss::{loss_stream, LossStage};
+use profile::RateProfile;
 
 /// The bottleneck's queue discipline, chosen when the path is built. Every
 /// discipline tail-drops when the byte buffer is full; they differ in what
@@ -166,6 +119,9 @@ pub struct Bottleneck {
     pub busy: Time,
     /// Cached serialization time of the last packet size seen.
     tx_cache: (u32, Time),
+    /// The rate over time when a schedule changes it ([[path.schedule]]);
+    /// `None`: `rate` throughout.
+    profile: Option<Box<RateProfile>>,
 }
 
 impl Bottleneck {
@@ -190,7 +146,15 @@ impl Bottleneck {
             bytes_departed: 0,
             busy: Time::ZERO,
             tx_cache: (0, rate.transmit_time(Bytes(0))),
+            profile: None,
         }
+    }
+
+    /// Serves at the rates of `profile` over time instead of one rate
+    /// (its first step is the rate from time zero). Packets are then
+    /// admitted one at a time: `offer_burst` is for a constant rate.
+    pub fn set_rate_profile(&mut self, profile: RateProfile) {
+        self.profile = Some(Box::new(profile));
     }
 
     /// Offers a non-ECT packet at `now`; returns its departure time, or
@@ -225,6 +189,7 @@ impl Bottleneck {
     /// the rest.
     #[inline]
     pub fn offer_burst(&mut self, now: Time, bytes: u32, n: u32) -> AdmittedBurst {
+        debug_assert!(self.profile.is_none(), "a burst's spacing needs a constant rate");
         self.drain(now);
         let b = bytes as u64;
         // Packet j is admitted iff the queue it finds is empty or it fits:
@@ -275,6 +240,9 @@ impl Bottleneck {
     /// the last one's departure.
     #[inline(always)]
     fn admit(&mut self, now: Time, bytes: u32, n: u32) -> Time {
+        if self.profile.is_some() {
+            return self.admit_profiled(now, bytes, n);
+        }
         let tx = self.tx_time(bytes);
         let first = self.last_departure.max(now) + tx;
         let last = first + tx.mul((n - 1) as u64);
@@ -286,6 +254,27 @@ impl Bottleneck {
         self.bytes_departed += total;
         self.busy += tx.mul(n as u64);
         last
+    }
+
+    /// `admit` on a rate that changes: each packet is served from when the
+    /// link frees at the rates in effect meanwhile (RateProfile::finish)
+    /// and queued as a run of its own.
+    #[cold]
+    #[inline(never)]
+    fn admit_profiled(&mut self, now: Time, bytes: u32, n: u32) -> Time {
+        let profile = self.profile.as_deref().expect("profiled");
+        for _ in 0..n {
+            let start = self.last_departure.max(now);
+            let done = profile.finish(start, bytes);
+            self.queue.push_back(QueuedRun { first_departure: done, tx: done - start, packets: 1, bytes });
+            self.last_departure = done;
+            self.busy += done - start;
+        }
+        let total = n as u64 * bytes as u64;
+        self.queued += total;
+        self.queued_packets += n as u64;
+        self.bytes_departed += total;
+        self.last_departure
     }
 
     /// Whether the discipline marks an ECT packet arriving at `now` (the
@@ -349,6 +338,18 @@ impl<T: Copy> Pipe<T> {
     pub fn push(&mut self, at: Time, item: T) {
         debug_assert!(self.q.back().is_none_or(|b| b.0 <= at));
         self.q.push_back((at, item));
+    }
+
+    /// Inserts an item arriving at `at` behind every item arriving no
+    /// later (a path that reorders: an item may overtake ones pushed
+    /// before it).
+    pub fn push_sorted(&mut self, at: Time, item: T) {
+        if self.q.back().is_none_or(|b| b.0 <= at) {
+            self.q.push_back((at, item));
+        } else {
+            let k = self.q.partition_point(|x| x.0 <= at);
+            self.q.insert(k, (at, item));
+        }
     }
 
     /// Puts an item due at `at` (no later than any held) at the head,
@@ -460,30 +461,6 @@ mod tests {
     }
 
     #[test]
-    fn loss_stage_drops_about_p_of_packets() {
-        let mut l = LossStage::new(0.01, Rng::new(3, 9));
-        let lost = (0..1_000_000).filter(|_| l.lose()).count();
-        assert!((9_000..11_000).contains(&lost), "{lost}");
-    }
-
-    #[test]
-    fn a_burst_passes_the_loss_stage_as_its_packets_would_one_by_one() {
-        let (mut one, mut burst) = (LossStage::new(0.05, Rng::new(7, 1)), LossStage::new(0.05, Rng::new(7, 1)));
-        for n in [1u64, 3, 45, 7, 64, 2, 45, 45, 30] {
-            let by_one: Vec<bool> = (0..n).map(|_| one.lose()).collect();
-            let mut by_burst = Vec::new();
-            while (by_burst.len() as u64) < n {
-                let k = burst.pass(n - by_burst.len() as u64);
-                by_burst.extend(std::iter::repeat_n(false, k as usize));
-                if (by_burst.len() as u64) < n {
-                    by_burst.push(burst.lose());
-                }
-            }
-            assert_eq!(by_one, by_burst, "burst of {n}");
-        }
-    }
-
-    #[test]
     fn a_burst_is_admitted_and_tail_dropped_as_its_packets_would_be_one_by_one() {
         // Bursts arriving into a queue that drains between them, some
         // finding it part-way through a burst's departures.
@@ -499,6 +476,29 @@ mod tests {
             assert_eq!(one.occupancy(Time(t + 1_000)), burst.occupancy(Time(t + 1_000)));
         }
         assert!(one.drops > 0);
+    }
+
+    #[test]
+    fn a_rate_step_changes_the_bottlenecks_service_at_the_scheduled_instant() {
+        // 10 Gbit/s, then 1 Gbit/s from 5 µs: 1500-byte frames take 1.2 µs, then 12 µs.
+        let mut b = Bottleneck::new(Rate::from_gbps(10), Bytes(1_000_000));
+        b.set_rate_profile(RateProfile::new(profile::Steps::new(Rate::from_gbps(10), [(Time(5_000), Rate::from_gbps(1))])));
+        let deps: Vec<Time> = (0..6).map(|_| b.enqueue(Time(0), 1500).expect("room")).collect();
+        // Four leave by 4.8 µs; the fifth starts at 4.8 µs, sends 250 bytes
+        // in 0.2 µs at 10 Gbit/s and 1250 at 1 Gbit/s (10 µs).
+        assert_eq!(deps, [Time(1_200), Time(2_400), Time(3_600), Time(4_800), Time(15_000), Time(27_000)]);
+        assert_eq!(b.occupancy(Time(4_800)), (2, 3000));
+        assert_eq!(b.occupancy(Time(27_000)), (0, 0));
+    }
+
+    #[test]
+    fn a_pipe_that_reorders_delivers_by_arrival_time() {
+        let mut p: Pipe<u32> = Pipe::default();
+        for (at, x) in [(10u64, 1u32), (30, 2), (20, 3), (30, 4), (5, 5)] {
+            p.push_sorted(Time(at), x);
+        }
+        let order: Vec<u32> = std::iter::from_fn(|| p.pop_front()).collect();
+        assert_eq!(order, [5, 1, 3, 2, 4]);
     }
 
     #[test]

@@ -1,0 +1,65 @@
+//! The engine's side of a path that moves (path/dynamics.rs): a data
+//! segment's way through the scheduled loss, the policer, the bottleneck
+//! and the forward delay, and an ACK's way back. Runs with such a path
+//! take the segment-by-segment instance of the event loop (`FQ`), so the
+//! static path's per-packet code is unchanged.
+
+use crate::tcp::{Ack, Codepoint, SegEcn};
+use crate::units::Time;
+use crate::wire;
+
+use super::transmit::{DataPkt, Link};
+use super::Net;
+
+/// An ACK's frame on the wire: TCP/IP headers with the timestamp option
+/// and the Ethernet header (SACK blocks not counted), what an aggregating
+/// ACK path's byte budget is charged.
+const ACK_FRAME_BYTES: u32 = wire::ETH_HEADER_BYTES + wire::TCP_IP_TS_HEADER_BYTES;
+
+impl Net {
+    /// One segment of `stream` entering a moving path at `now`: its group's
+    /// scheduled loss, the policer, then fq_codel or the bottleneck, and
+    /// the forward delay in effect (with jitter and release slots).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn send_moving<const ECN: bool>(&mut self, now: Time, stream: u32, link: &Link, seq: u64, mut ecn: SegEcn, tsval: u32) {
+        let d = self.dynamics.as_deref_mut().expect("a moving path");
+        if d.loss[link.group].lose(now) {
+            self.random_drops += 1;
+            return;
+        }
+        let frame = wire::frame_bytes(link.wire);
+        if let Some(p) = d.policer.as_mut() {
+            if !p.admit(now, frame) {
+                return;
+            }
+        }
+        if self.fq.is_some() {
+            self.enqueue_fq(now, stream, link.wire, seq, ecn, tsval);
+            return;
+        }
+        let Some(a) = self.bottleneck.offer(now, frame, ECN && ecn.is_ect()) else { return };
+        if a.ce {
+            ecn.codepoint = Codepoint::Ce;
+        }
+        let d = self.dynamics.as_deref_mut().expect("a moving path");
+        let at = d.data_arrival(now, a.departure, frame);
+        self.fwd.push_sorted(at, DataPkt::one(stream, seq, ecn, tsval));
+    }
+
+    /// An ACK (or an RPC's piggybacked one) onto ACK pipe `pipe` at `now`:
+    /// after `delay` on the static path; on a moving path after the
+    /// backward delay in effect plus the pipe's extra delay, jitter and
+    /// release slots. `FQ` false compiles the moving path out.
+    #[inline(always)]
+    pub(super) fn push_ack<const FQ: bool>(&mut self, pipe: usize, delay: Time, now: Time, item: (u32, Ack)) {
+        if FQ {
+            if let Some(d) = self.dynamics.as_deref_mut() {
+                let at = d.ack_arrival(pipe, now, ACK_FRAME_BYTES);
+                self.acks[pipe].push_sorted(at, item);
+                return;
+            }
+        }
+        self.acks[pipe].push(now + delay, item);
+    }
+}

@@ -1,0 +1,185 @@
+//! One direction of a path that moves, after the bottleneck: the one-way
+//! delay in effect, per-packet jitter (with or without reordering) and a
+//! link that releases in slots (aggregation), turned into each packet's
+//! arrival time.
+
+use crate::rng::Rng;
+use crate::units::Time;
+
+/// How a packet's extra delay is drawn (netem's `delay D J [distribution]`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum JitterDistribution {
+    /// Uniform in [−J, +J) (sch_netem.c tabledist() without a table).
+    Uniform,
+    /// Normal with standard deviation J (iproute2's `normal` table).
+    Normal,
+}
+
+/// Per-packet delay variation: deviation J and its distribution.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JitterSpec {
+    pub deviation: Time,
+    pub distribution: JitterDistribution,
+    /// A packet may arrive before one sent earlier: netem's tfifo orders
+    /// packets by their own time to send (tfifo_enqueue()). Without it, a
+    /// packet never overtakes: it arrives no earlier than the one before.
+    pub reorder: bool,
+}
+
+/// A link that releases what reached it at multiples of `interval` from
+/// the run's start, each release carrying at most `budget_bytes` of frames
+/// (what does not fit waits for the next): netem's `slot` with a fixed
+/// interval and a byte budget (sch_netem.c get_slot_next(): a slot's
+/// bytes left are refilled at each slot).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlotSpec {
+    pub interval: Time,
+    pub budget_bytes: Option<u64>,
+}
+
+/// The state of one direction: its jitter draws and release slots, and
+/// the latest arrival so far (arrivals never decrease without reordering).
+#[derive(Clone, Debug)]
+pub struct Direction {
+    jitter: Option<(JitterSpec, Rng)>,
+    slots: Option<SlotSpec>,
+    /// The slot now filling and the bytes it carries.
+    slot: Time,
+    slot_bytes: u64,
+    last: Time,
+    /// Packets that arrived before one sent earlier.
+    pub reordered: u64,
+}
+
+impl Direction {
+    pub fn new(jitter: Option<JitterSpec>, slots: Option<SlotSpec>, rng: Rng) -> Direction {
+        Direction { jitter: jitter.map(|j| (j, rng)), slots, slot: Time::ZERO, slot_bytes: 0, last: Time::ZERO, reordered: 0 }
+    }
+
+    /// Whether packets may leave out of order (a pipe must then insert by
+    /// time rather than append).
+    pub fn reorders(&self) -> bool {
+        self.jitter.as_ref().is_some_and(|(j, _)| j.reorder)
+    }
+
+    /// The arrival of a `frame_bytes` packet that left the bottleneck (or
+    /// its sender, on the ACK path) at `leave` with one-way delay `delay`:
+    /// the delay plus its jitter (the total never below zero), then the
+    /// next release slot that has room, never before the previous arrival
+    /// unless the direction reorders.
+    pub fn arrival(&mut self, leave: Time, delay: Time, frame_bytes: u32) -> Time {
+        let mut at = leave + delay;
+        if let Some((j, rng)) = self.jitter.as_mut() {
+            let d = j.deviation.as_nanos() as f64;
+            let x = match j.distribution {
+                JitterDistribution::Uniform => d * (2.0 * rng.next_f64() - 1.0),
+                JitterDistribution::Normal => d * standard_normal(rng),
+            };
+            let total = (delay.as_nanos() as f64 + x).max(0.0);
+            at = leave + Time(total.round() as u64);
+            if j.reorder {
+                if at < self.last {
+                    self.reordered += 1;
+                }
+            } else {
+                at = at.max(self.last);
+            }
+        }
+        if let Some(s) = self.slots {
+            at = self.slotted(at, frame_bytes, s);
+        }
+        self.last = self.last.max(at);
+        at
+    }
+
+    /// The release time of a packet reaching the slotted link at `at`.
+    fn slotted(&mut self, at: Time, frame_bytes: u32, s: SlotSpec) -> Time {
+        let i = s.interval.as_nanos().max(1);
+        let mut slot = Time(at.as_nanos().div_ceil(i) * i).max(self.slot);
+        if slot == self.slot && self.slot_bytes > 0 && s.budget_bytes.is_some_and(|b| self.slot_bytes + frame_bytes as u64 > b) {
+            slot += Time(i);
+        }
+        if slot != self.slot {
+            self.slot = slot;
+            self.slot_bytes = 0;
+        }
+        self.slot_bytes += frame_bytes as u64;
+        slot
+    }
+}
+
+/// A standard normal draw (Box–Muller, one of the pair).
+fn standard_normal(rng: &mut Rng) -> f64 {
+    let u = rng.next_f64_open0();
+    let v = rng.next_f64();
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jittered(reorder: bool, distribution: JitterDistribution) -> Direction {
+        let spec = JitterSpec { deviation: Time::from_millis(2), distribution, reorder };
+        Direction::new(Some(spec), None, Rng::new(3, 4))
+    }
+
+    #[test]
+    fn without_jitter_or_slots_a_packet_arrives_after_the_delay() {
+        let mut d = Direction::new(None, None, Rng::new(1, 1));
+        assert_eq!(d.arrival(Time(5), Time(100), 1514), Time(105));
+    }
+
+    #[test]
+    fn reordering_happens_only_when_asked() {
+        for distribution in [JitterDistribution::Uniform, JitterDistribution::Normal] {
+            let (mut fifo, mut tfifo) = (jittered(false, distribution), jittered(true, distribution));
+            let (mut last_fifo, mut overtaken) = (Time::ZERO, 0);
+            let mut last_tfifo = Time::ZERO;
+            for k in 0..100_000u64 {
+                // One packet every 10 µs, 10 ms one-way delay, ±2 ms jitter.
+                let a = fifo.arrival(Time(k * 10_000), Time::from_millis(10), 1514);
+                assert!(a >= last_fifo, "{distribution:?}: packet {k} overtook without reordering");
+                last_fifo = a;
+                let b = tfifo.arrival(Time(k * 10_000), Time::from_millis(10), 1514);
+                overtaken += (b < last_tfifo) as u64;
+                last_tfifo = last_tfifo.max(b);
+            }
+            assert_eq!(fifo.reordered, 0);
+            assert!(overtaken > 50_000 && tfifo.reordered == overtaken, "{distribution:?}: {overtaken} overtook");
+        }
+    }
+
+    #[test]
+    fn jitter_has_the_deviation_asked_for() {
+        for (distribution, sd) in [(JitterDistribution::Uniform, 2.0 / 3f64.sqrt()), (JitterDistribution::Normal, 2.0)] {
+            let mut d = jittered(true, distribution);
+            let n = 200_000;
+            let xs: Vec<f64> = (0..n).map(|_| (d.arrival(Time::ZERO, Time::from_millis(10), 100).as_secs_f64() - 0.010) * 1e3).collect();
+            let mean = xs.iter().sum::<f64>() / n as f64;
+            let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+            assert!(mean.abs() < 0.02, "{distribution:?}: mean {mean} ms");
+            assert!((var.sqrt() - sd).abs() < 0.02 * sd, "{distribution:?}: sd {} ms, expected {sd}", var.sqrt());
+        }
+    }
+
+    #[test]
+    fn a_delay_never_goes_below_zero() {
+        let spec = JitterSpec { deviation: Time::from_millis(5), distribution: JitterDistribution::Uniform, reorder: true };
+        let mut d = Direction::new(Some(spec), None, Rng::new(2, 2));
+        assert!((0..10_000).all(|k| d.arrival(Time(k), Time::from_millis(1), 64) >= Time(k)));
+    }
+
+    #[test]
+    fn slots_release_at_multiples_of_the_interval_within_their_budget() {
+        let slots = SlotSpec { interval: Time::from_millis(1), budget_bytes: Some(3_000) };
+        let mut d = Direction::new(None, Some(slots), Rng::new(1, 1));
+        // Five 1500-byte frames reaching the link at 0.2, 0.3, 0.4, 0.5 and 2.0 ms.
+        let at: Vec<Time> = [200u64, 300, 400, 500, 2_000].iter().map(|&us| d.arrival(Time::from_micros(us), Time::ZERO, 1_500)).collect();
+        let ms = |m| Time::from_millis(m);
+        assert_eq!(at, [ms(1), ms(1), ms(2), ms(2), ms(3)], "two per slot, the rest wait");
+        let mut open = Direction::new(None, Some(SlotSpec { interval: Time::from_millis(1), budget_bytes: None }), Rng::new(1, 1));
+        assert!((1..50).all(|k| open.arrival(Time::from_micros(10 * k), Time::ZERO, 1_500) == ms(1)));
+        assert_eq!(open.arrival(Time::from_millis(1), Time::ZERO, 1_500), ms(1), "on the grid: released at once");
+    }
+}

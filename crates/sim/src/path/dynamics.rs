@@ -1,0 +1,157 @@
+//! A path that moves (docs/path-dynamics.md): scheduled steps of rate,
+//! RTT and loss, bursty loss, a policer, jitter and aggregation, as one
+//! configuration ([`DynamicsConfig`], validated from the plan by
+//! crate::path_plan) and the state that applies it packet by packet
+//! ([`Dynamics`]). The bottleneck's rate over time is the bottleneck's own
+//! ([`super::profile::RateProfile`]). The same code serves the simulator's
+//! engine and the kernel backend's delay line, so both move alike.
+
+use crate::rng::Rng;
+use crate::units::{Rate, Time};
+
+use super::direction::{Direction, JitterSpec, SlotSpec};
+use super::loss::{GeParams, ScheduledLoss};
+use super::policer::TokenBucket;
+use super::profile::{RateProfile, Steps};
+
+/// Which directions a jitter or an aggregating link applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Directions {
+    /// Sender → receiver (data).
+    pub data: bool,
+    /// Receiver → sender (ACKs).
+    pub ack: bool,
+}
+
+/// How the path moves, validated; the default is the static path.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DynamicsConfig {
+    /// Scheduled changes, each list sorted by instant.
+    pub rate_changes: Vec<(Time, Rate)>,
+    pub rtt_changes: Vec<(Time, Time)>,
+    pub loss_changes: Vec<(Time, f64)>,
+    pub gilbert_elliott: Option<GeParams>,
+    pub jitter: Option<(JitterSpec, Directions)>,
+    /// Rate and burst (bytes of frames) of a policer before the bottleneck.
+    pub policer: Option<(Rate, u64)>,
+    pub aggregation: Option<(SlotSpec, Directions)>,
+}
+
+impl DynamicsConfig {
+    /// Nothing moves: the engine keeps its static path.
+    pub fn is_static(&self) -> bool {
+        *self == DynamicsConfig::default()
+    }
+
+    /// The bottleneck's rate over time, if it changes.
+    pub fn rate_profile(&self, base: Rate) -> Option<RateProfile> {
+        (!self.rate_changes.is_empty()).then(|| RateProfile::new(Steps::new(base, self.rate_changes.iter().copied())))
+    }
+}
+
+/// RNG stream labels: the data direction's jitter, and each ACK path's.
+const DATA_JITTER_STREAM: u64 = 0x7177_E000;
+const ACK_JITTER_STREAM: u64 = 0x7177_E100;
+
+/// The state of a path that moves, beside the bottleneck.
+#[derive(Clone, Debug)]
+pub struct Dynamics {
+    rtt: Steps<Time>,
+    /// Each flow group's loss, by group index.
+    pub loss: Vec<ScheduledLoss>,
+    pub policer: Option<TokenBucket>,
+    data: Direction,
+    /// Each ACK path (one per extra delay) and its extra delay.
+    acks: Vec<(Direction, Time)>,
+    cfg: DynamicsConfig,
+    seed: u64,
+}
+
+impl Dynamics {
+    /// The state for `cfg` on a path of base RTT `rtt`, random loss `loss`
+    /// and corruption `corruption`, with flow groups of `group_mss` bytes
+    /// (each group's loss drawn from its own seeded stream).
+    pub fn new(cfg: &DynamicsConfig, seed: u64, rtt: Time, loss: f64, corruption: f64, group_mss: &[u64]) -> Dynamics {
+        let loss = group_mss
+            .iter()
+            .enumerate()
+            .map(|(g, &mss)| ScheduledLoss::new(seed, g as u64, loss, corruption, mss, cfg.gilbert_elliott, cfg.loss_changes.clone()))
+            .collect();
+        Dynamics {
+            rtt: Steps::new(rtt, cfg.rtt_changes.iter().copied()),
+            loss,
+            policer: cfg.policer.map(|(rate, burst)| TokenBucket::new(rate, burst)),
+            data: Self::direction(cfg, true, Rng::new(seed, DATA_JITTER_STREAM)),
+            acks: Vec::new(),
+            cfg: cfg.clone(),
+            seed,
+        }
+    }
+
+    fn direction(cfg: &DynamicsConfig, data: bool, rng: Rng) -> Direction {
+        let on = |d: Directions| if data { d.data } else { d.ack };
+        let jitter = cfg.jitter.filter(|&(_, d)| on(d)).map(|(j, _)| j);
+        let slots = cfg.aggregation.filter(|&(_, d)| on(d)).map(|(s, _)| s);
+        Direction::new(jitter, slots, rng)
+    }
+
+    /// Adds an ACK path whose delay exceeds the base backward delay by
+    /// `extra` (the hosts' access links); returns its index.
+    pub fn add_ack_path(&mut self, extra: Time) -> usize {
+        let k = self.acks.len() as u64;
+        self.acks.push((Self::direction(&self.cfg, false, Rng::new(self.seed, ACK_JITTER_STREAM + k)), extra));
+        self.acks.len() - 1
+    }
+
+    /// The one-way delay sender → receiver for a packet entering the path
+    /// at `t`: half the RTT in effect (as the static path splits it).
+    pub fn forward_delay(&self, t: Time) -> Time {
+        self.rtt.at(t).div(2)
+    }
+
+    /// The one-way delay receiver → sender at `t`: the other half.
+    pub fn backward_delay(&self, t: Time) -> Time {
+        let rtt = self.rtt.at(t);
+        rtt.saturating_sub(rtt.div(2))
+    }
+
+    /// When a data packet of `frame_bytes` that entered the path at `enter`
+    /// and left the bottleneck at `leave` reaches the receiver.
+    pub fn data_arrival(&mut self, enter: Time, leave: Time, frame_bytes: u32) -> Time {
+        let delay = self.forward_delay(enter);
+        self.data.arrival(leave, delay, frame_bytes)
+    }
+
+    /// When an ACK of `frame_bytes` sent at `now` on ACK path `k` reaches
+    /// its sender.
+    pub fn ack_arrival(&mut self, k: usize, now: Time, frame_bytes: u32) -> Time {
+        let delay = self.backward_delay(now);
+        let (dir, extra) = &mut self.acks[k];
+        dir.arrival(now, delay + *extra, frame_bytes)
+    }
+
+    /// Whether data packets may overtake each other.
+    pub fn data_reorders(&self) -> bool {
+        self.data.reorders()
+    }
+
+    /// Whether ACKs may overtake each other.
+    pub fn acks_reorder(&self) -> bool {
+        self.acks.first().is_some_and(|(d, _)| d.reorders())
+    }
+
+    /// Packets (data and ACKs) that arrived before one sent earlier.
+    pub fn reordered(&self) -> u64 {
+        self.data.reordered + self.acks.iter().map(|(d, _)| d.reordered).sum::<u64>()
+    }
+
+    /// The bottleneck's rate over time from `base`, if a step changes it.
+    pub fn rate_profile(&self, base: Rate) -> Option<RateProfile> {
+        self.cfg.rate_profile(base)
+    }
+
+    /// Data packets the policer dropped.
+    pub fn policer_drops(&self) -> u64 {
+        self.policer.as_ref().map_or(0, |p| p.drops)
+    }
+}
