@@ -5,6 +5,7 @@ SI, multiples resolved, Gilbert-Elliott's mean), sweeps, and the backends
 that cannot apply them yet refusing them by key."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -397,3 +398,19 @@ def test_the_hosts_backend_refuses_a_moving_path_naming_its_keys(tmp_path):
 def test_the_sim_backend_takes_the_plan_as_it_is(tmp_path):
     (plan,) = plans(tmp_path, path=MOVING, rest=step('"1s"', rate='"2x"'))
     SimBackend().check([plan])  # the simulator's own reading of dynamics is tested with it (crates/sim)
+
+
+# ---- the documentation ------------------------------------------------------------------
+
+
+def test_the_example_study_of_the_docs_plans_the_steps_it_describes(tmp_path):
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "path-dynamics.md").read_text()
+    example = doc.split("### Example", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+    p = tmp_path / "example.toml"
+    p.write_text(example)
+    spec, raw = spec_mod.load(p)
+    got = plan_runs(spec, raw)
+    assert [(p.rate_bps, [s.rate_bps for s in p.dynamics.schedule], p.dynamics.gilbert_elliott is None)
+            for p in got] == [(1e7, [1e8, 1e7], True), (1e7, [1e8, 1e7], False),
+                              (1e8, [1e9, 1e8], True), (1e8, [1e9, 1e8], False)]
+    assert {p.dynamics.aggregation for p in got} == {Aggregation(direction="ack", interval_s=0.001)}
