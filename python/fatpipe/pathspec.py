@@ -25,13 +25,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError, model_validator
 
 from .backends import base as run_plan
 from .units import NUMBER_PATTERN, format_rate, format_time, toml_type
 from .wire import ETH_HEADER_BYTES
+
+if TYPE_CHECKING:  # spec.py imports this module
+    from .spec import PathSection, Spec
 
 # The path keys of this module (each also a sweep key, sweep.py).
 KEYS = ("schedule", "loss_model", "jitter", "policer", "aggregation")
@@ -352,8 +355,8 @@ class AggregationSpec(_Strict):
 # ---- checks across the spec, and the plan ----------------------------------------------
 
 
-def problems(spec: Any) -> list[tuple[str, str]]:
-    """What these keys need of the rest of `spec` (a spec.Spec): steps in
+def problems(spec: Spec) -> list[tuple[str, str]]:
+    """What these keys need of the rest of `spec`: steps in
     time order within the run, multiples that land within the path's
     limits, a loss the loss model can have, bursts of at least one frame.
     A path left to the real one is refused by spec.py (it names these keys)."""
@@ -398,15 +401,14 @@ def problems(spec: Any) -> list[tuple[str, str]]:
     return out
 
 
-def plan_loss(path: Any) -> float:
-    """The run plan's long-run mean loss (a spec.PathSection's): path.loss,
-    or the mean netem's p gives."""
+def plan_loss(path: PathSection) -> float:
+    """The run plan's long-run mean loss: path.loss, or the mean netem's p gives."""
     given = path.loss_model.given_mean()
     return path.loss if given is None else given
 
 
-def plan_dynamics(path: Any) -> run_plan.PathDynamics:
-    """The run plan's PathDynamics of a spec.PathSection, in SI units, each
+def plan_dynamics(path: PathSection) -> run_plan.PathDynamics:
+    """The run plan's PathDynamics of `path`, in SI units, each
     step's multiple of the path's rate or RTT resolved."""
     return run_plan.PathDynamics(
         schedule=tuple(run_plan.PathStep(at_s=s.at, rate_bps=_resolved(s.rate, path.rate),
