@@ -513,6 +513,38 @@ def _units() -> list[Case]:
     return out
 
 
+# The keys of a path that moves (pathspec.py) and hostile values inside them.
+MOVING_KEYS = ("path.schedule", "path.loss_model", "path.jitter", "path.policer", "path.aggregation")
+MOVING_INNER = {
+    "path.schedule": [f'[{{ at = "1s", rate = {v} }}]' for v in ('"infx"', '"1e400x"', '"nanx"', '"-2x"', '"x"',
+                                                                  "true", "[1]", '"1e400Gbit"')]
+                     + ['[{ at = "inf s", loss = 0.1 }]', '[{ at = "1s", loss = nan }]', '[{ at = "1s" }]',
+                        '[{ at = "5s", rtt = "1ms" }, { at = "1s", rtt = "2ms" }]', "[1]",
+                        '[{ at = "20s", loss = 0 }]'],
+    "path.loss_model": ['"gilbert_elliott:r=nan"', '"gilbert_elliott:r=1e400"', '"gilbert_elliott:mean_burst=inf"',
+                        '"gilbert_elliott:r=0.3,p=-1"', '"gilbert_elliott:r=0.3,bad_loss=0"', '"gilbert_elliott"',
+                        '{ kind = "gilbert_elliott", r = inf }', '":"', '"gilbert_elliott:r=0.3,,=="'],
+    "path.jitter": ['"infms"', '"1e400ms"', '"nan s"', '"-1ms"', '"1ms:reorder=maybe"', '{ deviation = inf }',
+                    '"1ms:direction=sideways"'],
+    "path.policer": ['"/"', '"1e400Gbit/1KB"', '"50Mbit/1e400B"', '"50Mbit/-1KB"', '"nanbit/10KB"',
+                     '{ rate = inf, burst = 10000 }', '"50Mbit/1"'],
+    "path.aggregation": ['":::"', '"ack:infms"', '"ack:1ms:1e400B"', '"sideways:1ms"', '"ack:-1ms"',
+                         '{ direction = "ack", interval = nan }'],
+}
+
+
+def _moving_path() -> list[Case]:
+    out = []
+    for key in MOVING_KEYS:
+        for label, lit in {**WRONG_TYPES, **ODD_SCALARS, "inf": "inf", "nan": "nan"}.items():
+            # An empty table is the default loss model, an empty array no schedule.
+            fine = (key, label) in (("path.loss_model", "empty-table"), ("path.schedule", "empty-array"))
+            out.append(Case(f"{key}={label}", "moving-path", render(_with(key, lit)), must_reject=not fine, key=key))
+        for lit in MOVING_INNER[key]:
+            out.append(Case(f"{key}={lit[:40]}", "moving-path", render(_with(key, lit)), key=key))
+    return out
+
+
 def _valid() -> list[Case]:
     out = [Case("base spec", "valid", render(BASE), must_reject=False)]
     for path in sorted((ROOT / "studies").glob("*.toml")):
@@ -524,7 +556,7 @@ def cases(tmp: Path) -> list[Case]:
     """Every case, deterministic; `tmp` is a scratch directory that exists."""
     out = (_valid() + _wrong_types() + _nonfinite() + _overflow() + _subnormal() + _magnitude()
            + _booleans() + _sweep_keys() + _sweep_forbidden() + _sweep_values() + _linked() + _bombs()
-           + _nesting() + _files(tmp) + _unknown_keys() + _structure() + _units())
+           + _nesting() + _files(tmp) + _unknown_keys() + _structure() + _units() + _moving_path())
     names = Counter(f"{c.cls}/{c.name}" for c in out)
     dupes = [n for n, k in names.items() if k > 1]
     assert not dupes, f"duplicate case names: {dupes}"

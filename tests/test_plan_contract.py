@@ -77,7 +77,8 @@ def test_ce_threshold_tables_cover_each_unit():
 # One run that sets every optional field: an RPC flow beside a bulk one,
 # per-flow ECN and cwnd clamp, GRO, a rate cap, processing jitter, a CPU model
 # with every cost on a machine both hosts share, a NIC ceiling, fq_codel with a CE
-# threshold, a sweep and a testbed (which the simulator ignores).
+# threshold, a path that moves (a schedule step, Gilbert-Elliott loss, jitter,
+# a policer, aggregation), a sweep and a testbed (which the simulator ignores).
 STUDY = """
 version = 1
 [study]
@@ -88,6 +89,16 @@ duration = "1s"
 rate = "10Mbit"
 rtt = "20ms"
 aqm = {kind = "fq_codel", ce_threshold = "1ms"}
+loss = 0.01
+loss_model = {kind = "gilbert_elliott", r = 0.3, bad_loss = 0.9, good_loss = 0.001}
+jitter = {deviation = "1ms", distribution = "normal", reorder = true, direction = "both"}
+policer = {rate = "9Mbit", burst = "30KB"}
+aggregation = {direction = "ack", interval = "1ms", bytes = "10KB"}
+[[path.schedule]]
+at = "0.5s"
+rate = "2x"
+rtt = "40ms"
+loss = 0.02
 [hosts.default]
 stream_rate_cap = "8Mbit"
 processing_jitter = "20us"
@@ -124,7 +135,7 @@ request = "100B"
 response = "10KB"
 concurrency = 1
 [sweep]
-"path.loss" = [0.0]
+"path.loss" = [0.01]
 [testbed.hosts.alpha]
 ssh = "root@alpha"
 address = "10.1.0.1"
@@ -149,6 +160,9 @@ def full_plan(tmp_path) -> RunPlan:
     assert plan.senders["s1"].start_spread_s == pytest.approx(5e-3)
     assert plan.senders["s1"].cpu.machine == plan.receiver.cpu.machine == "box"
     assert plan.senders["s1"].nic_rate_bps == 9e6 and plan.receiver.cpu.timer_s == pytest.approx(1e-6)
+    assert plan.dynamics.keys() == ["path.schedule", "path.loss_model", "path.jitter", "path.policer",
+                                    "path.aggregation"]
+    assert plan.dynamics.schedule[0].rate_bps == 2e7 and plan.dynamics.aggregation.bytes == 10_000
     return plan
 
 
@@ -157,11 +171,13 @@ def test_a_plan_with_every_field_runs_on_the_simulator(full_plan, tmp_path):
     assert len(set(outcome.series["flow_group"])) == 2 and outcome.rpcs["flow_group"]
 
 
-@pytest.mark.parametrize("where", ["plan", "flow", "host", "aqm"])
+@pytest.mark.parametrize("where", ["plan", "flow", "host", "aqm", "step", "policer"])
 def test_the_simulator_refuses_a_field_it_does_not_know_naming_it(full_plan, where):
     plan = json.loads(plan_json(full_plan))
     table, path = {"plan": (plan, ""), "flow": (plan["flows"][1], "flows[1]."),
-                   "host": (plan["receiver"], "receiver."), "aqm": (plan["aqm"], "aqm.")}[where]
+                   "host": (plan["receiver"], "receiver."), "aqm": (plan["aqm"], "aqm."),
+                   "step": (plan["dynamics"]["schedule"][0], "dynamics.schedule[0]."),
+                   "policer": (plan["dynamics"]["policer"], "dynamics.policer.")}[where]
     table["jitter_s"] = 0.001
     with pytest.raises(ValueError, match="^" + re.escape(f"{path}jitter_s: unknown field `jitter_s`")):
         _native.simulate(json.dumps(plan))

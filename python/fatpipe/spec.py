@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import hostcpu
+from . import hostcpu, pathspec
 from . import references as references_mod
 from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
@@ -280,6 +280,13 @@ class PathSection(_Strict):
     buffer: Annotated[Buffer, BeforeValidator(_parse_buffer)] = Buffer(amount=1, unit="bdp")
     mtu: Annotated[int, Field(ge=576, le=65535)] = 1500
     aqm: Aqm = DROPTAIL  # the bottleneck's queue discipline (aqm.py)
+    # How the path moves (pathspec.py, docs/path-dynamics.md): steps of
+    # rate, RTT and loss; bursty loss; jitter; a policer; aggregation.
+    schedule: pathspec.Schedule = []
+    loss_model: pathspec.LossModel = pathspec.INDEPENDENT
+    jitter: pathspec.JitterSpec | None = None
+    policer: pathspec.PolicerSpec | None = None
+    aggregation: pathspec.AggregationSpec | None = None
 
 
 class HostSection(_Strict):
@@ -469,7 +476,7 @@ def cross_problems(spec: Spec) -> list[tuple[str, str]]:
             problems.append((f"flows.{i}.start", f"flows.{i}.start must be before study.duration"))
     problems += hostcpu.problems({name: spec.host_layers(name) for name in [*sorted(senders), "receiver"]})
     unset = spec.path_unset()
-    for key in ("buffer", "loss", "corruption", "aqm"):
+    for key in ("buffer", "loss", "corruption", "aqm", *pathspec.KEYS):
         if unset and key in spec.path.model_fields_set:
             problems.append((f"path.{key}", (
                 f"{' and '.join(unset)} {'is' if len(unset) == 1 else 'are'} left out (the path is what it is, "
@@ -486,6 +493,7 @@ def cross_problems(spec: Spec) -> list[tuple[str, str]]:
             f"{format_time(spec.study.interval)} over a {format_time(spec.study.duration)} run "
             f"is {samples:.3g} samples; at most {MAX_SAMPLES_PER_RUN} per run: "
             f"use an interval of at least {format_time(spec.study.duration / MAX_SAMPLES_PER_RUN)}")))
+    problems += pathspec.problems(spec)
     if spec.testbed is not None:
         problems += study_problems(spec.testbed, senders)
     return problems
@@ -565,7 +573,7 @@ def validate(raw: dict[str, Any], source: str = "", imported_from: str | None = 
     problems += spec.sweep.structure_problems()
     swept: dict[str, list[Any]] = {}
     for where, key, values in spec.sweep.entries():
-        problems += sweep_mod.key_problems(where, key, values, len(spec.flows))
+        problems += sweep_mod.key_problems(where, key, values, len(spec.flows), len(spec.path.schedule))
         swept.setdefault(key, []).extend(values)
     problems += references_mod.problems(spec.references, swept)
     if problems:

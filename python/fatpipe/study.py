@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, estimate, hostcpu
+from . import __version__, estimate, hostcpu, pathspec
 from . import spec as spec_mod
 from .backends import DEFAULT_BACKEND, get_backend
 from .backends.base import BackendUnavailable, FlowPlan, HostCpu, HostLimits, RunPlan
@@ -140,7 +140,7 @@ def plan_runs(
                         sample_interval_s=s.interval,
                         rate_bps=p.rate,
                         rtt_s=p.rtt,
-                        loss=p.loss,
+                        loss=pathspec.plan_loss(p),
                         corruption=p.corruption,
                         buffer_bytes=point_spec.buffer_bytes(),
                         aqm=p.aqm.plan(),
@@ -150,6 +150,7 @@ def plan_runs(
                         flows=flows,
                         swept=dict(overrides),
                         testbed=testbed,
+                        dynamics=pathspec.plan_dynamics(p),
                     )
                 )
     return plans

@@ -43,7 +43,9 @@ from .units import toml_type
 # sweep key names one value, never a whole section.
 SWEEPABLE = {
     "study": ("duration", "warmup"),
-    "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm"),
+    "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm", "loss_model", "jitter", "policer",
+             "aggregation"),
+    "path.schedule.<index>": ("at", "rate", "rtt", "loss"),
     "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn", "processing_jitter",
                       "start_spread", "profile", "cpu_cores", "app_threads", "nic_rate", "rx_ring",
                       "interrupt_coalescing", "interrupt_coalescing_frames", "qdisc", "rtx_queue",
@@ -201,12 +203,21 @@ def sweepable_list() -> str:
     return "; ".join(f"{head}.{'|'.join(leaves)}" for head, leaves in SWEEPABLE.items())
 
 
-def key_problems(at: str, key: str, values: list, flow_count: int) -> list[tuple[str, str]]:
-    """The key is on the allow-list and names something that exists; the
-    values are strings or numbers. `at` is where the key is written."""
+def key_problems(at: str, key: str, values: list, flow_count: int, step_count: int = 0) -> list[tuple[str, str]]:
+    """The key is on the allow-list and names something that exists (of
+    `flow_count` flows, `step_count` [[path.schedule]] steps); the values
+    are strings or numbers. `at` is where the key is written."""
     parts = key.split(".")
     if len(parts) == 2 and parts[0] in ("study", "path"):
         allowed = parts[1] in SWEEPABLE[parts[0]]
+    elif len(parts) == 4 and parts[:2] == ["path", "schedule"]:
+        allowed = parts[3] in SWEEPABLE["path.schedule.<index>"]
+        if allowed and not re.fullmatch(r"0|[1-9][0-9]{0,5}", parts[2]):
+            return [(at, f"{_short(parts[2], 20)!r} is not a step index; write path.schedule.0, "
+                         "path.schedule.1, …")]
+        if allowed and int(parts[2]) >= step_count:
+            return [(at, f"path.schedule.{parts[2]}: no such step (there are {step_count}); a sweep varies a "
+                         "step written as [[path.schedule]]")]
     elif len(parts) == 3 and parts[0] == "hosts":
         allowed = parts[2] in SWEEPABLE["hosts.<host>"] and bool(re.fullmatch(r"[A-Za-z0-9_]{1,8}", parts[1]))
     elif len(parts) == 3 and parts[0] == "flows":
