@@ -98,3 +98,30 @@ def test_a_netem_path_for_groups_of_different_loss_is_refused_before_anything_is
     cfg = replace(path_config(two_group_plan()), emulator="netem")
     with pytest.raises(ValueError, match=r"flows\.1\.mss = 8948.*netem applies one loss"):
         kernel_path.EmulatedPath(cfg, tmp_path).build()
+
+
+# -- a path that moves: linkem applies the simulator's dynamics -----------------
+def test_a_moving_path_gives_linkem_its_dynamics_the_base_path_and_each_queues_direction():
+    import json
+
+    from fatpipe.backends.base import PathDynamics, PathStep, Policer
+    from fatpipe.linuxpath.linkem import dynamics_file, moving_queues
+
+    dyn = PathDynamics(schedule=(PathStep(at_s=2.0, rate_bps=1e7),), policer=Policer(rate_bps=5e6, burst_bytes=30_000))
+    plan = replace(two_group_plan(), dynamics=dyn)
+    cfg = path_config(plan)
+    written = json.loads(dynamics_file(cfg))
+    assert written["dynamics"]["schedule"] == [{"at_s": 2.0, "rate_bps": 1e7, "rtt_s": None, "loss": None}]
+    assert written["dynamics"]["policer"] == {"rate_bps": 5e6, "burst_bytes": 30_000}
+    # The simulator's inputs: base RTT, loss and corruption, each group's MSS by group index.
+    assert (written["rtt_s"], written["loss"], written["corruption"]) == (plan.rtt_s, LOSS, CORRUPTION)
+    assert written["group_mss_bytes"] == [1448, 8948]
+    reverse, _ = reverse_queues(cfg, cfg.senders)
+    queues = moving_queues([QueueConfig(QUEUE_DATA, "data", 0.01), *reverse])
+    assert [q.moves for q in queues] == ["data", "ack:0", "ack:1"]
+    args = linkem_args(Path("/bin/linkem"), queues, 1, Path("/tmp/s.json"), dynamics_path=Path("/tmp/d.json"),
+                       origin_path=Path("/tmp/o"))
+    assert args[args.index("--dynamics") + 1] == "/tmp/d.json" and args[args.index("--origin-file") + 1] == "/tmp/o"
+    assert [a for a in args if a.startswith("num=")][1].endswith(",moves=ack:0")
+    static = linkem_args(Path("/bin/linkem"), [QueueConfig(QUEUE_DATA, "data", 0.01)], 1, Path("/tmp/s.json"))
+    assert "--dynamics" not in static and not any("moves=" in a for a in static)

@@ -5,6 +5,7 @@ SI, multiples resolved, Gilbert-Elliott's mean), sweeps, and the backends
 that cannot apply them yet refusing them by key."""
 
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from fatpipe.backends.base import (
 from fatpipe.backends.hosts import plan_problems
 from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.sim import SimBackend
+from fatpipe.linuxpath.config import dynamics_refusal, path_config
 from fatpipe.study import plan_runs
 
 BASE = """
@@ -376,15 +378,18 @@ MOVING = 'loss = 0.01\nloss_model = "gilbert_elliott:r=0.3"\njitter = "1ms"\npol
 KEYS = "path.schedule, path.loss_model, path.jitter, path.policer, path.aggregation"
 
 
-def test_the_kernel_backend_refuses_a_moving_path_naming_its_keys(tmp_path):
+def test_the_kernel_backend_moves_a_path_with_linkem_only_naming_the_keys_it_cannot_apply(tmp_path):
     (plan,) = plans(tmp_path, path=MOVING, rest=step('"1s"', rate='"2x"'))
-    with pytest.raises(BackendUnavailable) as e:
-        KernelBackend().check([plan])
-    assert str(e.value) == (f"run {plan.run_id}: {KEYS}: not yet supported on the kernel backend "
-                            "(the sim backend runs it)")
-    (jitter_only,) = plans(tmp_path, path='jitter = "1ms"')
-    with pytest.raises(BackendUnavailable, match=r": path\.jitter: not yet supported on the kernel backend"):
-        KernelBackend().check([jitter_only])
+    cfg = path_config(plan)
+    assert dynamics_refusal(cfg, "linkem-nfqueue", "linkem") is None
+    assert dynamics_refusal(path_config(plans(tmp_path)[0]), "netem", "tbf") is None, "a static path moves nowhere"
+    netem = dynamics_refusal(cfg, "netem", "tbf")
+    assert netem.startswith(f"{KEYS} need fatpipe-linkem as delay line and bottleneck (emulator='netem'"), netem
+    (fq,) = plans(tmp_path, path='jitter = "1ms"\naqm = "fq_codel"')
+    with pytest.raises(BackendUnavailable, match=r"path\.jitter with path\.aqm = 'fq_codel': that discipline"):
+        KernelBackend().check([fq])
+    gro = replace(path_config(plans(tmp_path, path='jitter = "1ms:reorder=true"')[0]), receiver_gro=True)
+    assert "reorder = true and hosts.receiver.gro = true" in dynamics_refusal(gro, "linkem-nfqueue", "linkem")
 
 
 def test_the_hosts_backend_refuses_a_moving_path_naming_its_keys(tmp_path):

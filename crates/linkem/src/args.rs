@@ -13,6 +13,7 @@ use std::fmt;
 use fatpipe_sim::path::{Aqm, CeThreshold};
 use fatpipe_sim::units::Time;
 
+use crate::moving::{Moves, MovingPlan};
 use crate::units::MssMap;
 use crate::worker::Threads;
 
@@ -43,6 +44,9 @@ pub struct QueueSpec {
     pub split_queue: Option<u16>,
     /// Unit mode: each flow's segment payload size (its GSO size).
     pub mss: MssMap,
+    /// The direction of the path's dynamics (`--dynamics`) this queue
+    /// applies: `moves=data` or `moves=ack:K`; None: it does not move.
+    pub moves: Option<Moves>,
 }
 
 impl QueueSpec {
@@ -96,6 +100,10 @@ pub struct Args {
     pub parent_pid: Option<i32>,
     /// How the queues are shared out among threads (worker.rs).
     pub threads: Threads,
+    /// The path's dynamics (moving.rs), applied by the queues with `moves=`.
+    pub dynamics: Option<MovingPlan>,
+    /// Where fatpipe writes the run's time zero before sending SIGUSR2.
+    pub origin_file: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -110,12 +118,13 @@ impl fmt::Display for ArgError {
 pub const USAGE: &str = "usage: fatpipe-linkem --queue num=N,delay_s=SECONDS[,loss=P][,name=NAME] \
 [--queue ...] [--seed N] [--stats PATH] [--stats-interval-s S] [--maxlen N] \
 [--rcvbuf-bytes N] [--copy-range N] [--batch-us N] [--rt-priority N] [--parent-pid PID] [--gso] \
-[--threads split-apart|per-queue|one]\n\
+[--threads split-apart|per-queue|one] [--dynamics FILE --origin-file FILE]\n\
   queue keys: num, delay_s, loss, group_loss (PORT:GROUP:P/PORT:GROUP:P, each flow group's loss by its\n\
   port; loss then covers the other packets), name, rate_bps (bottleneck after the delay), buffer_bytes,\n\
   and at most one CE threshold of that bottleneck: ce_k_packets, ce_k_bytes, ce_k_s;\n\
   unit mode (GSO packets whole unless a segment is lost, dropped or marked): units_split (the split\n\
-  queue's number), mss (PORT:BYTES/PORT:BYTES, segment payload by flow port), default_mss";
+  queue's number), mss (PORT:BYTES/PORT:BYTES, segment payload by flow port), default_mss;\n\
+  moves (data, or ack:K: the direction of --dynamics this queue applies)";
 
 /// Parses `5201:1448/5202:8948` (segment payload bytes by TCP port).
 fn parse_mss_map(text: &str) -> Result<Vec<(u16, u32)>, ArgError> {
@@ -180,6 +189,7 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
     let mut thresholds = Vec::new();
     let mut split_queue = None;
     let mut mss = MssMap::default();
+    let mut moves = None;
     for part in text.split(',') {
         let (key, value) = part
             .split_once('=')
@@ -195,6 +205,13 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
             "units_split" => split_queue = Some(parse_num::<u16>("--queue units_split", value)?),
             "mss" => mss.by_port = parse_mss_map(value)?,
             "default_mss" => mss.default_mss = parse_num::<u32>("--queue default_mss", value)?,
+            "moves" => {
+                moves = Some(match value.split_once(':') {
+                    None if value == "data" => Moves::Data,
+                    Some(("ack", k)) => Moves::Ack(parse_num::<u16>("--queue moves=ack:K", k)?),
+                    _ => return Err(ArgError(format!("--queue {text:?}: moves must be data or ack:K, got {value:?}"))),
+                })
+            }
             // The simulator's units (scenario.rs): packets clamped to u32,
             // bytes of frames, seconds rounded to the nanosecond.
             "ce_k_packets" => thresholds
@@ -246,6 +263,7 @@ pub fn parse_queue(text: &str) -> Result<QueueSpec, ArgError> {
         aqm,
         split_queue,
         mss,
+        moves,
     })
 }
 
@@ -279,6 +297,8 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
         max_sleep_ns: 1_000_000,
         parent_pid: None,
         threads: Threads::SplitApart,
+        dynamics: None,
+        origin_file: None,
     };
     let mut i = 0;
     while i < argv.len() {
@@ -309,6 +329,8 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
                     ArgError(format!("--threads: expected split-apart, per-queue or one, got {value:?}"))
                 })?
             }
+            "--dynamics" => args.dynamics = Some(MovingPlan::load(value)?),
+            "--origin-file" => args.origin_file = Some(value.clone()),
             "--parent-pid" => {
                 let pid: i32 = parse_num("--parent-pid", value)?;
                 if pid <= 1 {
@@ -329,6 +351,13 @@ pub fn parse_args(argv: &[String]) -> Result<Args, ArgError> {
     nums.dedup();
     if nums.len() != count {
         return Err(ArgError("--queue numbers (num and units_split) must be distinct".into()));
+    }
+    let moving = args.queues.iter().any(|q| q.moves.is_some());
+    if moving != args.dynamics.is_some() || args.dynamics.is_some() != args.origin_file.is_some() {
+        return Err(ArgError("--dynamics, --origin-file and a queue with moves= go together".into()));
+    }
+    if args.queues.iter().filter(|q| q.moves == Some(Moves::Data)).count() > 1 {
+        return Err(ArgError("one queue at most has moves=data".into()));
     }
     if args.copy_range < 60 {
         return Err(ArgError("--copy-range must be >= 60 (IP + TCP headers)".into()));
@@ -422,6 +451,19 @@ mod tests {
         assert!(parse_queue("num=0,delay_s=0.01,units_split=9,default_mss=1448,mss=5201:0").is_err());
         let clash = ["--queue", "num=0,delay_s=0.01,units_split=1,default_mss=1448", "--queue", "num=1,delay_s=0.01"];
         assert!(parse_args(&argv(&clash)).is_err(), "the split queue is another queue's number");
+    }
+
+    #[test]
+    fn a_moving_queue_names_its_direction_and_needs_the_dynamics_and_the_origin() {
+        assert_eq!(parse_queue("num=0,delay_s=0.01,moves=data").unwrap().moves, Some(Moves::Data));
+        assert_eq!(parse_queue("num=1,delay_s=0.01,moves=ack:2").unwrap().moves, Some(Moves::Ack(2)));
+        assert_eq!(parse_queue("num=1,delay_s=0.01").unwrap().moves, None);
+        for bad in ["up", "ack", "ack:x", "data:1"] {
+            let e = parse_queue(&format!("num=0,delay_s=0.01,moves={bad}")).unwrap_err();
+            assert!(e.0.contains("moves"), "{bad}: {e}");
+        }
+        let e = parse_args(&argv(&["--queue", "num=0,delay_s=0.01,moves=data"])).unwrap_err();
+        assert!(e.0.contains("--dynamics"), "{e}");
     }
 
     #[test]

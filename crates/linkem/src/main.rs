@@ -27,6 +27,7 @@
 mod args;
 mod ecn;
 mod link;
+mod moving;
 mod netlink;
 mod queue;
 mod rng;
@@ -43,9 +44,15 @@ use worker::{Board, Timing};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static RESET_LATENESS: AtomicBool = AtomicBool::new(false);
+static ORIGIN_SENT: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
+}
+
+/// SIGUSR2: the run's time zero is in `--origin-file` (moving.rs).
+extern "C" fn on_usr2(_: libc::c_int) {
+    ORIGIN_SENT.store(true, Ordering::SeqCst);
 }
 
 /// SIGUSR1: forget lateness seen so far (the warm-up ended).
@@ -153,6 +160,7 @@ fn run(a: Args) -> io::Result<()> {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGUSR1, on_usr1 as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGUSR2, on_usr2 as *const () as libc::sighandler_t);
         // 1 ns timer slack: wake-ups are the delay line's clock.
         libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0);
     }
@@ -211,6 +219,17 @@ fn run(a: Args) -> io::Result<()> {
         while !STOP.load(Ordering::SeqCst) {
             // SAFETY: plain sleep; a signal cuts it short, which is fine.
             unsafe { libc::usleep(10_000) };
+            if ORIGIN_SENT.swap(false, Ordering::SeqCst) {
+                if let Some(path) = &a.origin_file {
+                    match moving::read_origin(path) {
+                        Ok(ns) => moving::ORIGIN_NS.store(ns, Ordering::SeqCst),
+                        Err(e) => {
+                            *board.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(io::Error::other(e));
+                            STOP.store(true, Ordering::SeqCst);
+                        }
+                    }
+                }
+            }
             if RESET_LATENESS.swap(false, Ordering::SeqCst) {
                 epoch = Epoch::now();
                 board.reset_gen.fetch_add(1, Ordering::SeqCst);

@@ -8,8 +8,10 @@ use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex};
 
 use fatpipe_sim::path::Bottleneck;
+use fatpipe_sim::units::Time;
 
 use crate::args::{Args, QueueSpec};
+use crate::moving::{Moves, MovingQueue};
 use crate::netlink::{self, Message, Packet};
 use crate::stats::QueueStats;
 use crate::units::{self, Fate, SharedSplitFates, SplitUnit};
@@ -112,6 +114,12 @@ pub struct QueueSocket {
     role: Role,
     /// Scratch: the fates of the current packet's segments.
     fates: Vec<Fate>,
+    /// The path's dynamics in this queue's direction (moving.rs).
+    moving: Option<Box<MovingQueue>>,
+    /// Packets may overtake each other (jitter with reordering): `held` is
+    /// kept in due order and each packet leaves with its own verdict (a
+    /// batch verdict accepts every lower id).
+    single_verdicts: bool,
 }
 
 fn send_all(fd: RawFd, msg: &[u8]) -> io::Result<()> {
@@ -174,6 +182,7 @@ impl QueueSocket {
             aqm: of.aqm,
             split_queue: None,
             mss: Default::default(),
+            moves: None,
         };
         Some(Self::open_as(spec, a, Role::Split(fates)))
     }
@@ -216,7 +225,14 @@ impl QueueSocket {
         wait_ack(fd, seq + 1).map_err(|e| io::Error::new(e.kind(), format!("configure queue {}: {e}", spec.num)))?;
         // Non-blocking from now on: the main loop drains with MSG_DONTWAIT.
         let loss = rng::QueueLoss::new(a.seed, &spec);
-        let bottleneck = (spec.rate_bps > 0.0).then(|| link::bottleneck(spec.rate_bps, spec.buffer_bytes, spec.aqm));
+        let mut bottleneck = (spec.rate_bps > 0.0).then(|| link::bottleneck(spec.rate_bps, spec.buffer_bytes, spec.aqm));
+        let moving = spec.moves.and_then(|m| a.dynamics.as_ref().map(|p| Box::new(p.queue(a.seed, m, spec.delay_ns))));
+        if let (Some(b), Some(Moves::Data), Some(p)) = (bottleneck.as_mut(), spec.moves, a.dynamics.as_ref()) {
+            if let Some(profile) = p.rate_profile(spec.rate_bps) {
+                b.set_rate_profile(profile);
+            }
+        }
+        let single_verdicts = moving.as_ref().is_some_and(|m| m.reorders());
         Ok(QueueSocket {
             fd,
             spec,
@@ -230,6 +246,8 @@ impl QueueSocket {
             enobufs: 0,
             role,
             fates: Vec::new(),
+            moving,
+            single_verdicts,
         })
     }
 
@@ -318,7 +336,7 @@ impl QueueSocket {
         fates.clear();
         for i in 0..n {
             let segment = units::segment_payload(payload, mss, i);
-            fates.push(self.decide(segment > 0, p.tcp_ports, due, header + segment, ect));
+            fates.push(self.decide(segment > 0, p.tcp_ports, arrival, due, header + segment, ect));
         }
         let r = if n == 1 {
             self.apply(p, datagram, fates[0])
@@ -347,7 +365,14 @@ impl QueueSocket {
     /// like corruption of data; the bottleneck queue follows the delay line
     /// (propagation upstream of the router's egress queue), and only an
     /// ECN-capable packet consults its discipline (drop-tail ignores it).
-    fn decide(&mut self, is_data: bool, ports: Option<(u16, u16)>, due: u64, ip_len: u32, ect: bool) -> Fate {
+    fn decide(&mut self, is_data: bool, ports: Option<(u16, u16)>, arrival: u64, due: u64, ip_len: u32, ect: bool) -> Fate {
+        if let Some(t) = self.moving.as_deref_mut().and_then(|m| m.run_time(arrival)) {
+            return self.decide_moving(is_data, ports, t, ip_len, ect);
+        }
+        if self.moving.is_some() {
+            // Before the run's origin (handshakes): the constant delay only.
+            return Fate::Pass { due_ns: due, ce: false };
+        }
         let s = &mut self.stats;
         if is_data {
             s.data_packets += 1;
@@ -371,6 +396,56 @@ impl QueueSocket {
         }
     }
 
+    /// `decide` on a moving path, at run time `t`: the data queue applies
+    /// each group's scheduled loss, the policer (data segments, as the
+    /// simulator polices its data), the bottleneck at its rate then and
+    /// the forward delay with jitter and slots; an ACK queue its ACK
+    /// path's delay, jitter and slots. The simulator's code throughout
+    /// (engine/moving.rs does the same steps in the same order).
+    fn decide_moving(&mut self, is_data: bool, ports: Option<(u16, u16)>, t: Time, ip_len: u32, ect: bool) -> Fate {
+        let m = self.moving.as_deref_mut().expect("moving");
+        let s = &mut self.stats;
+        let frame = fatpipe_sim::wire::frame_bytes(ip_len);
+        let fate = match m.ack {
+            Some(k) => Fate::Pass { due_ns: MovingQueue::mono_ns(m.dynamics.ack_arrival(k, t, frame)), ce: false },
+            None => {
+                if is_data {
+                    s.data_packets += 1;
+                    let lost = match self.loss.group_of(ports) {
+                        Some(g) => m.dynamics.loss.get_mut(g as usize).is_some_and(|l| l.lose(t)),
+                        None => self.loss.lose_other(),
+                    };
+                    if lost {
+                        s.dropped += 1;
+                        return Fate::Lost;
+                    }
+                    if let Some(p) = m.dynamics.policer.as_mut() {
+                        if !p.admit(t, frame) {
+                            s.policer_drops += 1;
+                            return Fate::Lost;
+                        }
+                    }
+                }
+                let (leave, ce) = match self.bottleneck.as_mut() {
+                    Some(b) => match b.offer(t, frame, ect) {
+                        Some(a) => {
+                            s.bottleneck_bytes += frame as u64;
+                            (a.departure, a.ce)
+                        }
+                        None => {
+                            s.queue_drops += 1;
+                            return Fate::QueueDrop;
+                        }
+                    },
+                    None => (t, false),
+                };
+                Fate::Pass { due_ns: MovingQueue::mono_ns(m.dynamics.data_arrival(t, leave, frame)), ce }
+            }
+        };
+        s.reordered = m.dynamics.reordered();
+        fate
+    }
+
     /// Carries out `fate` for packet `p` (one segment).
     fn apply(&mut self, p: &Packet, datagram: &[u8], fate: Fate) -> io::Result<()> {
         match fate {
@@ -387,7 +462,18 @@ impl QueueSocket {
     }
 
     fn hold(&mut self, id: u32, due: u64, ce: bool) {
-        self.held.push_back((id, due, ce));
+        if self.single_verdicts && self.held.back().is_some_and(|b| b.1 > due) {
+            // It overtakes: held stays in due order (marked copies too).
+            let k = self.held.partition_point(|h| h.1 <= due);
+            let marked_before = self.held.iter().take(k).filter(|h| h.2).count();
+            self.held.insert(k, (id, due, ce));
+            if ce {
+                let packet = self.marked.pop_back().expect("the copy mark() kept");
+                self.marked.insert(marked_before, packet);
+            }
+        } else {
+            self.held.push_back((id, due, ce));
+        }
         self.stats.held_max = self.stats.held_max.max(self.held.len());
     }
 
@@ -467,6 +553,14 @@ impl QueueSocket {
             }
             self.stats.late.record(now.saturating_sub(due), 1);
             self.held.pop_front();
+            if self.single_verdicts && !ce {
+                // Out of id order: this packet alone.
+                self.append_single(id, netlink::NF_ACCEPT);
+                if self.out.len() >= VERDICT_FLUSH_BYTES {
+                    self.flush_verdicts()?;
+                }
+                continue;
+            }
             if ce {
                 self.append_marked(last.take(), id);
                 if self.out.len() >= VERDICT_FLUSH_BYTES {
@@ -499,6 +593,10 @@ impl QueueSocket {
     pub fn release_all(&mut self) {
         let mut last = None;
         while let Some((id, _, ce)) = self.held.pop_front() {
+            if self.single_verdicts && !ce {
+                self.append_single(id, netlink::NF_ACCEPT);
+                continue;
+            }
             if ce {
                 self.append_marked(last.take(), id);
                 if self.out.len() >= VERDICT_FLUSH_BYTES {

@@ -15,6 +15,8 @@ use crate::args::QueueSpec;
 pub struct QueueLoss {
     other: LossStage,
     by_port: Vec<(u16, LossStage)>,
+    /// (port, flow group) of each group, in `by_port`'s order.
+    groups: Vec<(u16, u16)>,
 }
 
 impl QueueLoss {
@@ -26,7 +28,21 @@ impl QueueLoss {
                 .iter()
                 .map(|g| (g.port, LossStage::new(g.p.clamp(0.0, 1.0), Rng::new(seed, loss_stream(g.group as u64)))))
                 .collect(),
+            groups: spec.group_loss.iter().map(|g| (g.port, g.group)).collect(),
         }
+    }
+
+    /// The flow group whose port `ports` (source, destination) match, if
+    /// any (the same match as `lose`).
+    pub fn group_of(&self, ports: Option<(u16, u16)>) -> Option<u16> {
+        let (src, dst) = ports?;
+        self.groups.iter().find(|&&(p, _)| p == dst || p == src).map(|&(_, g)| g)
+    }
+
+    /// Whether the next data segment of no flow group is lost (the queue's
+    /// own stage).
+    pub fn lose_other(&mut self) -> bool {
+        self.other.lose()
     }
 
     /// Whether the next data segment of the TCP flow with `ports` (source,

@@ -89,6 +89,10 @@ pub struct QueueStats {
     /// Unit mode: GSO packets none of whose segments passed, dropped whole
     /// (their segments counted in `dropped`/`queue_drops` as usual).
     pub dropped_units: u64,
+    /// A moving path (moving.rs): data segments its policer dropped, and
+    /// packets that arrived before one sent earlier (jitter with reordering).
+    pub policer_drops: u64,
+    pub reordered: u64,
 }
 
 impl QueueStats {
@@ -109,7 +113,8 @@ impl QueueStats {
                 "\"gso_packets\":{},\"max_packet_bytes\":{},\"held_max\":{},",
                 "\"timestamps_seen\":{},\"late_p50_s\":{:e},\"late_p99_s\":{:e},\"late_max_s\":{:e},",
                 "\"verdict_batches\":{},\"read_wait_p99_s\":{:e},\"read_wait_max_s\":{:e},\"read_gap_p99_s\":{:e},\"read_gap_max_s\":{:e},\"verdict_call_p99_s\":{:e},\"verdict_call_max_s\":{:e},",
-                "\"units\":{},\"unit_segments\":{},\"split_units\":{},\"unit_mismatches\":{},\"dropped_units\":{}}}"
+                "\"units\":{},\"unit_segments\":{},\"split_units\":{},\"unit_mismatches\":{},\"dropped_units\":{},",
+                "\"policer_drops\":{},\"reordered\":{}}}"
             ),
             name,
             num,
@@ -142,6 +147,8 @@ impl QueueStats {
             self.split_units,
             self.unit_mismatches,
             self.dropped_units,
+            self.policer_drops,
+            self.reordered,
         )
     }
 }

@@ -377,7 +377,7 @@ impl Sim {
                     delays.push(ack_delay);
                     net.acks.push(Pipe::default());
                     if let Some(d) = net.dynamics.as_deref_mut() {
-                        d.add_ack_path(s.extra_rtt);
+                        d.add_ack_path(delays.len() as u64 - 1, s.extra_rtt);
                     }
                     delays.len() - 1
                 }

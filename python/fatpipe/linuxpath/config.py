@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..backends.base import PathDynamics
 from ..wire import linux_segment_payload
 from .ecn import LINUX_TCP_ECN, sender_tcp_ecn
 from .flows import group_port
@@ -65,6 +66,11 @@ class PathConfig:
     # segment payload by its receiver port.
     receiver_gro: bool = False
     mss_by_port: dict[int, int] = field(default_factory=dict)
+    # How the path moves (RunPlan.dynamics, docs/path-dynamics.md): only
+    # linkem applies it, with the simulator's own code (crates/linkem/src/moving.rs).
+    dynamics: PathDynamics = field(default_factory=PathDynamics)
+    loss: float = 0.0  # the path's random loss and per-bit corruption, which the dynamics step from
+    corruption: float = 0.0
 
 
 class ClampedFlow(Protocol):
@@ -113,6 +119,9 @@ def path_config(plan: RunPlan) -> PathConfig:
         aqm=dict(plan.aqm),
         receiver_gro=plan.receiver.gro,
         mss_by_port={group_port(f.group): linux_segment_payload(f.mss_bytes, plan.mtu_bytes) for f in plan.flows},
+        dynamics=plan.dynamics,
+        loss=plan.loss,
+        corruption=plan.corruption,
     )
 
 
@@ -133,6 +142,27 @@ def gro_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | None:
     if cfg.receiver_gro and bottleneck_qdiscs(cfg.aqm):
         return (f"hosts.receiver.gro = true needs fatpipe-linkem as bottleneck, and path.aqm = "
                 f"{cfg.aqm.get('kind')!r} is a qdisc below tbf, which handles every segment on its own")
+    return None
+
+
+def dynamics_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | None:
+    """Why this path cannot move as its dynamics ask with this delay line
+    and bottleneck, or None (pure): fatpipe-linkem applies them (the
+    simulator's code, so one seed pairs), as delay line and bottleneck."""
+    if cfg.dynamics.is_static():
+        return None
+    keys = ", ".join(cfg.dynamics.keys())
+    if emulator == "netem" or bottleneck == "tbf":
+        return (f"{keys} need fatpipe-linkem as delay line and bottleneck (emulator={emulator!r}, "
+                f"bottleneck={bottleneck!r}): linkem applies them with the simulator's own code, so a seed "
+                "meets the same losses and delays on both backends")
+    if bottleneck_qdiscs(cfg.aqm):
+        return (f"{keys} with path.aqm = {cfg.aqm.get('kind')!r}: that discipline is a qdisc below tbf, and "
+                "only linkem's own bottleneck moves")
+    jitter = cfg.dynamics.jitter
+    if cfg.receiver_gro and jitter is not None and jitter.reorder:
+        return ("path.jitter with reorder = true and hosts.receiver.gro = true: linkem carries a GRO receiver's "
+                "TSO packets as units, which cannot overtake each other segment by segment")
     return None
 
 

@@ -11,8 +11,9 @@ JSON statistics to a file every second and on SIGTERM.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .config import QUEUE_ACK, QUEUE_SENDER_BASE, PathConfig, reverse_delays
@@ -48,6 +49,9 @@ class QueueConfig:
     # Each flow group's loss by its port: port → (group, loss per data
     # segment), drawn from the simulator's stage of that group.
     group_loss: dict[int, tuple[int, float]] = field(default_factory=dict)
+    # The direction of the path's dynamics this queue applies ("data" or
+    # "ack:K"; crates/linkem/src/moving.rs), None on a static path.
+    moves: str | None = None
 
 
 def linkem_group_loss(cfg: PathConfig) -> dict[int, tuple[int, float]]:
@@ -84,8 +88,26 @@ RT_PRIORITY = 50  # SCHED_FIFO of the NAPI threads that take ACKs to the senders
 LINKEM_RT_PRIORITY = RT_PRIORITY + 1
 
 
+def dynamics_file(cfg: PathConfig) -> str:
+    """What linkem's --dynamics file holds (pure): the plan's dynamics and
+    the base path they step from, each flow group's MSS by group index, as
+    the simulator builds its Dynamics (scenario.rs)."""
+    mss = [g.mss_bytes for g in sorted(cfg.group_loss, key=lambda g: g.group)]
+    return json.dumps({"dynamics": asdict(cfg.dynamics), "rtt_s": cfg.rtt_s, "loss": cfg.loss,
+                       "corruption": cfg.corruption, "group_mss_bytes": mss})
+
+
+def moving_queues(queues: list[QueueConfig]) -> list[QueueConfig]:
+    """The queues of a moving path (pure): the data queue (the first)
+    applies the data direction, each reverse queue its ACK path, numbered
+    in order."""
+    data, *reverse = queues
+    return [replace(data, moves="data"), *(replace(q, moves=f"ack:{k}") for k, q in enumerate(reverse))]
+
+
 def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: Path,
-                rt_priority: int = LINKEM_RT_PRIORITY, parent_pid: int | None = None) -> list[str]:
+                rt_priority: int = LINKEM_RT_PRIORITY, parent_pid: int | None = None,
+                dynamics_path: Path | None = None, origin_path: Path | None = None) -> list[str]:
     """Argument list of one linkem process (pure, tested)."""
     args = [str(binary)]
     for q in queues:
@@ -101,11 +123,15 @@ def linkem_args(binary: Path, queues: list[QueueConfig], seed: int, stats_path: 
             spec += f",units_split={q.split_queue},default_mss={q.default_mss}"
             if q.mss_by_port:
                 spec += ",mss=" + "/".join(f"{port}:{mss}" for port, mss in sorted(q.mss_by_port.items()))
+        if q.moves:
+            spec += f",moves={q.moves}"
         args += ["--queue", spec]
     args += ["--seed", str(seed), "--stats", str(stats_path), "--stats-interval-s", "0.5",
              "--rt-priority", str(rt_priority)]
     if parent_pid is not None:
         args += ["--parent-pid", str(parent_pid)]
+    if dynamics_path is not None:
+        args += ["--dynamics", str(dynamics_path), "--origin-file", str(origin_path)]
     return args
 
 
@@ -137,6 +163,9 @@ def summarize(stats: dict) -> dict:
         "split_units": sum(q.get("split_units", 0) for q in qs),
         "unit_mismatches": sum(q.get("unit_mismatches", 0) for q in qs),
         "dropped_units": sum(q.get("dropped_units", 0) for q in qs),
+        # A moving path: data segments the policer dropped, packets that overtook.
+        "policer_drops": sum(q.get("policer_drops", 0) for q in qs),
+        "reordered": sum(q.get("reordered", 0) for q in qs),
         # Packets of the reverse queues (named "ack", "ack-<sender>"): the receiver's ACKs.
         "ack_packets": sum(q["packets"] for q in qs if q.get("name", "").startswith("ack")),
     }

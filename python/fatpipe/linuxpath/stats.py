@@ -19,6 +19,8 @@ class PathStats:
     late_p99_s: float | None = None
     late_max_s: float | None = None
     host_drops: int = 0  # ACKs dropped by a full veth NAPI ring toward a sender
+    policer_drops: int = 0  # data segments the path's policer dropped (a moving path)
+    reordered: int = 0  # packets that overtook one sent earlier (jitter with reordering)
     details: dict = field(default_factory=dict)
     counts_bottleneck: bool = True  # False: nothing counted the bottleneck's bytes (a real path)
 
@@ -40,4 +42,6 @@ class PathStats:
             late_max_s=self.late_max_s,
             clock_uncertainty_s=clock_uncertainty_s,
             host_drops=self.host_drops,
+            policer_drops=self.policer_drops,
+            reordered=self.reordered,
         )

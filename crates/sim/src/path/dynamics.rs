@@ -96,10 +96,10 @@ impl Dynamics {
     }
 
     /// Adds an ACK path whose delay exceeds the base backward delay by
-    /// `extra` (the hosts' access links); returns its index.
-    pub fn add_ack_path(&mut self, extra: Time) -> usize {
-        let k = self.acks.len() as u64;
-        self.acks.push((Self::direction(&self.cfg, false, Rng::new(self.seed, ACK_JITTER_STREAM + k)), extra));
+    /// `extra` (the hosts' access links), drawing its jitter from ACK
+    /// stream `stream`; returns its index here.
+    pub fn add_ack_path(&mut self, stream: u64, extra: Time) -> usize {
+        self.acks.push((Self::direction(&self.cfg, false, Rng::new(self.seed, ACK_JITTER_STREAM + stream)), extra));
         self.acks.len() - 1
     }
 

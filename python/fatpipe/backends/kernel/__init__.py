@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ...linuxpath import linkem as delay_line
-from ...linuxpath.config import gro_refusal, group_losses, one_loss_refusal, path_config
+from ...linuxpath.config import dynamics_refusal, gro_refusal, group_losses, one_loss_refusal, path_config
 from ...linuxpath.ecn import marks, path_refusal, qdisc_refusal
 from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
 from ...linuxpath.procstat import cpu_measurement
@@ -75,16 +75,13 @@ class KernelBackend(Backend):
 
     def check(self, plans: list[RunPlan]) -> None:
         for plan in plans:
-            if not plan.dynamics.is_static():
-                raise BackendUnavailable(f"run {plan.run_id}: {', '.join(plan.dynamics.keys())}: not yet supported "
-                                         "on the kernel backend (the sim backend runs it)")
             try:
                 cfg = path_config(plan)  # flows of one sender agree on cwnd_clamp and ecn
             except ValueError as e:
                 raise BackendUnavailable(f"run {plan.run_id}: {e}") from None
             # The discipline and the GRO receiver the path can have (pure).
             refused = path_refusal(cfg.aqm, cfg.emulator, cfg.bottleneck) \
-                or gro_refusal(cfg, cfg.emulator, cfg.bottleneck)
+                or gro_refusal(cfg, cfg.emulator, cfg.bottleneck) or dynamics_refusal(cfg, cfg.emulator, cfg.bottleneck)
             if refused:
                 raise BackendUnavailable(f"run {plan.run_id}: {refused}")
         if not privilege.is_root():
@@ -124,9 +121,11 @@ class KernelBackend(Backend):
         # take that root; path.EmulatedPath).
         needs_linkem = not any(c.name == "netem" and c.ok for c in report) or any(marks(p.aqm) for p in plans) \
             or any(one_loss_refusal(group_losses(p), "netem") for p in plans) \
-            or any(h.qdisc for p in plans for h in p.senders.values())
+            or any(h.qdisc for p in plans for h in p.senders.values()) \
+            or any(not p.dynamics.is_static() for p in plans)
         linkem = next(c for c in report if c.name == LINKEM)
-        why = "no netem, path.aqm marks CE, flow groups meet different loss, or a sender asks for a root qdisc"
+        why = ("no netem, path.aqm marks CE, flow groups meet different loss, a sender asks for a root qdisc, or "
+               "the path moves")
         if needs_linkem and not linkem.ok:
             raise BackendUnavailable(f"{LINKEM} is needed ({why}): {linkem.detail}")
         if needs_linkem and delay_line.find_linkem() is None:
@@ -179,6 +178,7 @@ class KernelBackend(Backend):
             warmup_timer: list[threading.Timer] = []
 
             def on_start(t0_wall_s: float) -> None:
+                path.set_origin(t0_wall_s)
                 path.mark_start()
                 t = threading.Timer(max(0.0, t0_wall_s + plan.warmup_s - time.time()), path.end_warmup)
                 t.daemon = True

@@ -21,16 +21,36 @@ class Linkem:
     """A running linkem process inside `ns`."""
 
     def __init__(self, ns: Namespace, binary: Path, queues: list[QueueConfig], seed: int, stats_path: Path,
-                 record: OwnershipRecord):
+                 record: OwnershipRecord, dynamics: str | None = None):
         self.stats_path = stats_path
         self.record = record
+        # A moving path: its dynamics, and the file the run's origin goes to.
+        self.origin_path: Path | None = None
+        dynamics_path = None
+        if dynamics is not None:
+            dynamics_path = stats_path.with_name("linkem-dynamics.json")
+            dynamics_path.write_text(dynamics)
+            self.origin_path = stats_path.with_name("linkem-origin")
         # `ip netns exec` execs linkem in place, so linkem's parent is this
         # process: --parent-pid lets it die with us (PR_SET_PDEATHSIG).
-        self.proc = ns.popen(linkem_args(binary, queues, seed, stats_path, parent_pid=os.getpid()),
+        self.proc = ns.popen(linkem_args(binary, queues, seed, stats_path, parent_pid=os.getpid(),
+                                         dynamics_path=dynamics_path, origin_path=self.origin_path),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         record.claim_linkem(self.proc.pid)
         REGISTRY.add(f"linkem {self.proc.pid}", lambda: stop_process(self.proc))
         expect_line(self.proc, "ready", "fatpipe-linkem", stop=stop_process)
+
+    def set_origin(self, t0_wall_s: float) -> None:
+        """Tells a moving path's linkem the run's time zero (the planned start,
+        wall clock) as CLOCK_MONOTONIC ns, which its schedule counts from:
+        written to the origin file, then SIGUSR2."""
+        if self.origin_path is None or self.proc.poll() is not None:
+            return
+        origin_ns = time.monotonic_ns() + round((t0_wall_s - time.time()) * 1e9)
+        tmp = self.origin_path.with_name(self.origin_path.name + ".tmp")
+        tmp.write_text(str(origin_ns))
+        tmp.replace(self.origin_path)
+        self.proc.send_signal(signal.SIGUSR2)
 
     def reset_lateness(self) -> None:
         """SIGUSR1: linkem forgets lateness so far (called when warm-up ends)."""

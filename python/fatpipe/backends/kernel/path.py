@@ -77,6 +77,7 @@ from ...linuxpath.config import (
     QUEUE_DATA_SPLIT,
     HostConfig,
     PathConfig,
+    dynamics_refusal,
     gro_refusal,
     one_loss,
     one_loss_refusal,
@@ -86,8 +87,10 @@ from ...linuxpath.linkem import (
     RT_PRIORITY,
     QueueConfig,
     build_linkem,
+    dynamics_file,
     find_linkem,
     linkem_group_loss,
+    moving_queues,
     reverse_queues,
     summarize,
 )
@@ -234,7 +237,8 @@ class EmulatedPath:
     def build(self) -> None:
         c = self.cfg
         refused = path_refusal(c.aqm, c.emulator, c.bottleneck) or gro_refusal(c, c.emulator, c.bottleneck) \
-            or (one_loss_refusal(c.group_loss, "netem") if c.emulator == "netem" else None)
+            or (one_loss_refusal(c.group_loss, "netem") if c.emulator == "netem" else None) \
+            or dynamics_refusal(c, c.emulator, c.bottleneck)
         if refused:  # before anything is built
             raise ValueError(refused)
         self.router = self._ns("r")
@@ -270,7 +274,8 @@ class EmulatedPath:
             # between flow groups (linkem applies each group's), and a
             # sender with its own root qdisc.
             emulator = "linkem-nfqueue" if marks(c.aqm) or c.receiver_gro or one_loss_refusal(c.group_loss, "netem") \
-                or sender_roots or not qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, "netem") else "netem"
+                or sender_roots or not c.dynamics.is_static() \
+                or not qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, "netem") else "netem"
         if emulator == "netem" and sender_roots:
             raise ValueError(f"hosts.{sender_roots[0]}.qdisc = {self.sender_qdiscs[sender_roots[0]].asked!r} is the "
                              "root qdisc of the sender's interface, where emulator = 'netem' puts its delay; use "
@@ -342,8 +347,12 @@ class EmulatedPath:
                            default_mss=max(c.mss_by_port.values(), default=c.mtu_bytes - TCP_IP_TS_HEADER_BYTES))
         reverse, own = reverse_queues(c, c.senders)
         queues = [data, *reverse]
+        moving = not c.dynamics.is_static()
+        if moving:
+            queues = moving_queues(queues)
         sender_queues = {self.sender_addrs[name]: num for name, num in own.items()}
-        self.linkem = Linkem(self.router, binary, queues, c.seed, self.workdir / "linkem-stats.json", self.record)
+        self.linkem = Linkem(self.router, binary, queues, c.seed, self.workdir / "linkem-stats.json", self.record,
+                             dynamics=dynamics_file(c) if moving else None)
         ipt = iptables_binary(self.router)
         for rule in nfqueue_rules(ipt, sender_queues):
             self.router.add_iptables_rule(rule)
@@ -381,6 +390,11 @@ class EmulatedPath:
         if self.linkem is not None:
             self.linkem.reset_lateness()
 
+    def set_origin(self, t0_wall_s: float) -> None:
+        """The run starts at `t0_wall_s`: a moving path's schedule counts from it."""
+        if self.linkem is not None:
+            self.linkem.set_origin(t0_wall_s)
+
     def mark_start(self) -> None:
         if self.bottleneck == "tbf":
             self._tbf_start = self.tbf_stats()
@@ -406,6 +420,7 @@ class EmulatedPath:
                 stats.queue_drops, stats.bottleneck_bytes = s["queue_drops"], s["bottleneck_bytes"]
                 stats.ce_marks = s["ce_marks"]
             stats.late_p50_s, stats.late_p99_s, stats.late_max_s = s["late_p50_s"], s["late_p99_s"], s["late_max_s"]
+            stats.policer_drops, stats.reordered = s["policer_drops"], s["reordered"]
             stats.details.update({"linkem": raw, "linkem_summary": s})  # keeps "bottleneck"
             sender_ifs = [f"s{i}" for i in range(len(self.senders))]
             stats.details["ack_napi"] = dict(self.ack_napi)
