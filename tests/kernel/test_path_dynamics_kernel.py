@@ -60,7 +60,8 @@ def test_a_rate_step_changes_the_kernel_paths_service_at_the_scheduled_instant(t
     # count when the hole fills); the link's payload rate bounds it, a
     # cwnd-limited CUBIC keeps it near full.
     phases = [(1.5, 2.5, RATE_BPS), (3.5, 5.0, RATE_BPS / 5), (6.0, 7.0, RATE_BPS)]
-    seen = [f"{t0}-{t1} s: {goodput_bps(out, t0, t1) / 1e6:.2f} Mbit/s of {r * PAYLOAD / 1e6:.2f}" for t0, t1, r in phases]
+    seen = [f"{t0}-{t1} s: {goodput_bps(out, t0, t1) / 1e6:.2f} Mbit/s of {r * PAYLOAD / 1e6:.2f}"
+            for t0, t1, r in phases]
     for t0, t1, rate in phases:
         g = goodput_bps(out, t0, t1)
         assert 0.8 * rate * PAYLOAD < g < 1.03 * rate * PAYLOAD, seen
