@@ -123,5 +123,10 @@ def test_a_moving_path_gives_linkem_its_dynamics_the_base_path_and_each_queues_d
                        origin_path=Path("/tmp/o"))
     assert args[args.index("--dynamics") + 1] == "/tmp/d.json" and args[args.index("--origin-file") + 1] == "/tmp/o"
     assert [a for a in args if a.startswith("num=")][1].endswith(",moves=ack:0")
+    # A lossless path that moves still maps each group's port: a loss step
+    # may start its losses later.
+    lossless = path_config(replace(plan, loss=0.0, corruption=0.0))
+    assert linkem_group_loss(lossless) == {BASE_PORT: (0, 0.0), BASE_PORT + 1: (1, 0.0)}
+    assert linkem_group_loss(replace(lossless, dynamics=PathDynamics())) == {}
     static = linkem_args(Path("/bin/linkem"), [QueueConfig(QUEUE_DATA, "data", 0.01)], 1, Path("/tmp/s.json"))
     assert "--dynamics" not in static and not any("moves=" in a for a in static)

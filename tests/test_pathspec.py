@@ -392,12 +392,12 @@ def test_the_kernel_backend_moves_a_path_with_linkem_only_naming_the_keys_it_can
     assert "reorder = true and hosts.receiver.gro = true" in dynamics_refusal(gro, "linkem-nfqueue", "linkem")
 
 
-def test_the_hosts_backend_refuses_a_moving_path_naming_its_keys(tmp_path):
+def test_the_hosts_backend_needs_an_emulator_host_for_a_moving_path(tmp_path):
     (plan,) = plans(tmp_path, path=MOVING, rest=step('"1s"', rate='"2x"'))
-    assert f"run {plan.run_id}: {KEYS}: not yet supported on the hosts backend (the sim backend runs it)" \
-        in plan_problems(plan, None)
+    assert f"run {plan.run_id}: {KEYS}: a path that moves needs an emulator host in the testbed (its delay line " \
+           "applies them)" in plan_problems(plan, None)
     (static,) = plans(tmp_path)
-    assert not any("not yet supported" in p for p in plan_problems(static, None))
+    assert not any("moves" in p for p in plan_problems(static, None))
 
 
 def test_the_sim_backend_takes_the_plan_as_it_is(tmp_path):

@@ -151,3 +151,61 @@ def test_with_netem_loss_acts_toward_the_receiver_only():
     asyncio.run(path._apply_netem(Interfaces("eth1", {"s1": "eth0"})))
     netem = {c[4]: c[c.index("loss") + 1] for c in changes if "netem" in c}
     assert netem == {"eth1": "0.100000000%", "eth0": "0.000000000%"}, "ACKs and RPC requests are lossless"
+
+
+def test_a_moving_path_runs_through_the_emulators_delay_line_and_what_it_cannot_move_names_the_host():
+    from fatpipe.backends.base import Jitter, PathDynamics, Policer
+
+    moving = replace(plan(BULK), dynamics=PathDynamics(policer=Policer(rate_bps=5e7, burst_bytes=30_000)))
+    # Even where the emulator has netem: a moving path takes linkem (hostrun).
+    assert plan_problems(moving, _qdisc_report({"netem", "tbf"})) == []
+    (problem,) = plan_problems(replace(moving, aqm=FQ_CODEL), _qdisc_report({"netem", "tbf", "fq_codel"}))
+    assert problem.startswith("run hosts-p000-r00: host e (emulator): path.policer with path.aqm = 'fq_codel'"), \
+        problem
+    lossy = replace(moving, dynamics=PathDynamics(jitter=Jitter(deviation_s=0.001)), mtu_bytes=9000, loss=1e-4,
+                    corruption=1e-7, flows=(BULK, replace(BULK, group=1, mss_bytes=8948)))
+    assert plan_problems(lossy, _qdisc_report({"netem", "tbf"})) == [], "linkem applies each group's loss"
+
+
+def test_a_moving_path_gives_the_emulators_linkem_its_dynamics_and_the_origin_on_its_clock():
+    from fatpipe.backends.base import PathDynamics, PathStep
+
+    puts: dict[str, bytes] = {}
+    signals: list[tuple[int, str]] = []
+    started: list[list[str]] = []
+
+    async def put(name, data, mode=0o644):  # noqa: ARG001
+        puts[name] = data
+
+    async def start(args, **kw):  # noqa: ARG001
+        started.append(args)
+        return 4242
+
+    async def noop(*a, **kw):  # noqa: ARG001
+        return None
+
+    async def signal(pgid, name):
+        signals.append((pgid, name))
+
+    agent = SimpleNamespace(put=put, start=start, wait_line=noop, change=noop, signal=signal, pid=99)
+    emulator = SimpleNamespace(name="e", agent=agent, path=lambda n: f"/run/fp/{n}", host_time=lambda t: t + 0.25)
+    moving = replace(plan(BULK), dynamics=PathDynamics(schedule=(PathStep(at_s=1.0, rate_bps=1e7),)))
+    path = RemotePath(path_config(moving), emulator, None, "eth1", False, "10.0.1.1", {"s1": "10.0.0.1"}, [0])
+
+    async def scenario():
+        path._push_linkem = lambda: _value("/run/fp/fatpipe-linkem")
+        path._iptables = lambda: _value("iptables")
+        await path._apply_linkem()
+        await path.set_origin(1000.0)
+
+    asyncio.run(scenario())
+    (args,) = started
+    assert args[args.index("--dynamics") + 1] == "/run/fp/linkem-dynamics.json"
+    assert b'"rate_bps": 10000000.0' in puts["linkem-dynamics.json"]
+    assert [a for a in args if a.startswith("num=")][0].endswith("moves=data")
+    # The controller's 1000 s is 1000.25 s on the emulator's clock.
+    assert puts["linkem-origin"] == b"1000250000000" and signals == [(4242, "USR2")]
+
+
+async def _value(v):
+    return v

@@ -79,6 +79,18 @@ def test_an_rtt_step_changes_the_rtt_linux_measures(tmp_path):
     assert after.min() >= 0.080 * 0.98, seen
 
 
+def test_a_loss_step_starts_losses_on_a_lossless_kernel_path_at_the_scheduled_instant(tmp_path):
+    out = run(moving("loss-step", PathDynamics(schedule=(PathStep(at_s=3.0, loss=0.01),)), duration_s=6.0), tmp_path)
+    t = np.asarray(out.series["t_s"])
+    retrans = np.asarray(out.series["retrans_segments"])
+    seen = f"retransmissions by 2.9 s: {retrans[t <= 2.9][-1]}, at the end: {retrans[-1]}, " \
+           f"random drops {out.path.random_drops} of {out.path.packets}"
+    # 1 BDP of buffer: CUBIC's slow start may overflow it once; nothing is
+    # lost at random before the step, 1 % of ~3 s of segments after it.
+    assert out.path.random_drops >= 20, seen
+    assert retrans[-1] - retrans[t <= 2.9][-1] >= 20, seen
+
+
 def test_a_policer_on_the_kernel_path_never_passes_more_than_its_profile(tmp_path):
     rate, burst = RATE_BPS / 5, 30_000
     out = run(moving("policer", PathDynamics(policer=Policer(rate_bps=rate, burst_bytes=burst))), tmp_path)

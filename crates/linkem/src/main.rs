@@ -221,7 +221,7 @@ fn run(a: Args) -> io::Result<()> {
             unsafe { libc::usleep(10_000) };
             if ORIGIN_SENT.swap(false, Ordering::SeqCst) {
                 if let Some(path) = &a.origin_file {
-                    match moving::read_origin(path) {
+                    match moving::read_origin(path, mono_ns(), clock_ns(libc::CLOCK_REALTIME)) {
                         Ok(ns) => moving::ORIGIN_NS.store(ns, Ordering::SeqCst),
                         Err(e) => {
                             *board.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(io::Error::other(e));

@@ -5,9 +5,11 @@
 //!
 //! The dynamics run on the run's clock: time zero is the run's planned
 //! start, which fatpipe learns only once every connection is up. It
-//! writes that instant (CLOCK_MONOTONIC ns) to `--origin-file` and sends
-//! SIGUSR2; until then packets (handshakes) take the static path: the
-//! queue's constant delay, no loss, no bottleneck.
+//! writes that instant (CLOCK_REALTIME ns on this machine's clock, which
+//! the kernel and hosts backends both know) to `--origin-file` and sends
+//! SIGUSR2; linkem turns it into CLOCK_MONOTONIC, the clock its packets
+//! are timed by. Until then packets (handshakes) take the static path:
+//! the queue's constant delay, no loss, no bottleneck.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -132,14 +134,19 @@ impl MovingQueue {
     }
 }
 
-/// Reads the origin fatpipe wrote (SIGUSR2): a CLOCK_MONOTONIC ns count.
-pub fn read_origin(path: &str) -> Result<u64, String> {
+/// Reads the origin fatpipe wrote (SIGUSR2), CLOCK_REALTIME ns, as
+/// CLOCK_MONOTONIC ns: `mono_now − (real_now − origin)`.
+pub fn read_origin(path: &str, mono_now_ns: u64, real_now_ns: u64) -> Result<u64, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("--origin-file {path}: {e}"))?;
-    let ns: u64 = text.trim().parse().map_err(|_| format!("--origin-file {path}: expected CLOCK_MONOTONIC ns, got {:?}", text.trim()))?;
-    if ns == 0 {
-        return Err(format!("--origin-file {path}: the origin must be > 0"));
+    let real: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("--origin-file {path}: expected CLOCK_REALTIME ns, got {:?}", text.trim()))?;
+    let mono = (mono_now_ns as i128 - (real_now_ns as i128 - real as i128)).max(1);
+    if real == 0 || mono > u64::MAX as i128 {
+        return Err(format!("--origin-file {path}: {real} is not a time"));
     }
-    Ok(ns)
+    Ok(mono as u64)
 }
 
 #[cfg(test)]
@@ -161,6 +168,15 @@ mod tests {
         let bad = write(r#"{"dynamics": {"schedule": [{"at_s": 1.0}]}, "rtt_s": 0.02, "loss": 0.0, "corruption": 0.0, "group_mss_bytes": []}"#);
         let e = MovingPlan::load(&bad).unwrap_err();
         assert!(e.0.contains("dynamics.schedule[0]") && e.0.contains("at least one"), "{}", e.0);
+    }
+
+    #[test]
+    fn the_origin_is_read_as_wall_clock_and_turned_into_the_monotonic_clock() {
+        let f = write("1700000000500000000\n");
+        // 0.5 s after the origin on the wall clock: monotonic 0.5 s ago.
+        assert_eq!(read_origin(&f, 10_000_000_000, 1_700_000_001_000_000_000), Ok(9_500_000_000));
+        let bad = write("soon");
+        assert!(read_origin(&bad, 1, 1).unwrap_err().contains("CLOCK_REALTIME"));
     }
 
     #[test]

@@ -57,8 +57,10 @@ class QueueConfig:
 def linkem_group_loss(cfg: PathConfig) -> dict[int, tuple[int, float]]:
     """The data queue's loss for linkem (pure): group port → (flow group,
     loss), so that each group's data segments draw from the simulator's
-    seeded stage of that group; empty on a lossless path."""
-    if not any(g.loss > 0 for g in cfg.group_loss):
+    seeded stage of that group; empty on a lossless path that does not
+    move (a moving path's loss may start at a step, and linkem finds each
+    segment's group by this port map)."""
+    if not any(g.loss > 0 for g in cfg.group_loss) and cfg.dynamics.is_static():
         return {}
     return {group_port(g.group): (g.group, g.loss) for g in cfg.group_loss}
 
@@ -95,6 +97,13 @@ def dynamics_file(cfg: PathConfig) -> str:
     mss = [g.mss_bytes for g in sorted(cfg.group_loss, key=lambda g: g.group)]
     return json.dumps({"dynamics": asdict(cfg.dynamics), "rtt_s": cfg.rtt_s, "loss": cfg.loss,
                        "corruption": cfg.corruption, "group_mss_bytes": mss})
+
+
+def origin_text(t0_wall_s: float) -> str:
+    """What linkem's --origin-file holds (pure): the run's time zero as
+    CLOCK_REALTIME ns of the machine linkem runs on (moving.rs turns it into
+    its monotonic clock)."""
+    return str(round(t0_wall_s * 1e9))
 
 
 def moving_queues(queues: list[QueueConfig]) -> list[QueueConfig]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...linuxpath.config import group_losses, one_loss_refusal
+from ...linuxpath.config import dynamics_refusal, group_losses, one_loss_refusal, path_config
 from ...linuxpath.ecn import qdisc_refusal
 from ...linuxpath.qdisc import bottleneck_qdiscs
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
@@ -41,9 +41,6 @@ class NoTestbedReport:
 def plan_problems(plan: RunPlan, report: Any) -> list[str]:
     """What the testbed's hosts (a doctor report) cannot do of `plan` (pure)."""
     problems = []
-    if not plan.dynamics.is_static():
-        problems.append(f"run {plan.run_id}: {', '.join(plan.dynamics.keys())}: not yet supported on the hosts "
-                        "backend (the sim backend runs it)")
     qdisc_aqm = bool(bottleneck_qdiscs(plan.aqm))  # fq_codel: a qdisc the emulator applies
     ecn_keys = [k for k in plan.asks_for_ecn() if not (qdisc_aqm and k.startswith("path.aqm"))]
     if ecn_keys:
@@ -58,13 +55,26 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
         problems.append(f"run {plan.run_id}: path.rate and path.rtt are needed: testbed host {emulator[0]} is the "
                         "emulator and applies the path (leave the emulator out of the testbed to run on the path "
                         "as it is)")
-    refused = one_loss_refusal(group_losses(plan), f"netem on host {emulator[0]} (emulator)") if emulator else None
+    refused = one_loss_refusal(group_losses(plan), f"netem on host {emulator[0]} (emulator)") \
+        if emulator and plan.dynamics.is_static() else None
     if refused:
         # Where the emulator has netem (hostrun._has_netem) it applies one
         # loss to every flow group; linkem, used otherwise, applies each's.
         probe = report.host(emulator[0]).probe
         if probe is not None and probe.qdiscs.get("netem", (False, ""))[0] and probe.tc is not None:
             problems.append(f"run {plan.run_id}: {refused}")
+    if emulator is None and not plan.dynamics.is_static():
+        problems.append(f"run {plan.run_id}: {', '.join(plan.dynamics.keys())}: a path that moves needs an emulator "
+                        "host in the testbed (its delay line applies them)")
+    elif not plan.dynamics.is_static():
+        # A path that moves takes fatpipe's delay line on the emulator
+        # (hostrun: netem is not used then); a qdisc discipline is refused.
+        try:
+            refused = dynamics_refusal(path_config(plan), "linkem-nfqueue", "linkem")
+        except ValueError as e:  # flows of one sender disagree (refused on their own below)
+            refused = str(e)
+        if refused:
+            problems.append(f"run {plan.run_id}: host {emulator[0]} (emulator): {refused}")
     if qdisc_aqm and emulator is None:
         problems.append(f"run {plan.run_id}: path.aqm = {plan.aqm['kind']!r} needs an emulator host in the testbed "
                         "(it applies the qdisc on its interface toward the receiver)")

@@ -168,7 +168,9 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
         path: RemotePath | None = None
         if EMULATOR_ROLE in hosts:
             emu_name = hosts[EMULATOR_ROLE]
-            netem = await _has_netem(conns[emu_name], tb.hosts[emu_name].interface)
+            # A path that moves takes fatpipe's delay line (its dynamics are
+            # the simulator's code; netem draws its own and has no schedule).
+            netem = plan.dynamics.is_static() and await _has_netem(conns[emu_name], tb.hosts[emu_name].interface)
             path = RemotePath(path_config(plan), remote(EMULATOR_ROLE), conns[emu_name], tb.hosts[emu_name].interface,
                               netem, receiver.address, {r: h.address for r, h in senders.items()},
                               [f.group for f in plan.flows])
@@ -177,6 +179,8 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
         cpu_window = hostmeasure.RemoteCpuWindow(conns)
 
         async def at_start(t0: float) -> None:
+            if path is not None:
+                await path.set_origin(t0)
             await _sleep_until(t0)
             if path is not None:
                 await path.mark_start()

@@ -41,9 +41,12 @@ from ...linuxpath.flows import group_port
 from ...linuxpath.linkem import (
     QueueConfig,
     build_linkem,
+    dynamics_file,
     find_linkem,
     linkem_args,
     linkem_group_loss,
+    moving_queues,
+    origin_text,
     reverse_queues,
     summarize,
 )
@@ -239,9 +242,17 @@ class RemotePath:
         # queues (ACKs, RPC requests) are lossless.
         reverse, own = reverse_queues(c, self.sender_addrs)
         queues = [data, *reverse]
+        dynamics = origin = None
+        if not c.dynamics.is_static():
+            # A path that moves: linkem applies the simulator's dynamics
+            # (docs/path-dynamics.md), from the run's origin (set_origin).
+            queues = moving_queues(queues)
+            await self.emulator.agent.put("linkem-dynamics.json", dynamics_file(c).encode())
+            dynamics, origin = self.emulator.path("linkem-dynamics.json"), self.emulator.path("linkem-origin")
         sender_queues = {addr: own.get(role, QUEUE_ACK) for role, addr in self.sender_addrs.items()}
         args = linkem_args(binary, queues, c.seed, self.emulator.path("linkem-stats.json"),  # type: ignore[arg-type]
-                           parent_pid=self.emulator.agent.pid)
+                           parent_pid=self.emulator.agent.pid, dynamics_path=dynamics,  # type: ignore[arg-type]
+                           origin_path=origin)  # type: ignore[arg-type]
         agent = self.emulator.agent
         self.linkem_pgid = await agent.start(args, stdout="linkem.out", stderr="linkem.err")
         await agent.wait_line(self.linkem_pgid, "ready", "linkem.out", "linkem.err", LINKEM_READY_S)
@@ -250,6 +261,13 @@ class RemotePath:
             await self._change([ipt, "-w", "-I", "FORWARD", *rule], [ipt, "-w", "-D", "FORWARD", *rule])
 
     # ---- during and after the run ---------------------------------------------
+
+    async def set_origin(self, t0_wall_s: float) -> None:
+        """A moving path's schedule counts from the run's start `t0_wall_s`
+        (the controller's clock): linkem gets it on the emulator's clock."""
+        if self.linkem_pgid is not None and not self.cfg.dynamics.is_static():
+            await self.emulator.agent.put("linkem-origin", origin_text(self.emulator.host_time(t0_wall_s)).encode())
+            await self.emulator.agent.signal(self.linkem_pgid, "USR2")
 
     async def mark_start(self) -> None:
         if self.tbf_bottleneck:
@@ -281,5 +299,6 @@ class RemotePath:
             if not self.tbf_bottleneck:
                 stats.queue_drops, stats.bottleneck_bytes = s["queue_drops"], s["bottleneck_bytes"]
             stats.late_p50_s, stats.late_p99_s, stats.late_max_s = s["late_p50_s"], s["late_p99_s"], s["late_max_s"]
+            stats.policer_drops, stats.reordered = s["policer_drops"], s["reordered"]
             stats.details.update({"linkem": raw, "linkem_summary": s})
         return stats

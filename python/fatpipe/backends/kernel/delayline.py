@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from ...linuxpath.cmd import expect_line
-from ...linuxpath.linkem import QueueConfig, linkem_args
+from ...linuxpath.linkem import QueueConfig, linkem_args, origin_text
 from .cleanup import REGISTRY, stop_process
 from .netns import Namespace
 from .ownership import OwnershipRecord
@@ -42,13 +42,12 @@ class Linkem:
 
     def set_origin(self, t0_wall_s: float) -> None:
         """Tells a moving path's linkem the run's time zero (the planned start,
-        wall clock) as CLOCK_MONOTONIC ns, which its schedule counts from:
-        written to the origin file, then SIGUSR2."""
+        wall clock), which its schedule counts from: written to the origin
+        file as CLOCK_REALTIME ns (linkem.origin_text), then SIGUSR2."""
         if self.origin_path is None or self.proc.poll() is not None:
             return
-        origin_ns = time.monotonic_ns() + round((t0_wall_s - time.time()) * 1e9)
         tmp = self.origin_path.with_name(self.origin_path.name + ".tmp")
-        tmp.write_text(str(origin_ns))
+        tmp.write_text(origin_text(t0_wall_s))
         tmp.replace(self.origin_path)
         self.proc.send_signal(signal.SIGUSR2)
 

@@ -1,0 +1,138 @@
+"""Paths that move, kernel against simulator (prints figures, not a test):
+the measurement behind docs/fidelity.md, "Paths that move". Needs root.
+
+    sudo PYTHONPATH=python:tests/kernel python3 bench/path_dynamics_fidelity.py [--seeds 3] [--seconds 8] \\
+        [--rate-mbit 50] [--rtt-ms 20] [--markdown]
+
+Each feature of docs/path-dynamics.md at one setting, with CUBIC and BBR
+(v1), on the kernel backend (real Linux TCP through fatpipe-linkem, which
+applies the simulator's own dynamics code) and on the simulator, one run per
+seed on each: for one seed both meet the same losses, jitter draws and
+policer. Per point: sim/kernel ratios of goodput after the warm-up (paired
+by seed, 95 % interval), of the median queueing delay (smoothed RTT over
+the run after the warm-up minus the base propagation RTT in effect) and of
+the retransmitted share of segments; and the kernel runs flagged
+emulator_late."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from plans import bulk_plan
+
+from fatpipe.backends.base import (
+    Aggregation,
+    GilbertElliott,
+    Jitter,
+    PathDynamics,
+    PathStep,
+    Policer,
+    RunPlan,
+)
+from fatpipe.backends.kernel import KernelBackend
+from fatpipe.backends.sim import SimBackend
+from fatpipe.compare import paired_ratio_ci
+from fatpipe.goodput import total_goodput_bps
+from fatpipe.schema import emulator_late
+
+WARMUP_S = 1.0
+
+
+def features(rate_bps: float, seconds: float) -> dict[str, tuple[PathDynamics, float]]:
+    """Feature name -> (its dynamics, the path's base loss)."""
+    third = round(seconds / 3, 3)
+    return {
+        "rate step /5 then back": (PathDynamics(schedule=(PathStep(at_s=third, rate_bps=rate_bps / 5),
+                                                         PathStep(at_s=2 * third, rate_bps=rate_bps))), 0.0),
+        "RTT step x4": (PathDynamics(schedule=(PathStep(at_s=third, rtt_s=None),)), 0.0),  # rtt set per run
+        "loss step 0 -> 1e-3": (PathDynamics(schedule=(PathStep(at_s=third, loss=1e-3),)), 0.0),
+        "Gilbert-Elliott 2e-3, r 0.25": (PathDynamics(gilbert_elliott=GilbertElliott(r=0.25, bad_loss=1.0)), 2e-3),
+        "policer rate/5, 30 KB": (PathDynamics(policer=Policer(rate_bps=rate_bps / 5, burst_bytes=30_000)), 0.0),
+        "jitter 2 ms uniform": (PathDynamics(jitter=Jitter(deviation_s=0.002)), 0.0),
+        "jitter 2 ms, reordering": (PathDynamics(jitter=Jitter(deviation_s=0.002, reorder=True)), 0.0),
+        "ACK aggregation 4 ms": (PathDynamics(aggregation=Aggregation(direction="ack", interval_s=0.004)), 0.0),
+    }
+
+
+def plan_for(name: str, dyn: PathDynamics, loss: float, cc: str, seed: int, backend: str, rate_bps: float,
+             rtt_s: float, seconds: float) -> RunPlan:
+    if name.startswith("RTT step"):
+        dyn = PathDynamics(schedule=(dataclasses.replace(dyn.schedule[0], rtt_s=4 * rtt_s),))
+    base = bulk_plan(f"{backend}-{cc}-{seed}", cc=cc, streams=1, rate_bps=rate_bps, rtt_s=rtt_s, loss=loss,
+                     duration_s=seconds, warmup_s=WARMUP_S, seed=seed, backend=backend)
+    return dataclasses.replace(base, dynamics=dyn, sample_interval_s=0.1)
+
+
+def queue_delay_s(out, dyn: PathDynamics, rtt_s: float) -> float:
+    """Median over samples after the warm-up of srtt minus the base RTT in effect."""
+    t = np.asarray(out.series["t_s"], dtype=float)
+    srtt = np.asarray(out.series["srtt_s"], dtype=float)
+    base = np.full_like(t, rtt_s)
+    for step in dyn.schedule:
+        if step.rtt_s is not None:
+            base[t >= step.at_s] = step.rtt_s
+    keep = t >= WARMUP_S
+    return float(np.median(srtt[keep] - base[keep]))
+
+
+def retrans_share(out) -> float:
+    r = np.asarray(out.series["retrans_segments"], dtype=float)
+    s = np.asarray(out.series["segs_out"], dtype=float)
+    return float(r[-1] / s[-1]) if len(s) and s[-1] > 0 else 0.0
+
+
+def ratio_text(k: list[float], s: list[float]) -> str:
+    ratio, lo, hi = paired_ratio_ci(np.array(k), np.array(s))
+    if not np.isfinite(ratio):
+        return "-"
+    flag = " !" if (hi < 0.85 or lo > 1.15) else (" ?" if not 0.85 <= ratio <= 1.15 else "")
+    return f"{ratio:.2f} [{lo:.2f}-{hi:.2f}]{flag}" if np.isfinite(lo) else f"{ratio:.2f}{flag}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--rate-mbit", type=float, default=50.0)
+    ap.add_argument("--rtt-ms", type=float, default=20.0)
+    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    a = ap.parse_args()
+    rate_bps, rtt_s = a.rate_mbit * 1e6, a.rtt_ms / 1e3
+    kernel, sim = KernelBackend(), SimBackend()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (dyn, loss) in features(rate_bps, a.seconds).items():
+            for cc in ("cubic", "bbr"):
+                got = {"kernel": [], "sim": []}
+                late = 0
+                for seed in range(1, a.seeds + 1):
+                    for backend, runner in (("kernel", kernel), ("sim", sim)):
+                        plan = plan_for(name, dyn, loss, cc, seed, backend, rate_bps, rtt_s, a.seconds)
+                        out = runner.run(plan, Path(tmp) / f"{len(rows)}-{backend}-{cc}-{seed}")
+                        late += backend == "kernel" and emulator_late(out.path.late_p99_s, rtt_s)
+                        got[backend].append((total_goodput_bps(out.series, WARMUP_S),
+                                             queue_delay_s(out, plan.dynamics, rtt_s), retrans_share(out)))
+                k, s = np.array(got["kernel"]), np.array(got["sim"])
+                rows.append((name, cc, k[:, 0].mean() / 1e6, s[:, 0].mean() / 1e6, ratio_text(k[:, 0], s[:, 0]),
+                             np.median(k[:, 1]) * 1e3, np.median(s[:, 1]) * 1e3, k[:, 2].mean() * 100,
+                             s[:, 2].mean() * 100, late))
+                print(*rows[-1][:5], flush=True)
+    head = ("feature", "cc", "kernel Mbit/s", "sim Mbit/s", "sim/kernel goodput", "kernel queue ms", "sim queue ms",
+            "kernel retrans %", "sim retrans %", "late runs")
+    if a.markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for r in rows:
+            print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]:.1f} | {r[4]} | {r[5]:.1f} | {r[6]:.1f} | {r[7]:.2f} | "
+                  f"{r[8]:.2f} | {r[9]} |")
+    else:
+        for r in rows:
+            print(*r)
+
+
+if __name__ == "__main__":
+    main()
