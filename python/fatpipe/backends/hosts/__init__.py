@@ -41,8 +41,9 @@ class NoTestbedReport:
 def plan_problems(plan: RunPlan, report: Any) -> list[str]:
     """What the testbed's hosts (a doctor report) cannot do of `plan` (pure)."""
     problems = []
-    if not plan.dynamics.is_static():
-        problems.append(f"run {plan.run_id}: {', '.join(plan.dynamics.keys())}: not yet supported on the hosts "
+    if not plan.dynamics.is_static() or plan.cross_keys():
+        keys = plan.dynamics.keys() + plan.cross_keys()
+        problems.append(f"run {plan.run_id}: {', '.join(keys)}: not yet supported on the hosts "
                         "backend (the sim backend runs it)")
     qdisc_aqm = bool(bottleneck_qdiscs(plan.aqm))  # fq_codel: a qdisc the emulator applies
     ecn_keys = [k for k in plan.asks_for_ecn() if not (qdisc_aqm and k.startswith("path.aqm"))]

@@ -75,8 +75,9 @@ class KernelBackend(Backend):
 
     def check(self, plans: list[RunPlan]) -> None:
         for plan in plans:
-            if not plan.dynamics.is_static():
-                raise BackendUnavailable(f"run {plan.run_id}: {', '.join(plan.dynamics.keys())}: not yet supported "
+            if not plan.dynamics.is_static() or plan.cross_keys():
+                keys = plan.dynamics.keys() + plan.cross_keys()
+                raise BackendUnavailable(f"run {plan.run_id}: {', '.join(keys)}: not yet supported "
                                          "on the kernel backend (the sim backend runs it)")
             try:
                 cfg = path_config(plan)  # flows of one sender agree on cwnd_clamp and ecn
