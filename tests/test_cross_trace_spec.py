@@ -4,6 +4,7 @@ plan (CrossFlow; the trace in run-length form), a run on the simulator
 and the kernel and hosts backends refusing them by key."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -169,3 +170,16 @@ def test_a_trace_serves_the_bottleneck_on_the_simulator(tmp_path):
     assert total == pytest.approx(2000 * 1448 * 8, rel=0.05)
     with pytest.raises(BackendUnavailable, match=r": path\.trace: not yet supported on the kernel backend"):
         KernelBackend().check([plan])
+
+
+def test_the_cross_traffic_example_of_the_docs_plans_what_it_says(tmp_path):
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "path-dynamics.md").read_text()
+    example = doc.split("### Cross traffic", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+    p = tmp_path / "s.toml"
+    study = textwrap.dedent(BASE.format(path="", cross='cc = "reno"')).replace('duration = "4s"', 'duration = "30s"')
+    p.write_text(study + example)
+    spec, raw = spec_mod.load(p)
+    (plan,) = plan_runs(spec, raw)
+    assert plan.flows[2].cross == CrossFlow(rate_bps=2e7, pattern="on_off", on_s=0.01, off_s=0.04, shape=1.5,
+                                            packet_bytes=1500, stop_s=25.0)
+    assert (plan.flows[2].streams, plan.flows[2].start_s) == (4, 5.0)
