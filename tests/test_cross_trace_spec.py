@@ -152,6 +152,7 @@ def test_a_bad_trace_file_is_refused_naming_the_line(tmp_path, text, message):
 
 def test_trace_errors_name_the_key(tmp_path):
     assert "cannot read trace file" in problems(tmp_path, BULK, 'trace = "missing.trace"')["path.trace"]
+    assert "write the trace file's name" in problems(tmp_path, BULK, "trace = 5")["path.trace"]
     (tmp_path / "t.trace").write_text("1\n")
     found = problems(tmp_path, BULK, 'trace = {file = "t.trace", direction = "ack"}')
     assert "'data'" in found["path.trace.direction"], found

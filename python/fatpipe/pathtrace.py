@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from .backends import base as run_plan
+from .units import toml_type
 
 if TYPE_CHECKING:  # spec.py imports this module
     from .spec import Spec
@@ -49,7 +50,12 @@ class TraceSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _file_alone(cls, value: Any) -> Any:
-        return {"file": value} if isinstance(value, str) else value
+        if isinstance(value, str):
+            return {"file": value}
+        if not isinstance(value, dict):
+            raise ValueError(f"got {toml_type(value)}; write the trace file's name ('traces/lte.trace') or "
+                             "{file = '...', direction = 'data'}")
+        return value
 
     @model_validator(mode="after")
     def _readable(self) -> TraceSpec:

@@ -80,6 +80,20 @@ struct Source {
     delivered: u64,
 }
 
+impl Source {
+    /// Moves the packets that left the bottleneck by `now` (departures
+    /// are in order: the queue is a FIFO) into `delivered`.
+    fn count_departed(&mut self, now: Time) {
+        while let Some(&(dep, bytes)) = self.in_queue.front() {
+            if dep > now {
+                break;
+            }
+            self.delivered += bytes as u64;
+            self.in_queue.pop_front();
+        }
+    }
+}
+
 /// Every cross-traffic source of a run.
 #[derive(Clone, Debug)]
 pub struct CrossTraffic {
@@ -125,11 +139,15 @@ impl CrossTraffic {
                 return;
             };
             let spec = self.spec(self.sources[k].group).clone();
-            match bottleneck.offer(at, spec.frame_bytes, false) {
-                Some(a) => self.sources[k].in_queue.push_back((a.departure, spec.packet_bytes)),
+            let admitted = bottleneck.offer(at, spec.frame_bytes, false);
+            let s = &mut self.sources[k];
+            // What left by `at` is counted now, so the source holds only
+            // its packets still in the bottleneck's queue.
+            s.count_departed(at);
+            match admitted {
+                Some(a) => s.in_queue.push_back((a.departure, spec.packet_bytes)),
                 None => self.drops += 1,
             }
-            let s = &mut self.sources[k];
             let mut next = at + spec.rate.transmit_time(Bytes(spec.frame_bytes as u64));
             if let CrossPattern::OnOff { on_mean, off_mean, shape } = spec.pattern {
                 if next >= s.on_until {
@@ -151,13 +169,7 @@ impl CrossTraffic {
             if self.specs.iter().any(|c| c.group == s.group && c.start > now) {
                 continue;
             }
-            while let Some(&(dep, bytes)) = s.in_queue.front() {
-                if dep > now {
-                    break;
-                }
-                s.delivered += bytes as u64;
-                s.in_queue.pop_front();
-            }
+            s.count_departed(now);
             out.push((s.group, s.stream, s.delivered));
         }
         out

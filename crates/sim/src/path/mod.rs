@@ -516,6 +516,19 @@ mod tests {
     }
 
     #[test]
+    fn a_trace_serves_the_bottleneck_whose_buffer_still_tail_drops() {
+        // One opportunity every 2 ms; a buffer of three 1514-byte frames.
+        let mut b = Bottleneck::new(Rate::from_gbps(1), Bytes(3 * 1514));
+        b.set_trace(TraceService::new(trace::DeliveryTrace::from_timestamps(&[2]).unwrap(), 14));
+        let deps: Vec<Option<Time>> = (0..4).map(|_| b.enqueue(Time::ZERO, 1514)).collect();
+        let ms = Time::from_millis;
+        assert_eq!(deps, [Some(ms(2)), Some(ms(4)), Some(ms(6)), None]);
+        assert_eq!(b.occupancy(ms(2)), (2, 2 * 1514), "the first left at its opportunity");
+        assert_eq!(b.enqueue(ms(3), 1514), Some(ms(8)), "room again behind the queue");
+        assert_eq!(b.drops, 1);
+    }
+
+    #[test]
     fn a_pipe_that_reorders_delivers_by_arrival_time() {
         let mut p: Pipe<u32> = Pipe::default();
         for (at, x) in [(10u64, 1u32), (30, 2), (20, 3), (30, 4), (5, 5)] {
