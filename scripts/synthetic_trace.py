@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
-from fatpipe.pathtrace import OPPORTUNITY_BYTES, read_trace  # noqa: E402
-from fatpipe.units import parse_rate_bps, parse_time_s  # noqa: E402
+from fatpipe.pathtrace import OPPORTUNITY_BYTES, read_trace
+from fatpipe.units import parse_rate_bps, parse_time_s
 
 
 def rates(mean_bps: float, steps: int, volatility: float, low: float, high: float, seed: int) -> list[float]:
