@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fatpipe import pathtrace
 from fatpipe import spec as spec_mod
 from fatpipe.report import write_report
 from fatpipe.results import StudyStore
@@ -86,7 +87,8 @@ KERNEL_ONLY = {"bpf-port-validation": "fp_reno/fp_cubic are BPF ports, registere
 def test_shrunk_bundled_study_runs_on_sim_and_reports(path, tmp_path):
     if path.stem in KERNEL_ONLY:
         pytest.skip(KERNEL_ONLY[path.stem])
-    raw = shrink(spec_mod.load_raw(path))
+    # Files the study names (path.trace) are taken from its directory, as spec.load() does.
+    raw = shrink(pathtrace.relative_to(spec_mod.load_raw(path), path.parent))
     spec = spec_mod.validate(raw, str(path))
     plans = plan_runs(spec, raw)
     assert plans and all(p.backend == "sim" for p in plans)

@@ -18,6 +18,7 @@ from fatpipe import spec as spec_mod
 from fatpipe.aqm import KINDS, Aqm
 from fatpipe.backends.base import (
     Aggregation,
+    CrossFlow,
     FlowPlan,
     GilbertElliott,
     HostCpu,
@@ -27,6 +28,7 @@ from fatpipe.backends.base import (
     PathStep,
     Policer,
     RunPlan,
+    Trace,
 )
 from fatpipe.backends.sim import SimBackend, plan_json
 from fatpipe.study import plan_runs
@@ -35,8 +37,8 @@ from fatpipe.study import plan_runs
 RUST = {name: (set(read), set(ignored)) for name, read, ignored in _native.plan_fields()}
 
 
-@pytest.mark.parametrize("cls", [RunPlan, HostLimits, HostCpu, FlowPlan, PathDynamics, PathStep, GilbertElliott,
-                                 Jitter, Policer, Aggregation], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [RunPlan, HostLimits, HostCpu, FlowPlan, CrossFlow, PathDynamics, PathStep,
+                                 GilbertElliott, Jitter, Policer, Aggregation, Trace], ids=lambda c: c.__name__)
 def test_every_dataclass_field_is_declared_by_the_simulator_and_nothing_else(cls):
     read, ignored = RUST[cls.__name__]
     python = {f.name for f in dataclasses.fields(cls)}
@@ -178,6 +180,61 @@ def test_the_simulator_refuses_a_field_it_does_not_know_naming_it(full_plan, whe
                    "host": (plan["receiver"], "receiver."), "aqm": (plan["aqm"], "aqm."),
                    "step": (plan["dynamics"]["schedule"][0], "dynamics.schedule[0]."),
                    "policer": (plan["dynamics"]["policer"], "dynamics.policer.")}[where]
+    table["jitter_s"] = 0.001
+    with pytest.raises(ValueError, match="^" + re.escape(f"{path}jitter_s: unknown field `jitter_s`")):
+        _native.simulate(json.dumps(plan))
+
+
+# A run with cross traffic (every CrossFlow field) and a trace, on a FIFO
+# bottleneck (cross traffic does not pass fq_codel; a trace replaces the rate
+# a schedule step would set).
+CROSS_STUDY = """
+version = 1
+[study]
+name = "contract-cross"
+backends = ["sim"]
+duration = "1s"
+[path]
+rate = "10Mbit"
+rtt = "20ms"
+trace = "t.trace"
+[[flows]]
+cc = "cubic"
+[[flows]]
+kind = "cross"
+rate = "2Mbit"
+pattern = "on_off"
+on = "10ms"
+off = "20ms"
+shape = 1.6
+packet_size = "1000B"
+streams = 2
+start = "0.1s"
+stop = "0.9s"
+"""
+
+
+@pytest.fixture
+def cross_plan(tmp_path) -> RunPlan:
+    (tmp_path / "t.trace").write_text("1\n")
+    path = tmp_path / "s.toml"
+    path.write_text(textwrap.dedent(CROSS_STUDY))
+    spec, raw = spec_mod.load(path)
+    (plan,) = plan_runs(spec, raw)
+    assert all(v is not None for v in dataclasses.asdict(plan.flows[1].cross).values())
+    return plan
+
+
+def test_a_plan_with_cross_traffic_and_a_trace_runs_on_the_simulator(cross_plan, tmp_path):
+    outcome = SimBackend().run(cross_plan, tmp_path)
+    assert set(outcome.series["flow_group"]) == {0, 1}
+
+
+@pytest.mark.parametrize("where", ["cross", "trace"])
+def test_the_simulator_refuses_an_unknown_cross_or_trace_field_naming_it(cross_plan, where):
+    plan = json.loads(plan_json(cross_plan))
+    table, path = {"cross": (plan["flows"][1]["cross"], "flows[1].cross."),
+                   "trace": (plan["dynamics"]["trace"], "dynamics.trace.")}[where]
     table["jitter_s"] = 0.001
     with pytest.raises(ValueError, match="^" + re.escape(f"{path}jitter_s: unknown field `jitter_s`")):
         _native.simulate(json.dumps(plan))

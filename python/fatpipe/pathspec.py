@@ -417,4 +417,5 @@ def plan_dynamics(path: PathSection) -> run_plan.PathDynamics:
         jitter=path.jitter.plan() if path.jitter else None,
         policer=path.policer.plan() if path.policer else None,
         aggregation=path.aggregation.plan() if path.aggregation else None,
+        trace=path.trace.plan() if path.trace else None,
     )

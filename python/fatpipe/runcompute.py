@@ -104,7 +104,7 @@ def outcome_result(plan: RunPlan, outcome: RunOutcome, wall_s: float,
     rpcs = {"run_id": [plan.run_id] * len(outcome.rpcs["start_s"]), **outcome.rpcs}
     path_series = {"run_id": [plan.run_id] * len(outcome.path_series["t_s"]), **outcome.path_series}
     goodputs = " ".join(
-        f"{r['cc']}x{r['streams']}={(r['goodput_bps'] or 0) / 1e6:.1f}Mbit/s" for r in rows
+        f"{r['cc'] or r['kind']}x{r['streams']}={(r['goodput_bps'] or 0) / 1e6:.1f}Mbit/s" for r in rows
     )
     return RunResult(plan.run_id, "ok", full_rows, goodputs, series=series, rpcs=rpcs, path_series=path_series,
                      facts=outcome.facts)

@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import hostcpu, pathspec
+from . import crossspec, hostcpu, pathspec, pathtrace
 from . import references as references_mod
 from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
@@ -168,6 +168,9 @@ ProcessingJitterS = _time(hi=MAX_PROCESSING_JITTER_S)
 StartSpreadS = _time(hi=MAX_START_SPREAD_S)
 SizeBytes = Annotated[int, unit_field(parse_size_bytes, None, MAX_SIZE_BYTES, " bytes", above_zero=True)]
 PerSecond = Annotated[float, unit_field(parse_per_second, MIN_EVENT_RATE_PER_S, MAX_EVENT_RATE_PER_S, "/s")]
+# A flow's `rate` read by its kind (FlowSection._rate_of_kind).
+_PER_SECOND = unit_field(parse_per_second, MIN_EVENT_RATE_PER_S, MAX_EVENT_RATE_PER_S, "/s").func
+_RATE_BPS = unit_field(parse_rate_bps, MIN_RATE_BPS, MAX_RATE_BPS, " bit/s").func
 Probability = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
 InterruptCoalescingS = _time(hi=hostcpu.MAX_INTERRUPT_COALESCING_S, above_zero=True)
 NicRateBps = Annotated[float, unit_field(parse_rate_bps, MIN_RATE_BPS, MAX_RATE_BPS, " bit/s",
@@ -287,6 +290,8 @@ class PathSection(_Strict):
     jitter: pathspec.JitterSpec | None = None
     policer: pathspec.PolicerSpec | None = None
     aggregation: pathspec.AggregationSpec | None = None
+    # The bottleneck's service from a Mahimahi delivery trace (pathtrace.py).
+    trace: pathtrace.TraceSpec | None = None
 
 
 class HostSection(_Strict):
@@ -370,8 +375,8 @@ class HostSection(_Strict):
 
 
 class FlowSection(_Strict):
-    kind: Literal["bulk", "rpc"] = "bulk"
-    cc: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")]
+    kind: Literal["bulk", "rpc", "cross"] = "bulk"
+    cc: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = None  # required but for kind = "cross"
     streams: Annotated[int, Field(ge=1, le=1000)] = 1
     mss: Annotated[int, Field(ge=TCP_MIN_MSS, le=65495)] | None = None  # TCP_MAXSEG
     sender: Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,8}$")] = "s1"
@@ -379,12 +384,35 @@ class FlowSection(_Strict):
     request: SizeBytes | None = None
     response: SizeBytes | None = None
     concurrency: Annotated[int, Field(ge=1, le=10000)] | None = None
-    rate: PerSecond | None = None
+    # rpc: open-loop arrivals per second ('200/s'); cross: each source's
+    # sending rate while on ('20Mbit'). Read by _rate_of_kind.
+    rate: float | None = None
     ecn: TcpEcn | None = None  # net.ipv4.tcp_ecn of this flow's sender, over its host's
     cwnd_clamp: CwndClamp | None = None  # segments; tp->snd_cwnd_clamp (TCP_BPF_SNDCWND_CLAMP)
+    # kind = "cross" only (crossspec.py, docs/path-dynamics.md "Cross traffic").
+    pattern: Literal["constant", "on_off"] | None = None
+    on: TimeS | None = None  # mean on period (pattern = "on_off")
+    off: TimeS | None = None  # mean off period (pattern = "on_off")
+    shape: Annotated[float, Field(allow_inf_nan=False)] | None = None  # Pareto shape of on and off (1.5)
+    packet_size: SizeBytes | None = None  # IP packet bytes (the path MTU)
+    stop: TimeS | None = None  # the sources stop (the run's end)
+
+    @field_validator("rate", mode="before")
+    @classmethod
+    def _rate_of_kind(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return None
+        return (_RATE_BPS if info.data.get("kind") == crossspec.KIND else _PER_SECOND)(value)
 
     @model_validator(mode="after")
     def _kind_fields(self) -> FlowSection:
+        problems = crossspec.flow_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        if self.kind == crossspec.KIND:
+            return self
+        if self.cc is None:
+            raise ValueError("cc is missing: the flow's congestion control, such as 'cubic'")
         rpc_keys = ("request", "response", "concurrency", "rate")
         if self.kind == "bulk":
             given = [k for k in rpc_keys if getattr(self, k) is not None]
@@ -461,7 +489,7 @@ class Spec(_Strict):
 def cross_problems(spec: Spec) -> list[tuple[str, str]]:
     """What no single section can check: names, fits and totals."""
     problems = []
-    senders = {f.sender for f in spec.flows}
+    senders = {f.sender for f in spec.flows if f.kind != crossspec.KIND}
     for name in spec.hosts:
         if name not in senders and name not in ("default", "receiver"):
             problems.append((f"hosts.{name}", (
@@ -476,7 +504,7 @@ def cross_problems(spec: Spec) -> list[tuple[str, str]]:
             problems.append((f"flows.{i}.start", f"flows.{i}.start must be before study.duration"))
     problems += hostcpu.problems({name: spec.host_layers(name) for name in [*sorted(senders), "receiver"]})
     unset = spec.path_unset()
-    for key in ("buffer", "loss", "corruption", "aqm", *pathspec.KEYS):
+    for key in ("buffer", "loss", "corruption", "aqm", *pathspec.KEYS, "trace"):
         if unset and key in spec.path.model_fields_set:
             problems.append((f"path.{key}", (
                 f"{' and '.join(unset)} {'is' if len(unset) == 1 else 'are'} left out (the path is what it is, "
@@ -494,6 +522,8 @@ def cross_problems(spec: Spec) -> list[tuple[str, str]]:
             f"is {samples:.3g} samples; at most {MAX_SAMPLES_PER_RUN} per run: "
             f"use an interval of at least {format_time(spec.study.duration / MAX_SAMPLES_PER_RUN)}")))
     problems += pathspec.problems(spec)
+    problems += pathtrace.problems(spec)
+    problems += crossspec.problems(spec)
     if spec.testbed is not None:
         problems += study_problems(spec.testbed, senders)
     return problems
@@ -771,7 +801,7 @@ def load_raw(path: str | Path) -> dict[str, Any]:
 def load(path: str | Path, imported_from: str | None = None) -> tuple[Spec, dict[str, Any]]:
     """Load and validate a study file (`imported_from` as for :func:`validate`);
     returns the spec and its raw mapping."""
-    raw = load_raw(path)
+    raw = pathtrace.relative_to(load_raw(path), Path(path).resolve().parent)
     return validate(raw, str(path), imported_from), raw
 
 

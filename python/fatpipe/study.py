@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, estimate, hostcpu, pathspec
+from . import __version__, crossspec, estimate, hostcpu, pathspec
 from . import spec as spec_mod
 from .backends import DEFAULT_BACKEND, get_backend
 from .backends.base import BackendUnavailable, FlowPlan, HostCpu, HostLimits, RunPlan
@@ -101,12 +101,15 @@ def plan_runs(
     plans = []
     for point, overrides in enumerate(sweep_points(spec)):
         point_spec = spec_mod.point_spec(raw, overrides, spec)
-        senders = {f.sender: _host_limits(point_spec, f.sender) for f in point_spec.flows}
+        senders = {f.sender: _host_limits(point_spec, f.sender) for f in point_spec.flows if f.kind != crossspec.KIND}
         flows = tuple(
+            FlowPlan(group=i, kind=f.kind, cc="", streams=f.streams, mss_bytes=0, sender="", start_s=f.start,
+                     cross=crossspec.plan(f))
+            if f.kind == crossspec.KIND else
             FlowPlan(
                 group=i,
                 kind=f.kind,
-                cc=f.cc,
+                cc=f.cc or "",
                 streams=f.streams,
                 mss_bytes=point_spec.mss_payload_bytes(f),
                 sender=f.sender,

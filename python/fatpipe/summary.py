@@ -145,7 +145,8 @@ def path_flags(plan: RunPlan, path: PathReport) -> list[str]:
         return ["clock_uncertain"] if _clock_uncertain(plan, path) else []
     if path.min_rtt_s is not None and path.min_rtt_s > plan.rtt_s * (1 + PATH_TOLERANCE) + 1e-4:
         flags.append("rtt_inflated")
-    expected = plan.packet_loss_probability(plan.flows[0].mss_bytes) if plan.flows else plan.loss
+    tcp = [f for f in plan.flows if f.kind != "cross"]  # cross traffic passes no loss stage
+    expected = plan.packet_loss_probability(tcp[0].mss_bytes) if tcp else plan.loss
     if path.packets and expected > 0 and path.loss_rate is not None:
         # Deviation beyond 10 % that is also beyond 3 standard errors.
         sigma = math.sqrt(expected * (1 - expected) / path.packets)

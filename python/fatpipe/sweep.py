@@ -51,7 +51,8 @@ SWEEPABLE = {
                       "interrupt_coalescing", "interrupt_coalescing_frames", "qdisc", "rtx_queue",
                       *COST_FIELDS),
     "flows.<index>": ("cc", "streams", "mss", "sender", "start", "request", "response",
-                      "concurrency", "rate", "ecn", "cwnd_clamp"),
+                      "concurrency", "rate", "ecn", "cwnd_clamp", "pattern", "on", "off", "shape",
+                      "packet_size", "stop"),
 }
 # The key of the sweep table that holds the linked groups ([[sweep.linked]]);
 # no dotted key can be named so.

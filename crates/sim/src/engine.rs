@@ -366,6 +366,9 @@ impl Sim {
         if let Some(p) = cfg.dynamics.as_ref().and_then(|d| d.rate_profile(cfg.rate)) {
             net.bottleneck.set_rate_profile(p);
         }
+        if let Some(t) = cfg.dynamics.as_ref().and_then(|d| d.trace_service(wire::ETH_HEADER_BYTES)) {
+            net.bottleneck.set_trace(t);
+        }
         let back = cfg.rtt.saturating_sub(cfg.rtt.div(2));
         let mut streams = Vec::with_capacity(cfg.streams.len());
         let mut delays: Vec<Time> = Vec::new();
@@ -594,6 +597,7 @@ impl Sim {
             self.cpu_at_warmup = Some((now, self.net.machines.busy()));
         }
         let t_s = now.as_secs_f64();
+        self.net.advance_cross(now);
         for st in &mut self.streams {
             if !st.started {
                 continue;
@@ -619,6 +623,7 @@ impl Sim {
                 busy_s: info.busy_time.as_secs_f64(),
             });
         }
+        self.cross_rows(now);
         let (queue_packets, queue_bytes) = self.net.queue_at(now);
         let (queue_drops, ce_marks) = self.net.queue_counters();
         self.result.path_series.push(PathRow {
@@ -636,6 +641,7 @@ impl Sim {
     }
 
     fn finish(mut self) -> RunResult {
+        self.net.advance_cross(self.end);
         let min_rtt = self
             .streams
             .iter()

@@ -192,9 +192,29 @@ pub struct FlowPlan {
     pub rate_per_s: Option<f64>,
     pub ecn: Option<Whole>,
     pub cwnd_clamp: Option<Whole>,
+    /// The traffic of a "cross" group (no TCP: cc, mss_bytes and sender
+    /// are not read for it).
+    pub cross: Option<CrossFlow>,
 }
 
 impl PlanStruct for FlowPlan {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// Unresponsive cross traffic (base.py CrossFlow, crate::path::cross).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossFlow {
+    pub rate_bps: Option<f64>,
+    pub pattern: Option<String>,
+    pub on_s: Option<f64>,
+    pub off_s: Option<f64>,
+    pub shape: Option<f64>,
+    pub packet_bytes: Option<Whole>,
+    pub stop_s: Option<f64>,
+}
+
+impl PlanStruct for CrossFlow {
     const IGNORED: &'static [&'static str] = &[];
 }
 
@@ -207,6 +227,7 @@ pub struct PathDynamics {
     pub jitter: Option<Jitter>,
     pub policer: Option<Policer>,
     pub aggregation: Option<Aggregation>,
+    pub trace: Option<Trace>,
 }
 
 impl PlanStruct for PathDynamics {
@@ -276,6 +297,20 @@ pub struct Aggregation {
 }
 
 impl PlanStruct for Aggregation {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// A delivery trace (base.py Trace, crate::path::trace): the distinct
+/// milliseconds of one period as gaps from the one before (the first from
+/// 0) and the opportunities at each.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trace {
+    pub ms_gaps: Option<Vec<Whole>>,
+    pub counts: Option<Vec<Whole>>,
+}
+
+impl PlanStruct for Trace {
     const IGNORED: &'static [&'static str] = &[];
 }
 
@@ -482,12 +517,14 @@ pub fn plan_fields() -> Vec<PlanFields> {
         dataclass::<HostLimits>(),
         dataclass::<HostCpu>(),
         dataclass::<FlowPlan>(),
+        dataclass::<CrossFlow>(),
         dataclass::<PathDynamics>(),
         dataclass::<PathStep>(),
         dataclass::<GilbertElliott>(),
         dataclass::<Jitter>(),
         dataclass::<Policer>(),
         dataclass::<Aggregation>(),
+        dataclass::<Trace>(),
     ];
     for k in AQM_KINDS {
         let mut f = fields_of(format!("aqm.{}", k.name), (k.fields)(), k.ignored);

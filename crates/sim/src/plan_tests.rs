@@ -23,11 +23,31 @@ fn host_cpu() -> Value {
 }
 
 fn dynamics() -> Value {
-    json!({"schedule": [{"at_s": 0.5, "rate_bps": 5e6, "rtt_s": 0.04, "loss": 0.001}],
+    // A trace replaces the rate: the step sets none.
+    json!({"schedule": [{"at_s": 0.5, "rate_bps": null, "rtt_s": 0.04, "loss": 0.001}],
            "gilbert_elliott": {"r": 0.5, "bad_loss": 0.5, "good_loss": 0.0},
            "jitter": {"deviation_s": 0.001, "distribution": "normal", "reorder": true, "direction": "both"},
            "policer": {"rate_bps": 8e6, "burst_bytes": 30_000},
-           "aggregation": {"direction": "ack", "interval_s": 0.001, "bytes": 10_000}})
+           "aggregation": {"direction": "ack", "interval_s": 0.001, "bytes": 10_000},
+           "trace": {"ms_gaps": [1, 2], "counts": [1, 3]}})
+}
+
+/// A cross-traffic group with every field of its cross table.
+fn cross_flow() -> Value {
+    json!({"group": 1, "kind": "cross", "cc": "", "streams": 2, "mss_bytes": 1460, "sender": "", "start_s": 0.1,
+           "request_bytes": null, "response_bytes": null, "concurrency": null, "rate_per_s": null, "ecn": null,
+           "cwnd_clamp": null,
+           "cross": {"rate_bps": 2e6, "pattern": "on_off", "on_s": 0.01, "off_s": 0.02, "shape": 1.6,
+                     "packet_bytes": 1000, "stop_s": 0.9}})
+}
+
+/// The full plan with a cross group beside the bulk one (through a FIFO:
+/// cross traffic does not pass fq_codel).
+fn full_plan_with_cross() -> Value {
+    let mut p = full_plan();
+    p["aqm"] = aqm_table("droptail");
+    p["flows"].as_array_mut().expect("flows").push(cross_flow());
+    p
 }
 
 fn fq_codel() -> Value {
@@ -46,7 +66,7 @@ fn full_plan() -> Value {
         "senders": {"s1": host()}, "receiver": host(),
         "flows": [{"group": 0, "kind": "bulk", "cc": "reno", "streams": 1, "mss_bytes": 1448, "sender": "s1",
                    "start_s": 0.0, "request_bytes": null, "response_bytes": null, "concurrency": null,
-                   "rate_per_s": null, "ecn": null, "cwnd_clamp": null}],
+                   "rate_per_s": null, "ecn": null, "cwnd_clamp": null, "cross": null}],
         "swept": {"path.loss": 0.0}, "aqm": fq_codel(), "testbed": null, "dynamics": dynamics()
     })
 }
@@ -86,6 +106,10 @@ fn the_full_plan_has_every_field_of_every_struct() {
     assert_eq!(keys(&p["dynamics"]["jitter"]), sorted(field_names::<Jitter>()));
     assert_eq!(keys(&p["dynamics"]["policer"]), sorted(field_names::<Policer>()));
     assert_eq!(keys(&p["dynamics"]["aggregation"]), sorted(field_names::<Aggregation>()));
+    assert_eq!(keys(&p["dynamics"]["trace"]), sorted(field_names::<Trace>()));
+    assert_eq!(keys(&cross_flow()), sorted(field_names::<FlowPlan>()));
+    assert_eq!(keys(&cross_flow()["cross"]), sorted(field_names::<CrossFlow>()));
+    assert!(Scenario::from_json(&full_plan_with_cross().to_string()).is_ok());
     assert_eq!(keys(&fq_codel()).into_iter().filter(|k| *k != AQM_KIND_KEY).collect::<Vec<_>>(), sorted(field_names::<FqCodelPlan>()));
     assert!(Scenario::from_json(&p.to_string()).is_ok());
 }
@@ -134,6 +158,9 @@ fn exactly_the_ignored_fields_are_ignored_and_the_others_read() {
     check_fields(&p, &["dynamics", "jitter"], "dynamics.jitter.", field_names::<Jitter>(), Jitter::IGNORED);
     check_fields(&p, &["dynamics", "policer"], "dynamics.policer.", field_names::<Policer>(), Policer::IGNORED);
     check_fields(&p, &["dynamics", "aggregation"], "dynamics.aggregation.", field_names::<Aggregation>(), Aggregation::IGNORED);
+    check_fields(&p, &["dynamics", "trace"], "dynamics.trace.", field_names::<Trace>(), Trace::IGNORED);
+    let c = full_plan_with_cross();
+    check_fields(&c, &["flows", "1", "cross"], "flows[1].cross.", field_names::<CrossFlow>(), CrossFlow::IGNORED);
     let mut p = full_plan();
     p["receiver"]["cpu"] = host_cpu();
     check_fields(&p, &["receiver", "cpu"], "receiver.cpu.", field_names::<HostCpu>(), HostCpu::IGNORED);
@@ -155,12 +182,14 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
             "HostLimits",
             "HostCpu",
             "FlowPlan",
+            "CrossFlow",
             "PathDynamics",
             "PathStep",
             "GilbertElliott",
             "Jitter",
             "Policer",
             "Aggregation",
+            "Trace",
             "aqm.droptail",
             "aqm.ce_threshold",
             "aqm.fq_codel"
@@ -172,8 +201,8 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
     let mut both: Vec<&str> = run_plan.read.iter().chain(&run_plan.ignored).copied().collect();
     both.sort_unstable();
     assert_eq!(both, sorted(field_names::<RunPlan>()));
-    assert_eq!(all[10].read, ["kind"]);
-    assert_eq!(all[12].read[0], "kind");
+    assert_eq!(all[12].read, ["kind"]);
+    assert_eq!(all[14].read[0], "kind");
 }
 
 #[test]
@@ -193,4 +222,23 @@ fn integral_floats_are_whole_numbers_and_fractions_are_refused() {
     assert_eq!(e.message, "invalid value: floating point `1.5`, expected a non-negative integer");
     assert!(from_value::<Whole>(json!(-1)).is_err());
     assert_eq!(from_value::<Seed>(json!(-1)).unwrap(), Seed(u64::MAX));
+}
+
+#[test]
+fn a_cross_group_refuses_tcp_fields_and_fq_codel_naming_them() {
+    let mut p = full_plan_with_cross();
+    p["flows"][1]["cc"] = json!("reno");
+    assert_eq!(Scenario::from_json(&p.to_string()).unwrap_err().field, "flows[1].cc");
+    let mut p = full_plan_with_cross();
+    p["aqm"] = fq_codel();
+    let e = Scenario::from_json(&p.to_string()).unwrap_err();
+    assert!(e.field == "flows[1].kind" && e.message.contains("fq_codel"), "{e}");
+    let mut p = full_plan();
+    p["flows"][0]["cross"] = cross_flow()["cross"].clone();
+    assert_eq!(Scenario::from_json(&p.to_string()).unwrap_err().field, "flows[0].cross");
+    let mut p = full_plan_with_cross();
+    p["aqm"] = aqm_table("droptail");
+    p["flows"].as_array_mut().unwrap().remove(0);
+    p["flows"][0]["group"] = json!(0);
+    assert_eq!(Scenario::from_json(&p.to_string()).unwrap_err().field, "flows");
 }

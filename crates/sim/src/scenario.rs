@@ -297,6 +297,64 @@ pub struct FlowPlan {
     pub cwnd_clamp: Option<u32>,
 }
 
+impl FlowPlan {
+    /// Cross traffic (path/cross.rs): no TCP streams, its sources live in
+    /// the path's dynamics.
+    pub fn is_cross(&self) -> bool {
+        self.kind == "cross"
+    }
+
+    /// Its TCP streams: none for cross traffic.
+    fn tcp_streams(&self) -> u64 {
+        if self.is_cross() {
+            0
+        } else {
+            self.streams
+        }
+    }
+}
+
+/// The group entry of a "cross" flow (its traffic is checked by
+/// path_plan::cross_flow): streams and start are read; the TCP fields must
+/// be left out. Cross packets are offered to the FIFO bottleneck, so a
+/// discipline that holds its own queues (fq_codel) is refused.
+fn cross_group(f: &plan::FlowPlan, i: usize, aqm: &Aqm, at: &dyn Fn(&str) -> String) -> Result<FlowPlan, ConfigError> {
+    if matches!(aqm, Aqm::FqCodel(_)) {
+        return err(at("kind"), "cross traffic is offered to the FIFO bottleneck; it is not modelled through fq_codel (use droptail or ce_threshold)");
+    }
+    let tcp_only = [
+        ("cc", f.cc.as_ref().is_some_and(|c| !c.is_empty())),
+        ("request_bytes", f.request_bytes.is_some()),
+        ("response_bytes", f.response_bytes.is_some()),
+        ("concurrency", f.concurrency.is_some()),
+        ("rate_per_s", f.rate_per_s.is_some()),
+        ("ecn", f.ecn.is_some()),
+        ("cwnd_clamp", f.cwnd_clamp.is_some()),
+    ];
+    if let Some((key, _)) = tcp_only.iter().find(|(_, given)| *given) {
+        return err(at(key), "applies to TCP flows only, not to a flow of kind cross");
+    }
+    let streams = required(whole(f.streams), at("streams"))?;
+    if streams == 0 || streams > MAX_CROSS_STREAMS {
+        return err(at("streams"), format!("must be from 1 to {MAX_CROSS_STREAMS}, got {streams}"));
+    }
+    Ok(FlowPlan {
+        group: whole(f.group).unwrap_or(i as u64),
+        kind: "cross".into(),
+        cc: String::new(),
+        streams,
+        mss_bytes: 0,
+        sender: String::new(),
+        start_s: non_negative(f.start_s.unwrap_or(0.0), &at("start_s"))?,
+        rpc: None,
+        ecn: None,
+        cwnd_clamp: None,
+    })
+}
+
+/// Most sources in one cross group (each is scanned per cross packet).
+pub const MAX_CROSS_STREAMS: u64 = 1000;
+
 /// A validated run plan (RunPlan).
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -363,6 +421,7 @@ impl Scenario {
         }
         let mut flows = Vec::new();
         let mut total = 0u64;
+        let mut dynamics = dynamics;
         for (i, f) in flows_in.into_iter().enumerate() {
             let path = format!("flows[{i}]");
             let at = |key: &str| join(&path, key);
@@ -370,8 +429,17 @@ impl Scenario {
             let rpc = match kind.as_str() {
                 "bulk" => None,
                 "rpc" => Some(rpc_spec(&f, &at)?),
-                k => return err(at("kind"), format!("unknown flow kind '{k}'; expected bulk or rpc")),
+                "cross" => {
+                    let flow = cross_group(&f, i, &aqm, &at)?;
+                    dynamics.cross.push(crate::path_plan::cross_flow(f.cross.as_ref(), i as u32, flow.streams, flow.start_s, mtu_bytes, &at)?);
+                    flows.push(flow);
+                    continue;
+                }
+                k => return err(at("kind"), format!("unknown flow kind '{k}'; expected bulk, rpc or cross")),
             };
+            if f.cross.is_some() {
+                return err(at("cross"), format!("only a flow of kind cross takes a cross table (this one is {kind})"));
+            }
             let cc = required(f.cc, at("cc"))?;
             if crate::cc::by_name(&cc).is_none() {
                 return err(
@@ -405,6 +473,9 @@ impl Scenario {
             let cwnd_clamp = cwnd_clamp(f.cwnd_clamp, &at("cwnd_clamp"))?;
             flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn, cwnd_clamp });
         }
+        if flows.iter().all(|f| f.is_cross()) {
+            return err("flows", "at least one TCP flow (kind bulk or rpc) is needed beside cross traffic");
+        }
         let scenario = Scenario {
             run_id,
             seed,
@@ -433,7 +504,7 @@ impl Scenario {
     /// share a machine disagree on its cores.
     #[allow(clippy::type_complexity)]
     fn place_streams(&self) -> Result<(Placement, Vec<Option<CpuSeat>>, Vec<Option<CpuSeat>>), ConfigError> {
-        let total: u64 = self.flows.iter().map(|f| f.streams).sum();
+        let total: u64 = self.flows.iter().map(FlowPlan::tcp_streams).sum();
         let mut at_sender = vec![None; total as usize];
         let mut placement = Placement::default();
         for (name, host) in &self.senders {
@@ -453,7 +524,7 @@ impl Scenario {
 
     /// Each stream's sender name, in global stream order.
     fn stream_senders(&self) -> impl Iterator<Item = &String> {
-        self.flows.iter().flat_map(|f| std::iter::repeat_n(&f.sender, f.streams as usize))
+        self.flows.iter().flat_map(|f| std::iter::repeat_n(&f.sender, f.tcp_streams() as usize))
     }
 
     /// RunPlan.packet_loss_probability(): random loss combined with per-bit
@@ -480,6 +551,9 @@ impl Scenario {
         let mut jitter = crate::rng::Rng::new(self.seed, START_JITTER_STREAM);
         let mut k = 0u64;
         for (gi, f) in self.flows.iter().enumerate() {
+            if f.is_cross() {
+                continue;
+            }
             let host = &self.senders[&f.sender];
             let spread = Time::from_secs_f64(host.start_spread_s);
             let needs_ecn = crate::cc::by_name(&f.cc).is_some_and(|c| c.needs_ecn());

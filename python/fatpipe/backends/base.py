@@ -19,8 +19,8 @@ from ..schema import RPC_COLUMNS, SERIES_COLUMNS, CpuReport, PathReport, empty_p
 from ..testbed import Testbed
 
 __all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Aggregation", "Backend", "BackendUnavailable", "CpuReport",
-           "DoctorReport", "FlowPlan", "GilbertElliott", "HostCpu", "HostLimits", "Jitter", "PathDynamics",
-           "PathReport", "PathStep", "Policer", "RunOutcome", "RunPlan"]
+           "CrossFlow", "DoctorReport", "FlowPlan", "GilbertElliott", "HostCpu", "HostLimits", "Jitter",
+           "PathDynamics", "PathReport", "PathStep", "Policer", "RunOutcome", "RunPlan", "Trace"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,19 @@ class Aggregation:
 
 
 @dataclass(frozen=True)
+class Trace:
+    """The bottleneck's service from a Mahimahi delivery trace (path.trace):
+    one period's distinct milliseconds as gaps from the one before (the
+    first from 0; the last millisecond is the period) and the 1504-byte
+    delivery opportunities at each. A run-length form: a run may execute on
+    another machine (a Dask worker) that has no copy of the file, and a
+    trace repeats a millisecond once per opportunity."""
+
+    ms_gaps: tuple[int, ...]
+    counts: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class PathDynamics:
     """How the path moves and misbehaves (docs/path-dynamics.md); the
     default is the static path: constant rate, delay and independent loss."""
@@ -132,6 +145,7 @@ class PathDynamics:
     jitter: Jitter | None = None
     policer: Policer | None = None
     aggregation: Aggregation | None = None
+    trace: Trace | None = None  # None: the bottleneck serves at its rate
 
     def is_static(self) -> bool:
         return self == PathDynamics()
@@ -139,16 +153,35 @@ class PathDynamics:
     def keys(self) -> list[str]:
         """The spec keys that make this path move (for backends that refuse them)."""
         names = {"schedule": "path.schedule", "gilbert_elliott": "path.loss_model",
-                 "jitter": "path.jitter", "policer": "path.policer", "aggregation": "path.aggregation"}
+                 "jitter": "path.jitter", "policer": "path.policer", "aggregation": "path.aggregation",
+                 "trace": "path.trace"}
         return [key for name, key in names.items() if getattr(self, name) != getattr(PathDynamics(), name)]
 
 
 @dataclass(frozen=True)
+class CrossFlow:
+    """Unresponsive cross traffic through the bottleneck (a flow of kind
+    "cross", docs/path-dynamics.md "Cross traffic"): each of the group's
+    streams is a source sending packet_bytes IP packets at rate_bps (of
+    frames on the link) while on."""
+
+    rate_bps: float
+    pattern: str = "constant"  # "constant" | "on_off"
+    on_s: float | None = None  # on_off: mean on period (Pareto)
+    off_s: float | None = None  # on_off: mean off period (Pareto)
+    shape: float | None = None  # on_off: the Pareto shape (None: 1.5)
+    packet_bytes: int | None = None  # IP packet (None: the path MTU)
+    stop_s: float | None = None  # no packet at or after it (None: the run's end)
+
+
+@dataclass(frozen=True)
 class FlowPlan:
-    """One flow group: `streams` connections from `sender` to the receiver."""
+    """One flow group: `streams` connections from `sender` to the receiver,
+    or (kind "cross") `streams` sources of cross traffic, which have no TCP:
+    their cc and sender are "" and mss_bytes 0."""
 
     group: int
-    kind: str  # "bulk" | "rpc"
+    kind: str  # "bulk" | "rpc" | "cross"
     cc: str
     streams: int
     mss_bytes: int  # TCP payload bytes per segment (MSS)
@@ -162,6 +195,7 @@ class FlowPlan:
     rate_per_s: float | None = None  # open loop: Poisson arrivals per stream
     ecn: int | None = None  # net.ipv4.tcp_ecn of the sender for this flow (None: its host's)
     cwnd_clamp: int | None = None  # segments: tp->snd_cwnd_clamp of every stream (None: Linux's default)
+    cross: CrossFlow | None = None  # kind "cross" only: its traffic
 
 
 @dataclass(frozen=True)
@@ -210,6 +244,10 @@ class RunPlan:
             keys.append(f"hosts.receiver.ecn = {self.receiver.ecn}")
         keys += [f"flows.{f.group}.ecn = {f.ecn}" for f in self.flows if f.ecn is not None]
         return keys
+
+    def cross_keys(self) -> list[str]:
+        """The flows of kind "cross" (for backends that cannot run them yet)."""
+        return [f'flows.{f.group}.kind = "cross"' for f in self.flows if f.kind == "cross"]
 
     def packet_loss_probability(self, mss_bytes: int) -> float:
         """Loss per data packet from random loss and per-bit corruption

@@ -1,15 +1,18 @@
 //! The engine's side of a path that moves (path/dynamics.rs): a data
 //! segment's way through the scheduled loss, the policer, the bottleneck
-//! and the forward delay, and an ACK's way back. Runs with such a path
-//! take the segment-by-segment instance of the event loop (`FQ`), so the
-//! static path's per-packet code is unchanged.
+//! and the forward delay, and an ACK's way back; cross traffic offered to
+//! the bottleneck before each of the flows' packets and each sample, and
+//! its series rows. Runs with such a path take the segment-by-segment
+//! instance of the event loop (`FQ`), so the static path's per-packet code
+//! is unchanged.
 
 use crate::tcp::{Ack, Codepoint, SegEcn};
+use crate::trace::Row;
 use crate::units::Time;
 use crate::wire;
 
 use super::transmit::{DataPkt, Link};
-use super::Net;
+use super::{Net, Sim};
 
 /// An ACK's frame on the wire: TCP/IP headers with the timestamp option
 /// and the Ethernet header (SACK blocks not counted), what an aggregating
@@ -23,6 +26,7 @@ impl Net {
     #[cold]
     #[inline(never)]
     pub(super) fn send_moving<const ECN: bool>(&mut self, now: Time, stream: u32, link: &Link, seq: u64, mut ecn: SegEcn, tsval: u32) {
+        self.advance_cross(now);
         let d = self.dynamics.as_deref_mut().expect("a moving path");
         if d.loss[link.group].lose(now) {
             self.random_drops += 1;
@@ -47,6 +51,15 @@ impl Net {
         self.fwd.push_sorted(at, DataPkt::one(stream, seq, ecn, tsval));
     }
 
+    /// Offers the bottleneck the cross traffic due by `now` (the cross
+    /// sources join at the bottleneck, behind any policer: it polices the
+    /// flows' data only).
+    pub(super) fn advance_cross(&mut self, now: Time) {
+        if let Some(c) = self.dynamics.as_deref_mut().and_then(|d| d.cross.as_mut()) {
+            c.advance(now, &mut self.bottleneck);
+        }
+    }
+
     /// An ACK (or an RPC's piggybacked one) onto ACK pipe `pipe` at `now`:
     /// after `delay` on the static path; on a moving path after the
     /// backward delay in effect plus the pipe's extra delay, jitter and
@@ -61,5 +74,35 @@ impl Net {
             }
         }
         self.acks[pipe].push(now + delay, item);
+    }
+}
+
+impl Sim {
+    /// One series row per started cross-traffic source at `now` (after
+    /// `advance_cross(now)`): the bytes of its IP packets that left the
+    /// bottleneck; its TCP columns are zero (it has no TCP state).
+    pub(super) fn cross_rows(&mut self, now: Time) {
+        let Some(c) = self.net.dynamics.as_deref_mut().and_then(|d| d.cross.as_mut()) else { return };
+        for (group, stream, bytes) in c.delivered(now) {
+            self.result.series.push(Row {
+                flow_group: group as i64,
+                stream: stream as i64,
+                t_s: now.as_secs_f64(),
+                delivered_bytes: bytes as i64,
+                cwnd_segments: 0,
+                srtt_s: 0.0,
+                min_rtt_s: 0.0,
+                retrans_segments: 0,
+                segs_out: 0,
+                pacing_rate_bps: 0.0,
+                delivery_rate_bps: 0.0,
+                inflight_segments: 0,
+                ca_state: "",
+                cc_mode: "",
+                rwnd_limited_s: 0.0,
+                sndbuf_limited_s: 0.0,
+                busy_s: 0.0,
+            });
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! A path that moves (docs/path-dynamics.md): scheduled steps of rate,
-//! RTT and loss, bursty loss, a policer, jitter and aggregation, as one
+//! RTT and loss, bursty loss, a policer, jitter, aggregation, a delivery
+//! trace and cross traffic, as one
 //! configuration ([`DynamicsConfig`], validated from the plan by
 //! crate::path_plan) and the state that applies it packet by packet
 //! ([`Dynamics`]). The bottleneck's rate over time is the bottleneck's own
@@ -9,10 +10,12 @@
 use crate::rng::Rng;
 use crate::units::{Rate, Time};
 
+use super::cross::{CrossSpec, CrossTraffic};
 use super::direction::{Direction, JitterSpec, SlotSpec};
 use super::loss::{GeParams, ScheduledLoss};
 use super::policer::TokenBucket;
 use super::profile::{RateProfile, Steps};
+use super::trace::{DeliveryTrace, TraceService};
 
 /// Which directions a jitter or an aggregating link applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +38,10 @@ pub struct DynamicsConfig {
     /// Rate and burst (bytes of frames) of a policer before the bottleneck.
     pub policer: Option<(Rate, u64)>,
     pub aggregation: Option<(SlotSpec, Directions)>,
+    /// The bottleneck's service from a delivery trace (replaces the rate).
+    pub trace: Option<DeliveryTrace>,
+    /// Cross-traffic groups, by group.
+    pub cross: Vec<CrossSpec>,
 }
 
 impl DynamicsConfig {
@@ -60,6 +67,8 @@ pub struct Dynamics {
     /// Each flow group's loss, by group index.
     pub loss: Vec<ScheduledLoss>,
     pub policer: Option<TokenBucket>,
+    /// The cross-traffic sources, if any group is cross traffic.
+    pub cross: Option<CrossTraffic>,
     data: Direction,
     /// Each ACK path (one per extra delay) and its extra delay.
     acks: Vec<(Direction, Time)>,
@@ -81,6 +90,7 @@ impl Dynamics {
             rtt: Steps::new(rtt, cfg.rtt_changes.iter().copied()),
             loss,
             policer: cfg.policer.map(|(rate, burst)| TokenBucket::new(rate, burst)),
+            cross: (!cfg.cross.is_empty()).then(|| CrossTraffic::new(&cfg.cross, seed)),
             data: Self::direction(cfg, true, Rng::new(seed, DATA_JITTER_STREAM)),
             acks: Vec::new(),
             cfg: cfg.clone(),
@@ -148,6 +158,12 @@ impl Dynamics {
     /// The bottleneck's rate over time from `base`, if a step changes it.
     pub fn rate_profile(&self, base: Rate) -> Option<RateProfile> {
         self.cfg.rate_profile(base)
+    }
+
+    /// The bottleneck's service from the trace, if any; frames are charged
+    /// less `overhead_bytes` (the Ethernet header: mahimahi counts IP packets).
+    pub fn trace_service(&self, overhead_bytes: u32) -> Option<TraceService> {
+        self.cfg.trace.clone().map(|t| TraceService::new(t, overhead_bytes))
     }
 
     /// Data packets the policer dropped.

@@ -1,6 +1,9 @@
 //! The network path: a random-loss stage, one bottleneck FIFO (rate, a
 //! byte buffer with tail drop, and a queue discipline, [`Aqm`]) and
-//! constant-delay pipes.
+//! constant-delay pipes. The bottleneck serves at its rate, at the rates of
+//! a schedule (profile.rs) or at a delivery trace's opportunities
+//! (trace.rs); cross traffic (cross.rs) is offered to it beside the flows'
+//! packets.
 //!
 //! Neither the bottleneck nor a pipe needs an event per packet: a packet's
 //! bottleneck departure is known when it is enqueued
@@ -14,14 +17,25 @@ use std::collections::VecDeque;
 use crate::fq_codel::FqCodelParams;
 use crate::units::{Bytes, Rate, Time};
 
+pub mod cross;
 pub mod direction;
 pub mod dynamics;
 pub mod loss;
 pub mod policer;
 pub mod profile;
+pub mod trace;
 
 pub use loss::{loss_stream, LossStage};
 use profile::RateProfile;
+use trace::TraceService;
+
+/// A service other than one constant rate: the rates of a schedule, or a
+/// delivery trace's opportunities.
+#[derive(Clone, Debug)]
+enum Service {
+    Profile(RateProfile),
+    Trace(TraceService),
+}
 
 /// The bottleneck's queue discipline, chosen when the path is built. Every
 /// discipline tail-drops when the byte buffer is full; they differ in what
@@ -119,9 +133,9 @@ pub struct Bottleneck {
     pub busy: Time,
     /// Cached serialization time of the last packet size seen.
     tx_cache: (u32, Time),
-    /// The rate over time when a schedule changes it ([[path.schedule]]);
-    /// `None`: `rate` throughout.
-    profile: Option<Box<RateProfile>>,
+    /// The rate over time when a schedule changes it ([[path.schedule]]),
+    /// or a delivery trace (path.trace); `None`: `rate` throughout.
+    service: Option<Box<Service>>,
 }
 
 impl Bottleneck {
@@ -146,7 +160,7 @@ impl Bottleneck {
             bytes_departed: 0,
             busy: Time::ZERO,
             tx_cache: (0, rate.transmit_time(Bytes(0))),
-            profile: None,
+            service: None,
         }
     }
 
@@ -154,7 +168,13 @@ impl Bottleneck {
     /// (its first step is the rate from time zero). Packets are then
     /// admitted one at a time: `offer_burst` is for a constant rate.
     pub fn set_rate_profile(&mut self, profile: RateProfile) {
-        self.profile = Some(Box::new(profile));
+        self.service = Some(Box::new(Service::Profile(profile)));
+    }
+
+    /// Serves at a delivery trace's opportunities (path.trace, trace.rs)
+    /// instead of a rate. Packets are admitted one at a time.
+    pub fn set_trace(&mut self, trace: TraceService) {
+        self.service = Some(Box::new(Service::Trace(trace)));
     }
 
     /// Offers a non-ECT packet at `now`; returns its departure time, or
@@ -189,7 +209,7 @@ impl Bottleneck {
     /// the rest.
     #[inline]
     pub fn offer_burst(&mut self, now: Time, bytes: u32, n: u32) -> AdmittedBurst {
-        debug_assert!(self.profile.is_none(), "a burst's spacing needs a constant rate");
+        debug_assert!(self.service.is_none(), "a burst's spacing needs a constant rate");
         self.drain(now);
         let b = bytes as u64;
         // Packet j is admitted iff the queue it finds is empty or it fits:
@@ -240,8 +260,8 @@ impl Bottleneck {
     /// the last one's departure.
     #[inline(always)]
     fn admit(&mut self, now: Time, bytes: u32, n: u32) -> Time {
-        if self.profile.is_some() {
-            return self.admit_profiled(now, bytes, n);
+        if self.service.is_some() {
+            return self.admit_served(now, bytes, n);
         }
         let tx = self.tx_time(bytes);
         let first = self.last_departure.max(now) + tx;
@@ -256,16 +276,20 @@ impl Bottleneck {
         last
     }
 
-    /// `admit` on a rate that changes: each packet is served from when the
-    /// link frees at the rates in effect meanwhile (RateProfile::finish)
-    /// and queued as a run of its own.
+    /// `admit` on a rate that changes or a trace: each packet is served
+    /// from when the link frees at the rates in effect meanwhile
+    /// (RateProfile::finish), or leaves at the opportunity the trace gives
+    /// it (TraceService::serve), and is queued as a run of its own.
     #[cold]
     #[inline(never)]
-    fn admit_profiled(&mut self, now: Time, bytes: u32, n: u32) -> Time {
-        let profile = self.profile.as_deref().expect("profiled");
+    fn admit_served(&mut self, now: Time, bytes: u32, n: u32) -> Time {
+        let service = self.service.as_deref_mut().expect("served");
         for _ in 0..n {
             let start = self.last_departure.max(now);
-            let done = profile.finish(start, bytes);
+            let done = match service {
+                Service::Profile(profile) => profile.finish(start, bytes),
+                Service::Trace(trace) => trace.serve(now, bytes).max(start),
+            };
             self.queue.push_back(QueuedRun { first_departure: done, tx: done - start, packets: 1, bytes });
             self.last_departure = done;
             self.busy += done - start;
@@ -489,6 +513,19 @@ mod tests {
         assert_eq!(deps, [Time(1_200), Time(2_400), Time(3_600), Time(4_800), Time(15_000), Time(27_000)]);
         assert_eq!(b.occupancy(Time(4_800)), (2, 3000));
         assert_eq!(b.occupancy(Time(27_000)), (0, 0));
+    }
+
+    #[test]
+    fn a_trace_serves_the_bottleneck_whose_buffer_still_tail_drops() {
+        // One opportunity every 2 ms; a buffer of three 1514-byte frames.
+        let mut b = Bottleneck::new(Rate::from_gbps(1), Bytes(3 * 1514));
+        b.set_trace(TraceService::new(trace::DeliveryTrace::from_timestamps(&[2]).unwrap(), 14));
+        let deps: Vec<Option<Time>> = (0..4).map(|_| b.enqueue(Time::ZERO, 1514)).collect();
+        let ms = Time::from_millis;
+        assert_eq!(deps, [Some(ms(2)), Some(ms(4)), Some(ms(6)), None]);
+        assert_eq!(b.occupancy(ms(2)), (2, 2 * 1514), "the first left at its opportunity");
+        assert_eq!(b.enqueue(ms(3), 1514), Some(ms(8)), "room again behind the queue");
+        assert_eq!(b.drops, 1);
     }
 
     #[test]

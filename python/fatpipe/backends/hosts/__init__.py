@@ -41,6 +41,10 @@ class NoTestbedReport:
 def plan_problems(plan: RunPlan, report: Any) -> list[str]:
     """What the testbed's hosts (a doctor report) cannot do of `plan` (pure)."""
     problems = []
+    if plan.cross_keys() or plan.dynamics.trace is not None:
+        keys = plan.cross_keys() + (["path.trace"] if plan.dynamics.trace is not None else [])
+        problems.append(f"run {plan.run_id}: {', '.join(keys)}: not yet supported on the hosts "
+                        "backend (the sim backend runs it)")
     qdisc_aqm = bool(bottleneck_qdiscs(plan.aqm))  # fq_codel: a qdisc the emulator applies
     ecn_keys = [k for k in plan.asks_for_ecn() if not (qdisc_aqm and k.startswith("path.aqm"))]
     if ecn_keys:

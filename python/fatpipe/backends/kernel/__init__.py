@@ -75,6 +75,10 @@ class KernelBackend(Backend):
 
     def check(self, plans: list[RunPlan]) -> None:
         for plan in plans:
+            if plan.cross_keys() or plan.dynamics.trace is not None:
+                keys = plan.cross_keys() + (["path.trace"] if plan.dynamics.trace is not None else [])
+                raise BackendUnavailable(f"run {plan.run_id}: {', '.join(keys)}: not yet supported "
+                                         "on the kernel backend (the sim backend runs it)")
             try:
                 cfg = path_config(plan)  # flows of one sender agree on cwnd_clamp and ecn
             except ValueError as e:

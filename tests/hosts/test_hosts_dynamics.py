@@ -1,0 +1,56 @@
+"""A path that moves on the hosts backend (the lab's real sshd,
+sshlab.py): the emulator host's fatpipe-linkem applies the simulator's
+dynamics from the run's origin on its own clock (docs/path-dynamics.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conftest import RUN_HOSTS, run_one
+from fatpipe.results import StudyStore
+
+RATE_BPS = 50e6
+PAYLOAD = 1448 / 1514  # goodput per bit on the wire (1514-byte frames)
+
+STUDY = f"""version = 1
+[study]
+name = "moving"
+backends = ["hosts"]
+duration = "6s"
+warmup = "1s"
+interval = "250ms"
+seed = 3
+[path]
+rate = "{int(RATE_BPS / 1e6)}Mbit"
+rtt = "20ms"
+policer = "40Mbit/30KB"
+[[path.schedule]]
+at = "3s"
+rate = "0.2x"
+[hosts.default]
+rmem_max = "8MiB"
+wmem_max = "8MiB"
+[[flows]]
+cc = "cubic"
+sender = "s1"
+"""
+
+
+def test_a_rate_step_and_a_policer_act_on_the_emulator_host(lab, tmp_path):
+    row, _ = run_one(lab, tmp_path, RUN_HOSTS, STUDY)
+    assert row["path_emulator"] == "linkem-nfqueue", row["path_emulator"]
+    series = StudyStore(tmp_path / "out").load().series
+    t, b = series["t_s"].to_numpy(), series["delivered_bytes"].to_numpy(dtype=float)
+
+    def goodput(t0: float, t1: float) -> float:
+        i0, i1 = int(np.argmin(abs(t - t0))), int(np.argmin(abs(t - t1)))
+        return (b[i1] - b[i0]) * 8 / (t[i1] - t[i0])
+
+    before, after = goodput(1.5, 3.0), goodput(4.0, 6.0)
+    seen = f"before the step {before / 1e6:.2f} Mbit/s, after {after / 1e6:.2f}, " \
+           f"policer drops {row['path_policer_drops']}"
+    # Before: the policer's 40 Mbit/s (below the link's 50) bounds it, with
+    # its 30 KB burst; after: the link's 10 Mbit/s does.
+    assert 0.6 * 40e6 * PAYLOAD < before < (40e6 + 30_000 * 8 / 1.5) * PAYLOAD * 1.02, seen
+    assert 0.8 * 10e6 * PAYLOAD < after < 10e6 * PAYLOAD * 1.03, seen
+    assert row["path_policer_drops"] > 0, seen
