@@ -244,6 +244,39 @@ def _add_advise(sub) -> None:
     adv.set_defaults(func=cmd_advise)
 
 
+def cmd_bbr_cases(args: argparse.Namespace) -> int:
+    from .bbrsuite.catalogue import load
+    from .bbrsuite.suite import run_suite
+    catalogue = load()
+    cases = args.case.split(",") if args.case else None
+    try:
+        for c in cases or ():
+            catalogue.case(c)
+    except KeyError as e:
+        print(f"error: {e.args[0]}", file=sys.stderr)
+        return 2
+    ccs = args.cc.split(",") if args.cc else None
+    out = Path(args.out)
+    results = run_suite(out, backend=args.backend, ccs=ccs, cases=cases)
+    counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "no verdict", "not run")}
+    print(f"\n{counts['pass']} passed, {counts['fail']} failed, {counts['no verdict']} without a verdict, "
+          f"{counts['not run']} not run; table: {out / 'bbr-cases.md'}, data: {out / 'bbr-cases.json'}")
+    return 0
+
+
+def _add_bbr_cases(sub) -> None:
+    bc = sub.add_parser("bbr-cases", help="run the IETF BBR draft's example test cases and check them",
+                        description="Run each example test case of draft-ietf-ccwg-bbr (Appendix A) that the "
+                                    "path model can express, with bbr3 and bbr, and evaluate its pass criteria "
+                                    "from the run's tables (docs/bbr-test-cases.md).")
+    bc.add_argument("--out", default="results/bbr-cases", help="directory of the cases' studies and the table")
+    bc.add_argument("--backend", default="sim", choices=backend_names(),
+                    help="backend to run on (default sim; kernel runs bbr v1, the CCAs the kernel has)")
+    bc.add_argument("--cc", help="CCAs, comma-separated (default: bbr3,bbr)")
+    bc.add_argument("--case", help="cases by id or slug, comma-separated (default: all)")
+    bc.set_defaults(func=cmd_bbr_cases)
+
+
 def cmd_import_iperf3(args: argparse.Namespace) -> int:
     from .importers.iperf3 import Iperf3FormatError
     from .importers.study import import_iperf3
@@ -313,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.set_defaults(func=cmd_compare)
 
     _add_advise(sub)
+    _add_bbr_cases(sub)
     imp = sub.add_parser("import", help="bring results made elsewhere into a study directory")
     imp_sub = imp.add_subparsers(dest="format", required=True)
     ip3 = imp_sub.add_parser("iperf3", help="`iperf3 -J` client outputs -> a study (compare it with `fatpipe "

@@ -1,0 +1,122 @@
+"""The BBR draft's suite run end to end: each case the path model can
+express, with each CCA, as a study on a backend; its criteria evaluated;
+one table (terminal, Markdown, JSON) of pass / fail / n/a / not evaluated
+with the value measured."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import spec as spec_mod
+from .. import wire
+from ..study import plan_runs
+from .catalogue import Case, Catalogue, load
+from .checks import RunTables, Verdict, evaluate
+from .studies import study_toml
+
+
+@dataclass
+class CaseResult:
+    case: str
+    title: str
+    cc: str
+    backend: str
+    status: str  # "pass" | "fail" | "no verdict" | "not run" (why in `reason`)
+    reason: str = ""
+    verdicts: list[tuple[str, str, Verdict]] = field(default_factory=list)  # (step, criterion, verdict)
+    linux_differs: tuple[str, ...] = ()
+
+
+def _columns(df, run_id: str) -> dict[str, np.ndarray]:
+    part = df[df["run_id"] == run_id] if len(df) else df
+    return {c: part[c].to_numpy() for c in part.columns}
+
+
+def _tables(loaded, run_id: str, plan) -> RunTables:
+    """The run's tables and the path its plan (a RunPlan) gave it."""
+    mss = wire.mss_with_timestamps(plan.mtu_bytes)
+
+    def payload(rate_bps: float) -> float:
+        return wire.goodput_ceiling_bps(rate_bps, mss, plan.mtu_bytes)
+
+    steps = plan.dynamics.schedule
+    policer = plan.dynamics.policer
+    return RunTables(series=_columns(loaded.series, run_id), events=_columns(loaded.events, run_id),
+                     payload_rate_bps=payload(plan.rate_bps), schedule_s=tuple(s.at_s for s in steps),
+                     rate_after_steps_bps=tuple(payload(s.rate_bps) for s in steps if s.rate_bps),
+                     policer_payload_bps=payload(policer.rate_bps) if policer else None,
+                     duration_s=plan.duration_s)
+
+
+def _overall(verdicts: list[Verdict]) -> str:
+    judged = [v.status for v in verdicts if v.status in ("pass", "fail")]
+    if "fail" in judged:
+        return "fail"
+    return "pass" if judged else "no verdict"
+
+
+def run_case(catalogue: Catalogue, case: Case, cc: str, backend: str, out: Path,
+             progress: Callable[[str], None] | None = None) -> CaseResult:
+    """Runs one case with one CCA on `backend` (its study under `out`) and
+    evaluates its criteria."""
+    from .. import run as run_study  # the public API: the same path as `fatpipe run`
+    result = CaseResult(case.id, case.title, cc, backend, "not run", linux_differs=case.linux_differs)
+    if case.status == "needs":
+        result.reason = "not expressible: needs " + ", ".join(case.needs)
+        return result
+    out.mkdir(parents=True, exist_ok=True)
+    name = f"{case.id.replace('.', '')}-{case.slug}-{cc}-{backend}"
+    spec_path = out / f"{name}.toml"
+    spec_path.write_text(study_toml(catalogue, case, cc, backend))
+    loaded = run_study(spec_path, out=out / name, progress=None)
+    runs = loaded.runs
+    if list(runs["status"]) != ["ok"]:
+        result.reason = "; ".join(str(r) for r in runs["reason"])
+        return result
+    spec, raw = spec_mod.load(spec_path)
+    (plan,) = plan_runs(spec, raw)
+    tables = _tables(loaded, str(runs["run_id"].iloc[0]), plan)
+    for c in case.criteria:
+        result.verdicts.append((str(c.step), c.text(), evaluate(c, tables)))
+    result.status = _overall([v for _, _, v in result.verdicts])
+    if progress:
+        counts = {s: sum(v.status == s for _, _, v in result.verdicts) for s in ("pass", "fail")}
+        progress(f"{case.id} {cc} on {backend}: {result.status} ({counts['pass']} passed, {counts['fail']} failed "
+                 f"of {len(case.criteria)} criteria)")
+    return result
+
+
+def run_suite(out: str | Path, backend: str = "sim", ccs: Sequence[str] | None = None,
+              cases: Sequence[str] | None = None, progress: Callable[[str], None] | None = print) -> list[CaseResult]:
+    """Every case (or `cases`, by id or slug) with every CCA of the
+    catalogue (or `ccs`); writes out/bbr-cases.json and out/bbr-cases.md."""
+    out = Path(out)
+    catalogue = load()
+    chosen = [catalogue.case(c) for c in cases] if cases else list(catalogue.cases)
+    results = [run_case(catalogue, case, cc, backend, out, progress) for case in chosen
+               for cc in (ccs or catalogue.ccs)]
+    (out / "bbr-cases.json").write_text(json.dumps([asdict(r) for r in results], indent=1, default=str))
+    (out / "bbr-cases.md").write_text(markdown(catalogue, results))
+    return results
+
+
+def markdown(catalogue: Catalogue, results: list[CaseResult]) -> str:
+    """The suite's table: one row per case and CCA, then every criterion."""
+    lines = [f"Cases of {catalogue.draft}, Appendix A, run by `fatpipe bbr-cases`.", "",
+             "| case | title | cc | backend | result | criteria passed / failed / n/a / not evaluated |",
+             "|---|---|---|---|---|---|"]
+    for r in results:
+        n = {s: sum(v.status == s for _, _, v in r.verdicts) for s in ("pass", "fail", "n/a", "not evaluated")}
+        counts = f"{n['pass']} / {n['fail']} / {n['n/a']} / {n['not evaluated']}" if r.verdicts else r.reason
+        lines.append(f"| {r.case} | {r.title} | {r.cc} | {r.backend} | {r.status} | {counts} |")
+    lines += ["", "Every criterion:", "", "| case | cc | step | criterion | verdict | measured, or why |",
+              "|---|---|---|---|---|---|"]
+    for r in results:
+        for step, text, v in r.verdicts:
+            lines.append(f"| {r.case} | {r.cc} | {step} | {text} | {v.status} | {(v.measured or v.why)} |")
+    return "\n".join(lines) + "\n"
