@@ -42,6 +42,7 @@ pub mod prandom;
 mod registry;
 pub mod reno;
 pub mod scalable;
+pub mod vars;
 pub mod vegas;
 pub mod westwood;
 pub mod yeah;
@@ -49,6 +50,7 @@ pub mod yeah;
 use crate::units::{Rate, Time};
 
 pub use registry::{by_name, by_name_seeded, lookup, Cca, CcaTraits, AVAILABLE, REGISTRY};
+pub use vars::CcVars;
 
 /// `enum tcp_ca_state` (include/uapi/linux/tcp.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -482,6 +484,14 @@ pub trait CongestionControl: Send {
 
     /// `get_info` (TCP_CC_INFO): the algorithm's own diagnostics, if any.
     fn get_info(&self) -> Option<CcInfo> {
+        None
+    }
+
+    /// The algorithm's internal variables now (cc::vars), for the series'
+    /// `cc_*` columns and the events table; `None` (the default) for an
+    /// algorithm that exposes none, and then nothing is recorded for it.
+    /// Answers the same kind (`Some` or `None`) for the whole connection.
+    fn vars(&self, _tp: &ConnState) -> Option<CcVars> {
         None
     }
 

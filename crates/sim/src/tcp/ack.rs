@@ -257,6 +257,7 @@ impl Sender {
         let min_rtt = self.rtt.min_rtt;
         self.rate.gen(&mut self.tp, newly, lost, min_rtt);
         self.cong_control(newly, una_advanced, lost > 0);
+        self.note_cc_vars(now);
 
         if self.tp.packets_out == 0 {
             self.chrono.set(now, ChronoKind::None);
