@@ -54,6 +54,15 @@ CC_VAR_COLUMNS: dict[str, str] = {
     "cc_bw_hi_bps": "float | None",
     "cc_bw_lo_bps": "float | None",
     "cc_extra_acked_segments": "int | None",
+    "cc_bdp_segments": "int | None",
+    "cc_full_bw_now": "bool | None",
+    "cc_bw_probe_up_rounds": "int | None",
+    "cc_prev_probe_too_high": "bool | None",
+    "cc_undo_bw_lo_bps": "float | None",
+    "cc_undo_inflight_lo_segments": "int | None",
+    "cc_undo_inflight_hi_segments": "int | None",
+    "cc_lt_bw_bps": "float | None",
+    "cc_lt_use_bw": "bool | None",
 }
 
 

@@ -255,6 +255,15 @@ macro_rules! with_cc_var_columns {
             cc_bw_hi_bps: Option<f64> = bw_hi_bps, "bit/s", "bbr3's bw_hi of the current cycle (bw_hi[1]); null for v1";
             cc_bw_lo_bps: Option<f64> = bw_lo_bps, "bit/s", "bbr3's bw_lo (bw_shortterm); null while unset and for v1";
             cc_extra_acked_segments: Option<i64> = extra_acked_segments, "segments", "bbr_extra_acked(): the ACK-aggregation estimate";
+            cc_bdp_segments: Option<i64> = bdp_segments, "segments", "bbr_inflight(max_bw, 1.0): the BDP plus the quantization budget (the draft's BBRInflight(1.0)), what DRAIN's exit compares the flight with";
+            cc_full_bw_now: Option<bool> = full_bw_now, "", "bbr3's full_bw_now: the plateau rule fired in this STARTUP or probe; null for v1";
+            cc_bw_probe_up_rounds: Option<i64> = bw_probe_up_rounds, "", "bbr3's bw_probe_up_rounds: PROBE_UP raises inflight_hi by 1 << this many segments per round; null for v1";
+            cc_prev_probe_too_high: Option<bool> = prev_probe_too_high, "", "bbr3's prev_probe_too_high: the last probe ended on loss or ECN; null for v1";
+            cc_undo_bw_lo_bps: Option<f64> = undo_bw_lo_bps, "bit/s", "bbr3's undo_bw_lo, saved on entering recovery (0 before any); null while it holds no bound and for v1";
+            cc_undo_inflight_lo_segments: Option<i64> = undo_inflight_lo_segments, "segments", "bbr3's undo_inflight_lo (0 before any recovery); null while it holds no bound and for v1";
+            cc_undo_inflight_hi_segments: Option<i64> = undo_inflight_hi_segments, "segments", "bbr3's undo_inflight_hi (0 before any recovery); null while it holds no bound and for v1";
+            cc_lt_bw_bps: Option<f64> = lt_bw_bps, "bit/s", "v1's lt_bw, the long-term (policed) rate (0 before one is measured); null for bbr3";
+            cc_lt_use_bw: Option<bool> = lt_use_bw, "", "v1's lt_use_bw: the flow paces at lt_bw; null for bbr3";
         }
     };
 }

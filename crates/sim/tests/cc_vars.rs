@@ -137,7 +137,29 @@ fn full_bw_reached_is_logged_once_on_the_ack_that_ends_startup() {
         assert_eq!(e.cc_full_bw_count[i], Some(3), "{cc}");
         let exit = (0..e.len()).find(|&k| e.kind[k] == "cc_state").unwrap();
         assert_eq!(e.t_s[exit], e.t_s[i], "{cc}: DRAIN starts on the same ACK");
+        // v3 also sets full_bw_now (bbr_check_full_bw_reached); v1 has none.
+        assert_eq!(e.cc_full_bw_now[i], (cc == "bbr3").then_some(true), "{cc}");
     }
+}
+
+#[test]
+fn the_bdp_estimate_drain_exits_on_is_the_path_bdp_plus_the_quantization_budget() {
+    // The BDP in segments at the payload rate and the path's RTT.
+    let bdp = payload_rate_bps() * RTT_S / 8.0 / MSS as f64;
+    for cc in ["bbr", "bbr3"] {
+        let r = run(cc);
+        let e = &r.events;
+        let exit = (0..e.len()).find(|&i| e.from_state[i] == "drain").expect("DRAIN ends");
+        let target = e.cc_bdp_segments[exit].unwrap() as f64;
+        // bbr_check_drain() compares the EDT flight with bbr_inflight(max_bw,
+        // 1.0): the BDP plus bbr_quantization_budget() (3 TSO bursts, and 2
+        // more segments in PROBE_BW's UP phase), a few % here.
+        assert!(target >= bdp && target <= bdp * 1.05, "{cc}: {target} vs {bdp}");
+    }
+    // v1 is not policed on this path: lt_bw unused.
+    let s = run("bbr").series;
+    assert!(s.cc_lt_use_bw.iter().all(|&u| u == Some(false)));
+    assert!(s.cc_full_bw_now.iter().all(Option::is_none));
 }
 
 #[test]
@@ -209,6 +231,10 @@ fn v1_logs_its_gain_cycle_phases_and_bbr3_fills_its_bounds() {
     let r3 = run("bbr3");
     let s = &r3.series;
     assert!(s.cc_bw_hi_bps.iter().all(Option::is_some));
+    assert!(s.cc_lt_use_bw.iter().all(Option::is_none) && s.cc_bw_probe_up_rounds.iter().all(Option::is_some));
+    // A lossless path: no probe went too high, nothing saved for undo.
+    assert!(s.cc_prev_probe_too_high.iter().all(|&p| p == Some(false)));
+    assert!(s.cc_undo_inflight_hi_segments.iter().all(|&u| u == Some(0)));
     assert!(s.cc_cycle_index.iter().all(|c| (0..4).contains(&c.unwrap())));
     assert_eq!(r3.events.kind.iter().filter(|&&k| k == "cc_cycle").count(), 0, "v3's phases are states");
 }

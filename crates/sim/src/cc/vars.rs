@@ -55,6 +55,30 @@ pub struct CcVars {
     pub bw_lo_bps: Option<f64>,
     /// bbr_extra_acked(): the ACK-aggregation estimate, segments.
     pub extra_acked_segments: Option<i64>,
+    /// bbr_inflight(max_bw, 1.0): the BDP at max_bw and min_rtt plus the
+    /// quantization budget (the draft's BBRInflight(1.0)), what DRAIN's
+    /// exit compares the flight with, segments.
+    pub bdp_segments: Option<i64>,
+    /// v3's full_bw_now: the plateau rule fired in this STARTUP or probe.
+    pub full_bw_now: Option<bool>,
+    /// v3's bw_probe_up_rounds: PROBE_UP's growth of inflight_hi is
+    /// 1 << this many segments per round (capped at 30).
+    pub bw_probe_up_rounds: Option<i64>,
+    /// v3's prev_probe_too_high: the last probe ended on loss or ECN.
+    pub prev_probe_too_high: Option<bool>,
+    /// v3's undo_bw_lo, saved on entering recovery (bw_lo's value; 0 before
+    /// any), bit/s; `None` also while it holds no bound (~0UL).
+    pub undo_bw_lo_bps: Option<f64>,
+    /// v3's undo_inflight_lo (0 before any recovery), segments; `None`
+    /// also while it holds no bound (~0U).
+    pub undo_inflight_lo_segments: Option<i64>,
+    /// v3's undo_inflight_hi, as undo_inflight_lo.
+    pub undo_inflight_hi_segments: Option<i64>,
+    /// v1's lt_bw: the long-term (policed) rate, bit/s (0 before one was
+    /// measured).
+    pub lt_bw_bps: Option<f64>,
+    /// v1's lt_use_bw: the flow paces at lt_bw (bbr_bw() is lt_bw).
+    pub lt_use_bw: Option<bool>,
 }
 
 /// A BBR bandwidth (packets per µs << BW_SCALE) in bit/s of payload, as

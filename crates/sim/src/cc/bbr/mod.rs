@@ -532,6 +532,9 @@ impl CongestionControl for Bbr {
             full_bw_count: Some(self.full_bw_cnt as i64),
             full_bw_reached: Some(self.full_bw_reached),
             extra_acked_segments: Some(self.aggr.extra_acked_max() as i64),
+            bdp_segments: Some(self.inflight(tp, self.max_bw(), BBR_UNIT) as i64),
+            lt_bw_bps: Some(bbr_bw_bps(tp, self.lt_bw)),
+            lt_use_bw: Some(self.lt_use_bw),
             ..CcVars::default()
         })
     }

@@ -207,6 +207,15 @@ impl CongestionControl for Bbr3 {
             bw_hi_bps: Some(bbr_bw_bps(tp, self.bw_hi[1])),
             bw_lo_bps: (self.bw_lo != NO_BW_BOUND).then(|| bbr_bw_bps(tp, self.bw_lo)),
             extra_acked_segments: Some(self.aggr.extra_acked_max() as i64),
+            bdp_segments: Some(self.inflight(tp, self.max_bw(), BBR_UNIT) as i64),
+            full_bw_now: Some(self.full_bw_now),
+            bw_probe_up_rounds: Some(self.bw_probe_up_rounds as i64),
+            prev_probe_too_high: Some(self.prev_probe_too_high),
+            undo_bw_lo_bps: (self.undo_bw_lo != NO_BW_BOUND).then(|| bbr_bw_bps(tp, self.undo_bw_lo)),
+            undo_inflight_lo_segments: bound(self.undo_inflight_lo),
+            undo_inflight_hi_segments: bound(self.undo_inflight_hi),
+            lt_bw_bps: None,
+            lt_use_bw: None,
         })
     }
 
