@@ -1,10 +1,12 @@
 //! Output tables: per-stream samples (the series), per-RPC rows, per-interval
 //! samples of the bottleneck (the path series), the CCAs' state changes
-//! (the events), path facts and run statistics. Column-oriented so the binding can hand each column
-//! to Python as one list.
+//! (the events), path facts and run statistics. Column-oriented so the
+//! binding can hand each column to Python as one list.
 //!
 //! Each table's columns are listed once, in a `series_table!` or
-//! `facts_struct!` invocation below, with their Rust type, unit and meaning;
+//! `facts_struct!` invocation below (the CCA-variable columns the series
+//! and the events share, once in `with_cc_var_columns!`), with their Rust
+//! type, unit and meaning;
 //! the macros generate the structs, the row push, the column-name list and
 //! a typed column iterator that `to_json` and the PyO3 binding walk. The
 //! Python side of the same schema is python/fatpipe/schema.py; a test
@@ -152,7 +154,8 @@ impl FactType for &'static str {
 pub struct FieldDef {
     pub name: &'static str,
     pub kind: &'static str,
-    /// "s", "bytes", "bit/s", "segments", or "" for identifiers and labels.
+    /// "s", "bytes", "bit/s", "segments", "rounds", or "" for identifiers,
+    /// labels and ratios.
     pub unit: &'static str,
     pub doc: &'static str,
 }

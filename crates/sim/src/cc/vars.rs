@@ -13,6 +13,18 @@
 use super::bbr::{pacing::rate_bytes_per_sec, BBR_UNIT};
 use super::ConnState;
 
+/// The part of [`CcVars`] whose changes the state-change log records
+/// (tcp/cc_log.rs): cheap to read and compare on every ACK.
+#[derive(Clone, Copy, Debug, Default, Eq)]
+pub struct CcStateKey {
+    /// [`CcVars::state`].
+    pub state: &'static str,
+    /// [`CcVars::cycle_index`].
+    pub cycle_index: Option<i64>,
+    /// [`CcVars::full_bw_reached`].
+    pub full_bw_reached: Option<bool>,
+}
+
 /// One snapshot of an algorithm's internal variables.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CcVars {
@@ -81,6 +93,34 @@ pub struct CcVars {
     pub lt_use_bw: Option<bool>,
 }
 
+impl PartialEq for CcStateKey {
+    /// Field by field; the state's text is compared only when it is not the
+    /// same static string (the usual case on an ACK that changes nothing).
+    #[inline]
+    fn eq(&self, o: &CcStateKey) -> bool {
+        self.cycle_index == o.cycle_index
+            && self.full_bw_reached == o.full_bw_reached
+            && (std::ptr::eq(self.state, o.state) || self.state == o.state)
+    }
+}
+
+impl CcVars {
+    /// A snapshot whose state fields are `key`'s, the rest `None`.
+    pub fn with_key(key: CcStateKey) -> CcVars {
+        CcVars {
+            state: key.state,
+            cycle_index: key.cycle_index,
+            full_bw_reached: key.full_bw_reached,
+            ..CcVars::default()
+        }
+    }
+
+    /// The fields the state-change log compares.
+    pub fn key(&self) -> CcStateKey {
+        CcStateKey { state: self.state, cycle_index: self.cycle_index, full_bw_reached: self.full_bw_reached }
+    }
+}
+
 /// A BBR bandwidth (packets per µs << BW_SCALE) in bit/s of payload, as
 /// bbr_bw_bytes_per_sec() converts it (no gain, no margin).
 pub(crate) fn bbr_bw_bps(tp: &ConnState, bw: u64) -> f64 {
@@ -95,4 +135,19 @@ pub(crate) fn bbr_gain(gain: u32) -> f64 {
 /// A BBR min_rtt_us (u32::MAX before a sample) in seconds.
 pub(crate) fn bbr_min_rtt_s(min_rtt_us: u32) -> Option<f64> {
     (min_rtt_us != u32::MAX).then_some(min_rtt_us as f64 * 1e-6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CcStateKey;
+
+    #[test]
+    fn state_keys_compare_the_state_by_text_wherever_it_is_stored() {
+        let key = |state: &'static str| CcStateKey { state, cycle_index: Some(2), full_bw_reached: Some(true) };
+        let elsewhere: &'static str = String::from("probe_bw").leak();
+        assert_eq!(key("probe_bw"), key(elsewhere));
+        assert_ne!(key("probe_bw"), key("probe_rtt"));
+        assert_ne!(key("probe_bw"), CcStateKey { cycle_index: Some(3), ..key("probe_bw") });
+        assert_ne!(key("probe_bw"), CcStateKey { full_bw_reached: Some(false), ..key("probe_bw") });
+    }
 }

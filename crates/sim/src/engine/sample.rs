@@ -10,7 +10,8 @@ use super::Sim;
 
 impl Sim {
     /// Records one row per started stream from its sender's tcp_info, as
-    /// the kernel backend samples TCP_INFO, and one row of the bottleneck
+    /// the kernel backend samples TCP_INFO, and its CCA's variables
+    /// (`cc_*`, null for a CCA that exposes none), and one row of the bottleneck
     /// (its queue now and its counters so far; a walk of the FIFO, once
     /// per interval, off the per-packet path).
     pub(super) fn on_sample(&mut self, now: Time) {

@@ -354,7 +354,8 @@ impl Sender {
             self.seed_handshake_rtt(rtt);
         }
         self.cc.init(&mut self.tp);
-        self.cc_log = self.cc.vars(&self.tp).map(|v| Box::new(super::cc_log::CcLog::new(v)));
+        self.cc_log = self.cc.state_key(&self.tp).map(|k| Box::new(super::cc_log::CcLog::new(k)));
+        assert!(self.cc_log.is_none() || self.owns, "{}: vars() without cong_control", self.cc.name());
         // dctcp_init() may have fallen back to Reno (no TCP_CONG_NEEDS_ECN).
         self.cc_needs_ecn = self.cc.needs_ecn();
         if !self.owns {

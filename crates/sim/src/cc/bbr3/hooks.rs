@@ -8,7 +8,7 @@ use super::{
 };
 use crate::cc::vars::{bbr_bw_bps, bbr_gain, bbr_min_rtt_s};
 use crate::cc::{
-    CaState, CcInfo, CcVars, CongestionControl, ConnState, CwndEvent, RateSample, TxSnapshot, CA_ACK_ECE, GSO_MAX_SIZE,
+    CaState, CcInfo, CcStateKey, CcVars, CongestionControl, ConnState, CwndEvent, RateSample, TxSnapshot, CA_ACK_ECE, GSO_MAX_SIZE,
     TCP_INFINITE_SSTHRESH,
 };
 use crate::units::{Rate, Time};
@@ -192,8 +192,6 @@ impl CongestionControl for Bbr3 {
     fn vars(&self, tp: &ConnState) -> Option<CcVars> {
         let bound = |v: u32| (v != NO_INFLIGHT_BOUND).then_some(v as i64);
         Some(CcVars {
-            state: self.state_label(tp),
-            cycle_index: Some(self.cycle_idx as i64),
             round: Some(self.round_count as i64),
             max_bw_bps: Some(bbr_bw_bps(tp, self.max_bw())),
             min_rtt_s: bbr_min_rtt_s(self.min_rtt_us),
@@ -201,7 +199,6 @@ impl CongestionControl for Bbr3 {
             cwnd_gain: Some(bbr_gain(self.cwnd_gain)),
             full_bw_bps: Some(bbr_bw_bps(tp, self.full_bw)),
             full_bw_count: Some(self.full_bw_cnt as i64),
-            full_bw_reached: Some(self.full_bw_reached),
             inflight_hi_segments: bound(self.inflight_hi),
             inflight_lo_segments: bound(self.inflight_lo),
             bw_hi_bps: Some(bbr_bw_bps(tp, self.bw_hi[1])),
@@ -216,6 +213,15 @@ impl CongestionControl for Bbr3 {
             undo_inflight_hi_segments: bound(self.undo_inflight_hi),
             lt_bw_bps: None,
             lt_use_bw: None,
+            ..CcVars::with_key(self.state_key(tp)?)
+        })
+    }
+
+    fn state_key(&self, tp: &ConnState) -> Option<CcStateKey> {
+        Some(CcStateKey {
+            state: self.state_label(tp),
+            cycle_index: Some(self.cycle_idx as i64),
+            full_bw_reached: Some(self.full_bw_reached),
         })
     }
 
