@@ -3,7 +3,7 @@ delivers at a constant rate that depends on the plan, so every summary value
 is known exactly."""
 
 from fatpipe.backends.base import Backend, PathReport, RunOutcome, RunPlan
-from fatpipe.schema import SERIES_COLUMNS
+from fatpipe.schema import SERIES_COLUMNS, no_cc_vars
 
 
 class FakeReport:
@@ -60,7 +60,7 @@ class FakeBackend(Backend):
                         "delivery_rate_bps": rate_bytes_per_s * 8, "inflight_segments": 10,
                         "ca_state": "open", "cc_mode": "",
                         "rwnd_limited_s": 0.5 * t if f.group == 1 else 0.0,
-                        "sndbuf_limited_s": 0.0, "busy_s": t,
+                        "sndbuf_limited_s": 0.0, "busy_s": t, **no_cc_vars(),
                     }
                     for k in SERIES_COLUMNS:
                         out.series[k].append(row[k])

@@ -28,7 +28,8 @@ def _docs_table(heading: str) -> list[tuple[str, ...]]:
     section = text.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
     rows = []
     for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        # Cells split at unescaped pipes; a kind "int \\| None" reads "int | None".
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         m = re.fullmatch(r"`([a-z0-9_]+)`", cells[0]) if line.startswith("|") else None
         if m:
             rows.append((m.group(1), *cells[1:]))
@@ -124,10 +125,17 @@ def test_a_version_1_study_loads_with_the_sim_mode_moved_to_cc_mode(tmp_path):
     assert list(fatpipe.load(root).series["cc_mode"])[:2] == ["startup", "probe_bw"]
 
 
-def test_a_version_2_series_is_read_unchanged(tmp_path):
+def test_a_version_2_series_is_read_unchanged_but_for_the_cc_columns_added_since(tmp_path):
     v2 = V1_SERIES.assign(ca_state="open", cc_mode="probe_bw")
     root = _write_study(tmp_path / "v2", 2, v2)
-    pd.testing.assert_frame_equal(StudyStore(root).series_table(), v2)
+    got = StudyStore(root).series_table()
+    pd.testing.assert_frame_equal(got[list(v2.columns)], v2)
+    assert list(got.columns) == [*v2.columns, *schema.CC_VAR_COLUMNS]
+    assert got[list(schema.CC_VAR_COLUMNS)].isna().all().all()
+    # A study written with them reads exactly as written.
+    with_cc = v2.assign(**{c: [None] * len(v2) for c in schema.CC_VAR_COLUMNS}).assign(cc_round=[1, 2, 3, 4, 5])
+    root = _write_study(tmp_path / "v2cc", 2, with_cc)
+    pd.testing.assert_frame_equal(StudyStore(root).series_table(), with_cc)
 
 
 def test_a_runs_table_written_before_path_ce_marks_reads_it_as_zero(tmp_path):
@@ -217,3 +225,39 @@ def test_a_study_written_before_the_path_series_reads_it_empty(tmp_path):
     got = StudyStore(root).path_series_table()
     assert got.empty and list(got.columns) == ["run_id", *schema.PATH_SERIES_COLUMNS]
     assert fatpipe.load(root).path_series.empty
+
+
+# ---- the events ----------------------------------------------------------------
+
+
+def test_rust_event_columns_equal_python_event_columns():
+    rust = [(name, kind) for name, kind, _unit, _doc in _native.event_columns()]
+    assert rust == list(schema.EVENT_COLUMNS.items())
+
+
+def test_the_cc_var_columns_end_the_series_and_the_events_alike():
+    n = len(schema.CC_VAR_COLUMNS)
+    assert list(schema.SERIES_COLUMNS.items())[-n:] == list(schema.CC_VAR_COLUMNS.items())
+    assert list(schema.EVENT_COLUMNS.items())[-n:] == list(schema.CC_VAR_COLUMNS.items())
+
+
+def test_docs_events_table_lists_the_event_columns_and_names_the_cc_var_range():
+    docs = [(name, kind) for name, kind, *_ in _docs_table("events.parquet")]
+    own = [(k, v) for k, v in schema.EVENT_COLUMNS.items() if k not in schema.CC_VAR_COLUMNS]
+    assert docs == own
+    first, last = list(schema.CC_VAR_COLUMNS)[0], list(schema.CC_VAR_COLUMNS)[-1]
+    section = DOCS.read_text().split("## events.parquet", 1)[1].split("\n## ", 1)[0]
+    assert f"| `{first}` … `{last}` |" in section
+
+
+def test_a_study_written_before_the_events_reads_them_empty_and_the_cc_columns_null(tmp_path):
+    root = _write_study(tmp_path / "v2", 2, V1_SERIES.assign(ca_state="open", cc_mode=""))
+    got = StudyStore(root).events_table()
+    assert got.empty and list(got.columns) == ["run_id", *schema.EVENT_COLUMNS]
+    loaded = fatpipe.load(root)
+    assert loaded.events.empty
+    series = loaded.series
+    for col in schema.CC_VAR_COLUMNS:
+        assert series[col].isna().all(), col
+    picked = StudyStore(root).series_table(columns=["t_s", "cc_state", "cc_round"])
+    assert list(picked.columns) == ["t_s", "cc_state", "cc_round"] and picked["cc_round"].isna().all()

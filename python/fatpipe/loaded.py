@@ -3,8 +3,9 @@
 
 Tables are pandas DataFrames with the columns docs/results.md describes:
 ``runs`` (one row per run × flow group) and ``rpcs`` are read at once;
-``series`` (per-interval samples, the large one) and ``path_series`` (the
-bottleneck per interval) are read on first use, and
+``series`` (per-interval samples, the large one), ``path_series`` (the
+bottleneck per interval) and ``events`` (the CCAs' state changes) are read
+on first use, and
 :meth:`LoadedStudy.read_series` reads only some columns or one run.
 """
 
@@ -57,6 +58,12 @@ class LoadedStudy:
         run (empty for studies written before the table, and for backends
         that cannot observe their bottleneck)."""
         return self.store.path_series_table()
+
+    @cached_property
+    def events(self) -> pd.DataFrame:
+        """The CCAs' state changes of every run (empty for studies written
+        before the table, and for runs whose CCA or backend records none)."""
+        return self.store.events_table()
 
     @property
     def imported(self) -> dict[str, Any] | None:

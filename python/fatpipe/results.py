@@ -9,12 +9,14 @@ Layout (documented for users in docs/results.md)::
       manifest.json        fatpipe version, schema version, backends' facts, seeds;
                            an imported study's mark (IMPORTED_KEY)
       runs/<run_id>.json   one record per finished run (written last, atomically)
-      series/<run_id>.parquet, rpcs/<run_id>.parquet, path_series/<run_id>.parquet
+      series/<run_id>.parquet, rpcs/<run_id>.parquet, path_series/<run_id>.parquet,
+      events/<run_id>.parquet
       work/<run_id>/       a backend's scratch files for the run (raw samples)
       runs.parquet         consolidated: one row per run x flow group
       series.parquet       consolidated per-interval samples per stream
       rpcs.parquet         consolidated per-RPC completions
       path_series.parquet  consolidated per-interval samples of the bottleneck
+      events.parquet       consolidated CCA state changes
 
 A run counts as finished once its record exists and its files check out
 (:meth:`StudyStore.check_run`); records are written to a temporary file and
@@ -41,7 +43,9 @@ import pyarrow.parquet as pq
 
 from . import storefs
 from .schema import (
+    CC_VAR_COLUMNS,
     CPU_COLUMNS,
+    EVENT_COLUMNS,
     PATH_COLUMNS,
     PATH_SERIES_COLUMNS,
     RPC_COLUMNS,
@@ -57,8 +61,9 @@ from .storefs import StoreError, StudyLocked
 if TYPE_CHECKING:
     from .loaded import LoadedStudy
 
-__all__ = ["IMPORTED_KEY", "RUN_COLUMNS", "SCHEMA_VERSION", "STORED_PATH_SERIES_COLUMNS", "STORED_RPC_COLUMNS",
-           "STORED_SERIES_COLUMNS", "StoreError", "StudyLocked", "StudyStore", "imported_mark", "imported_study"]
+__all__ = ["IMPORTED_KEY", "RUN_COLUMNS", "SCHEMA_VERSION", "STORED_EVENT_COLUMNS", "STORED_PATH_SERIES_COLUMNS",
+           "STORED_RPC_COLUMNS", "STORED_SERIES_COLUMNS", "StoreError", "StudyLocked", "StudyStore", "imported_mark",
+           "imported_study"]
 
 # Columns every runs row has, in order; swept keys (dotted names) follow the
 # identity columns. Units are in the names.
@@ -79,20 +84,28 @@ RUN_COLUMNS = [
     "flags", "wall_s",
 ]
 
-# The columns of the per-run series, RPC and path series files
+# The columns of the per-run series, RPC, path series and events files
 # (runcompute.compute_run adds the run's identity and summary.series_with_goodput
 # the goodput).
 STORED_SERIES_COLUMNS = ["run_id", "backend", *SERIES_COLUMNS, "goodput_bps"]
 STORED_RPC_COLUMNS = ["run_id", *RPC_COLUMNS]
 STORED_PATH_SERIES_COLUMNS = ["run_id", *PATH_SERIES_COLUMNS]
-# Per-run table files: directory (and consolidated name), columns, and the
-# column whose values say the table has rows.
-PER_RUN_TABLES = (("series", STORED_SERIES_COLUMNS), ("rpcs", STORED_RPC_COLUMNS),
-                  ("path_series", STORED_PATH_SERIES_COLUMNS))
+STORED_EVENT_COLUMNS = ["run_id", *EVENT_COLUMNS]
+# Per-run table files: directory (and consolidated name) and the columns a
+# file must have to count as complete. The series' cc_* columns came later
+# within the schema version: a run written before them is complete without
+# them (they read as null), so resuming such a study redoes no run.
+PER_RUN_TABLES = (("series", [c for c in STORED_SERIES_COLUMNS if c not in CC_VAR_COLUMNS]),
+                  ("rpcs", STORED_RPC_COLUMNS), ("path_series", STORED_PATH_SERIES_COLUMNS),
+                  ("events", STORED_EVENT_COLUMNS))
+# Column kinds of the tables whose columns may be all null in one run (a CCA
+# without variables): written with these Arrow types, never Arrow's null type.
+_TABLE_KINDS = {"series": SERIES_COLUMNS, "events": EVENT_COLUMNS}
+_ARROW_TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
 
 MARKER_NAME = ".fatpipe-study"
 MARKER_TEXT = b"fatpipe study directory: written by fatpipe, see docs/results.md\n"
-PER_RUN_DIRS = ("runs", "series", "rpcs", "path_series", "work")
+PER_RUN_DIRS = ("runs", "series", "rpcs", "path_series", "events", "work")
 
 
 def _with_schema_meta(table: pa.Table, kind: str) -> pa.Table:
@@ -100,6 +113,16 @@ def _with_schema_meta(table: pa.Table, kind: str) -> pa.Table:
     meta[b"fatpipe.schema_version"] = str(SCHEMA_VERSION).encode()
     meta[b"fatpipe.table"] = kind.encode()
     return table.replace_schema_metadata(meta)
+
+
+def _typed(table: pa.Table, kinds: dict[str, str]) -> pa.Table:
+    """`table` with each all-null column of a known kind ("int | None", …)
+    cast to that kind's Arrow type."""
+    for i, name in enumerate(table.column_names):
+        kind = kinds.get(name, "").removesuffix(" | None")
+        if pa.types.is_null(table.schema.field(i).type) and kind in _ARROW_TYPES:
+            table = table.set_column(i, name, table.column(i).cast(_ARROW_TYPES[kind]))
+    return table
 
 
 def _parquet_writer(table: pa.Table):
@@ -350,16 +373,19 @@ class StudyStore:
         reason: str = "",
         path_series: dict[str, list] | None = None,
         facts: dict[str, Any] | None = None,
+        events: dict[str, list] | None = None,
     ) -> None:
-        """Write a run's series, RPCs and path series, then its record (which
-        marks it done, lists the rows of each file, for the check on
-        resume, and keeps the backend's facts of the run: RunOutcome.facts).
-        A table without rows writes no file."""
+        """Write a run's series, RPCs, path series and events, then its
+        record (which marks it done, lists the rows of each file, for the
+        check on resume, and keeps the backend's facts of the run:
+        RunOutcome.facts). A table without rows writes no file."""
         files = {}
-        for kind, table_columns in (("series", series), ("rpcs", rpcs), ("path_series", path_series)):
+        for kind, table_columns in (("series", series), ("rpcs", rpcs), ("path_series", path_series),
+                                    ("events", events)):
             table = pa.table(table_columns or {})
             if table.num_rows == 0:
                 continue
+            table = _typed(table, _TABLE_KINDS.get(kind, {}))
             self._write(kind, f"{run_id}.parquet", _parquet_writer(table))
             files[kind] = table.num_rows
         record = {"run_id": run_id, "status": status, "reason": reason, "rows": rows, "files": files,
@@ -436,6 +462,19 @@ class StudyStore:
         filters = [("run_id", "==", run_id)] if run_id else None
         return pd.read_parquet(path, filters=filters)
 
+    def events_table(self, run_id: str | None = None):
+        """The consolidated events (the CCAs' state changes), or one run's,
+        with the stored columns; empty for a study written before the table
+        existed or whose runs recorded none (CCAs without variables, backends
+        other than the simulator)."""
+        import pandas as pd
+        path = self.root / "events.parquet"
+        if not path.exists():
+            return pd.DataFrame(columns=STORED_EVENT_COLUMNS)
+        parquet_version(path, default=study_version(self.root))
+        filters = [("run_id", "==", run_id)] if run_id else None
+        return pd.read_parquet(path, filters=filters)
+
     def series_table(self, columns: list[str] | None = None, run_id: str | None = None):
         """The consolidated series, or some of its columns, or one run's rows
         (an empty DataFrame if no series were kept), in the current schema:
@@ -448,8 +487,15 @@ class StudyStore:
         read = columns
         if columns is not None and version < SCHEMA_VERSION:
             read = [c for c in dict.fromkeys([*columns, "ca_state", "backend"]) if c != "cc_mode"]
+        if read is not None:
+            # cc_* columns a study written before them lacks: filled below.
+            present = set(pq.read_schema(path).names)
+            read = [c for c in read if c in present or c not in CC_VAR_COLUMNS]
         filters = [("run_id", "==", run_id)] if run_id else None
         df = upgrade_series(pd.read_parquet(path, columns=read, filters=filters), version)
+        missing = [c for c in CC_VAR_COLUMNS if c not in df.columns and (columns is None or c in columns)]
+        if missing:
+            df = df.assign(**dict.fromkeys(missing))
         return df if columns is None else df[columns]
 
     # ---- reading a study back -------------------------------------------

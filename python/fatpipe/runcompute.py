@@ -61,6 +61,7 @@ class RunResult:
     series: dict[str, list] | None = None
     rpcs: dict[str, list] | None = None
     path_series: dict[str, list] | None = None
+    events: dict[str, list] | None = None
     facts: dict[str, Any] = field(default_factory=dict)
     work_files: dict[str, bytes] = field(default_factory=dict)
     worker: dict[str, str] = field(default_factory=dict)
@@ -103,11 +104,12 @@ def outcome_result(plan: RunPlan, outcome: RunOutcome, wall_s: float,
     series = {"run_id": [plan.run_id] * n, "backend": [plan.backend] * n, **series}
     rpcs = {"run_id": [plan.run_id] * len(outcome.rpcs["start_s"]), **outcome.rpcs}
     path_series = {"run_id": [plan.run_id] * len(outcome.path_series["t_s"]), **outcome.path_series}
+    events = {"run_id": [plan.run_id] * len(outcome.events["t_s"]), **outcome.events}
     goodputs = " ".join(
         f"{r['cc'] or r['kind']}x{r['streams']}={(r['goodput_bps'] or 0) / 1e6:.1f}Mbit/s" for r in rows
     )
     return RunResult(plan.run_id, "ok", full_rows, goodputs, series=series, rpcs=rpcs, path_series=path_series,
-                     facts=outcome.facts)
+                     events=events, facts=outcome.facts)
 
 
 def record_run(store: StudyStore, result: RunResult) -> None:
@@ -117,7 +119,7 @@ def record_run(store: StudyStore, result: RunResult) -> None:
         store.write_work_file(result.run_id, name, data)
     if result.status == "ok":
         store.write_run(result.run_id, "ok", result.rows, result.series, result.rpcs,
-                        path_series=result.path_series, facts=result.facts)
+                        path_series=result.path_series, facts=result.facts, events=result.events)
     else:
         store.write_run(result.run_id, result.status, result.rows, reason=result.reason)
 

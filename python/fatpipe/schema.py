@@ -1,5 +1,5 @@
-"""The result schema, defined once for Python: the series, RPC and path
-series columns every backend returns, the path facts, the schema version, and the upgrade of
+"""The result schema, defined once for Python: the series, RPC, path
+series and events columns every backend returns, the path facts, the schema version, and the upgrade of
 older results on read.
 
 The Rust side of the same schema is one macro invocation per table in
@@ -17,8 +17,9 @@ Schema versions (stored in manifest.json and each table's Parquet metadata
 
 Columns and tables are added within a version; a column added later is
 filled on read (``path_ce_marks``: 0, since no bottleneck marked CE before it
-existed), and the path series, added later, reads as an empty table from a
-study written before it.
+existed; the series' ``cc_*`` columns: null, nothing recorded), and the path
+series and the events, added later, read as empty tables from a study
+written before them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,45 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 2
+
+# The CCA's internal variables (crates/sim/src/cc/vars.rs), shared by the
+# series and the events table; null ("| None") where a stream's CCA exposes
+# no such variable (every CCA but bbr and bbr3 on the simulator; on the
+# kernel backend bbr's TCP_CC_INFO fills the state, bandwidth, min RTT and
+# gains). Added within version 2: a study written before them reads them as
+# null (upgrade_series).
+CC_VAR_COLUMNS: dict[str, str] = {
+    "cc_state": "str | None",
+    "cc_cycle_index": "int | None",
+    "cc_round": "int | None",
+    "cc_max_bw_bps": "float | None",
+    "cc_min_rtt_s": "float | None",
+    "cc_pacing_gain": "float | None",
+    "cc_cwnd_gain": "float | None",
+    "cc_full_bw_bps": "float | None",
+    "cc_full_bw_count": "int | None",
+    "cc_full_bw_reached": "bool | None",
+    "cc_inflight_hi_segments": "int | None",
+    "cc_inflight_lo_segments": "int | None",
+    "cc_bw_hi_bps": "float | None",
+    "cc_bw_lo_bps": "float | None",
+    "cc_extra_acked_segments": "int | None",
+    "cc_bdp_segments": "int | None",
+    "cc_full_bw_now": "bool | None",
+    "cc_bw_probe_up_rounds": "int | None",
+    "cc_prev_probe_too_high": "bool | None",
+    "cc_undo_bw_lo_bps": "float | None",
+    "cc_undo_inflight_lo_segments": "int | None",
+    "cc_undo_inflight_hi_segments": "int | None",
+    "cc_lt_bw_bps": "float | None",
+    "cc_lt_use_bw": "bool | None",
+}
+
+
+def no_cc_vars() -> dict[str, None]:
+    """The CC_VAR_COLUMNS cells of a row whose CCA exposes nothing."""
+    return dict.fromkeys(CC_VAR_COLUMNS)
+
 
 # Columns of RunOutcome.series, one row per stream per sampling interval,
 # name -> kind. Meanings and units: docs/results.md (and trace.rs).
@@ -51,6 +91,7 @@ SERIES_COLUMNS: dict[str, str] = {
     "rwnd_limited_s": "float",
     "sndbuf_limited_s": "float",
     "busy_s": "float",
+    **CC_VAR_COLUMNS,
 }
 
 # Columns of RunOutcome.rpcs, one row per completed RPC.
@@ -77,6 +118,27 @@ PATH_SERIES_COLUMNS: dict[str, str] = {
 def empty_path_series() -> dict[str, list]:
     """A path series with no rows (a backend that cannot observe its queue)."""
     return {k: [] for k in PATH_SERIES_COLUMNS}
+
+
+# Columns of RunOutcome.events, one row per change in a stream's CCA state
+# machine with the CCA's variables right after it (the sim backend, for
+# CCAs that expose variables; other backends return it empty).
+EVENT_COLUMNS: dict[str, str] = {
+    "t_s": "float",
+    "flow_group": "int",
+    "stream": "int",
+    "kind": "str",  # cc_state, cc_cycle (v1's PROBE_BW phase) or full_bw_reached
+    "from_state": "str",
+    "to_state": "str",
+    **CC_VAR_COLUMNS,
+}
+# What `kind` may be.
+EVENT_KINDS = ("cc_state", "cc_cycle", "full_bw_reached")
+
+
+def empty_events() -> dict[str, list]:
+    """An events table with no rows (a backend that records no CCA events)."""
+    return {k: [] for k in EVENT_COLUMNS}
 
 
 # enum tcp_ca_state (include/uapi/linux/tcp.h), the values of `ca_state`.

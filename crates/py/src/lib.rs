@@ -3,10 +3,10 @@
 //! `simulate(plan_json: str) -> dict` runs one RunPlan (the JSON of
 //! `dataclasses.asdict(plan)`) with the GIL released and returns
 //! {"series": {col: list}, "rpcs": {col: list}, "path_series": {col: list},
-//! "path": {...}, "stats": {...}, "host_cpu": [{"label", "hosts", "busy_frac"}]},
+//! "events": {col: list}, "path": {...}, "stats": {...}, "host_cpu": [{"label", "hosts", "busy_frac"}]},
 //! walking the tables' typed column iterators (fatpipe_sim::trace), so no
 //! column is named here. `series_columns()`, `rpc_columns()`,
-//! `path_series_columns()` and `path_facts()` expose the schema for python/fatpipe/schema.py's test.
+//! `path_series_columns()`, `event_columns()` and `path_facts()` expose the schema for python/fatpipe/schema.py's test.
 //! The plan is a typed contract (fatpipe_sim::plan): a field the simulator
 //! does not declare is a ValueError naming it, and `plan_fields()` gives,
 //! per plan struct (RunPlan, HostLimits, FlowPlan, `aqm.<kind>`), the
@@ -25,13 +25,19 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use fatpipe_sim::scenario::Scenario;
-use fatpipe_sim::trace::{Column, Fact, FieldDef, RunResult, PATH_SCHEMA, PATH_SERIES_SCHEMA, RPC_SCHEMA, SERIES_SCHEMA};
+use fatpipe_sim::trace::{
+    Column, Fact, FieldDef, RunResult, EVENT_SCHEMA, PATH_SCHEMA, PATH_SERIES_SCHEMA, RPC_SCHEMA, SERIES_SCHEMA,
+};
 
 fn column_to_py<'py>(py: Python<'py>, c: Column<'_>) -> PyResult<Bound<'py, PyList>> {
     match c {
         Column::Int(v) => PyList::new(py, v),
         Column::Float(v) => PyList::new(py, v),
         Column::Str(v) => PyList::new(py, v),
+        Column::OptInt(v) => PyList::new(py, v),
+        Column::OptFloat(v) => PyList::new(py, v),
+        Column::OptStr(v) => PyList::new(py, v),
+        Column::OptBool(v) => PyList::new(py, v),
     }
 }
 
@@ -62,6 +68,12 @@ fn to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDict>> {
         path_series.set_item(name, column_to_py(py, col)?)?;
     }
     out.set_item("path_series", path_series)?;
+
+    let events = PyDict::new(py);
+    for (name, col) in r.events.columns() {
+        events.set_item(name, column_to_py(py, col)?)?;
+    }
+    out.set_item("events", events)?;
 
     let path = PyDict::new(py);
     for (name, fact) in r.path.facts() {
@@ -141,6 +153,13 @@ fn path_series_columns() -> Vec<(&'static str, &'static str, &'static str, &'sta
     schema(PATH_SERIES_SCHEMA)
 }
 
+/// The events columns in order, as `series_columns()` (kinds may be
+/// nullable: "int | None", …).
+#[pyfunction]
+fn event_columns() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    schema(EVENT_SCHEMA)
+}
+
 /// The path facts in order, as `series_columns()` (kind may be "float | None").
 #[pyfunction]
 fn path_facts() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -207,6 +226,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(series_columns, m)?)?;
     m.add_function(wrap_pyfunction!(rpc_columns, m)?)?;
     m.add_function(wrap_pyfunction!(path_series_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(event_columns, m)?)?;
     m.add_function(wrap_pyfunction!(path_facts, m)?)?;
     m.add_function(wrap_pyfunction!(wire_constants, m)?)?;
     m.add_function(wrap_pyfunction!(plan_fields, m)?)?;

@@ -14,12 +14,13 @@ use crate::path::dynamics::Dynamics;
 use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
 use crate::tcp::{Ack, Codepoint, Receiver, RxAction, SegEcn, Sender, SenderConfig};
-use crate::trace::{MachineCpu, PathFacts, PathRow, Row, Rpcs, RunResult, Stats};
+use crate::trace::{MachineCpu, PathFacts, Rpcs, RunResult, Stats};
 use crate::units::{Bytes, Rate, Time};
 use crate::wire;
 
 mod hosts;
 mod moving;
+mod sample;
 mod transmit;
 use transmit::{DataPkt, Link, Tx};
 
@@ -588,58 +589,6 @@ impl Sim {
         }
     }
 
-    /// Records one row per started stream from its sender's tcp_info, as
-    /// the kernel backend samples TCP_INFO, and one row of the bottleneck
-    /// (its queue now and its counters so far; a walk of the FIFO, once
-    /// per interval, off the per-packet path).
-    fn on_sample(&mut self, now: Time) {
-        if self.cpu_at_warmup.is_none() && now >= self.warmup {
-            self.cpu_at_warmup = Some((now, self.net.machines.busy()));
-        }
-        let t_s = now.as_secs_f64();
-        self.net.advance_cross(now);
-        for st in &mut self.streams {
-            if !st.started {
-                continue;
-            }
-            let info = st.sender.tcp_info(now);
-            self.result.series.push(Row {
-                flow_group: st.group as i64,
-                stream: st.index as i64,
-                t_s,
-                delivered_bytes: info.bytes_acked.get() as i64,
-                cwnd_segments: info.snd_cwnd as i64,
-                srtt_s: info.rtt.as_secs_f64(),
-                min_rtt_s: info.min_rtt.map_or(0.0, Time::as_secs_f64),
-                retrans_segments: info.total_retrans as i64,
-                segs_out: info.data_segs_out as i64,
-                pacing_rate_bps: info.pacing_rate.bps() as f64,
-                delivery_rate_bps: info.delivery_rate_bps,
-                inflight_segments: info.packets_in_flight() as i64,
-                ca_state: info.ca_state_name(),
-                cc_mode: info.cc_mode,
-                rwnd_limited_s: info.rwnd_limited.as_secs_f64(),
-                sndbuf_limited_s: info.sndbuf_limited.as_secs_f64(),
-                busy_s: info.busy_time.as_secs_f64(),
-            });
-        }
-        self.cross_rows(now);
-        let (queue_packets, queue_bytes) = self.net.queue_at(now);
-        let (queue_drops, ce_marks) = self.net.queue_counters();
-        self.result.path_series.push(PathRow {
-            t_s,
-            queue_bytes: queue_bytes as i64,
-            queue_packets: queue_packets as i64,
-            queue_drops: queue_drops as i64,
-            ce_marks: ce_marks as i64,
-        });
-        self.next_sample += 1;
-        let next = self.sample_interval.mul(self.next_sample);
-        if next <= self.end {
-            self.net.events.push(next, Event::Sample);
-        }
-    }
-
     fn finish(mut self) -> RunResult {
         self.net.advance_cross(self.end);
         let min_rtt = self
@@ -664,6 +613,7 @@ impl Sim {
             policer_drops: self.net.dynamics.as_ref().map_or(0, |d| d.policer_drops()),
             reordered: self.net.dynamics.as_ref().map_or(0, |d| d.reordered()),
         };
+        self.result.events = self.cc_events();
         self.result.host_cpu = self.host_cpu();
         self.result.stats = Stats {
             events: self.net.events.popped + self.net.pipe_events,

@@ -1,10 +1,12 @@
 //! Output tables: per-stream samples (the series), per-RPC rows, per-interval
-//! samples of the bottleneck (the path series), path facts and run
-//! statistics. Column-oriented so the binding can hand each column
-//! to Python as one list.
+//! samples of the bottleneck (the path series), the CCAs' state changes
+//! (the events), path facts and run statistics. Column-oriented so the
+//! binding can hand each column to Python as one list.
 //!
 //! Each table's columns are listed once, in a `series_table!` or
-//! `facts_struct!` invocation below, with their Rust type, unit and meaning;
+//! `facts_struct!` invocation below (the CCA-variable columns the series
+//! and the events share, once in `with_cc_var_columns!`), with their Rust
+//! type, unit and meaning;
 //! the macros generate the structs, the row push, the column-name list and
 //! a typed column iterator that `to_json` and the PyO3 binding walk. The
 //! Python side of the same schema is python/fatpipe/schema.py; a test
@@ -16,6 +18,12 @@ pub enum Column<'a> {
     Int(&'a [i64]),
     Float(&'a [f64]),
     Str(&'a [&'static str]),
+    /// A nullable column (the `cc_*` columns: `None` where the stream's
+    /// CCA has no such variable).
+    OptInt(&'a [Option<i64>]),
+    OptFloat(&'a [Option<f64>]),
+    OptStr(&'a [Option<&'static str>]),
+    OptBool(&'a [Option<bool>]),
 }
 
 impl Column<'_> {
@@ -24,6 +32,10 @@ impl Column<'_> {
             Column::Int(v) => serde_json::json!(v),
             Column::Float(v) => serde_json::json!(v),
             Column::Str(v) => serde_json::json!(v),
+            Column::OptInt(v) => serde_json::json!(v),
+            Column::OptFloat(v) => serde_json::json!(v),
+            Column::OptStr(v) => serde_json::json!(v),
+            Column::OptBool(v) => serde_json::json!(v),
         }
     }
 }
@@ -77,6 +89,35 @@ impl SchemaType for u64 {
 impl SchemaType for Option<f64> {
     const KIND: &'static str = "float | None";
 }
+impl SchemaType for Option<i64> {
+    const KIND: &'static str = "int | None";
+}
+impl SchemaType for Option<&'static str> {
+    const KIND: &'static str = "str | None";
+}
+impl SchemaType for Option<bool> {
+    const KIND: &'static str = "bool | None";
+}
+impl ColumnType for Option<i64> {
+    fn column(v: &[Self]) -> Column<'_> {
+        Column::OptInt(v)
+    }
+}
+impl ColumnType for Option<f64> {
+    fn column(v: &[Self]) -> Column<'_> {
+        Column::OptFloat(v)
+    }
+}
+impl ColumnType for Option<&'static str> {
+    fn column(v: &[Self]) -> Column<'_> {
+        Column::OptStr(v)
+    }
+}
+impl ColumnType for Option<bool> {
+    fn column(v: &[Self]) -> Column<'_> {
+        Column::OptBool(v)
+    }
+}
 impl ColumnType for i64 {
     fn column(v: &[i64]) -> Column<'_> {
         Column::Int(v)
@@ -113,7 +154,8 @@ impl FactType for &'static str {
 pub struct FieldDef {
     pub name: &'static str,
     pub kind: &'static str,
-    /// "s", "bytes", "bit/s", "segments", or "" for identifiers and labels.
+    /// "s", "bytes", "bit/s", "segments", "rounds", or "" for identifiers,
+    /// labels and ratios.
     pub unit: &'static str,
     pub doc: &'static str,
 }
@@ -128,7 +170,7 @@ macro_rules! series_table {
         $(#[$rmeta:meta])* row $row:ident;
         $(#[$dmeta:meta])* defs $defs:ident;
         $(#[$nmeta:meta])* names $names:ident;
-        $( $name:ident : $ty:ty, $unit:literal, $doc:literal; )+
+        $( $name:ident : $ty:ty $(= $field:ident)?, $unit:literal, $doc:literal; )+
     ) => {
         $(#[$nmeta])*
         pub const $names: &[&str] = &[ $( stringify!($name), )+ ];
@@ -194,7 +236,58 @@ macro_rules! facts_struct {
     };
 }
 
-series_table! {
+/// The columns of a CCA's internal variables (cc::CcVars), shared by the
+/// series and the events table: `with_cc_var_columns!(m! { head })` invokes
+/// `m! { head <the columns> }`, each column as `name: Type = CcVars field,
+/// "unit", "meaning";`. Null where the stream's CCA has no such variable.
+macro_rules! with_cc_var_columns {
+    ($m:ident! { $($head:tt)* }) => {
+        $m! { $($head)*
+            cc_state: Option<&'static str> = state, "", "the CCA's state (CcVars::state: BBR's startup, drain, probe_bw (v1) or probe_bw_up/down/cruise/refill (bbr3), probe_rtt); null for a CCA that exposes no variables";
+            cc_cycle_index: Option<i64> = cycle_index, "", "PROBE_BW's cycle index (bbr->cycle_idx: v1 0-7 of its gain cycle; bbr3 UP 0, DOWN 1, CRUISE 2, REFILL 3)";
+            cc_round: Option<i64> = round, "rounds", "packet-timed round trips so far (v1's rtt_cnt; bbr3's round starts counted)";
+            cc_max_bw_bps: Option<f64> = max_bw_bps, "bit/s", "bbr_max_bw(): windowed max delivery rate of payload";
+            cc_min_rtt_s: Option<f64> = min_rtt_s, "s", "the CCA's windowed min RTT (bbr->min_rtt_us); null before a sample";
+            cc_pacing_gain: Option<f64> = pacing_gain, "", "current pacing gain (bbr->pacing_gain / 256)";
+            cc_cwnd_gain: Option<f64> = cwnd_gain, "", "current cwnd gain (bbr->cwnd_gain / 256)";
+            cc_full_bw_bps: Option<f64> = full_bw_bps, "bit/s", "the bandwidth STARTUP's plateau check compares with (bbr->full_bw)";
+            cc_full_bw_count: Option<i64> = full_bw_count, "rounds", "rounds without 25 % bandwidth growth (bbr->full_bw_cnt)";
+            cc_full_bw_reached: Option<bool> = full_bw_reached, "", "STARTUP has filled the pipe (bbr->full_bw_reached)";
+            cc_inflight_hi_segments: Option<i64> = inflight_hi_segments, "segments", "bbr3's inflight_hi (the draft's inflight_longterm); null while unset and for v1";
+            cc_inflight_lo_segments: Option<i64> = inflight_lo_segments, "segments", "bbr3's inflight_lo (inflight_shortterm); null while unset and for v1";
+            cc_bw_hi_bps: Option<f64> = bw_hi_bps, "bit/s", "bbr3's bw_hi of the current cycle (bw_hi[1]); null for v1";
+            cc_bw_lo_bps: Option<f64> = bw_lo_bps, "bit/s", "bbr3's bw_lo (bw_shortterm); null while unset and for v1";
+            cc_extra_acked_segments: Option<i64> = extra_acked_segments, "segments", "bbr_extra_acked(): the ACK-aggregation estimate";
+            cc_bdp_segments: Option<i64> = bdp_segments, "segments", "bbr_inflight(max_bw, 1.0): the BDP plus the quantization budget (the draft's BBRInflight(1.0)), what DRAIN's exit compares the flight with";
+            cc_full_bw_now: Option<bool> = full_bw_now, "", "bbr3's full_bw_now: the plateau rule fired in this STARTUP or probe; null for v1";
+            cc_bw_probe_up_rounds: Option<i64> = bw_probe_up_rounds, "", "bbr3's bw_probe_up_rounds: PROBE_UP raises inflight_hi by 1 << this many segments per round; null for v1";
+            cc_prev_probe_too_high: Option<bool> = prev_probe_too_high, "", "bbr3's prev_probe_too_high: the last probe ended on loss or ECN; null for v1";
+            cc_undo_bw_lo_bps: Option<f64> = undo_bw_lo_bps, "bit/s", "bbr3's undo_bw_lo, saved on entering recovery (0 before any); null while it holds no bound and for v1";
+            cc_undo_inflight_lo_segments: Option<i64> = undo_inflight_lo_segments, "segments", "bbr3's undo_inflight_lo (0 before any recovery); null while it holds no bound and for v1";
+            cc_undo_inflight_hi_segments: Option<i64> = undo_inflight_hi_segments, "segments", "bbr3's undo_inflight_hi (0 before any recovery); null while it holds no bound and for v1";
+            cc_lt_bw_bps: Option<f64> = lt_bw_bps, "bit/s", "v1's lt_bw, the long-term (policed) rate (0 before one is measured); null for bbr3";
+            cc_lt_use_bw: Option<bool> = lt_use_bw, "", "v1's lt_use_bw: the flow paces at lt_bw; null for bbr3";
+        }
+    };
+}
+
+/// `impl $row { fn set_cc_vars }`: copies a CcVars snapshot into a row's
+/// `cc_*` cells, from the column list of `with_cc_var_columns!`.
+macro_rules! cc_var_setter {
+    ($row:ident; $( $name:ident : $ty:ty = $field:ident, $unit:literal, $doc:literal; )+) => {
+        impl $row {
+            /// Fills the `cc_*` cells from `v` (left null when `None`).
+            #[inline]
+            pub fn set_cc_vars(&mut self, v: Option<&crate::cc::CcVars>) {
+                if let Some(v) = v {
+                    $( self.$name = v.$field.into(); )+
+                }
+            }
+        }
+    };
+}
+
+with_cc_var_columns!(series_table! {
     /// One column vector per series column: one row per stream per sampling
     /// interval. Counters marked cumulative count from the stream's start.
     table Series;
@@ -221,7 +314,8 @@ series_table! {
     rwnd_limited_s: f64, "s", "cumulative time limited by the receive window (tcpi_rwnd_limited)";
     sndbuf_limited_s: f64, "s", "cumulative time limited by the send buffer (tcpi_sndbuf_limited)";
     busy_s: f64, "s", "cumulative time with data in flight (tcpi_busy_time)";
-}
+});
+with_cc_var_columns!(cc_var_setter! { Row; });
 
 impl Series {
     pub fn len(&self) -> usize {
@@ -268,6 +362,37 @@ series_table! {
 }
 
 impl PathSeries {
+    pub fn len(&self) -> usize {
+        self.t_s.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t_s.is_empty()
+    }
+}
+
+with_cc_var_columns!(series_table! {
+    /// EVENT_COLUMNS: one row per change in a stream's CCA state machine,
+    /// recorded on the ACK (or timer, or transmit) that made it, with the
+    /// CCA's variables right after it. Only streams whose CCA exposes
+    /// variables (CongestionControl::vars) have events.
+    table Events;
+    /// One event.
+    row EventRow;
+    /// The events columns (EVENT_COLUMNS of python/fatpipe/schema.py).
+    defs EVENT_SCHEMA;
+    /// Names of the events columns, in order.
+    names EVENT_COLUMNS;
+    t_s: f64, "s", "when the change happened, since the run started";
+    flow_group: i64, "", "index into the plan's flow groups";
+    stream: i64, "", "0 .. streams-1 within the group";
+    kind: &'static str, "", "cc_state (the state changed), cc_cycle (v1's PROBE_BW cycle phase changed, state unchanged) or full_bw_reached (became true)";
+    from_state: &'static str, "", "the CCA's state before (cc_state's value)";
+    to_state: &'static str, "", "the CCA's state after";
+});
+with_cc_var_columns!(cc_var_setter! { EventRow; });
+
+impl Events {
     pub fn len(&self) -> usize {
         self.t_s.len()
     }
@@ -325,6 +450,9 @@ pub struct RunResult {
     pub series: Series,
     pub rpcs: Rpcs,
     pub path_series: PathSeries,
+    /// The CCAs' state changes (empty when no stream's CCA exposes
+    /// variables).
+    pub events: Events,
     pub path: PathFacts,
     pub stats: Stats,
     /// The machines of hosts with a CPU model (none on ideal hosts).
@@ -333,18 +461,20 @@ pub struct RunResult {
 
 impl RunResult {
     /// The result as JSON: {"series": {col: [..]}, "rpcs": {..},
-    /// "path_series": {..}, "path": {..}, "stats": {..}}.
+    /// "path_series": {..}, "events": {..}, "path": {..}, "stats": {..}}.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::{json, Map, Value};
         let series: Map<String, Value> = self.series.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         let rpcs: Map<String, Value> = self.rpcs.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         let path_series: Map<String, Value> =
             self.path_series.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
+        let events: Map<String, Value> = self.events.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         let path: Map<String, Value> = self.path.facts().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         json!({
             "series": Value::Object(series),
             "rpcs": Value::Object(rpcs),
             "path_series": Value::Object(path_series),
+            "events": Value::Object(events),
             "path": Value::Object(path),
             "stats": {"events": self.stats.events, "packets_sent": self.stats.packets_sent,
                       "max_pending_events": self.stats.max_pending_events},

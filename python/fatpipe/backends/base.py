@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .. import wire
-from ..schema import RPC_COLUMNS, SERIES_COLUMNS, CpuReport, PathReport, empty_path_series
+from ..schema import RPC_COLUMNS, SERIES_COLUMNS, CpuReport, PathReport, empty_events, empty_path_series
 from ..testbed import Testbed
 
 __all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Aggregation", "Backend", "BackendUnavailable", "CpuReport",
@@ -262,6 +262,9 @@ class RunOutcome:
     # schema.PATH_SERIES_COLUMNS: the bottleneck per sampling interval (empty
     # when the backend cannot observe it).
     path_series: dict[str, list] = field(default_factory=empty_path_series)
+    # schema.EVENT_COLUMNS: the CCAs' state changes (empty when the backend
+    # or the CCA records none).
+    events: dict[str, list] = field(default_factory=empty_events)
     path: PathReport = field(default_factory=lambda: PathReport(emulator="unknown"))
     # The end hosts' CPU over the measured interval (all None: not measured).
     cpu: CpuReport = field(default_factory=CpuReport)

@@ -120,6 +120,7 @@ class SimBackend(Backend):
             series=result["series"],
             rpcs=result["rpcs"],
             path_series=result["path_series"],
+            events=result["events"],
             path=PathReport.from_facts(result["path"]),
             cpu=cpu,
             facts=facts,

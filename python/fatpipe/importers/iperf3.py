@@ -19,7 +19,8 @@ series column is filled:
   of the bytes so far plus the retransmissions (an estimate: iperf3 reports
   no segment count);
 * not reported by iperf3: pacing and delivery rate (NaN), inflight, the
-  host-limit times (0), ``ca_state`` and ``cc_mode`` ("").
+  host-limit times (0), ``ca_state`` and ``cc_mode`` (""), the ``cc_*``
+  variables (null).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..schema import SERIES_COLUMNS
+from ..schema import SERIES_COLUMNS, no_cc_vars
 from ..wire import TIMESTAMP_OPTION_BYTES
 
 
@@ -129,7 +130,7 @@ def parse(text: str, source: str = "iperf3 output") -> Iperf3Run:
                    "retrans_segments": s["retrans"], "segs_out": s["segs"] + s["retrans"],
                    "pacing_rate_bps": math.nan, "delivery_rate_bps": math.nan, "inflight_segments": 0,
                    "ca_state": "", "cc_mode": "", "rwnd_limited_s": 0.0, "sndbuf_limited_s": 0.0,
-                   "busy_s": s["t"]}
+                   "busy_s": s["t"], **no_cc_vars()}
             for k in SERIES_COLUMNS:
                 series[k].append(row[k])
     omit_s = float(test.get("omit", 0) or 0)

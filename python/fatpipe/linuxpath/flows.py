@@ -129,7 +129,9 @@ def parse_samples(text: str, group: int, cc: str = "") -> list[dict]:
         info = tcpinfo.parse(base64.b64decode(rec["tcp_info"]))
         row = {"flow_group": group, "stream": rec["stream"], "t_s": rec["t_s"]}
         row.update(tcpinfo.series_row(info))
-        row["cc_mode"] = tcpinfo.cc_mode(cc, base64.b64decode(rec.get("cc_info", "")))
+        cc_info = base64.b64decode(rec.get("cc_info", ""))
+        row["cc_mode"] = tcpinfo.cc_mode(cc, cc_info)
+        row.update(tcpinfo.cc_vars(cc, cc_info))
         rows.append(row)
     return rows
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import struct
 
+from ..schema import no_cc_vars
+
 # Field names in order, with struct codes (little/native endian, x86-64 and
 # arm64 lay it out identically: no implicit padding up to tcpi_snd_wnd).
 _FIELDS: list[tuple[str, str]] = [
@@ -69,6 +71,25 @@ def cc_mode(cc: str, cc_info: bytes) -> str:
         *_, pacing_gain, cwnd_gain = _BBR_INFO.unpack_from(cc_info)
         return bbr_mode(pacing_gain, cwnd_gain)
     return ""
+
+
+def cc_vars(cc: str, cc_info: bytes) -> dict[str, object]:
+    """The series' cc_* columns (schema.CC_VAR_COLUMNS) from
+    getsockopt(TCP_CC_INFO) of a `cc` socket. BBR v1's struct tcp_bbr_info
+    (bbr_get_info()) gives bbr_bw() in bytes/s as two 32-bit halves
+    (bbr_bw_lo, bbr_bw_hi: max_bw, or lt_bw while v1 believes it is
+    policed), bbr_min_rtt (µs) and the two gains (1/256); the state is
+    inferred from the gains (:func:`bbr_mode`). Every other column, and
+    every column of another CCA, is null."""
+    out: dict[str, object] = no_cc_vars()
+    if cc == "bbr" and len(cc_info) >= _BBR_INFO.size:
+        bw_lo, bw_hi, min_rtt_us, pacing_gain, cwnd_gain = _BBR_INFO.unpack_from(cc_info)
+        out["cc_state"] = bbr_mode(pacing_gain, cwnd_gain) or None
+        out["cc_max_bw_bps"] = ((bw_hi << 32) | bw_lo) * 8.0
+        out["cc_min_rtt_s"] = None if min_rtt_us == 0xFFFFFFFF else min_rtt_us * 1e-6
+        out["cc_pacing_gain"] = pacing_gain / BBR_UNIT
+        out["cc_cwnd_gain"] = cwnd_gain / BBR_UNIT
+    return out
 
 
 def parse(raw: bytes) -> dict[str, int]:

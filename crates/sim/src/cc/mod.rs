@@ -42,6 +42,7 @@ pub mod prandom;
 mod registry;
 pub mod reno;
 pub mod scalable;
+pub mod vars;
 pub mod vegas;
 pub mod westwood;
 pub mod yeah;
@@ -49,6 +50,7 @@ pub mod yeah;
 use crate::units::{Rate, Time};
 
 pub use registry::{by_name, by_name_seeded, lookup, Cca, CcaTraits, AVAILABLE, REGISTRY};
+pub use vars::{CcStateKey, CcVars};
 
 /// `enum tcp_ca_state` (include/uapi/linux/tcp.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -483,6 +485,26 @@ pub trait CongestionControl: Send {
     /// `get_info` (TCP_CC_INFO): the algorithm's own diagnostics, if any.
     fn get_info(&self) -> Option<CcInfo> {
         None
+    }
+
+    /// The algorithm's internal variables now (cc::vars), for the series'
+    /// `cc_*` columns and the events table; `None` (the default) for an
+    /// algorithm that exposes none, and then nothing is recorded for it.
+    /// Answers the same kind (`Some` or `None`) for the whole connection.
+    /// Only an algorithm that owns cwnd and pacing (`owns_cwnd_and_pacing`)
+    /// may answer `Some`: the sender logs its state changes after each
+    /// `cong_control` (tcp/cc_log.rs), so that no other algorithm's ACK
+    /// pays for the log.
+    fn vars(&self, _tp: &ConnState) -> Option<CcVars> {
+        None
+    }
+
+    /// The fields of [`CongestionControl::vars`] the state-change log
+    /// compares after every ACK (state, cycle index, full_bw_reached); an
+    /// algorithm whose `vars` costs more than these overrides it with a
+    /// cheap read of the same fields (and builds `vars` on it).
+    fn state_key(&self, tp: &ConnState) -> Option<CcStateKey> {
+        self.vars(tp).map(|v| v.key())
     }
 
     /// The `cc_mode` column: a short label of what the algorithm is doing

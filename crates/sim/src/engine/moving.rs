@@ -89,19 +89,10 @@ impl Sim {
                 stream: stream as i64,
                 t_s: now.as_secs_f64(),
                 delivered_bytes: bytes as i64,
-                cwnd_segments: 0,
-                srtt_s: 0.0,
-                min_rtt_s: 0.0,
-                retrans_segments: 0,
-                segs_out: 0,
-                pacing_rate_bps: 0.0,
-                delivery_rate_bps: 0.0,
-                inflight_segments: 0,
                 ca_state: "",
                 cc_mode: "",
-                rwnd_limited_s: 0.0,
-                sndbuf_limited_s: 0.0,
-                busy_s: 0.0,
+                // No TCP: its TCP columns are zero, its CCA columns null.
+                ..Row::default()
             });
         }
     }

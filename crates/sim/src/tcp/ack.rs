@@ -279,6 +279,10 @@ impl Sender {
         if self.owns {
             let rs = self.rate.rs;
             self.cc.cong_control(&mut self.tp, &rs);
+            // The state machine of an algorithm that exposes its variables
+            // (BBR) runs here and in the hooks this ACK called before it
+            // (set_state, undo_cwnd): its log compares after them all.
+            self.note_cc_vars(self.tp.now);
             return;
         }
         if self.in_cwnd_reduction() {

@@ -156,6 +156,9 @@ pub struct Sender {
     pub(super) cc_needs_ecn: bool,
     /// The algorithm has an skb_marked_lost hook (called per segment).
     cc_marks_lost: bool,
+    /// The log of the CCA's state changes (tcp/cc_log.rs); `None` when
+    /// the CCA exposes no variables.
+    pub(super) cc_log: Option<Box<super::cc_log::CcLog>>,
 }
 
 impl Sender {
@@ -211,6 +214,7 @@ impl Sender {
             queue_cwr: false,
             cc_needs_ecn,
             cc_marks_lost,
+            cc_log: None,
         };
         s.handshake_rtt = cfg.handshake_rtt;
         s
@@ -350,6 +354,8 @@ impl Sender {
             self.seed_handshake_rtt(rtt);
         }
         self.cc.init(&mut self.tp);
+        self.cc_log = self.cc.state_key(&self.tp).map(|k| Box::new(super::cc_log::CcLog::new(k)));
+        assert!(self.cc_log.is_none() || self.owns, "{}: vars() without cong_control", self.cc.name());
         // dctcp_init() may have fallen back to Reno (no TCP_CONG_NEEDS_ECN).
         self.cc_needs_ecn = self.cc.needs_ecn();
         if !self.owns {
@@ -560,6 +566,7 @@ impl Sender {
     fn queue_new(&mut self, now: Time, n: u32, env_ecn: bool) -> (u64, SegEcn) {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
+            self.note_cc_vars(now);
         }
         let mut seg = Seg { xmit: now, tx_id: 1, ..Seg::default() };
         self.rate.on_sent(&mut seg, &mut self.tp);
@@ -594,6 +601,7 @@ impl Sender {
     pub(super) fn retransmit_range<E: SenderEnv>(&mut self, seq: u64, n: u32, now: Time, env: &mut E) {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
+            self.note_cc_vars(now);
         }
         // The segments become a run of their own (tcp_fragment() of a TSO
         // skb in __tcp_retransmit_skb()); note_retransmit() merges it with

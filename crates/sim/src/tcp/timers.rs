@@ -111,6 +111,10 @@ impl Sender {
             SenderTimer::Reo => self.reo_timeout(now, env),
             SenderTimer::Pace => self.push(now, env),
         }
+        if !matches!(kind, SenderTimer::Pace) {
+            // A paced send's TX start is noted where it is sent.
+            self.note_cc_vars(now);
+        }
         true
     }
 

@@ -44,7 +44,8 @@ pub use minmax::Minmax;
 
 use super::jiffies::{USEC_PER_MSEC, USEC_PER_SEC};
 use super::prandom::Prandom;
-use super::{CaState, CongestionControl, ConnState, CwndEvent, RateSample, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND};
+use super::vars::{bbr_bw_bps, bbr_gain, bbr_min_rtt_s};
+use super::{CaState, CcStateKey, CcVars, CongestionControl, ConnState, CwndEvent, RateSample, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND};
 use crate::units::{Rate, Time};
 use ack_aggregation::AckAggregation;
 
@@ -514,6 +515,33 @@ impl CongestionControl for Bbr {
         self.full_bw_cnt = 0;
         self.reset_lt_bw_sampling(tp);
         tp.snd_cwnd
+    }
+
+    /// The recorder's snapshot, read from `struct bbr` as it is: v1 has no
+    /// bw_hi/bw_lo or inflight bounds.
+    fn vars(&self, tp: &ConnState) -> Option<CcVars> {
+        Some(CcVars {
+            round: Some(self.rtt_cnt as i64),
+            max_bw_bps: Some(bbr_bw_bps(tp, self.max_bw())),
+            min_rtt_s: bbr_min_rtt_s(self.min_rtt_us),
+            pacing_gain: Some(bbr_gain(self.pacing_gain)),
+            cwnd_gain: Some(bbr_gain(self.cwnd_gain)),
+            full_bw_bps: Some(bbr_bw_bps(tp, self.full_bw)),
+            full_bw_count: Some(self.full_bw_cnt as i64),
+            extra_acked_segments: Some(self.aggr.extra_acked_max() as i64),
+            bdp_segments: Some(self.inflight(tp, self.max_bw(), BBR_UNIT) as i64),
+            lt_bw_bps: Some(bbr_bw_bps(tp, self.lt_bw)),
+            lt_use_bw: Some(self.lt_use_bw),
+            ..CcVars::with_key(self.state_key(tp)?)
+        })
+    }
+
+    fn state_key(&self, tp: &ConnState) -> Option<CcStateKey> {
+        Some(CcStateKey {
+            state: self.state_label(tp),
+            cycle_index: Some(self.cycle_idx as i64),
+            full_bw_reached: Some(self.full_bw_reached),
+        })
     }
 
     fn state_label(&self, _tp: &ConnState) -> &'static str {

@@ -6,8 +6,9 @@
 use super::{
     AckPhase, Bbr3, Mode, Phase, BBR_UNIT, BBR_VERSION, ECN_ALPHA_INIT, NO_BW_BOUND, NO_INFLIGHT_BOUND,
 };
+use crate::cc::vars::{bbr_bw_bps, bbr_gain, bbr_min_rtt_s};
 use crate::cc::{
-    CaState, CcInfo, CongestionControl, ConnState, CwndEvent, RateSample, TxSnapshot, CA_ACK_ECE, GSO_MAX_SIZE,
+    CaState, CcInfo, CcStateKey, CcVars, CongestionControl, ConnState, CwndEvent, RateSample, TxSnapshot, CA_ACK_ECE, GSO_MAX_SIZE,
     TCP_INFINITE_SSTHRESH,
 };
 use crate::units::{Rate, Time};
@@ -183,6 +184,44 @@ impl CongestionControl for Bbr3 {
             cwnd_gain: self.cwnd_gain,
             inflight_lo: self.inflight_lo,
             inflight_hi: self.inflight_hi,
+        })
+    }
+
+    /// The recorder's snapshot, read from `struct bbr` as it is (unset
+    /// bounds, Linux's ~0U, are `None`).
+    fn vars(&self, tp: &ConnState) -> Option<CcVars> {
+        let bound = |v: u32| (v != NO_INFLIGHT_BOUND).then_some(v as i64);
+        Some(CcVars {
+            round: Some(self.round_count as i64),
+            max_bw_bps: Some(bbr_bw_bps(tp, self.max_bw())),
+            min_rtt_s: bbr_min_rtt_s(self.min_rtt_us),
+            pacing_gain: Some(bbr_gain(self.pacing_gain)),
+            cwnd_gain: Some(bbr_gain(self.cwnd_gain)),
+            full_bw_bps: Some(bbr_bw_bps(tp, self.full_bw)),
+            full_bw_count: Some(self.full_bw_cnt as i64),
+            inflight_hi_segments: bound(self.inflight_hi),
+            inflight_lo_segments: bound(self.inflight_lo),
+            bw_hi_bps: Some(bbr_bw_bps(tp, self.bw_hi[1])),
+            bw_lo_bps: (self.bw_lo != NO_BW_BOUND).then(|| bbr_bw_bps(tp, self.bw_lo)),
+            extra_acked_segments: Some(self.aggr.extra_acked_max() as i64),
+            bdp_segments: Some(self.inflight(tp, self.max_bw(), BBR_UNIT) as i64),
+            full_bw_now: Some(self.full_bw_now),
+            bw_probe_up_rounds: Some(self.bw_probe_up_rounds as i64),
+            prev_probe_too_high: Some(self.prev_probe_too_high),
+            undo_bw_lo_bps: (self.undo_bw_lo != NO_BW_BOUND).then(|| bbr_bw_bps(tp, self.undo_bw_lo)),
+            undo_inflight_lo_segments: bound(self.undo_inflight_lo),
+            undo_inflight_hi_segments: bound(self.undo_inflight_hi),
+            lt_bw_bps: None,
+            lt_use_bw: None,
+            ..CcVars::with_key(self.state_key(tp)?)
+        })
+    }
+
+    fn state_key(&self, tp: &ConnState) -> Option<CcStateKey> {
+        Some(CcStateKey {
+            state: self.state_label(tp),
+            cycle_index: Some(self.cycle_idx as i64),
+            full_bw_reached: Some(self.full_bw_reached),
         })
     }
 

@@ -233,6 +233,9 @@ pub struct Bbr3 {
     pub(crate) prev_ca_state: CaState,
     /// start of packet-timed tx->ack round?
     pub(crate) round_start: bool,
+    /// Round starts counted so far: not in Linux's v3 `struct bbr` (v1's
+    /// rtt_cnt), kept for the recorder (cc::vars) and read by no rule.
+    pub(crate) round_count: u64,
     /// cwnd-limited rounds in PROBE_UP.
     pub(crate) bw_probe_up_rounds: u32,
     /// can we take fast path?
@@ -352,6 +355,7 @@ impl Bbr3 {
             mode: Mode::Startup,
             prev_ca_state: CaState::Open,
             round_start: false,
+            round_count: 0,
             bw_probe_up_rounds: 0,
             try_fast_path: false,
             idle_restart: false,

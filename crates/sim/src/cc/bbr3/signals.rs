@@ -16,6 +16,7 @@ impl Bbr3 {
         if rs.interval.as_micros() > 0 && rs.prior_delivered >= self.next_rtt_delivered {
             self.next_rtt_delivered = tp.delivered;
             self.round_start = true;
+            self.round_count += 1;
         }
     }
 
