@@ -258,9 +258,10 @@ def cmd_bbr_cases(args: argparse.Namespace) -> int:
     ccs = args.cc.split(",") if args.cc else None
     out = Path(args.out)
     results = run_suite(out, backend=args.backend, ccs=ccs, cases=cases)
-    counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "no verdict", "not run")}
+    counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "no verdict", "contrast", "not run")}
     print(f"\n{counts['pass']} passed, {counts['fail']} failed, {counts['no verdict']} without a verdict, "
-          f"{counts['not run']} not run; table: {out / 'bbr-cases.md'}, data: {out / 'bbr-cases.json'}")
+          f"{counts['contrast']} run for contrast (not bbr3), {counts['not run']} not run; "
+          f"table: {out / 'bbr-cases.md'}, data: {out / 'bbr-cases.json'}")
     return 0
 
 

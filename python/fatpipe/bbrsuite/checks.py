@@ -76,6 +76,30 @@ class RunTables:
     duration_s: float
 
 
+def expand_pass_through(events: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The events with each DRAIN crossed within one ACK made explicit.
+    The log compares the state after each ACK, so STARTUP → DRAIN → PROBE_BW
+    on one ACK (bbr_check_drain() right after the full-bandwidth exit:
+    inflight already at or below the BDP) reads STARTUP → PROBE_BW. BBR's
+    state machine has no such edge (Linux bbr_update_model: STARTUP leaves
+    only for DRAIN or PROBE_RTT), so that row stands for both steps, at the
+    same instant with the same variables."""
+    n = len(events.get("t_s", []))
+    rows = []
+    for i in range(n):
+        if events["kind"][i] == "cc_state" and events["from_state"][i] == "startup" \
+                and str(events["to_state"][i]).startswith("probe_bw"):
+            rows += [(i, "startup", "drain"), (i, "drain", str(events["to_state"][i]))]
+        else:
+            rows.append((i, str(events["from_state"][i]), str(events["to_state"][i])))
+    out = {k: np.asarray([v[i] for i, _, _ in rows], dtype=object) for k, v in events.items()}
+    if n:
+        out["from_state"] = np.asarray([f for _, f, _ in rows], dtype=object)
+        out["to_state"] = np.asarray([t for _, _, t in rows], dtype=object)
+        out["cc_state"] = out["to_state"].copy() if "cc_state" in out else out["to_state"]
+    return out
+
+
 def _states(name: str | None) -> tuple[str, ...] | None:
     return STATES.get((name or "").upper())
 
@@ -212,7 +236,10 @@ def evaluate(c: Criterion, t: RunTables) -> Verdict:
         if not _exists(t, state):
             return Verdict("n/a", why=f"this CCA has no {state} state")
     if c.op == "transition":
-        rows = _event_rows(t, "cc_state", from_states=_states(c.from_state))
+        # A visit to PROBE_RTT (every 5 or 10 s, whatever the state) is not
+        # the exit the criterion is about, unless it names PROBE_RTT.
+        rows = [i for i in _event_rows(t, "cc_state", from_states=_states(c.from_state))
+                if c.to_state == "PROBE_RTT" or c.from_state == "PROBE_RTT" or t.events["to_state"][i] != "probe_rtt"]
         if not rows:
             return Verdict("fail", why=f"the run never left {c.from_state}")
         to = str(t.events["to_state"][rows[0]])
@@ -260,10 +287,14 @@ def evaluate(c: Criterion, t: RunTables) -> Verdict:
         rows, where = _window(t, c.when)
         if rows is None:
             return Verdict("not evaluated", why=where)
-        vals = [v for v, r in zip(t.series[column], rows, strict=True) if r and v is not None]
-        before = [v for v, r in zip(t.series[column], rows, strict=True) if not r and v is not None]
-        if not vals or not before:
-            return Verdict("n/a", why=f"{c.quantity} is not a variable of this CCA")
+        # An unset bound (bbr3's bw_lo before any loss: ~0U) reads as null
+        # or NaN: it stands for +infinity here.
+        column_values = [math.inf if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+                         for v in t.series[column]]
+        vals = [v for v, r in zip(column_values, rows, strict=True) if r]
+        before = [v for v, r in zip(column_values, rows, strict=True) if not r]
+        if not vals or not before or all(math.isinf(v) for v in column_values):
+            return Verdict("n/a", why=f"{c.quantity} is never set by this CCA")
         ok = min(vals) < before[-1]
         return Verdict("pass" if ok else "fail", f"{c.quantity} {before[-1]:.4g} before, least {min(vals):.4g} {where}")
     rows, where = _window(t, c.when)
