@@ -235,7 +235,8 @@ impl QueueSocket {
                 b.set_trace(trace);
             }
         }
-        if bottleneck.is_none() && moving.as_ref().is_some_and(|m| m.cross.is_some() || a.dynamics.as_ref().is_some_and(|p| p.trace_service().is_some())) {
+        let served = moving.as_ref().is_some_and(|m| m.cross.is_some()) || a.dynamics.as_ref().is_some_and(|p| p.trace_service().is_some());
+        if spec.moves == Some(Moves::Data) && bottleneck.is_none() && served {
             return Err(io::Error::other(format!(
                 "queue {}: cross traffic and a delivery trace need this queue's bottleneck (rate_bps, buffer_bytes)",
                 spec.num
