@@ -77,10 +77,13 @@ def test_a_trace_of_n_opportunities_per_ms_serves_n_times_1504_bytes_per_ms(tmp_
                    dynamics=PathDynamics(trace=Trace(ms_gaps=(1,), counts=(n,))), sample_interval_s=0.1)
     plan = replace(plan, rate_bps=100e6)
     kernel = goodputs(plan, tmp_path, KernelBackend())
+    sim = goodputs(replace(plan, backend="sim"), tmp_path, SimBackend())
     expected = trace_ip_bps * 1448 / 1500
-    seen = f"goodput {kernel[0] / 1e6:.2f} Mbit/s; the trace's payload rate {expected / 1e6:.2f}"
+    seen = (f"goodput {kernel[0] / 1e6:.2f} Mbit/s (simulator {sim[0] / 1e6:.2f}); the trace's payload rate "
+            f"{expected / 1e6:.2f}")
     print(seen)
     assert 0.85 * expected < kernel[0] < 1.02 * expected, seen
+    assert kernel[0] == pytest.approx(sim[0], rel=0.05), seen
 
 
 def test_on_off_cross_traffic_sends_the_simulators_packets_for_the_seed(tmp_path):
