@@ -235,7 +235,8 @@ impl QueueSocket {
                 b.set_trace(trace);
             }
         }
-        let served = moving.as_ref().is_some_and(|m| m.cross.is_some()) || a.dynamics.as_ref().is_some_and(|p| p.trace_service().is_some());
+        let served = moving.as_ref().is_some_and(|m| m.cross.is_some())
+            || a.dynamics.as_ref().is_some_and(|p| p.trace_service().is_some());
         if spec.moves == Some(Moves::Data) && bottleneck.is_none() && served {
             return Err(io::Error::other(format!(
                 "queue {}: cross traffic and a delivery trace need this queue's bottleneck (rate_bps, buffer_bytes)",
@@ -637,8 +638,8 @@ impl QueueSocket {
     /// The cross traffic's statistics as a JSON member (`,"cross":{...}`),
     /// empty without cross traffic: per group the IP bytes that left the
     /// bottleneck by the last sample, their frames' bytes and the packets
-    /// tail-dropped; with
-    /// `series`, the sampled rows too ([t_s, group, stream, bytes]).
+    /// tail-dropped; with `series`, the sampled rows too ([t_s, group,
+    /// stream, bytes]).
     pub fn cross_json(&self, series: bool) -> String {
         let Some(m) = self.moving.as_deref() else { return String::new() };
         let Some(rec) = m.cross.as_ref() else { return String::new() };
