@@ -1,7 +1,8 @@
 """Cross traffic (crossspec.py: flows of kind = "cross") and path.trace
 (pathtrace.py) in the spec: written forms, errors naming the key, the run
 plan (CrossFlow; the trace in run-length form), a run on the simulator
-and the kernel and hosts backends refusing them by key."""
+and the kernel and hosts backends refusing them by key where their delay
+line cannot apply them (netem, tbf, no emulator host)."""
 
 import textwrap
 from pathlib import Path
@@ -9,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from fatpipe import spec as spec_mod
-from fatpipe.backends.base import BackendUnavailable, CrossFlow, Trace
+from fatpipe.backends.base import CrossFlow, Trace
 from fatpipe.backends.hosts import plan_problems
-from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.sim import SimBackend
+from fatpipe.linuxpath.config import dynamics_refusal, path_config
 from fatpipe.study import plan_runs
 from fatpipe.summary import summarize
 
@@ -113,14 +114,19 @@ def test_a_cross_group_runs_on_the_simulator_and_gets_a_goodput(tmp_path):
     assert rows[0]["goodput_bps"] < 9.5e6 * 1448 / 1514, "the TCP flow shares the 12 Mbit/s link"
 
 
-def test_the_kernel_and_hosts_backends_refuse_cross_traffic_naming_the_flow(tmp_path):
+def test_cross_traffic_needs_linkem_as_delay_line_and_bottleneck_naming_the_flow(tmp_path):
+    # linkem offers the cross packets to its bottleneck (the simulator's
+    # code); netem and tbf cannot, and a hosts testbed needs an emulator.
     (plan,) = plans(tmp_path)
-    with pytest.raises(BackendUnavailable) as e:
-        KernelBackend().check([plan])
-    assert str(e.value) == (f'run {plan.run_id}: flows.1.kind = "cross": not yet supported on the kernel backend '
-                            "(the sim backend runs it)")
-    assert (f'run {plan.run_id}: flows.1.kind = "cross": not yet supported on the hosts backend '
-            "(the sim backend runs it)") in plan_problems(plan, None)
+    assert plan.moves() and plan.moving_keys() == ['flows.1.kind = "cross"']
+    cfg = path_config(plan)
+    assert dynamics_refusal(cfg, "linkem-nfqueue", "linkem") is None
+    for emulator, bottleneck in (("netem", "tbf"), ("linkem-nfqueue", "tbf")):
+        refused = dynamics_refusal(cfg, emulator, bottleneck)
+        assert refused.startswith('flows.1.kind = "cross" need fatpipe-linkem as delay line and bottleneck'), refused
+    assert (f'run {plan.run_id}: flows.1.kind = "cross": a path that moves needs an emulator host '
+            "in the testbed (its delay line applies them)") in plan_problems(plan, None)
+    assert not any("not yet supported" in p for p in plan_problems(plan, None))
 
 
 # ---- path.trace ------------------------------------------------------------------------
@@ -169,8 +175,8 @@ def test_a_trace_serves_the_bottleneck_on_the_simulator(tmp_path):
     outcome = SimBackend().run(plan, tmp_path)
     total = sum(r["goodput_bps"] for r in summarize(plan, outcome))
     assert total == pytest.approx(2000 * 1448 * 8, rel=0.05)
-    with pytest.raises(BackendUnavailable, match=r": path\.trace: not yet supported on the kernel backend"):
-        KernelBackend().check([plan])
+    assert dynamics_refusal(path_config(plan), "linkem-nfqueue", "linkem") is None
+    assert dynamics_refusal(path_config(plan), "netem", "tbf").startswith("path.trace need fatpipe-linkem")
 
 
 def test_the_cross_traffic_example_of_the_docs_plans_what_it_says(tmp_path):

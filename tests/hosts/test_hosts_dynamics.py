@@ -1,12 +1,14 @@
 """A path that moves on the hosts backend (the lab's real sshd,
 sshlab.py): the emulator host's fatpipe-linkem applies the simulator's
-dynamics from the run's origin on its own clock (docs/path-dynamics.md)."""
+dynamics and cross traffic from the run's origin on its own clock
+(docs/path-dynamics.md)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from conftest import RUN_HOSTS, run_one
+import fatpipe
+from conftest import RUN_HOSTS, run_one, write_testbed
 from fatpipe.results import StudyStore
 
 RATE_BPS = 50e6
@@ -54,3 +56,28 @@ def test_a_rate_step_and_a_policer_act_on_the_emulator_host(lab, tmp_path):
     assert 0.6 * 40e6 * PAYLOAD < before < (40e6 + 30_000 * 8 / 1.5) * PAYLOAD * 1.02, seen
     assert 0.8 * 10e6 * PAYLOAD < after < 10e6 * PAYLOAD * 1.03, seen
     assert row["path_policer_drops"] > 0, seen
+
+
+CROSS_STUDY = STUDY.replace('policer = "40Mbit/30KB"\n[[path.schedule]]\nat = "3s"\nrate = "0.2x"\n', "") \
+    .replace('duration = "6s"', 'duration = "8s"').replace('warmup = "1s"', 'warmup = "2s"') + """
+[[flows]]
+kind = "cross"
+rate = "20Mbit"
+"""
+
+
+def test_cross_traffic_shares_the_emulator_hosts_bottleneck(lab, tmp_path):
+    # 20 Mbit/s of constant cross traffic (1500-byte packets) beside one
+    # CUBIC flow on 50 Mbit/s: linkem on the emulator offers the cross
+    # packets to its bottleneck; the TCP flow gets the rest.
+    testbed = write_testbed(lab, tmp_path / "testbed.toml", RUN_HOSTS)
+    (tmp_path / "study.toml").write_text(CROSS_STUDY)
+    runs = fatpipe.run(tmp_path / "study.toml", backend="hosts", out=tmp_path / "out", testbed=testbed,
+                       progress=None).runs
+    assert list(runs["status"]) == ["ok", "ok"], "\n".join(runs["reason"])
+    tcp, cross = (runs[runs["flow_group"] == g].iloc[0] for g in (0, 1))
+    seen = f"TCP {tcp['goodput_bps'] / 1e6:.2f} Mbit/s, cross {cross['goodput_bps'] / 1e6:.2f} Mbit/s"
+    print(seen)
+    assert cross["kind"] == "cross" and tcp["path_emulator"] == "linkem-nfqueue", seen
+    assert 0.85 * 30e6 * PAYLOAD < tcp["goodput_bps"] < 1.03 * 30e6 * PAYLOAD, seen
+    assert 0.95 * 20e6 * 1500 / 1514 < cross["goodput_bps"] <= 1.001 * 20e6 * 1500 / 1514, seen

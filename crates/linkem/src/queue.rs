@@ -231,6 +231,17 @@ impl QueueSocket {
             if let Some(profile) = p.rate_profile(spec.rate_bps) {
                 b.set_rate_profile(profile);
             }
+            if let Some(trace) = p.trace_service() {
+                b.set_trace(trace);
+            }
+        }
+        let served = moving.as_ref().is_some_and(|m| m.cross.is_some())
+            || a.dynamics.as_ref().is_some_and(|p| p.trace_service().is_some());
+        if spec.moves == Some(Moves::Data) && bottleneck.is_none() && served {
+            return Err(io::Error::other(format!(
+                "queue {}: cross traffic and a delivery trace need this queue's bottleneck (rate_bps, buffer_bytes)",
+                spec.num
+            )));
         }
         let single_verdicts = moving.as_ref().is_some_and(|m| m.reorders());
         Ok(QueueSocket {
@@ -426,6 +437,9 @@ impl QueueSocket {
                         }
                     }
                 }
+                if let Some(b) = self.bottleneck.as_mut() {
+                    m.advance_cross(t, b);
+                }
                 let (leave, ce) = match self.bottleneck.as_mut() {
                     Some(b) => match b.offer(t, frame, ect) {
                         Some(a) => {
@@ -610,6 +624,39 @@ impl QueueSocket {
             self.out = netlink::append_verdict_batch(std::mem::take(&mut self.out), self.spec.num, id, netlink::NF_ACCEPT);
         }
         let _ = self.flush_verdicts();
+    }
+
+    /// At exit, at CLOCK_MONOTONIC `now`: the cross traffic advanced to
+    /// the run's end (or now) and its last series rows recorded.
+    pub fn finish_cross(&mut self, now: u64) {
+        let (Some(m), Some(b)) = (self.moving.as_deref_mut(), self.bottleneck.as_mut()) else { return };
+        if let Some(t) = m.run_time(now) {
+            m.finish_cross(t, b);
+        }
+    }
+
+    /// The cross traffic's statistics as a JSON member (`,"cross":{...}`),
+    /// empty without cross traffic: per group the IP bytes that left the
+    /// bottleneck by the last sample, their frames' bytes and the packets
+    /// tail-dropped; with `series`, the sampled rows too ([t_s, group,
+    /// stream, bytes]).
+    pub fn cross_json(&self, series: bool) -> String {
+        let Some(m) = self.moving.as_deref() else { return String::new() };
+        let Some(rec) = m.cross.as_ref() else { return String::new() };
+        let groups: Vec<String> = m
+            .cross_totals()
+            .iter()
+            .map(|(g, bytes, frames, drops)| {
+                format!("{{\"group\":{g},\"delivered_bytes\":{bytes},\"frame_bytes\":{frames},\"drops\":{drops}}}")
+            })
+            .collect();
+        let mut j = format!(",\"cross\":{{\"groups\":[{}]", groups.join(","));
+        if series {
+            let rows: Vec<String> = rec.rows.iter().map(|(t, g, s, b)| format!("[{t},{g},{s},{b}]")).collect();
+            j.push_str(&format!(",\"series\":[{}]", rows.join(",")));
+        }
+        j.push('}');
+        j
     }
 
     /// Whether this is the split queue of a unit-mode queue.

@@ -78,8 +78,10 @@ impl<'a> Board<'a> {
         }
     }
 
-    fn publish(&self, queues: &[(usize, QueueSocket)]) {
-        let rendered: Vec<(usize, String)> = queues.iter().map(|(i, q)| (*i, queue_json(q))).collect();
+    /// With `final_`, the cross traffic's series rows too (once, at exit:
+    /// they grow through the run).
+    fn publish(&self, queues: &[(usize, QueueSocket)], final_: bool) {
+        let rendered: Vec<(usize, String)> = queues.iter().map(|(i, q)| (*i, queue_json(q, final_))).collect();
         let mut parts = self.parts.lock().unwrap_or_else(|e| e.into_inner());
         for (i, j) in rendered {
             parts[i] = j;
@@ -100,13 +102,17 @@ impl<'a> Board<'a> {
 }
 
 /// One queue's statistics object, with the kernel's counters of its queue.
-fn queue_json(q: &QueueSocket) -> String {
+fn queue_json(q: &QueueSocket, final_: bool) -> String {
     let mut j = q.stats.to_json(&q.spec.name, q.spec.num, q.spec.delay_ns, q.spec.loss);
     j.pop();
     let (total, qdrop, udrop) = kernel_queue_counters(q.spec.num).unwrap_or((0, 0, 0));
     j.push_str(&format!(
-        ",\"enobufs\":{},\"kernel_queue_total\":{},\"kernel_queue_dropped\":{},\"kernel_user_dropped\":{}}}",
-        q.enobufs, total, qdrop, udrop
+        ",\"enobufs\":{},\"kernel_queue_total\":{},\"kernel_queue_dropped\":{},\"kernel_user_dropped\":{}{}}}",
+        q.enobufs,
+        total,
+        qdrop,
+        udrop,
+        q.cross_json(final_)
     ));
     j
 }
@@ -127,10 +133,12 @@ pub fn serve(mut queues: Vec<(usize, QueueSocket)>, msg_bytes: usize, board: &Bo
     if let Err(e) = serve_loop(&mut queues, &mut bufs, board, t) {
         board.fail(e);
     }
+    let now = mono_ns();
     for (_, q) in queues.iter_mut() {
         q.release_all();
+        q.finish_cross(now);
     }
-    board.publish(&queues);
+    board.publish(&queues, true);
 }
 
 fn serve_loop(queues: &mut [(usize, QueueSocket)], bufs: &mut RecvBuffers, board: &Board, t: Timing) -> io::Result<()> {
@@ -160,7 +168,7 @@ fn serve_loop(queues: &mut [(usize, QueueSocket)], bufs: &mut RecvBuffers, board
             q.release_due(now, batch_ns / 2)?;
         }
         if now >= next_stats {
-            board.publish(queues);
+            board.publish(queues, false);
             next_stats = now + t.stats_interval_ns;
         }
         // Next wake-up: when the next held packet enters its release window,

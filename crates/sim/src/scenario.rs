@@ -352,6 +352,23 @@ fn cross_group(f: &plan::FlowPlan, i: usize, aqm: &Aqm, at: &dyn Fn(&str) -> Str
     })
 }
 
+/// Flow `i` of the plan, of kind "cross", on a path of `mtu_bytes` with
+/// discipline `aqm`: its group entry and the cross sources it offers to
+/// the bottleneck, checked (errors name `at(key)`). The one reader of a
+/// cross flow, for the simulator and the kernel backend's delay line
+/// (crates/linkem), so both build the same sources.
+pub fn cross_flow(
+    f: &plan::FlowPlan,
+    i: usize,
+    aqm: &Aqm,
+    mtu_bytes: u64,
+    at: &dyn Fn(&str) -> String,
+) -> Result<(FlowPlan, crate::path::cross::CrossSpec), ConfigError> {
+    let flow = cross_group(f, i, aqm, at)?;
+    let spec = crate::path_plan::cross_flow(f.cross.as_ref(), i as u32, flow.streams, flow.start_s, mtu_bytes, at)?;
+    Ok((flow, spec))
+}
+
 /// Most sources in one cross group (each is scanned per cross packet).
 pub const MAX_CROSS_STREAMS: u64 = 1000;
 
@@ -430,8 +447,8 @@ impl Scenario {
                 "bulk" => None,
                 "rpc" => Some(rpc_spec(&f, &at)?),
                 "cross" => {
-                    let flow = cross_group(&f, i, &aqm, &at)?;
-                    dynamics.cross.push(crate::path_plan::cross_flow(f.cross.as_ref(), i as u32, flow.streams, flow.start_s, mtu_bytes, &at)?);
+                    let (flow, spec) = cross_flow(&f, i, &aqm, mtu_bytes, &at)?;
+                    dynamics.cross.push(spec);
                     flows.push(flow);
                     continue;
                 }

@@ -246,8 +246,17 @@ class RunPlan:
         return keys
 
     def cross_keys(self) -> list[str]:
-        """The flows of kind "cross" (for backends that cannot run them yet)."""
+        """The flows of kind "cross" (for backends that cannot run them)."""
         return [f'flows.{f.group}.kind = "cross"' for f in self.flows if f.kind == "cross"]
+
+    def moves(self) -> bool:
+        """Whether the path is more than a constant link: its dynamics move,
+        or cross traffic shares its bottleneck."""
+        return not self.dynamics.is_static() or bool(self.cross_keys())
+
+    def moving_keys(self) -> list[str]:
+        """The spec keys that make the path move (dynamics and cross traffic)."""
+        return self.dynamics.keys() + self.cross_keys()
 
     def packet_loss_probability(self, mss_bytes: int) -> float:
         """Loss per data packet from random loss and per-bit corruption

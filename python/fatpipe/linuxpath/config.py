@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..backends.base import PathDynamics
+from ..backends.base import FlowPlan, PathDynamics
 from ..wire import linux_segment_payload
 from .ecn import LINUX_TCP_ECN, sender_tcp_ecn
 from .flows import group_port
@@ -71,6 +71,22 @@ class PathConfig:
     dynamics: PathDynamics = field(default_factory=PathDynamics)
     loss: float = 0.0  # the path's random loss and per-bit corruption, which the dynamics step from
     corruption: float = 0.0
+    # Flows of kind "cross" (RunPlan.flows): linkem offers their packets to
+    # its bottleneck, and samples what left it every sample_interval_s up
+    # to duration_s, as the simulator does.
+    cross_flows: tuple[FlowPlan, ...] = ()
+    sample_interval_s: float = 0.0
+    duration_s: float = 0.0
+
+    @property
+    def moves(self) -> bool:
+        """Whether the path moves (dynamics) or carries cross traffic."""
+        return not self.dynamics.is_static() or bool(self.cross_flows)
+
+    @property
+    def moving_keys(self) -> list[str]:
+        """The spec keys that make the path move (for refusals)."""
+        return self.dynamics.keys() + [f'flows.{f.group}.kind = "cross"' for f in self.cross_flows]
 
 
 class ClampedFlow(Protocol):
@@ -118,10 +134,14 @@ def path_config(plan: RunPlan) -> PathConfig:
         seed=plan.seed,
         aqm=dict(plan.aqm),
         receiver_gro=plan.receiver.gro,
-        mss_by_port={group_port(f.group): linux_segment_payload(f.mss_bytes, plan.mtu_bytes) for f in plan.flows},
+        mss_by_port={group_port(f.group): linux_segment_payload(f.mss_bytes, plan.mtu_bytes) for f in plan.flows
+                     if f.kind != "cross"},
         dynamics=plan.dynamics,
         loss=plan.loss,
         corruption=plan.corruption,
+        cross_flows=tuple(f for f in plan.flows if f.kind == "cross"),
+        sample_interval_s=plan.sample_interval_s,
+        duration_s=plan.duration_s,
     )
 
 
@@ -149,9 +169,9 @@ def dynamics_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | N
     """Why this path cannot move as its dynamics ask with this delay line
     and bottleneck, or None (pure): fatpipe-linkem applies them (the
     simulator's code, so one seed pairs), as delay line and bottleneck."""
-    if cfg.dynamics.is_static():
+    if not cfg.moves:
         return None
-    keys = ", ".join(cfg.dynamics.keys())
+    keys = ", ".join(cfg.moving_keys)
     if emulator == "netem" or bottleneck == "tbf":
         return (f"{keys} need fatpipe-linkem as delay line and bottleneck (emulator={emulator!r}, "
                 f"bottleneck={bottleneck!r}): linkem applies them with the simulator's own code, so a seed "

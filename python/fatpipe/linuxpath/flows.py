@@ -197,8 +197,9 @@ def traffic_result(t0_wall_s: float, errors: list[str], samples: list[tuple[Flow
 
 
 def flow_specs(plan: RunPlan, paced_senders: frozenset[str] = frozenset()) -> list[FlowSpec]:
-    """The plan's flow groups; the flows of `paced_senders` are paced
-    internally (qdisc.sender_qdisc decided which)."""
+    """The plan's TCP flow groups (cross traffic has no process: the delay
+    line offers its packets to its bottleneck); the flows of
+    `paced_senders` are paced internally (qdisc.sender_qdisc decided which)."""
     return [FlowSpec(group=f.group, kind=f.kind, cc=f.cc, streams=f.streams, mss_bytes=f.mss_bytes,
                      sender=f.sender, start_s=f.start_s,
                      stream_rate_cap_bps=plan.senders[f.sender].stream_rate_cap_bps if f.sender in plan.senders
@@ -206,7 +207,7 @@ def flow_specs(plan: RunPlan, paced_senders: frozenset[str] = frozenset()) -> li
                      internal_pacing=f.sender in paced_senders,
                      request_bytes=f.request_bytes, response_bytes=f.response_bytes,
                      concurrency=f.concurrency, rate_per_s=f.rate_per_s)
-            for f in plan.flows]
+            for f in plan.flows if f.kind != "cross"]
 
 
 def _columns(rows: list[dict], columns, time_key: str) -> dict[str, list]:

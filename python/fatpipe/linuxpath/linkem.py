@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from ..schema import SERIES_COLUMNS
 from .config import QUEUE_ACK, QUEUE_SENDER_BASE, PathConfig, reverse_delays
 from .flows import group_port
 from .workspace_binary import build_binary, find_binary
@@ -60,7 +61,7 @@ def linkem_group_loss(cfg: PathConfig) -> dict[int, tuple[int, float]]:
     seeded stage of that group; empty on a lossless path that does not
     move (a moving path's loss may start at a step, and linkem finds each
     segment's group by this port map)."""
-    if not any(g.loss > 0 for g in cfg.group_loss) and cfg.dynamics.is_static():
+    if not any(g.loss > 0 for g in cfg.group_loss) and not cfg.moves:
         return {}
     return {group_port(g.group): (g.group, g.loss) for g in cfg.group_loss}
 
@@ -93,10 +94,34 @@ LINKEM_RT_PRIORITY = RT_PRIORITY + 1
 def dynamics_file(cfg: PathConfig) -> str:
     """What linkem's --dynamics file holds (pure): the plan's dynamics and
     the base path they step from, each flow group's MSS by group index, as
-    the simulator builds its Dynamics (scenario.rs)."""
+    the simulator builds its Dynamics (scenario.rs); and the flows of kind
+    "cross" as the plan writes them (their group is their index in the
+    plan's flows), the MTU they are checked against and the sample grid of
+    their series rows (crates/linkem/src/moving.rs reads them with the
+    simulator's reader)."""
     mss = [g.mss_bytes for g in sorted(cfg.group_loss, key=lambda g: g.group)]
-    return json.dumps({"dynamics": asdict(cfg.dynamics), "rtt_s": cfg.rtt_s, "loss": cfg.loss,
-                       "corruption": cfg.corruption, "group_mss_bytes": mss})
+    out = {"dynamics": asdict(cfg.dynamics), "rtt_s": cfg.rtt_s, "loss": cfg.loss,
+           "corruption": cfg.corruption, "group_mss_bytes": mss}
+    if cfg.cross_flows:
+        out.update({"cross_flows": [asdict(f) for f in cfg.cross_flows], "mtu_bytes": cfg.mtu_bytes,
+                    "sample_interval_s": cfg.sample_interval_s, "duration_s": cfg.duration_s})
+    return json.dumps(out)
+
+
+def cross_rows(stats: dict) -> list[dict]:
+    """The series rows of the cross groups from linkem's final statistics
+    (pure): one per source and sample instant, as the simulator writes them
+    (engine/moving.rs cross_rows): the IP bytes of its packets that left
+    the bottleneck in delivered_bytes, every TCP column 0 or empty."""
+    rows = []
+    for q in stats.get("queues", []):
+        for t_s, group, stream, delivered in q.get("cross", {}).get("series", []):
+            row = {k: ("" if kind == "str" else 0) for k, kind in SERIES_COLUMNS.items()}
+            row.update(flow_group=group, stream=stream, t_s=float(t_s), delivered_bytes=delivered,
+                       srtt_s=0.0, min_rtt_s=0.0, pacing_rate_bps=0.0, delivery_rate_bps=0.0,
+                       rwnd_limited_s=0.0, sndbuf_limited_s=0.0, busy_s=0.0)
+            rows.append(row)
+    return rows
 
 
 def origin_text(t0_wall_s: float) -> str:
@@ -156,8 +181,16 @@ def summarize(stats: dict) -> dict:
         "late_max_s": max((q["late_max_s"] for q in qs), default=0.0),
         "max_packet_bytes": max((q["max_packet_bytes"] for q in qs), default=0),
         "gso_packets": sum(q["gso_packets"] for q in qs),
-        "queue_drops": sum(q.get("queue_drops", 0) for q in qs),
-        "bottleneck_bytes": sum(q.get("bottleneck_bytes", 0) for q in qs),
+        # The bottleneck's drops and bytes count cross traffic with the flows'
+        # packets, as the simulator's do (its bytes: the frames that left by
+        # the last sample).
+        "queue_drops": sum(q.get("queue_drops", 0) + sum(g["drops"] for g in q.get("cross", {}).get("groups", []))
+                           for q in qs),
+        "bottleneck_bytes": sum(q.get("bottleneck_bytes", 0)
+                                + sum(g["frame_bytes"] for g in q.get("cross", {}).get("groups", [])) for q in qs),
+        # Per cross group: IP bytes that left the bottleneck, packets dropped.
+        "cross": {str(g["group"]): {"delivered_bytes": g["delivered_bytes"], "drops": g["drops"]}
+                  for q in qs for g in q.get("cross", {}).get("groups", [])},
         "ce_marks": sum(q.get("ce_marks", 0) for q in qs),
         "ce_unmarkable": sum(q.get("ce_unmarkable", 0) for q in qs),
         "overflows": sum(q.get("enobufs", 0) + q.get("kernel_queue_dropped", 0) + q.get("kernel_user_dropped", 0)

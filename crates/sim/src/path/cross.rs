@@ -101,6 +101,8 @@ pub struct CrossTraffic {
     sources: Vec<Source>,
     /// Cross packets the bottleneck tail-dropped.
     pub drops: u64,
+    /// The same, per group: (group, drops), in the order of `specs`.
+    pub group_drops: Vec<(u32, u64)>,
 }
 
 impl CrossTraffic {
@@ -123,7 +125,7 @@ impl CrossTraffic {
                 sources.push(Source { group: spec.group, stream, rng, next, on_until, in_queue: VecDeque::new(), delivered: 0 });
             }
         }
-        CrossTraffic { specs: specs.to_vec(), sources, drops: 0 }
+        CrossTraffic { specs: specs.to_vec(), sources, drops: 0, group_drops: specs.iter().map(|s| (s.group, 0)).collect() }
     }
 
     fn spec(&self, group: u32) -> &CrossSpec {
@@ -146,7 +148,12 @@ impl CrossTraffic {
             s.count_departed(at);
             match admitted {
                 Some(a) => s.in_queue.push_back((a.departure, spec.packet_bytes)),
-                None => self.drops += 1,
+                None => {
+                    self.drops += 1;
+                    if let Some(g) = self.group_drops.iter_mut().find(|g| g.0 == spec.group) {
+                        g.1 += 1;
+                    }
+                }
             }
             let mut next = at + spec.rate.transmit_time(Bytes(spec.frame_bytes as u64));
             if let CrossPattern::OnOff { on_mean, off_mean, shape } = spec.pattern {
@@ -257,5 +264,6 @@ mod tests {
         assert!(cross.drops > sent * 4 / 10 && cross.drops < sent * 6 / 10, "{} of {sent} dropped", cross.drops);
         assert!((delivered as i64 - (sent / 2) as i64).abs() < 20, "{delivered} delivered");
         assert_eq!(cross.drops, b.drops);
+        assert_eq!(cross.group_drops, vec![(1, cross.drops)]);
     }
 }

@@ -41,10 +41,6 @@ class NoTestbedReport:
 def plan_problems(plan: RunPlan, report: Any) -> list[str]:
     """What the testbed's hosts (a doctor report) cannot do of `plan` (pure)."""
     problems = []
-    if plan.cross_keys() or plan.dynamics.trace is not None:
-        keys = plan.cross_keys() + (["path.trace"] if plan.dynamics.trace is not None else [])
-        problems.append(f"run {plan.run_id}: {', '.join(keys)}: not yet supported on the hosts "
-                        "backend (the sim backend runs it)")
     qdisc_aqm = bool(bottleneck_qdiscs(plan.aqm))  # fq_codel: a qdisc the emulator applies
     ecn_keys = [k for k in plan.asks_for_ecn() if not (qdisc_aqm and k.startswith("path.aqm"))]
     if ecn_keys:
@@ -60,17 +56,17 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
                         "emulator and applies the path (leave the emulator out of the testbed to run on the path "
                         "as it is)")
     refused = one_loss_refusal(group_losses(plan), f"netem on host {emulator[0]} (emulator)") \
-        if emulator and plan.dynamics.is_static() else None
+        if emulator and not plan.moves() else None
     if refused:
         # Where the emulator has netem (hostrun._has_netem) it applies one
         # loss to every flow group; linkem, used otherwise, applies each's.
         probe = report.host(emulator[0]).probe
         if probe is not None and probe.qdiscs.get("netem", (False, ""))[0] and probe.tc is not None:
             problems.append(f"run {plan.run_id}: {refused}")
-    if emulator is None and not plan.dynamics.is_static():
-        problems.append(f"run {plan.run_id}: {', '.join(plan.dynamics.keys())}: a path that moves needs an emulator "
+    if emulator is None and plan.moves():
+        problems.append(f"run {plan.run_id}: {', '.join(plan.moving_keys())}: a path that moves needs an emulator "
                         "host in the testbed (its delay line applies them)")
-    elif not plan.dynamics.is_static():
+    elif plan.moves():
         # A path that moves takes fatpipe's delay line on the emulator
         # (hostrun: netem is not used then); a qdisc discipline is refused.
         try:
@@ -89,12 +85,14 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
         if refused:
             problems.append(f"run {plan.run_id}: host {emulator[0]} (emulator): {refused}")
     for f in plan.flows:
+        if f.kind == "cross":
+            continue  # no process: the emulator's linkem offers its packets to its bottleneck
         if f.cwnd_clamp is not None:
             problems.append(f"run {plan.run_id}: flows.{f.group}.cwnd_clamp: the hosts backend does not clamp "
                             "cwnd yet (the sim and kernel backends do)")
         if f.kind not in ("bulk", "rpc"):
             problems.append(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not supported by the "
-                            "hosts backend (bulk, rpc)")
+                            "hosts backend (bulk, rpc, cross)")
         # The sender's sockets carry the CCA, and so do the receiver's: a bulk
         # receiver's listener and an RPC client (engine.run_receiver, rpc_engine.py).
         for role in (f.sender, RECEIVER_ROLE):

@@ -33,6 +33,7 @@ from typing import Any
 
 from ...linuxpath.config import path_config
 from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
+from ...linuxpath.linkem import cross_rows
 from ...linuxpath.procstat import cpu_measurement
 from ...linuxpath.qdisc import sender_qdisc
 from ...linuxpath.readback import check_ccas
@@ -53,7 +54,7 @@ def run_hosts(plan: RunPlan) -> dict[str, str]:
     """role -> host name of every host `plan` uses (pure)."""
     tb = plan.testbed
     assert tb is not None
-    roles = [RECEIVER_ROLE] + sorted({f.sender for f in plan.flows})
+    roles = [RECEIVER_ROLE] + sorted({f.sender for f in plan.flows if f.kind != "cross"})
     if tb.host_for_role(EMULATOR_ROLE) is not None:
         roles.append(EMULATOR_ROLE)
     out = {}
@@ -170,7 +171,7 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
             emu_name = hosts[EMULATOR_ROLE]
             # A path that moves takes fatpipe's delay line (its dynamics are
             # the simulator's code; netem draws its own and has no schedule).
-            netem = plan.dynamics.is_static() and await _has_netem(conns[emu_name], tb.hosts[emu_name].interface)
+            netem = not plan.moves() and await _has_netem(conns[emu_name], tb.hosts[emu_name].interface)
             path = RemotePath(path_config(plan), remote(EMULATOR_ROLE), conns[emu_name], tb.hosts[emu_name].interface,
                               netem, receiver.address, {r: h.address for r, h in senders.items()},
                               [f.group for f in plan.flows])
@@ -252,8 +253,9 @@ def _outcome(plan: RunPlan, hosts: dict[str, str], traffic, stats: PathStats, cl
              "streams_read_back": [s.facts() for s in traffic.streams],
              "ccas_seen": {str(g): n for g, n in traffic.ccas_seen.items()},
              "offloads": offloads, "cpu": cpu_facts}
-    return RunOutcome(series=rows_to_series(traffic.rows), rpcs=rows_to_rpcs(traffic.rpcs), path=report,
-                      cpu=cpu, facts=facts)
+    # Cross groups' rows: what the emulator's linkem sent of them, sampled.
+    series = rows_to_series(traffic.rows + cross_rows(stats.details.get("linkem", {})))
+    return RunOutcome(series=series, rpcs=rows_to_rpcs(traffic.rpcs), path=report, cpu=cpu, facts=facts)
 
 
 def run(plan: RunPlan, workdir: Path) -> RunOutcome:

@@ -243,8 +243,8 @@ class RemotePath:
         reverse, own = reverse_queues(c, self.sender_addrs)
         queues = [data, *reverse]
         dynamics = origin = None
-        if not c.dynamics.is_static():
-            # A path that moves: linkem applies the simulator's dynamics
+        if c.moves:
+            # A path that moves (or carries cross traffic): linkem applies the simulator's dynamics
             # (docs/path-dynamics.md), from the run's origin (set_origin).
             queues = moving_queues(queues)
             await self.emulator.agent.put("linkem-dynamics.json", dynamics_file(c).encode())
@@ -265,7 +265,7 @@ class RemotePath:
     async def set_origin(self, t0_wall_s: float) -> None:
         """A moving path's schedule counts from the run's start `t0_wall_s`
         (the controller's clock): linkem gets it on the emulator's clock."""
-        if self.linkem_pgid is not None and not self.cfg.dynamics.is_static():
+        if self.linkem_pgid is not None and self.cfg.moves:
             await self.emulator.agent.put("linkem-origin", origin_text(self.emulator.host_time(t0_wall_s)).encode())
             await self.emulator.agent.signal(self.linkem_pgid, "USR2")
 

@@ -75,10 +75,6 @@ class KernelBackend(Backend):
 
     def check(self, plans: list[RunPlan]) -> None:
         for plan in plans:
-            if plan.cross_keys() or plan.dynamics.trace is not None:
-                keys = plan.cross_keys() + (["path.trace"] if plan.dynamics.trace is not None else [])
-                raise BackendUnavailable(f"run {plan.run_id}: {', '.join(keys)}: not yet supported "
-                                         "on the kernel backend (the sim backend runs it)")
             try:
                 cfg = path_config(plan)  # flows of one sender agree on cwnd_clamp and ecn
             except ValueError as e:
@@ -92,12 +88,14 @@ class KernelBackend(Backend):
             raise BackendUnavailable("the kernel backend needs root (network namespaces); try `sudo fatpipe …` "
                                      "or the sim backend")
         ccas = set(available_ccas())
-        ports = self._ports_for({f.cc for plan in plans for f in plan.flows} - ccas)
+        ports = self._ports_for({f.cc for plan in plans for f in plan.flows if f.kind != "cross"} - ccas)
         for plan in plans:
             for f in plan.flows:
+                if f.kind == "cross":
+                    continue  # no process: linkem offers its packets to its bottleneck
                 if f.kind not in ("bulk", "rpc"):
                     raise BackendUnavailable(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not "
-                                             "supported by the kernel backend (bulk, rpc)")
+                                             "supported by the kernel backend (bulk, rpc, cross)")
                 if f.cc not in ccas and f.cc not in ports:
                     raise BackendUnavailable(f"run {plan.run_id}: CCA {f.cc!r} is neither in the running kernel "
                                              f"(have: {' '.join(sorted(ccas))}) nor one of fatpipe's BPF ports "
@@ -126,10 +124,10 @@ class KernelBackend(Backend):
         needs_linkem = not any(c.name == "netem" and c.ok for c in report) or any(marks(p.aqm) for p in plans) \
             or any(one_loss_refusal(group_losses(p), "netem") for p in plans) \
             or any(h.qdisc for p in plans for h in p.senders.values()) \
-            or any(not p.dynamics.is_static() for p in plans)
+            or any(p.moves() for p in plans)
         linkem = next(c for c in report if c.name == LINKEM)
         why = ("no netem, path.aqm marks CE, flow groups meet different loss, a sender asks for a root qdisc, or "
-               "the path moves")
+               "the path moves or carries cross traffic")
         if needs_linkem and not linkem.ok:
             raise BackendUnavailable(f"{LINKEM} is needed ({why}): {linkem.detail}")
         if needs_linkem and delay_line.find_linkem() is None:
@@ -167,7 +165,7 @@ class KernelBackend(Backend):
         cfg = path_config(plan)
         # CCAs the kernel lacks are registered from fatpipe's BPF ports for
         # this run only (bpfcca.py); the kernel's own always win.
-        used = sorted({f.cc for f in plan.flows})
+        used = sorted({f.cc for f in plan.flows if f.kind != "cross"})
         kernel_ccas = available_ccas()
         binary, ports = bpfcca.loader() if set(used) - set(kernel_ccas) else (None, {})
         cca_facts = bpfcca.describe(used, ports)
@@ -227,5 +225,6 @@ class KernelBackend(Backend):
                  "ecn": traffic.ecn,
                  "linkem": stats.details.get("linkem_summary"),
                  "ack_napi": stats.details.get("ack_napi")}
-        return RunOutcome(series=rows_to_series(traffic.rows), rpcs=rows_to_rpcs(traffic.rpcs), path=report,
-                          cpu=cpu, facts=facts)
+        # Cross groups' rows: what linkem's bottleneck sent of them, sampled.
+        series = rows_to_series(traffic.rows + delay_line.cross_rows(stats.details.get("linkem", {})))
+        return RunOutcome(series=series, rpcs=rows_to_rpcs(traffic.rpcs), path=report, cpu=cpu, facts=facts)

@@ -274,7 +274,7 @@ class EmulatedPath:
             # between flow groups (linkem applies each group's), and a
             # sender with its own root qdisc.
             emulator = "linkem-nfqueue" if marks(c.aqm) or c.receiver_gro or one_loss_refusal(c.group_loss, "netem") \
-                or sender_roots or not c.dynamics.is_static() \
+                or sender_roots or c.moves \
                 or not qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, "netem") else "netem"
         if emulator == "netem" and sender_roots:
             raise ValueError(f"hosts.{sender_roots[0]}.qdisc = {self.sender_qdiscs[sender_roots[0]].asked!r} is the "
@@ -347,7 +347,7 @@ class EmulatedPath:
                            default_mss=max(c.mss_by_port.values(), default=c.mtu_bytes - TCP_IP_TS_HEADER_BYTES))
         reverse, own = reverse_queues(c, c.senders)
         queues = [data, *reverse]
-        moving = not c.dynamics.is_static()
+        moving = c.moves
         if moving:
             queues = moving_queues(queues)
         sender_queues = {self.sender_addrs[name]: num for name, num in own.items()}
