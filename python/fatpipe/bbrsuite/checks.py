@@ -74,6 +74,9 @@ class RunTables:
     rate_after_steps_bps: tuple[float, ...]  # the payload rate after each step
     policer_payload_bps: float | None
     duration_s: float
+    # The events come from the backend's log (False: read off the samples,
+    # which show state changes only: no full_bw_reached or cycle events).
+    logged_events: bool = True
 
 
 def expand_pass_through(events: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -139,6 +142,8 @@ def _event_at(t: RunTables, when: str) -> tuple[int | None, str]:
             [i for i in _event_rows(t, "cc_state", to_states=states) if t.events["from_state"][i] not in states]
         return (rows[0], "") if rows else (None, f"the run never {'left' if side == 'exit' else 'entered'} {state}")
     if what == "full_bw_reached":
+        if not t.logged_events:
+            return None, "the event log has no 'full_bw_reached' event (this backend logs none)"
         rows = _event_rows(t, "full_bw_reached")
         return (rows[0], "") if rows else (None, "full_bw_reached never became true")
     return None, f"the event log has no '{what}' event"
@@ -253,9 +258,11 @@ def evaluate(c: Criterion, t: RunTables) -> Verdict:
     if c.quantity in ("time_in_state_s", "rounds_in_state") and c.when.startswith("on:exit:"):
         state = c.when.removeprefix("on:exit:")
         enter, why = _event_at(t, f"on:enter:{state}")
-        leave, why2 = _event_at(t, f"on:exit:{state}")
+        leaves = [] if enter is None else [i for i in _event_rows(t, "cc_state", from_states=_states(state))
+                                           if float(t.events["t_s"][i]) >= float(t.events["t_s"][enter])]
+        leave = leaves[0] if leaves else None
         if enter is None or leave is None:
-            return Verdict("fail", why=why or why2)
+            return Verdict("fail", why=why or f"the run never left {state} after entering it")
         if c.quantity == "time_in_state_s":
             x = float(t.events["t_s"][leave]) - float(t.events["t_s"][enter])
         else:

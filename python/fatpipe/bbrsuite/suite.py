@@ -46,8 +46,12 @@ def _tables(loaded, run_id: str, plan) -> RunTables:
 
     steps = plan.dynamics.schedule
     policer = plan.dynamics.policer
-    events = expand_pass_through(_columns(loaded.events, run_id))
-    return RunTables(series=_columns(loaded.series, run_id), events=events,
+    series = _columns(loaded.series, run_id)
+    events = _columns(loaded.events, run_id)
+    if not len(events.get("t_s", [])):
+        events = events_from_samples(series)
+    events = expand_pass_through(events)
+    return RunTables(series=series, events=events,
                      payload_rate_bps=payload(plan.rate_bps), schedule_s=tuple(s.at_s for s in steps),
                      rate_after_steps_bps=tuple(payload(s.rate_bps) for s in steps if s.rate_bps),
                      policer_payload_bps=payload(policer.rate_bps) if policer else None,
@@ -57,6 +61,28 @@ def _tables(loaded, run_id: str, plan) -> RunTables:
 # The CCA the draft specifies; the others (bbr v1) run for contrast: their
 # criteria show what they do, not a pass or a fail (docs/bbr-test-cases.md).
 SPECIFIED_CC = "bbr3"
+
+
+def events_from_samples(series: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """State changes read off the samples, for a backend that logs no
+    events (the kernel's TCP_CC_INFO gives bbr's state, by its gains, per
+    sample): each change at the first sample that shows it, with that
+    sample's variables; an event's instant is then good to a sampling
+    interval, and states shorter than one are missed."""
+    states = series.get("cc_state", np.asarray([]))
+    rows, last = [], None
+    for i, state in enumerate(states):
+        if state is None:
+            continue
+        if last is not None and state != last:
+            rows.append((i, last))
+        last = state
+    out = {k: np.asarray([v[i] for i, _ in rows], dtype=object) for k, v in series.items() if k.startswith("cc_")}
+    out["t_s"] = np.asarray([series["t_s"][i] for i, _ in rows], dtype=float)
+    out["kind"] = np.asarray(["cc_state"] * len(rows), dtype=object)
+    out["from_state"] = np.asarray([f for _, f in rows], dtype=object)
+    out["to_state"] = np.asarray([states[i] for i, _ in rows], dtype=object)
+    return out
 
 
 def _overall(verdicts: list[Verdict], cc: str) -> str:
