@@ -87,9 +87,11 @@ def test_what_the_tables_lack_is_not_evaluated_and_a_missing_state_is_not_applic
 
 
 def test_events_are_read_off_the_samples_where_a_backend_logs_none():
-    ev = events_from_samples({"t_s": np.asarray([0.0, 0.1, 0.2, 0.3]),
-                              "cc_state": np.asarray(["startup", "startup", "drain", "probe_bw"], dtype=object),
-                              "cc_pacing_gain": np.asarray([2.89, 2.89, 0.35, 1.0])})
+    # The kernel's first sample, before BBR set its gains, reads as probe_rtt.
+    ev = events_from_samples({"t_s": np.asarray([0.0, 0.05, 0.1, 0.2, 0.3]),
+                              "cc_state": np.asarray(["probe_rtt", "startup", "startup", "drain", "probe_bw"],
+                                                     dtype=object),
+                              "cc_pacing_gain": np.asarray([1.0, 2.89, 2.89, 0.35, 1.0])})
     assert list(ev["from_state"]) == ["startup", "drain"] and list(ev["to_state"]) == ["drain", "probe_bw"]
     assert list(ev["t_s"]) == [0.2, 0.3] and list(ev["cc_pacing_gain"]) == [0.35, 1.0]
 

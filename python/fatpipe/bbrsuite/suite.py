@@ -48,14 +48,15 @@ def _tables(loaded, run_id: str, plan) -> RunTables:
     policer = plan.dynamics.policer
     series = _columns(loaded.series, run_id)
     events = _columns(loaded.events, run_id)
-    if not len(events.get("t_s", [])):
+    logged = bool(len(events.get("t_s", [])))
+    if not logged:
         events = events_from_samples(series)
     events = expand_pass_through(events)
     return RunTables(series=series, events=events,
                      payload_rate_bps=payload(plan.rate_bps), schedule_s=tuple(s.at_s for s in steps),
                      rate_after_steps_bps=tuple(payload(s.rate_bps) for s in steps if s.rate_bps),
                      policer_payload_bps=payload(policer.rate_bps) if policer else None,
-                     duration_s=plan.duration_s)
+                     duration_s=plan.duration_s, logged_events=logged)
 
 
 # The CCA the draft specifies; the others (bbr v1) run for contrast: their
@@ -72,7 +73,9 @@ def events_from_samples(series: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     states = series.get("cc_state", np.asarray([]))
     rows, last = [], None
     for i, state in enumerate(states):
-        if state is None:
+        # BBR starts in STARTUP (bbr_init); a state read before it (the
+        # kernel's first TCP_CC_INFO, before any gain is set) is not one.
+        if state is None or (last is None and state != "startup"):
             continue
         if last is not None and state != last:
             rows.append((i, last))
