@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import __version__, estimate
 from . import spec as spec_mod
-from .backends import backend_names, get_backend
+from .backends import DEFAULT_BACKEND, backend_names, get_backend
 from .backends.base import BackendUnavailable
 from .cluster import ClusterError, ClusterSpecError
 from .estimate import StudyTooBig
@@ -271,8 +271,8 @@ def _add_bbr_cases(sub) -> None:
                                     "path model can express, with bbr3 and bbr, and evaluate its pass criteria "
                                     "from the run's tables (docs/bbr-test-cases.md).")
     bc.add_argument("--out", default="results/bbr-cases", help="directory of the cases' studies and the table")
-    bc.add_argument("--backend", default="sim", choices=backend_names(),
-                    help="backend to run on (default sim; kernel runs bbr v1, the CCAs the kernel has)")
+    bc.add_argument("--backend", default=DEFAULT_BACKEND, choices=backend_names(),
+                    help=f"backend to run on (default {DEFAULT_BACKEND}; the kernel runs bbr v1, not bbr3)")
     bc.add_argument("--cc", help="CCAs, comma-separated (default: bbr3,bbr)")
     bc.add_argument("--case", help="cases by id or slug, comma-separated (default: all)")
     bc.set_defaults(func=cmd_bbr_cases)

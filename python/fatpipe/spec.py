@@ -37,6 +37,7 @@ from . import references as references_mod
 from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
 from .backends import DEFAULT_BACKEND, backend_names
+from .buffer import Buffer, parse_buffer
 from .references import References
 from .spec_errors import SpecError
 from .spec_errors import key_path as _loc
@@ -47,8 +48,6 @@ from .spec_units import unit_field
 from .sweep import Sweep
 from .testbed import Testbed, study_problems, validate_testbed
 from .units import (
-    NUMBER_PATTERN,
-    UnitError,
     format_time,
     parse_per_second,
     parse_rate_bps,
@@ -56,7 +55,6 @@ from .units import (
     parse_time_s,
     toml_type,
 )
-from .window import bdp_bytes
 from .wire import TCP_IP_HEADER_BYTES, TIMESTAMP_OPTION_BYTES
 
 SPEC_VERSION = 1
@@ -233,46 +231,6 @@ class StudySection(_Strict):
         return self
 
 
-class Buffer(_Strict):
-    """Bottleneck buffer as written: bytes, packets or a multiple of the BDP."""
-
-    amount: Annotated[float, Field(gt=0, allow_inf_nan=False)]
-    unit: Literal["bytes", "packets", "bdp"]
-
-    def nominal_bytes(self, rate_bps: float, rtt_s: float, mtu_bytes: int) -> float:
-        """The size as written, in bytes (not rounded, not clamped)."""
-        per_unit = {"bdp": bdp_bytes(rate_bps, rtt_s), "packets": mtu_bytes, "bytes": 1}[self.unit]
-        return self.amount * per_unit
-
-    def to_bytes(self, rate_bps: float, rtt_s: float, mtu_bytes: int) -> int:
-        if self.unit == "bdp":
-            return max(mtu_bytes, int(self.amount * bdp_bytes(rate_bps, rtt_s)))
-        if self.unit == "packets":
-            return int(self.amount * mtu_bytes)
-        return int(self.amount)
-
-
-def _parse_buffer(value: Any) -> Any:
-    if isinstance(value, Buffer) or isinstance(value, dict):
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return {"amount": value, "unit": "bytes"}
-    if isinstance(value, str):
-        m = re.fullmatch(r"\s*" + NUMBER_PATTERN + r"\s*(bdp|pkts?|packets?)\s*", value, re.I)
-        if m:
-            unit = "bdp" if m.group(2).lower() == "bdp" else "packets"
-            return {"amount": float(m.group(1)), "unit": unit}
-        try:
-            return {"amount": parse_size_bytes(value), "unit": "bytes"}
-        except UnitError:
-            pass
-    shown = repr(value) if isinstance(value, str) else toml_type(value)
-    raise ValueError(
-        f"cannot read {shown} as a buffer; write bytes ('1.5MB'), packets ('1000pkts') "
-        "or a multiple of the bandwidth-delay product ('1bdp', '0.5bdp')"
-    )
-
-
 class PathSection(_Strict):
     # None: not emulated, the path is what it is and the run measures it
     # (only on a backend that runs on a real path: Backend.measures_path).
@@ -280,7 +238,7 @@ class PathSection(_Strict):
     rtt: RttS | None = None
     loss: Probability = 0.0  # random loss per packet
     corruption: Annotated[float, Field(ge=0, le=1e-3)] = 0.0  # per bit
-    buffer: Annotated[Buffer, BeforeValidator(_parse_buffer)] = Buffer(amount=1, unit="bdp")
+    buffer: Annotated[Buffer, BeforeValidator(parse_buffer)] = Buffer(amount=1, unit="bdp")
     mtu: Annotated[int, Field(ge=576, le=65535)] = 1500
     aqm: Aqm = DROPTAIL  # the bottleneck's queue discipline (aqm.py)
     # How the path moves (pathspec.py, docs/path-dynamics.md): steps of

@@ -36,7 +36,8 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 from .. import ccas as cca_registry
 from .. import hostcpu, hostprofiles
 from .. import spec as spec_mod
-from ..spec import Buffer, DurationS, Probability, RateBps, RttS, SizeBytes, SpecError
+from ..buffer import Buffer, parse_buffer
+from ..spec import DurationS, Probability, RateBps, RttS, SizeBytes, SpecError
 from ..spec_errors import validation_problems
 
 DEFAULT_MAX_STREAMS = 16
@@ -116,7 +117,7 @@ class AdviseRequest(spec_mod._Strict):
     rtt: RttS
     loss: Probability = 0.0
     mtu: Annotated[list[int], BeforeValidator(_mtus)] = [1500]
-    buffer: Annotated[Buffer, BeforeValidator(spec_mod._parse_buffer)] = Buffer(amount=1, unit="bdp")
+    buffer: Annotated[Buffer, BeforeValidator(parse_buffer)] = Buffer(amount=1, unit="bdp")
     rmem: SizeBytes = spec_mod.LINUX_RMEM_MAX_BYTES
     wmem: SizeBytes = spec_mod.LINUX_WMEM_MAX_BYTES
     stream_cap: RateBps | None = None

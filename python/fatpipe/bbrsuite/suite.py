@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import spec as spec_mod
 from .. import wire
+from ..backends import DEFAULT_BACKEND
 from ..study import plan_runs
 from .catalogue import Case, Catalogue, load
 from .checks import RunTables, Verdict, evaluate, expand_pass_through
@@ -128,7 +129,7 @@ def run_case(catalogue: Catalogue, case: Case, cc: str, backend: str, out: Path,
     return result
 
 
-def run_suite(out: str | Path, backend: str = "sim", ccs: Sequence[str] | None = None,
+def run_suite(out: str | Path, backend: str = DEFAULT_BACKEND, ccs: Sequence[str] | None = None,
               cases: Sequence[str] | None = None, progress: Callable[[str], None] | None = print) -> list[CaseResult]:
     """Every case (or `cases`, by id or slug) with every CCA of the
     catalogue (or `ccs`); writes out/bbr-cases.json and out/bbr-cases.md."""
