@@ -48,3 +48,23 @@ def test_a_link_carrying_its_rate_is_not_rate_short():
 def test_a_link_left_idle_by_the_traffic_itself_is_not_rate_short(why, p):
     got = flags(p)
     assert "rate_short" not in got, f"{why}, yet flagged: {got}"
+
+
+def test_a_path_that_moves_is_not_held_to_its_starting_rate_rtt_or_loss():
+    from fatpipe.backends.base import Aggregation, GilbertElliott, PathDynamics, PathReport, PathStep
+    from fatpipe.summary import path_flags
+
+    stepped = dataclasses.replace(plan(rate_bps=100e6), dynamics=PathDynamics(
+        schedule=(PathStep(at_s=1.0, rate_bps=1e6),)))
+    assert "rate_short" not in flags(stepped), "the link ran at 1 Mbit/s from 1 s on"
+    # 30 ms of min RTT on a 20 ms path whose ACKs wait for 12 ms release slots.
+    slotted = dataclasses.replace(plan(rate_bps=10e6), dynamics=PathDynamics(
+        aggregation=Aggregation(direction="ack", interval_s=0.012)))
+    assert "rtt_inflated" not in path_flags(slotted, PathReport(emulator="sim", min_rtt_s=0.030))
+    assert "rtt_inflated" in path_flags(plan(rate_bps=10e6), PathReport(emulator="sim", min_rtt_s=0.030))
+    # Bursty loss of mean 1 % that measured 1.5 % over 10,000 packets.
+    bursty = dataclasses.replace(plan(rate_bps=10e6, loss=0.01), dynamics=PathDynamics(
+        gilbert_elliott=GilbertElliott(r=0.25, bad_loss=1.0)))
+    seen = PathReport(emulator="sim", min_rtt_s=0.02, packets=10_000, random_drops=150)
+    assert "loss_off" not in path_flags(bursty, seen)
+    assert "loss_off" in path_flags(plan(rate_bps=10e6, loss=0.01), seen)

@@ -143,11 +143,19 @@ def path_flags(plan: RunPlan, path: PathReport) -> list[str]:
     flags = []
     if plan.rtt_s is None:  # the real path, not emulated: nothing to compare with
         return ["clock_uncertain"] if _clock_uncertain(plan, path) else []
-    if path.min_rtt_s is not None and path.min_rtt_s > plan.rtt_s * (1 + PATH_TOLERANCE) + 1e-4:
+    dyn = plan.dynamics
+    # A path that moves: the least RTT a schedule sets, plus what release
+    # slots and jitter may add to every packet (docs/path-dynamics.md).
+    least_rtt_s = min([plan.rtt_s, *(s.rtt_s for s in dyn.schedule if s.rtt_s is not None)])
+    slack_s = (dyn.aggregation.interval_s if dyn.aggregation else 0.0) + (dyn.jitter.deviation_s if dyn.jitter else 0.0)
+    if path.min_rtt_s is not None and path.min_rtt_s > least_rtt_s * (1 + PATH_TOLERANCE) + 1e-4 + slack_s:
         flags.append("rtt_inflated")
     tcp = [f for f in plan.flows if f.kind != "cross"]  # cross traffic passes no loss stage
     expected = plan.packet_loss_probability(tcp[0].mss_bytes) if tcp else plan.loss
-    if path.packets and expected > 0 and path.loss_rate is not None:
+    # Loss that changes over the run or comes in bursts has no binomial
+    # expectation to hold it to: not checked.
+    moving_loss = dyn.gilbert_elliott is not None or any(s.loss is not None for s in dyn.schedule)
+    if path.packets and expected > 0 and path.loss_rate is not None and not moving_loss:
         # Deviation beyond 10 % that is also beyond 3 standard errors.
         sigma = math.sqrt(expected * (1 - expected) / path.packets)
         if abs(path.loss_rate - expected) > max(PATH_TOLERANCE * expected, 3 * sigma):
@@ -177,6 +185,8 @@ def rate_short(plan: RunPlan, rows: list[dict[str, Any]]) -> bool:
     left idle by the traffic itself (RPCs, a loss-bound CCA, a host limit)
     is not flagged."""
     if not rows or plan.rate_bps is None or any(f.kind != "bulk" for f in plan.flows):
+        return False
+    if not plan.dynamics.is_static():  # the link's rate over the run is not path.rate
         return False
     if any(r["goodput_bps"] is None or (r.get("rwnd_limited_frac") or 0) > HOST_LIMIT_FRACTION
            or (r.get("sndbuf_limited_frac") or 0) > HOST_LIMIT_FRACTION for r in rows):
