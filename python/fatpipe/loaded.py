@@ -84,6 +84,18 @@ class LoadedStudy:
         except SpecError:
             return None
 
+    def run_plan(self, run_id: str):
+        """The RunPlan of run `run_id` as the spec gives it (its backend is
+        the run id's prefix), or None without a valid spec or such a run."""
+        from .study import plan_runs
+        if self.spec is None or run_id not in set(self.runs["run_id"]):
+            return None
+        try:
+            plans = plan_runs(self.spec, self._spec_raw, backends=[run_id.split("-", 1)[0]])
+        except Exception:  # noqa: BLE001 - a spec this fatpipe no longer plans: no plan, tables still readable
+            return None
+        return next((p for p in plans if p.run_id == run_id), None)
+
     @cached_property
     def _spec_raw(self) -> dict[str, Any]:
         try:

@@ -163,9 +163,12 @@ def goodput_vs_factor(points: pd.DataFrame, x: str, unit: tuple[float, str], pan
     return fig
 
 
-def time_series(series: pd.DataFrame, groups: pd.DataFrame, title: str, unit: tuple[float, str]):
+def time_series(series: pd.DataFrame, groups: pd.DataFrame, title: str, unit: tuple[float, str],
+                path_steps: list[tuple[float, float, float]] | None = None):
     """Per-stream goodput, cwnd, sRTT & min RTT, retransmissions of one run.
-    `groups` maps flow_group → cc/streams (the run's rows of the runs table)."""
+    `groups` maps flow_group → cc/streams (the run's rows of the runs table).
+    `path_steps` ((from s, rate bit/s, RTT s), a path that moves): the link's
+    rate over the goodput and the propagation RTT over the RTTs, as steps."""
     if series.empty:
         return None
     div, uname = unit
@@ -198,6 +201,13 @@ def time_series(series: pd.DataFrame, groups: pd.DataFrame, title: str, unit: tu
     for ax in axes:
         if warm:
             ax.axvspan(0, warm, color="0.85", alpha=0.5, linewidth=0)
+    if path_steps:
+        end = float(series["t_s"].max())
+        ts = [t for t, _, _ in path_steps] + [end]
+        axes[0].step(ts, [r / div for _, r, _ in path_steps] + [path_steps[-1][1] / div], where="post", color="k",
+                     linestyle=":", linewidth=1.2, label="link rate (schedule)")
+        axes[2].step(ts, [rtt * 1e3 for _, _, rtt in path_steps] + [path_steps[-1][2] * 1e3], where="post",
+                     color="k", linestyle=":", linewidth=1.2)
     axes[0].set_ylabel(f"goodput ({uname})")
     axes[1].set_ylabel("cwnd (segments)")
     axes[2].set_ylabel("RTT (ms)\nsolid sRTT, dashed min")

@@ -179,7 +179,7 @@ def series_section(study: LoadedStudy, files: ReportFiles, collapses: pd.DataFra
                       for k in display_columns(study.runs, swept_columns(study.runs)))
     title = f"Run {rid}: {desc}" + (f" ({swept})" if swept else "")
     su = rate_unit(s["goodput_bps"].max()) if not s.empty else unit
-    fig = figs.time_series(s, rows, title, su)
+    fig = figs.time_series(s, rows, title, su, path_steps(study, rid))
     body = files.figure(fig, "timeseries", f"Per-stream samples of run {rid}, {why}. "
                         "Choose another with `fatpipe report DIR --run RUN_ID`.")
     if body:
@@ -187,6 +187,20 @@ def series_section(study: LoadedStudy, files: ReportFiles, collapses: pd.DataFra
         body = interactive.view_html(interactive.payload(s, rows, su, warm)) + body
     body += queue_figure_html(study, files, rid, rows)
     return Section("timeseries", "Time series of one run", body) if body else None
+
+
+def path_steps(study: LoadedStudy, rid: str) -> list[tuple[float, float, float]] | None:
+    """The link's rate and propagation RTT over run `rid` when its path has
+    a schedule that changes either ((from s, bit/s, s) steps), else None."""
+    plan = study.run_plan(rid)
+    if plan is None or plan.rate_bps is None or plan.rtt_s is None or \
+            not any(s.rate_bps is not None or s.rtt_s is not None for s in plan.dynamics.schedule):
+        return None
+    steps = [(0.0, plan.rate_bps, plan.rtt_s)]
+    for s in plan.dynamics.schedule:
+        _, rate, rtt = steps[-1]
+        steps.append((s.at_s, s.rate_bps if s.rate_bps is not None else rate, s.rtt_s if s.rtt_s is not None else rtt))
+    return steps
 
 
 def queue_figure_html(study: LoadedStudy, files: ReportFiles, rid: str, rows: pd.DataFrame) -> str:
