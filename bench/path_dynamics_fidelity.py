@@ -2,7 +2,7 @@
 the measurement behind docs/fidelity.md, "Paths that move". Needs root.
 
     sudo PYTHONPATH=python:tests/kernel python3 bench/path_dynamics_fidelity.py [--seeds 3] [--seconds 8] \\
-        [--rate-mbit 50] [--rtt-ms 20] [--markdown]
+        [--rate-mbit 50] [--rtt-ms 20] [--only SUBSTRING] [--markdown]
 
 Each feature of docs/path-dynamics.md at one setting, with CUBIC and BBR
 (v1), on the kernel backend (real Linux TCP through fatpipe-linkem, which
@@ -26,6 +26,8 @@ from plans import bulk_plan
 
 from fatpipe.backends.base import (
     Aggregation,
+    CrossFlow,
+    FlowPlan,
     GilbertElliott,
     Jitter,
     PathDynamics,
@@ -37,7 +39,12 @@ from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.sim import SimBackend
 from fatpipe.compare import paired_ratio_ci
 from fatpipe.goodput import total_goodput_bps
+from fatpipe.pathtrace import read_trace
 from fatpipe.schema import emulator_late
+
+# The bundled synthetic trace (scripts/synthetic_trace.py), 12 Mbit/s on average.
+TRACE = Path(__file__).resolve().parent.parent / "studies" / "traces" / "synthetic-wandering-12mbit.trace"
+CROSS_FRACTION = 0.4  # cross traffic's rate as a share of the link's
 
 WARMUP_S = 1.0
 
@@ -55,22 +62,47 @@ def features(rate_bps: float, seconds: float) -> dict[str, tuple[PathDynamics, f
         "jitter 2 ms uniform": (PathDynamics(jitter=Jitter(deviation_s=0.002)), 0.0),
         "jitter 2 ms, reordering": (PathDynamics(jitter=Jitter(deviation_s=0.002, reorder=True)), 0.0),
         "ACK aggregation 4 ms": (PathDynamics(aggregation=Aggregation(direction="ack", interval_s=0.004)), 0.0),
+        "cross traffic 0.4 x rate, constant": (PathDynamics(), 0.0),
+        "cross traffic 0.4 x rate, on/off 100 ms": (PathDynamics(), 0.0),
+        "trace: synthetic wandering 12 Mbit/s": (PathDynamics(trace=read_trace(str(TRACE))), 0.0),
     }
+
+
+def cross_flow(name: str, rate_bps: float) -> FlowPlan | None:
+    """The cross-traffic group of a feature that has one."""
+    if not name.startswith("cross traffic"):
+        return None
+    pattern = {"pattern": "on_off", "on_s": 0.1, "off_s": 0.1} if "on/off" in name else {}
+    # On/off sources send at twice the share while on, so the mean is the share.
+    rate = CROSS_FRACTION * rate_bps * (2 if pattern else 1)
+    return FlowPlan(group=1, kind="cross", cc="", streams=1, mss_bytes=0, sender="",
+                    cross=CrossFlow(rate_bps=rate, **pattern))
 
 
 def plan_for(name: str, dyn: PathDynamics, loss: float, cc: str, seed: int, backend: str, rate_bps: float,
              rtt_s: float, seconds: float) -> RunPlan:
     if name.startswith("RTT step"):
         dyn = PathDynamics(schedule=(dataclasses.replace(dyn.schedule[0], rtt_s=4 * rtt_s),))
+    if dyn.trace is not None:
+        rate_bps = 12e6  # the buffer's BDP at the trace's mean rate
     base = bulk_plan(f"{backend}-{cc}-{seed}", cc=cc, streams=1, rate_bps=rate_bps, rtt_s=rtt_s, loss=loss,
                      duration_s=seconds, warmup_s=WARMUP_S, seed=seed, backend=backend)
-    return dataclasses.replace(base, dynamics=dyn, sample_interval_s=0.1)
+    cross = cross_flow(name, rate_bps)
+    flows = base.flows + ((cross,) if cross else ())
+    return dataclasses.replace(base, dynamics=dyn, sample_interval_s=0.1, flows=flows)
+
+
+def tcp_goodput_bps(out) -> float:
+    """Goodput after the warm-up of flow group 0 (the TCP flow, not the cross traffic)."""
+    keep = [i for i, g in enumerate(out.series["flow_group"]) if g == 0]
+    return total_goodput_bps({k: [v[i] for i in keep] for k, v in out.series.items()}, WARMUP_S)
 
 
 def queue_delay_s(out, dyn: PathDynamics, rtt_s: float) -> float:
-    """Median over samples after the warm-up of srtt minus the base RTT in effect."""
-    t = np.asarray(out.series["t_s"], dtype=float)
-    srtt = np.asarray(out.series["srtt_s"], dtype=float)
+    """Median over samples after the warm-up of srtt minus the base RTT in effect (the TCP flow)."""
+    tcp = np.asarray(out.series["flow_group"]) == 0
+    t = np.asarray(out.series["t_s"], dtype=float)[tcp]
+    srtt = np.asarray(out.series["srtt_s"], dtype=float)[tcp]
     base = np.full_like(t, rtt_s)
     for step in dyn.schedule:
         if step.rtt_s is not None:
@@ -80,8 +112,9 @@ def queue_delay_s(out, dyn: PathDynamics, rtt_s: float) -> float:
 
 
 def retrans_share(out) -> float:
-    r = np.asarray(out.series["retrans_segments"], dtype=float)
-    s = np.asarray(out.series["segs_out"], dtype=float)
+    tcp = np.asarray(out.series["flow_group"]) == 0
+    r = np.asarray(out.series["retrans_segments"], dtype=float)[tcp]
+    s = np.asarray(out.series["segs_out"], dtype=float)[tcp]
     return float(r[-1] / s[-1]) if len(s) and s[-1] > 0 else 0.0
 
 
@@ -100,12 +133,15 @@ def main() -> None:
     ap.add_argument("--rate-mbit", type=float, default=50.0)
     ap.add_argument("--rtt-ms", type=float, default=20.0)
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--only", help="only the features whose name contains this")
     a = ap.parse_args()
     rate_bps, rtt_s = a.rate_mbit * 1e6, a.rtt_ms / 1e3
     kernel, sim = KernelBackend(), SimBackend()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (dyn, loss) in features(rate_bps, a.seconds).items():
+            if a.only and a.only not in name:
+                continue
             for cc in ("cubic", "bbr"):
                 got = {"kernel": [], "sim": []}
                 late = 0
@@ -114,7 +150,7 @@ def main() -> None:
                         plan = plan_for(name, dyn, loss, cc, seed, backend, rate_bps, rtt_s, a.seconds)
                         out = runner.run(plan, Path(tmp) / f"{len(rows)}-{backend}-{cc}-{seed}")
                         late += backend == "kernel" and emulator_late(out.path.late_p99_s, rtt_s)
-                        got[backend].append((total_goodput_bps(out.series, WARMUP_S),
+                        got[backend].append((tcp_goodput_bps(out),
                                              queue_delay_s(out, plan.dynamics, rtt_s), retrans_share(out)))
                 k, s = np.array(got["kernel"]), np.array(got["sim"])
                 rows.append((name, cc, k[:, 0].mean() / 1e6, s[:, 0].mean() / 1e6, ratio_text(k[:, 0], s[:, 0]),
