@@ -65,6 +65,7 @@ from .. import ccas as cca_registry
 from .. import hostcpu
 from ..analysis.models import cubic_bps
 from ..backends.sim import SIM_PACKETS_PER_S
+from ..toml_write import toml_value
 from ..window import rmem_for_window, whole_mib, window_needed_bytes, window_of_rmem, window_of_wmem, wmem_for_window
 from ..wire import ETH_HEADER_BYTES, goodput_ceiling_bps, mss_with_timestamps, packet_loss_probability
 from .request import AdviseRequest
@@ -390,15 +391,7 @@ def _buffer_text(req: AdviseRequest) -> str | int:
 def toml_text(raw: dict[str, Any]) -> str:
     """A stage's spec as TOML (tables, arrays of tables, the linked sweep)."""
     lines: list[str] = []
-
-    def value(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        if isinstance(v, str):
-            return json.dumps(v)
-        return "[" + ", ".join(value(x) for x in v) + "]"
+    value = toml_value
 
     def table(header: str, items: dict[str, Any]) -> None:
         lines.append(header)

@@ -7,29 +7,14 @@ inline tables, in the spec's own key names."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from ..toml_write import toml_value
 from .catalogue import Case, Catalogue
 
 # The run's seed: one for every case, so a case's bbr and bbr3 runs meet
 # the same path (and the same random draws, where a case has any).
 SEED = 1
-
-
-def _value(v: Any) -> str:
-    """A TOML value (strings, numbers, booleans, inline tables)."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + "}"
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {v!r} as TOML")
 
 
 def setup_of(catalogue: Catalogue, case: Case, cc: str) -> dict[str, Any]:
@@ -54,11 +39,11 @@ def study_toml(catalogue: Catalogue, case: Case, cc: str, backend: str) -> str:
         tables.setdefault(section, {})[name] = value
     study = {"name": f"bbr-{case.id.replace('.', '')}-{case.slug}-{cc}", "backends": [backend], "seed": SEED,
              **tables.pop("study", {})}
-    lines = ["version = 1", "", "[study]", *(f"{k} = {_value(v)}" for k, v in study.items())]
+    lines = ["version = 1", "", "[study]", *(f"{k} = {toml_value(v)}" for k, v in study.items())]
     flows = tables.pop("flows", {})
     for section in sorted(tables):
-        lines += ["", f"[{section}]", *(f"{k} = {_value(v)}" for k, v in tables[section].items())]
+        lines += ["", f"[{section}]", *(f"{k} = {toml_value(v)}" for k, v in tables[section].items())]
     for step in schedule:
-        lines += ["", "[[path.schedule]]", *(f"{k} = {_value(v)}" for k, v in step.items())]
-    lines += ["", "[[flows]]", *(f"{k} = {_value(v)}" for k, v in flows.items())]
+        lines += ["", "[[path.schedule]]", *(f"{k} = {toml_value(v)}" for k, v in step.items())]
+    lines += ["", "[[flows]]", *(f"{k} = {toml_value(v)}" for k, v in flows.items())]
     return "\n".join(lines) + "\n"
