@@ -192,7 +192,8 @@ def test_emulator_late_has_one_threshold_used_by_the_flag_and_the_kernel_fact():
 
 
 def test_packets_lost_outside_the_emulated_path_flag_the_run():
-    plan = SimpleNamespace(rtt_s=0.020, flows=(), loss=0.0, sample_interval_s=0.1)
+    from fatpipe.backends.base import PathDynamics
+    plan = SimpleNamespace(rtt_s=0.020, flows=(), loss=0.0, sample_interval_s=0.1, dynamics=PathDynamics())
     clean = summary.PathReport(emulator="linkem-nfqueue", late_p99_s=1e-4)
     assert "host_drops" not in summary.path_flags(plan, clean)
     dropped = summary.PathReport(emulator="linkem-nfqueue", late_p99_s=1e-4, host_drops=3)
