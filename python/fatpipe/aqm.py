@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .units import NUMBER_PATTERN, UnitError, parse_size_bytes, parse_time_s, toml_type
+from .units import NUMBER_PATTERN, UnitError, key_values, parse_size_bytes, parse_time_s, toml_type
 
 KINDS = ("droptail", "ce_threshold", "fq_codel")
 # fq_codel's keys and Linux's defaults (fq_codel_init); ce_threshold is off
@@ -109,19 +109,6 @@ def _fq_codel(value: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def _fq_codel_string(rest: str) -> dict[str, Any]:
-    """``"target=5ms,interval=100ms"`` → {"target": "5ms", ...}."""
-    out: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, val = part.partition("=")
-        if not eq:
-            raise ValueError(f"cannot read {part!r} in \"fq_codel:...\"; write key=value pairs such as "
-                             "\"fq_codel:target=5ms,interval=100ms\"")
-        val = val.strip()
-        out[key.strip()] = {"true": True, "false": False}.get(val.lower(), val)
-    return out
-
-
 class Aqm(BaseModel):
     """``path.aqm``: the discipline and, for a CE threshold, K."""
 
@@ -144,7 +131,7 @@ class Aqm(BaseModel):
                                  "\"ce_threshold:<K>\", \"fq_codel\", \"fq_codel:target=5ms,...\" "
                                  "or a table such as {kind = \"ce_threshold\", k = \"65pkts\"}")
             if kind.strip() == "fq_codel":
-                value = {"kind": "fq_codel"} | _fq_codel_string(k)
+                value = {"kind": "fq_codel"} | key_values(value, k, "fq_codel:target=5ms,interval=100ms")
             else:
                 value = {"kind": kind.strip()} | ({"k": k} if sep else {})
         if not isinstance(value, dict):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError, model_validator
 
 from .backends import base as run_plan
-from .units import NUMBER_PATTERN, format_rate, format_time, toml_type
+from .units import NUMBER_PATTERN, format_rate, format_time, key_values, toml_type
 from .wire import ETH_HEADER_BYTES
 
 if TYPE_CHECKING:  # spec.py imports this module
@@ -85,22 +85,6 @@ _loss = _spec_type(lambda spec: spec.Probability)
 _size = _spec_type(lambda spec: spec.SizeBytes)
 _jitter = _spec_type(lambda spec: spec._time(hi=MAX_JITTER_S, above_zero=True))
 _interval = _spec_type(lambda spec: spec._time(hi=MAX_AGGREGATION_INTERVAL_S, above_zero=True))
-
-
-def _key_values(form: str, rest: str, example: str) -> dict[str, Any]:
-    """A string form's ``"key=value,key=value"`` tail → {key: value}:
-    numbers as numbers, true/false as booleans, the rest as text (units)."""
-    out: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, val = part.partition("=")
-        if not eq:
-            raise ValueError(f"cannot read {part!r} in {form!r}; write key=value pairs such as {example!r}")
-        val = val.strip()
-        if re.fullmatch(NUMBER_PATTERN, val):
-            out[key.strip()] = float(val)
-        else:
-            out[key.strip()] = {"true": True, "false": False}.get(val.lower(), val)
-    return out
 
 
 def _unknown(value: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -231,7 +215,7 @@ class LossModel(_Strict):
             kind = kind.strip()
             if kind not in LOSS_MODEL_KINDS:
                 raise ValueError(f"unknown loss model {value!r}; write {forms}")
-            value = {"kind": kind} | _key_values(value, rest, "gilbert_elliott:r=0.3,bad_loss=1")
+            value = {"kind": kind} | key_values(value, rest, "gilbert_elliott:r=0.3,bad_loss=1", numbers=True)
         if not isinstance(value, dict):
             raise ValueError(f"path.loss_model is {forms}, got {toml_type(value)}")
         kind = value.get("kind", "independent")
@@ -293,7 +277,8 @@ class JitterSpec(_Strict):
     def _as_written(cls, value: Any) -> Any:
         if isinstance(value, str):
             deviation, _, rest = value.partition(":")
-            return {"deviation": deviation.strip()} | _key_values(value, rest, "2ms:distribution=normal,reorder=true")
+            example = "2ms:distribution=normal,reorder=true"
+            return {"deviation": deviation.strip()} | key_values(value, rest, example, numbers=True)
         if not isinstance(value, (dict, JitterSpec)):
             raise ValueError("path.jitter is a deviation such as '2ms' or a table such as "
                              f'{{deviation = "2ms", distribution = "normal", reorder = true}}, got {toml_type(value)}')

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from typing import Any
 
 # A written number: ASCII digits, optional fraction and exponent, no sign.
 NUMBER_PATTERN = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
@@ -41,6 +42,24 @@ _SIZE_UNITS = {
 
 class UnitError(ValueError):
     """A value could not be parsed; the message names what is allowed."""
+
+
+def key_values(form: str, rest: str, example: str, numbers: bool = False) -> dict[str, Any]:
+    """The ``"key=value,key=value"`` tail `rest` of a spec's string form
+    `form` → {key: value}: true/false as booleans, numbers as floats when
+    `numbers`, the rest as text (units); a part without "=" is refused,
+    naming `form` and showing `example`."""
+    out: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, val = part.partition("=")
+        if not eq:
+            raise ValueError(f"cannot read {part!r} in {form!r}; write key=value pairs such as {example!r}")
+        val = val.strip()
+        if numbers and re.fullmatch(NUMBER_PATTERN, val):
+            out[key.strip()] = float(val)
+        else:
+            out[key.strip()] = {"true": True, "false": False}.get(val.lower(), val)
+    return out
 
 
 def toml_type(value: object) -> str:
