@@ -13,12 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from fatpipe import _native, schema
-from fatpipe import spec as spec_mod
-from fatpipe import study as study_mod
 from fatpipe.backends.base import RunOutcome
 from fatpipe.backends.sim import plan_json
 from fatpipe.linuxpath import flows, tcpinfo
 from fatpipe.results import STORED_EVENT_COLUMNS, StudyStore
+from store_run import run_spec_text
 
 SPEC = """
 version = 1
@@ -41,15 +40,7 @@ cc = "bbr"
 
 
 def _run(root, spec_text=SPEC):
-    p = root.parent / "s.toml"
-    p.write_text(spec_text)
-    spec, raw = spec_mod.load(p)
-    plans = study_mod.plan_runs(spec, raw)
-    store = StudyStore(root)
-    store.prepare(spec_text)
-    study_mod.run_plans(plans, store, jobs=1, emit=lambda _line: None)
-    store.consolidate()
-    return store, plans
+    return run_spec_text(root, spec_text)
 
 
 @pytest.fixture(scope="module")

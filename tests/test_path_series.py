@@ -5,11 +5,10 @@ import pandas as pd
 import pytest
 
 from fatpipe import schema
-from fatpipe import spec as spec_mod
-from fatpipe import study as study_mod
 from fatpipe.backends.base import RunOutcome
 from fatpipe.report import write_report
 from fatpipe.results import STORED_PATH_SERIES_COLUMNS, StudyStore
+from store_run import run_spec_text
 
 SPEC = """
 version = 1
@@ -32,15 +31,7 @@ cc = "dctcp"
 
 
 def _run(root, spec_text=SPEC):
-    p = root.parent / "s.toml"
-    p.write_text(spec_text)
-    spec, raw = spec_mod.load(p)
-    plans = study_mod.plan_runs(spec, raw)
-    store = StudyStore(root)
-    store.prepare(spec_text)
-    study_mod.run_plans(plans, store, jobs=1, emit=lambda _line: None)
-    store.consolidate()
-    return store, plans
+    return run_spec_text(root, spec_text)
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,9 @@ import pytest
 
 from fake_backend import FakeBackend
 from fatpipe import cli
-from fatpipe import spec as spec_mod
 from fatpipe import study as study_mod
 from fatpipe.report import write_report
-from fatpipe.results import StudyStore
+from store_run import run_spec_text
 from synthetic_study import sharing_study, streams_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,15 +112,8 @@ def test_sections_follow_the_data_sharing_study(tmp_path):
 
 
 def _run_fake_study(tmp_path, monkeypatch, spec_text):
-    p = tmp_path / "s.toml"
-    p.write_text(spec_text)
-    spec, raw = spec_mod.load(p)
-    plans = study_mod.plan_runs(spec, raw)
-    store = StudyStore(tmp_path / "out")
-    store.prepare(spec_text)
     monkeypatch.setattr(study_mod, "get_backend", lambda _name: FakeBackend())
-    study_mod.run_plans(plans, store, jobs=1, emit=lambda _line: None)
-    store.consolidate()
+    store, _ = run_spec_text(tmp_path / "out", spec_text)
     return store.root
 
 
