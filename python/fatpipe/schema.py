@@ -63,6 +63,12 @@ CC_VAR_COLUMNS: dict[str, str] = {
     "cc_undo_inflight_hi_segments": "int | None",
     "cc_lt_bw_bps": "float | None",
     "cc_lt_use_bw": "bool | None",
+    "cc_loss_events_in_round": "int | None",
+    "cc_probe_rtt_min_stamp_s": "float | None",
+    "cc_rs_delivery_rate_bps": "float | None",
+    "cc_rs_is_app_limited": "bool | None",
+    "cc_rs_tx_in_flight_segments": "int | None",
+    "cc_rs_lost_segments": "int | None",
 }
 
 
@@ -121,19 +127,25 @@ def empty_path_series() -> dict[str, list]:
 
 
 # Columns of RunOutcome.events, one row per change in a stream's CCA state
-# machine with the CCA's variables right after it (the sim backend, for
+# machine or loss-recovery event of its sender, with the CCA's variables
+# right after it (the sim backend, for
 # CCAs that expose variables; other backends return it empty).
 EVENT_COLUMNS: dict[str, str] = {
     "t_s": "float",
     "flow_group": "int",
     "stream": "int",
-    "kind": "str",  # cc_state, cc_cycle (v1's PROBE_BW phase) or full_bw_reached
+    "kind": "str",  # EVENT_KINDS
     "from_state": "str",
     "to_state": "str",
+    "cwnd_segments": "int",
+    "inflight_segments": "int",
     **CC_VAR_COLUMNS,
 }
-# What `kind` may be.
-EVENT_KINDS = ("cc_state", "cc_cycle", "full_bw_reached")
+# What `kind` may be: the CCA's state changed, v1's PROBE_BW phase changed,
+# full_bw_reached became true; the sender began fast recovery, entered
+# TCP_CA_Loss (an RTO), undid a reduction as spurious (crates/sim's
+# tcp/cc_log.rs).
+EVENT_KINDS = ("cc_state", "cc_cycle", "full_bw_reached", "recovery_start", "loss_start", "undo")
 
 
 def empty_events() -> dict[str, list]:

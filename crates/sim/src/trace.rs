@@ -267,6 +267,12 @@ macro_rules! with_cc_var_columns {
             cc_undo_inflight_hi_segments: Option<i64> = undo_inflight_hi_segments, "segments", "bbr3's undo_inflight_hi (0 before any recovery); null while it holds no bound and for v1";
             cc_lt_bw_bps: Option<f64> = lt_bw_bps, "bit/s", "v1's lt_bw, the long-term (policed) rate (0 before one is measured); null for bbr3";
             cc_lt_use_bw: Option<bool> = lt_use_bw, "", "v1's lt_use_bw: the flow paces at lt_bw; null for bbr3";
+            cc_loss_events_in_round: Option<i64> = loss_events_in_round, "", "bbr3's loss_events_in_round: ACKs with new losses in this loss round (STARTUP's loss exit needs 6); null for v1";
+            cc_probe_rtt_min_stamp_s: Option<f64> = probe_rtt_min_stamp_s, "s", "when the PROBE_RTT timer last restarted (bbr3's probe_rtt_min_stamp, v1's min_rtt_stamp)";
+            cc_rs_delivery_rate_bps: Option<f64> = rs_delivery_rate_bps, "bit/s", "the last rate sample's delivery rate (delivered x MSS / interval); null while invalid";
+            cc_rs_is_app_limited: Option<bool> = rs_is_app_limited, "", "the last rate sample's is_app_limited";
+            cc_rs_tx_in_flight_segments: Option<i64> = rs_tx_in_flight_segments, "segments", "the last rate sample's tx_in_flight (in flight when its packet was sent)";
+            cc_rs_lost_segments: Option<i64> = rs_lost_segments, "segments", "the last rate sample's lost (marked lost since its packet was sent)";
         }
     };
 }
@@ -372,8 +378,9 @@ impl PathSeries {
 }
 
 with_cc_var_columns!(series_table! {
-    /// EVENT_COLUMNS: one row per change in a stream's CCA state machine,
-    /// recorded on the ACK (or timer, or transmit) that made it, with the
+    /// EVENT_COLUMNS: one row per change in a stream's CCA state machine
+    /// or loss-recovery event of its sender (tcp/cc_log.rs), recorded on
+    /// the ACK (or timer, or transmit) that made it, with the
     /// CCA's variables right after it. Only streams whose CCA exposes
     /// variables (CongestionControl::vars) have events.
     table Events;
@@ -386,9 +393,11 @@ with_cc_var_columns!(series_table! {
     t_s: f64, "s", "when the change happened, since the run started";
     flow_group: i64, "", "index into the plan's flow groups";
     stream: i64, "", "0 .. streams-1 within the group";
-    kind: &'static str, "", "cc_state (the state changed), cc_cycle (v1's PROBE_BW cycle phase changed, state unchanged) or full_bw_reached (became true)";
+    kind: &'static str, "", "cc_state (the state changed), cc_cycle (v1's PROBE_BW cycle phase changed, state unchanged), full_bw_reached (became true), or the sender's recovery_start (fast recovery began), loss_start (an RTO: TCP_CA_Loss) or undo (a reduction undone as spurious)";
     from_state: &'static str, "", "the CCA's state before (cc_state's value)";
     to_state: &'static str, "", "the CCA's state after";
+    cwnd_segments: i64, "segments", "the sender's cwnd right after the change (tp->snd_cwnd)";
+    inflight_segments: i64, "segments", "packets in flight right after the change (tcp_packets_in_flight())";
 });
 with_cc_var_columns!(cc_var_setter! { EventRow; });
 

@@ -251,3 +251,82 @@ fn a_cca_without_variables_records_null_columns_and_no_events() {
     assert!(s.cc_full_bw_reached.iter().all(Option::is_none));
     assert!(s.cc_extra_acked_segments.iter().all(Option::is_none));
 }
+
+/// Rows of stream 0's events of `kind`.
+fn event_rows(e: &Events, kind: &str) -> Vec<usize> {
+    (0..e.len()).filter(|&i| e.kind[i] == kind && e.stream[i] == 0).collect()
+}
+
+#[test]
+fn recovery_start_is_logged_with_bbr3s_bounds_saved_for_undo() {
+    // tcp_enter_recovery() -> tcp_init_cwnd_reduction() calls the CCA's
+    // ssthresh(), where bbr3 (google/bbr v3 bbr_ssthresh()) saves bw_lo,
+    // inflight_lo and inflight_hi for undo; the log marks the episode right
+    // after set_state(TCP_CA_Recovery), so the saved copies equal the bounds.
+    let r = Plan::new("bbr3", 1, RATE_BPS, RTT_S, 10.0)
+        .set("sample_interval_s", json!(0.1))
+        .set("buffer_bytes", json!((2.0 * RATE_BPS * RTT_S / 8.0) as u64))
+        .set("loss", json!(0.002))
+        .set("seed", json!(3))
+        .flow("mss_bytes", json!(MSS))
+        .run();
+    let e = &r.events;
+    let starts = event_rows(e, "recovery_start");
+    assert!(starts.len() >= 3, "{} recoveries at 0.2 % loss over 10 s", starts.len());
+    for &i in &starts {
+        assert_eq!(e.from_state[i], e.to_state[i], "a sender event keeps the CCA's state");
+        assert_eq!(e.cc_undo_bw_lo_bps[i], e.cc_bw_lo_bps[i], "at {} s", e.t_s[i]);
+        assert_eq!(e.cc_undo_inflight_lo_segments[i], e.cc_inflight_lo_segments[i], "at {} s", e.t_s[i]);
+        assert_eq!(e.cc_undo_inflight_hi_segments[i], e.cc_inflight_hi_segments[i], "at {} s", e.t_s[i]);
+    }
+    assert!(event_rows(e, "undo").len() <= starts.len() + event_rows(e, "loss_start").len());
+}
+
+#[test]
+fn the_rate_sample_columns_carry_the_last_acks_sample() {
+    // tcp_rate_gen(): delivered over the larger of the send and ACK
+    // intervals; on a lossless path past STARTUP it is the bottleneck's
+    // payload rate and nothing is lost.
+    let r = run("bbr3");
+    let s = &r.series;
+    let payload = payload_rate_bps();
+    let probing: Vec<usize> = (0..s.len())
+        .filter(|&i| s.t_s[i] > 3.0 && s.cc_state[i].is_some_and(|st| st.starts_with("probe_bw")))
+        .collect();
+    assert!(probing.len() > 100);
+    // Samples of packets sent in PROBE_RTT (cwnd at half the BDP) read
+    // about half the rate for a round after it: the median is the link's.
+    let mut rates: Vec<f64> = probing.iter().map(|&i| s.cc_rs_delivery_rate_bps[i].expect("a valid sample")).collect();
+    rates.sort_by(f64::total_cmp);
+    let median = rates[rates.len() / 2];
+    assert!((median / payload - 1.0).abs() < 0.05, "median {median}, payload rate {payload}");
+    assert!(rates[rates.len() - 1] <= payload * 1.3 && rates[0] >= payload * 0.3, "{rates:?}");
+    for &i in &probing {
+        assert!(s.cc_rs_is_app_limited[i].is_some());
+        assert_eq!(s.cc_rs_lost_segments[i], Some(0));
+        assert!(s.cc_rs_tx_in_flight_segments[i].unwrap() > 0);
+        assert_eq!(s.cc_loss_events_in_round[i], Some(0));
+    }
+    assert!(run("cubic").series.cc_rs_delivery_rate_bps.iter().all(Option::is_none), "no vars, no sample columns");
+}
+
+#[test]
+fn the_probe_rtt_stamp_is_5_s_old_when_bbr3_enters_probe_rtt_and_restarts_there() {
+    // google/bbr v3 bbr_update_min_rtt(): PROBE_RTT is due when
+    // probe_rtt_min_stamp is bbr_probe_rtt_win_ms = 5 s old; the ACK that
+    // enters it restarts the stamp. v1 keeps min_rtt_stamp (10 s).
+    for (cc, win_s) in [("bbr3", 5.0), ("bbr", 10.0)] {
+        let r = run(cc);
+        let (e, s) = (&r.events, &r.series);
+        let entries: Vec<usize> =
+            (0..e.len()).filter(|&i| e.kind[i] == "cc_state" && e.to_state[i] == "probe_rtt").collect();
+        assert!(!entries.is_empty(), "{cc}");
+        for &i in &entries {
+            let t = e.t_s[i];
+            let before = (0..s.len()).rev().find(|&k| s.t_s[k] < t).expect("a sample before");
+            let stamp = s.cc_probe_rtt_min_stamp_s[before].unwrap();
+            assert!(t - stamp >= win_s - 1e-9, "{cc}: entered at {t}, stamp {stamp}");
+            assert!((e.cc_probe_rtt_min_stamp_s[i].unwrap() - t).abs() <= 0.001 + 1e-9, "{cc}: restarted at {t}");
+        }
+    }
+}

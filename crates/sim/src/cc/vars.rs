@@ -11,7 +11,7 @@
 //! conversion (bbr_bw_bytes_per_sec()).
 
 use super::bbr::{pacing::rate_bytes_per_sec, BBR_UNIT};
-use super::ConnState;
+use super::{ConnState, RateSample};
 
 /// The part of [`CcVars`] whose changes the state-change log records
 /// (tcp/cc_log.rs): cheap to read and compare on every ACK.
@@ -91,6 +91,27 @@ pub struct CcVars {
     pub lt_bw_bps: Option<f64>,
     /// v1's lt_use_bw: the flow paces at lt_bw (bbr_bw() is lt_bw).
     pub lt_use_bw: Option<bool>,
+    /// v3's loss_events_in_round: ACKs with new losses in this loss round
+    /// (capped at 15), what bbr_check_loss_too_high_in_startup() compares
+    /// with bbr_full_loss_cnt (6).
+    pub loss_events_in_round: Option<i64>,
+    /// When the PROBE_RTT timer last restarted, seconds of run time: v3's
+    /// probe_rtt_min_stamp (expires after 5 s, bbr_probe_rtt_win_ms), v1's
+    /// min_rtt_stamp (expires after 10 s, bbr_min_rtt_win_sec); jiffies.
+    pub probe_rtt_min_stamp_s: Option<f64>,
+    /// The rate sample the CCA's last cong_control() read (struct
+    /// rate_sample, tcp_rate_gen()): its delivery rate, delivered ×
+    /// MSS / interval, bit/s of payload (`None` while the sample is
+    /// invalid). Filled by the sender (tcp/cc_log.rs), not by the CCA.
+    pub rs_delivery_rate_bps: Option<f64>,
+    /// rs->is_app_limited of that sample.
+    pub rs_is_app_limited: Option<bool>,
+    /// rs->tx_in_flight: packets in flight when the sampled packet was
+    /// sent, segments.
+    pub rs_tx_in_flight_segments: Option<i64>,
+    /// rs->lost: segments marked lost since the sampled packet was sent
+    /// (bbr_is_inflight_too_high() compares lost / tx_in_flight with 2 %).
+    pub rs_lost_segments: Option<i64>,
 }
 
 impl PartialEq for CcStateKey {
@@ -115,6 +136,22 @@ impl CcVars {
         }
     }
 
+    /// This snapshot with the `rs_*` fields of rate sample `rs`; the
+    /// delivery rate as tcp_get_info()'s tcpi_delivery_rate computes it
+    /// (delivered × mss_cache / interval), unset while the sample is
+    /// invalid (tcp_rate_gen(): delivered −1 or a zero interval).
+    pub fn with_rate_sample(self, rs: &RateSample, mss_bytes: u32) -> CcVars {
+        let interval_s = rs.interval.as_secs_f64();
+        let valid = rs.delivered >= 0 && interval_s > 0.0;
+        CcVars {
+            rs_delivery_rate_bps: valid.then(|| rs.delivered as f64 * mss_bytes as f64 * 8.0 / interval_s),
+            rs_is_app_limited: Some(rs.is_app_limited),
+            rs_tx_in_flight_segments: Some(rs.tx_in_flight as i64),
+            rs_lost_segments: Some(rs.lost as i64),
+            ..self
+        }
+    }
+
     /// The fields the state-change log compares.
     pub fn key(&self) -> CcStateKey {
         CcStateKey { state: self.state, cycle_index: self.cycle_index, full_bw_reached: self.full_bw_reached }
@@ -130,6 +167,11 @@ pub(crate) fn bbr_bw_bps(tp: &ConnState, bw: u64) -> f64 {
 /// A BBR gain in 1/BBR_UNIT as a factor.
 pub(crate) fn bbr_gain(gain: u32) -> f64 {
     gain as f64 / BBR_UNIT as f64
+}
+
+/// A jiffies stamp (cc::jiffies) in seconds of run time.
+pub(crate) fn jiffies_s(stamp: u64) -> f64 {
+    stamp as f64 / super::jiffies::HZ as f64
 }
 
 /// A BBR min_rtt_us (u32::MAX before a sample) in seconds.

@@ -79,6 +79,8 @@ impl Sim {
                     kind: e.kind,
                     from_state: e.from_state,
                     to_state: e.vars.state,
+                    cwnd_segments: e.cwnd_segments as i64,
+                    inflight_segments: e.inflight_segments as i64,
                     ..EventRow::default()
                 };
                 row.set_cc_vars(Some(&e.vars));

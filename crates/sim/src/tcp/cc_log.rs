@@ -23,13 +23,30 @@ use super::Sender;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CcEvent {
     pub at: Time,
-    /// `cc_state`, `cc_cycle` or `full_bw_reached` (trace::Events' `kind`).
+    /// `cc_state`, `cc_cycle` or `full_bw_reached` (from the CCA's
+    /// variables), or one of the sender's loss-recovery events
+    /// [`RECOVERY_START`], [`LOSS_START`], [`UNDO`] (trace::Events' `kind`).
     pub kind: &'static str,
     /// The state before the call that made the change.
     pub from_state: &'static str,
     /// The variables right after it (`vars.state`: the state after).
     pub vars: CcVars,
+    /// The sender's cwnd (tp->snd_cwnd) right after it, segments.
+    pub cwnd_segments: u32,
+    /// tcp_packets_in_flight() right after it, segments.
+    pub inflight_segments: u32,
 }
+
+/// The sender enters fast recovery (tcp_enter_recovery(): ca_state
+/// becomes TCP_CA_Recovery), logged right after the CCA's ssthresh() and
+/// set_state() hooks ran.
+pub const RECOVERY_START: &str = "recovery_start";
+/// The sender enters TCP_CA_Loss (tcp_enter_loss(), on an RTO).
+pub const LOSS_START: &str = "loss_start";
+/// A reduction was undone as spurious (tcp_undo_cwnd_reduction(), after
+/// the CCA's undo_cwnd() hook: DSACKs or timestamps showed every
+/// retransmission needless).
+pub const UNDO: &str = "undo";
 
 /// The state last seen and the changes logged so far.
 #[derive(Clone, Debug)]
@@ -48,17 +65,26 @@ impl CcLog {
     /// Logs what changed between the last state seen and `v` (the
     /// variables at `at`): `full_bw_reached` first (on the ACK that ends
     /// STARTUP, the cause), then the state, else v1's cycle phase.
-    pub fn note(&mut self, at: Time, v: CcVars) {
+    pub fn note(&mut self, at: Time, v: CcVars, window: (u32, u32)) {
+        let (cwnd_segments, inflight_segments) = window;
         let from_state = self.last.state;
         if v.full_bw_reached == Some(true) && self.last.full_bw_reached != Some(true) {
-            self.events.push(CcEvent { at, kind: "full_bw_reached", from_state, vars: v });
+            self.events.push(CcEvent { at, kind: "full_bw_reached", from_state, vars: v, cwnd_segments, inflight_segments });
         }
         if v.state != from_state {
-            self.events.push(CcEvent { at, kind: "cc_state", from_state, vars: v });
+            self.events.push(CcEvent { at, kind: "cc_state", from_state, vars: v, cwnd_segments, inflight_segments });
         } else if v.cycle_index != self.last.cycle_index {
-            self.events.push(CcEvent { at, kind: "cc_cycle", from_state, vars: v });
+            self.events.push(CcEvent { at, kind: "cc_cycle", from_state, vars: v, cwnd_segments, inflight_segments });
         }
         self.last = v.key();
+    }
+}
+
+impl CcLog {
+    /// Logs the sender's event `kind` (the state unchanged by it).
+    pub fn mark(&mut self, at: Time, kind: &'static str, v: CcVars, window: (u32, u32)) {
+        let (cwnd_segments, inflight_segments) = window;
+        self.events.push(CcEvent { at, kind, from_state: v.state, vars: v, cwnd_segments, inflight_segments });
     }
 }
 
@@ -71,8 +97,21 @@ impl Sender {
         if let Some(log) = self.cc_log.as_deref_mut() {
             if self.cc.state_key(&self.tp).is_some_and(|k| k != log.last) {
                 if let Some(v) = self.cc.vars(&self.tp) {
-                    log.note(now, v);
+                    let window = (self.tp.snd_cwnd, self.tp.in_flight());
+                    log.note(now, v.with_rate_sample(&self.rate.rs, self.tp.mss_bytes), window);
                 }
+            }
+        }
+    }
+
+    /// Logs the sender's loss-recovery event `kind` at `now` with the
+    /// CCA's variables (nothing when the CCA exposes none). Rare: once per
+    /// recovery episode.
+    pub(super) fn mark_cc_event(&mut self, now: Time, kind: &'static str) {
+        if self.cc_log.is_some() {
+            if let Some(v) = self.cc_vars() {
+                let window = (self.tp.snd_cwnd, self.tp.in_flight());
+                self.cc_log.as_deref_mut().expect("checked").mark(now, kind, v, window);
             }
         }
     }
@@ -85,6 +124,6 @@ impl Sender {
 
     /// The CCA's variables now (cc::CongestionControl::vars).
     pub fn cc_vars(&self) -> Option<CcVars> {
-        self.cc.vars(&self.tp)
+        self.cc.vars(&self.tp).map(|v| v.with_rate_sample(&self.rate.rs, self.tp.mss_bytes))
     }
 }

@@ -649,7 +649,12 @@ impl Sender {
     /// tcp_set_ca_state().
     pub(super) fn set_state(&mut self, st: CaState) {
         self.cc.set_state(&mut self.tp, st);
+        let entered = st != self.tp.ca_state;
         self.tp.ca_state = st;
+        if entered && matches!(st, CaState::Recovery | CaState::Loss) {
+            let kind = if st == CaState::Recovery { super::cc_log::RECOVERY_START } else { super::cc_log::LOSS_START };
+            self.mark_cc_event(self.tp.now, kind);
+        }
     }
 
     /// tcp_current_ssthresh().

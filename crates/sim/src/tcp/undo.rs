@@ -52,6 +52,7 @@ impl Sender {
         }
         self.stats.undos += 1;
         self.undo_marker = false;
+        self.mark_cc_event(self.tp.now, super::cc_log::UNDO);
         self.rack.advanced = true; // re-examine losses
     }
 

@@ -44,7 +44,7 @@ pub use minmax::Minmax;
 
 use super::jiffies::{USEC_PER_MSEC, USEC_PER_SEC};
 use super::prandom::Prandom;
-use super::vars::{bbr_bw_bps, bbr_gain, bbr_min_rtt_s};
+use super::vars::{bbr_bw_bps, bbr_gain, bbr_min_rtt_s, jiffies_s};
 use super::{CaState, CcStateKey, CcVars, CongestionControl, ConnState, CwndEvent, RateSample, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND};
 use crate::units::{Rate, Time};
 use ack_aggregation::AckAggregation;
@@ -532,6 +532,7 @@ impl CongestionControl for Bbr {
             bdp_segments: Some(self.inflight(tp, self.max_bw(), BBR_UNIT) as i64),
             lt_bw_bps: Some(bbr_bw_bps(tp, self.lt_bw)),
             lt_use_bw: Some(self.lt_use_bw),
+            probe_rtt_min_stamp_s: Some(jiffies_s(self.min_rtt_stamp)),
             ..CcVars::with_key(self.state_key(tp)?)
         })
     }

@@ -6,7 +6,7 @@
 use super::{
     AckPhase, Bbr3, Mode, Phase, BBR_UNIT, BBR_VERSION, ECN_ALPHA_INIT, NO_BW_BOUND, NO_INFLIGHT_BOUND,
 };
-use crate::cc::vars::{bbr_bw_bps, bbr_gain, bbr_min_rtt_s};
+use crate::cc::vars::{bbr_bw_bps, bbr_gain, bbr_min_rtt_s, jiffies_s};
 use crate::cc::{
     CaState, CcInfo, CcStateKey, CcVars, CongestionControl, ConnState, CwndEvent, RateSample, TxSnapshot, CA_ACK_ECE, GSO_MAX_SIZE,
     TCP_INFINITE_SSTHRESH,
@@ -213,6 +213,8 @@ impl CongestionControl for Bbr3 {
             undo_inflight_hi_segments: bound(self.undo_inflight_hi),
             lt_bw_bps: None,
             lt_use_bw: None,
+            loss_events_in_round: Some(self.loss_events_in_round as i64),
+            probe_rtt_min_stamp_s: Some(jiffies_s(self.probe_rtt_min_stamp)),
             ..CcVars::with_key(self.state_key(tp)?)
         })
     }
