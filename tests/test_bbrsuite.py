@@ -86,6 +86,63 @@ def test_what_the_tables_lack_is_not_evaluated_and_a_missing_state_is_not_applic
     assert checks.evaluate(v1, t).status == "n/a", "bbr v1 has one PROBE_BW state"
 
 
+def test_a_reference_is_an_expression_over_the_same_row_and_the_runs_constants():
+    from fatpipe.bbrsuite import reference
+    look = reference.lookup_in({"bdp": 100, "cwnd": 150, "rs_tx_in_flight": 90}, {"mss_bits": 8 * 1448.0})
+    assert reference.evaluate("max(rs_tx_in_flight, 0.7 x min(bdp, cwnd))", look) == 90
+    assert reference.evaluate("2 x bdp", look) == 200
+    with pytest.raises(reference.Unknown, match="inflight_longterm"):
+        reference.evaluate("inflight_longterm + 1", look)
+    with pytest.raises(reference.Unknown, match="only numbers, names"):
+        reference.evaluate("__import__('os')", look)
+    assert reference.parts("bw_shortterm, max(a, b)") == ["bw_shortterm", "max(a, b)"]
+    t = tables(columns([event(1.0, "cc_state", "startup", "drain", cc_bdp_segments=100, cwnd_segments=230,
+                              cc_extra_acked_segments=20, cc_cwnd_gain=2.0)]))
+    big = Criterion(step=3, quantity="cwnd", op=">", reference="2 x bdp", when="on:exit:STARTUP")
+    assert checks.evaluate(big, t).status == "pass"
+    exact = Criterion(step=4, quantity="cwnd", op="==", reference="bdp x cwnd_gain + extra_acked + 10",
+                      when="on:exit:STARTUP")
+    assert checks.evaluate(exact, t).status == "pass"
+
+
+def test_sender_events_are_judged_each_time_and_unset_bounds_are_unbounded():
+    rows = [event(1.0, "cc_state", "startup", "probe_bw_up", cc_bw_hi_bps=9e7),
+            event(2.0, "recovery_start", "probe_bw_up", "probe_bw_up", cc_bw_hi_bps=9e7, cc_inflight_hi_segments=300,
+                  cc_undo_inflight_hi_segments=300, cc_bw_lo_bps=None, cc_undo_bw_lo_bps=None),
+            event(2.5, "cc_state", "probe_bw_up", "probe_bw_down", cc_bw_hi_bps=9e7),
+            event(3.0, "undo", "probe_bw_down", "probe_bw_down", cc_bw_hi_bps=9e7, cc_inflight_hi_segments=280,
+                  cc_undo_inflight_hi_segments=300, cc_bw_lo_bps=None, cc_undo_bw_lo_bps=None)]
+    t = tables(columns(rows))
+    saved = Criterion(step=2, quantity="undo_bw_shortterm, undo_inflight_longterm", op="==",
+                      reference="bw_shortterm, inflight_longterm", when="on:recovery_start")
+    assert checks.evaluate(saved, t).status == "pass"
+    restored = Criterion(step=3, quantity="bw_shortterm, inflight_longterm", op="restored", when="on:spurious_undo")
+    v = checks.evaluate(restored, t)
+    assert v.status == "fail" and "280" in v.measured, v  # inflight_hi 280 < the 300 saved
+    state = Criterion(step=4, quantity="state", op="==", reference="state_before_recovery",
+                      when="after:spurious_undo")
+    v = checks.evaluate(state, t)
+    assert v.status == "fail" and "probe_bw_up -> probe_bw_down" in v.measured, v
+    assert checks.evaluate(Criterion(step=2, quantity="undo_bw_shortterm", op="==", reference="bw_shortterm",
+                                     when="on:rto"), t).status == "fail", "no RTO happened"
+
+
+def test_windows_after_gain_cycles_and_a_loss_rate_over_a_window():
+    ev = columns([event(t, "cc_state", "probe_bw_cruise", "probe_bw_down", cc_cycle_index=1) for t in (1.5, 3.5, 5.5)])
+    ts = np.arange(0, 8, 0.5)
+    series = {"t_s": ts, "cc_state": np.asarray(["probe_bw_cruise"] * len(ts)), "delivered_bytes": ts * 1e6,
+              "segs_out": ts * 1000, "retrans_segments": ts * 10, "cc_max_bw_bps": np.where(ts >= 5.5, 9.6e6, 9.6e7)}
+    t = checks.RunTables(series=series, events=checks.expand_pass_through(ev), payload_rate_bps=9.56e7,
+                         schedule_s=(1.0,), rate_after_steps_bps=(9.56e6,), policer_payload_bps=None, duration_s=8.0)
+    after = Criterion(step=4, quantity="max_bw", op="within", threshold=0.02, reference="payload_rate_after_step",
+                      when="after:step:1+2_probe_bw_cycles")
+    v = checks.evaluate(after, t)
+    assert v.status == "pass" and "from 5.500 s" in v.measured, v
+    lossy = Criterion(step=4, quantity="loss_rate", op="<=", value=0.02, when="window:last_half")
+    v = checks.evaluate(lossy, t)
+    assert v.status == "pass" and "0.01" in v.measured, v
+
+
 def test_events_are_read_off_the_samples_where_a_backend_logs_none():
     # The kernel's first sample, before BBR set its gains, reads as probe_rtt.
     ev = events_from_samples({"t_s": np.asarray([0.0, 0.05, 0.1, 0.2, 0.3]),

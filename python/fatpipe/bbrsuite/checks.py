@@ -15,11 +15,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from . import episodes, reference
 from .catalogue import Criterion
 
 # The draft's states -> the simulator's cc_state values (crates/sim's
@@ -50,10 +51,56 @@ COLUMNS: dict[str, str] = {
     "undo_bw_shortterm": "cc_undo_bw_lo_bps",
     "undo_inflight_shortterm": "cc_undo_inflight_lo_segments",
     "undo_inflight_longterm": "cc_undo_inflight_hi_segments",
+    "bw_longterm": "cc_bw_hi_bps",
+    "bdp": "cc_bdp_segments",
+    "min_rtt": "cc_min_rtt_s",
+    "round_count": "cc_round",
+    "state": "cc_state",
+    "lost_ranges_round": "cc_loss_events_in_round",
+    "probe_rtt_min_stamp": "cc_probe_rtt_min_stamp_s",
+    "rs_delivery_rate": "cc_rs_delivery_rate_bps",
+    "rs_is_app_limited": "cc_rs_is_app_limited",
+    "rs_tx_in_flight": "cc_rs_tx_in_flight_segments",
+    "rs_lost": "cc_rs_lost_segments",
+    # The sender's window: tcp_info per sample, right after the event in
+    # the events table (same column names).
+    "cwnd": "cwnd_segments",
+    "cwnd_packets": "cwnd_segments",
+    "inflight": "inflight_segments",
 }
+# What the sender, not the CCA, records (the simulator's rate sample and
+# PROBE_RTT stamp): missing means the backend does not record it.
+SENDER_QUANTITIES = {"rs_delivery_rate", "rs_is_app_limited", "rs_tx_in_flight", "rs_lost", "loss_rate_round",
+                     "time_since_probe_rtt_min_stamp_s"}
+# bbr3's bounds and their undo copies: null while unset (unbounded).
+BOUNDS = ("inflight_longterm", "inflight_shortterm", "bw_shortterm", "undo_bw_shortterm",
+          "undo_inflight_shortterm", "undo_inflight_longterm")
 # Series-only columns (tcp_info).
-SERIES_ONLY: dict[str, str] = {"cwnd": "cwnd_segments", "cwnd_packets": "cwnd_segments",
-                               "pacing_rate": "pacing_rate_bps", "inflight": "inflight_segments"}
+SERIES_ONLY: dict[str, str] = {"pacing_rate": "pacing_rate_bps"}
+# google/bbr v3 bbr_inflight_with_headroom(): inflight_hi less
+# bbr_inflight_headroom = BBR_UNIT * 15 / 100 of it (at least 1), never
+# below bbr_cwnd_min_target (4 packets).
+INFLIGHT_HEADROOM = (256 * 15 // 100) / 256
+CWND_MIN_TARGET = 4
+
+
+def _derived(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Quantities the draft names that are functions of one row.
+    loss_rate_round: the rate sample's lost / tx_in_flight, what
+    bbr_is_inflight_too_high() compares with bbr_loss_thresh (2 %): Linux
+    keeps no loss rate per round, it judges each ACK's sample."""
+    out: dict[str, Any] = {}
+    lost, tx = values.get("rs_lost"), values.get("rs_tx_in_flight")
+    if lost is not None and tx:
+        out["loss_rate_round"] = float(lost) / float(tx)
+    hi = values.get("inflight_longterm", "absent")
+    if hi != "absent":
+        if hi is None or math.isinf(float(hi)):
+            out["inflight_with_headroom"] = math.inf
+        else:
+            headroom = max(1, int(float(hi) * INFLIGHT_HEADROOM))
+            out["inflight_with_headroom"] = max(float(hi) - headroom, CWND_MIN_TARGET)
+    return out
 
 
 @dataclass(frozen=True)
@@ -77,6 +124,15 @@ class RunTables:
     # The events come from the backend's log (False: read off the samples,
     # which show state changes only: no full_bw_reached or cycle events).
     logged_events: bool = True
+    # Run constants a reference may name (reference.py): mss_bits,
+    # rtt_s, aggregation.interval, bdp_packets_after_step.
+    constants: Mapping[str, float] = field(default_factory=dict)
+
+    def names(self) -> dict[str, float | None]:
+        """The run's constants by the names references use."""
+        return {"payload_rate": self.payload_rate_bps,
+                "payload_rate_after_step": self.rate_after_steps_bps[0] if self.rate_after_steps_bps else None,
+                "policer_rate_payload": self.policer_payload_bps, **self.constants}
 
 
 def expand_pass_through(events: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -130,34 +186,84 @@ def _event_rows(t: RunTables, kind: str, *, from_states=None, to_states=None) ->
     return out
 
 
-def _event_at(t: RunTables, when: str) -> tuple[int | None, str]:
-    """The events-table row of an `on:` event, or None and why."""
+# The sender's loss-recovery events by the draft's names (crates/sim's
+# tcp/cc_log.rs kinds): every occurrence is judged.
+SENDER_EVENTS = {"recovery_start": "recovery_start", "rto": "loss_start", "spurious_undo": "undo"}
+
+
+def _event_rows_at(t: RunTables, when: str) -> tuple[list[int] | None, str]:
+    """The events-table rows of an `on:` event (a state's first entry or
+    exit, the first full_bw_reached, every sender event), or None and why."""
     what = when.removeprefix("on:")
     if what.startswith(("exit:", "enter:")):
         side, _, state = what.partition(":")
         states = _states(state)
         if states is None:
             return None, f"unknown state {state}"
-        rows = _event_rows(t, "cc_state", from_states=states) if side == "exit" else \
+        # An exit is the state's own way out: a visit to PROBE_RTT (due
+        # every 5 or 10 s, whatever the state) is not one, unless the
+        # criterion is about PROBE_RTT.
+        rows = [i for i in _event_rows(t, "cc_state", from_states=states)
+                if state == "PROBE_RTT" or t.events["to_state"][i] != "probe_rtt"] if side == "exit" else \
             [i for i in _event_rows(t, "cc_state", to_states=states) if t.events["from_state"][i] not in states]
-        return (rows[0], "") if rows else (None, f"the run never {'left' if side == 'exit' else 'entered'} {state}")
-    if what == "full_bw_reached":
+        return (rows[:1], "") if rows else (None, f"the run never {'left' if side == 'exit' else 'entered'} {state}")
+    if what in ("full_bw_reached", *SENDER_EVENTS):
         if not t.logged_events:
-            return None, "the event log has no 'full_bw_reached' event (this backend logs none)"
-        rows = _event_rows(t, "full_bw_reached")
-        return (rows[0], "") if rows else (None, "full_bw_reached never became true")
+            return None, f"the event log has no '{what}' event (this backend logs none)"
+        kind = SENDER_EVENTS.get(what, what)
+        rows = _event_rows(t, kind)
+        if what == "full_bw_reached":
+            rows = rows[:1]
+        return (rows, "") if rows else (None, f"no {what} in the run")
     return None, f"the event log has no '{what}' event"
 
 
-def _reference(t: RunTables, c: Criterion) -> float | None:
-    ref = (c.reference or "").strip()
-    if ref == "payload_rate":
-        return t.payload_rate_bps
-    if ref == "payload_rate_after_step" and t.rate_after_steps_bps:
-        return t.rate_after_steps_bps[0]
-    if ref == "policer_rate_payload":
-        return t.policer_payload_bps
-    return None
+def _event_at(t: RunTables, when: str) -> tuple[int | None, str]:
+    """The first events-table row of an `on:` event, or None and why."""
+    rows, why = _event_rows_at(t, when)
+    return (rows[0] if rows else None), why
+
+
+def _cell(v: Any) -> Any:
+    """A table cell as a plain value; null and NaN as None."""
+    if v is None or (isinstance(v, (float, np.floating)) and math.isnan(v)):
+        return None
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _before(t: RunTables, t_s: float, strictly: bool = False) -> int | None:
+    """The last series sample at (or strictly before) `t_s`."""
+    ts = np.asarray(t.series["t_s"], dtype=float)
+    k = int(np.searchsorted(ts, t_s, side="left" if strictly else "right")) - 1
+    return k if k >= 0 else None
+
+
+def row_values(t: RunTables, table: Mapping[str, np.ndarray], i: int) -> dict[str, Any]:
+    """Row `i` of the series or the events by the draft's names; an event
+    row takes series-only values (pacing_rate) from the last sample at or
+    before it, and the age of the PROBE_RTT timer from the sample before
+    (the ACK that enters PROBE_RTT restarts the stamp)."""
+    values = {name: _cell(table[col][i]) for name, col in COLUMNS.items() if col in table}
+    if table is t.series:
+        values |= {name: _cell(table[col][i]) for name, col in SERIES_ONLY.items() if col in table}
+    else:
+        at = float(table["t_s"][i])
+        k = _before(t, at)
+        if k is not None:
+            values |= {name: _cell(t.series[col][k]) for name, col in SERIES_ONLY.items() if col in t.series}
+        k = _before(t, at, strictly=True)
+        stamp = None if k is None else _cell(t.series.get("cc_probe_rtt_min_stamp_s", [None] * (k + 1))[k])
+        if stamp is not None:
+            values["time_since_probe_rtt_min_stamp_s"] = at - float(stamp)
+    if values.get("bw_longterm") is None:
+        # No bw_hi: a CCA without v3's bounds (v1) has none of them.
+        for name in BOUNDS:
+            values.pop(name, None)
+    else:
+        # google/bbr v3 keeps an unset bound as ~0U / ~0UL (null here):
+        # it bounds nothing.
+        values |= {name: math.inf for name in BOUNDS if name in values and values[name] is None}
+    return values | _derived(values)
 
 
 def _compare(op: str, x: float, y: float) -> bool:
@@ -165,43 +271,96 @@ def _compare(op: str, x: float, y: float) -> bool:
             ">": x > y}[op]
 
 
+def _show(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, (float, np.floating)) else str(v)
+
+
 def _judge(c: Criterion, t: RunTables, values: list[Any], where: str) -> Verdict:
-    """`values` of the criterion's quantity at its event or over its window."""
-    vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    if not vals:
+    """`values` of a quantity computed over the criterion's window, judged
+    against its value or a reference from the run's constants."""
+    return judge_rows(c, t, [{c.quantity: v} for v in values], where)
+
+
+def judge_rows(c: Criterion, t: RunTables, rows: list[Mapping[str, Any]], where: str) -> Verdict:
+    """The criterion judged on each row (the draft's names -> values): its
+    quantities (one, or a list "a, b, c") against its value or its
+    reference expression (reference.py) read from the same row, or each
+    quantity against its saved undo_ copy ("restored")."""
+    quantities = reference.parts(c.quantity)
+    refs = reference.parts(c.reference) if c.reference else []
+    if refs and len(refs) not in (1, len(quantities)):
+        return Verdict("not evaluated", why=f"{len(quantities)} quantities against {len(refs)} references")
+    pairs: list[tuple[Any, Any]] = []
+    for row in rows:
+        lookup = reference.lookup_in(row, t.names())
+        for k, q in enumerate(quantities):
+            x = row.get(q)
+            if c.op == "restored":
+                # bbr_undo_cwnd() (google/bbr v3): each bound back to at
+                # least the copy saved on entering recovery; an unset bound
+                # (null) is unbounded.
+                if q not in row:
+                    continue
+                saved = row.get("undo_" + q)
+                pairs.append((math.inf if x is None else float(x), math.inf if saved is None else float(saved)))
+                continue
+            if x is None:
+                continue
+            if c.op in ("true", "false"):
+                pairs.append((x, None))
+                continue
+            if c.value is not None:
+                y: Any = float(c.value)
+            elif refs:
+                try:
+                    y = reference.evaluate(refs[k if len(refs) > 1 else 0], lookup)
+                except reference.Unknown as e:
+                    return Verdict("not evaluated", why=f"reference '{c.reference}': {e} is not known here")
+                if c.op != "within":
+                    y *= c.threshold or 1.0
+            else:
+                return Verdict("not evaluated", why="no value or reference")
+            pairs.append((float(x), y))
+    if not pairs:
+        if SENDER_QUANTITIES.intersection(quantities):
+            return Verdict("not evaluated", why=f"{c.quantity} is not recorded by this backend ({where})")
         return Verdict("n/a", why=f"{c.quantity} is not a variable of this CCA ({where})")
-    shown = ", ".join(f"{v:.4g}" if isinstance(v, (float, np.floating)) else str(v) for v in vals[:4])
-    shown += " …" if len(vals) > 4 else ""
+    xs = ", ".join(_show(x) for x, _ in pairs[:4]) + (" …" if len(pairs) > 4 else "")
     if c.op in ("true", "false"):
-        ok = all(bool(v) == (c.op == "true") for v in vals)
-        return Verdict("pass" if ok else "fail", f"{c.quantity} = {shown} {where}")
+        ok = all(bool(x) == (c.op == "true") for x, _ in pairs)
+        return Verdict("pass" if ok else "fail", f"{c.quantity} = {xs} {where}")
+    ys = ", ".join(_show(y) for _, y in pairs[:4]) + (" …" if len(pairs) > 4 else "")
+    if c.op == "restored":
+        ok = all(x >= y for x, y in pairs)
+        return Verdict("pass" if ok else "fail", f"{c.quantity} = {xs} against saved {ys} {where}")
     if c.op == "within":
-        ref = _reference(t, c)
-        if ref is None:
-            return Verdict("not evaluated", why=f"reference '{c.reference}' is not computed")
-        x = float(np.mean(vals))
-        off = x / ref - 1
+        off = float(np.mean([x / y for x, y in pairs])) - 1 if all(y for _, y in pairs) else math.inf
         ok = abs(off) <= (c.threshold or 0)
-        return Verdict("pass" if ok else "fail", f"{c.quantity} {x:.4g} = {off:+.1%} of {c.reference} {where}")
+        return Verdict("pass" if ok else "fail", f"{c.quantity} {xs} = {off:+.1%} of {c.reference} ({ys}) {where}")
     if c.op in ("==", "<=", ">=", "<", ">"):
-        if c.value is not None:
-            y = float(c.value)
-        else:
-            ref = _reference(t, c)
-            if ref is None:
-                return Verdict("not evaluated", why=f"reference '{c.reference}' is not computed")
-            y = ref * (c.threshold or 1.0)
-        ok = all(_compare(c.op, float(v), y) for v in vals)
-        return Verdict("pass" if ok else "fail", f"{c.quantity} = {shown} {where} ({c.op} {y:.4g})")
+        ok = all(_compare(c.op, x, y) for x, y in pairs)
+        return Verdict("pass" if ok else "fail", f"{c.quantity} = {xs} {where} ({c.op} {ys})")
     return Verdict("not evaluated", why=f"op {c.op}")
 
 
 def _window(t: RunTables, when: str) -> tuple[np.ndarray | None, str]:
-    """Series rows of a `during:`/`after:`/`window:` clause, or None and why."""
+    """Series rows of `during:`/`after:`/`window:` clauses (all of them,
+    comma-separated), or None and why."""
+    rows, wheres = None, []
+    for clause in when.split(","):
+        mask, where = _clause_window(t, clause.strip())
+        if mask is None:
+            return None, where
+        rows = mask if rows is None else rows & mask
+        wheres.append(where)
+    return rows, ", ".join(wheres)
+
+
+def _clause_window(t: RunTables, clause: str) -> tuple[np.ndarray | None, str]:
+    """Series rows of one `during:`/`after:`/`window:` clause, or None and why."""
     s = t.series
     ts = np.asarray(s["t_s"], dtype=float)
     state = np.asarray([str(x) for x in s.get("cc_state", [None] * len(ts))])
-    clause = when.split(",")[0]
     kind, _, arg = clause.partition(":")
     if kind == "during":
         states = _states(arg)
@@ -222,6 +381,10 @@ def _window(t: RunTables, when: str) -> tuple[np.ndarray | None, str]:
         if k >= len(t.schedule_s):
             return None, f"the path has no schedule step {k + 1}"
         return ts > t.schedule_s[k], f"after step {k + 1}"
+    if kind == "after" and (m := re.fullmatch(r"step:(\d+)\+(\d+)_probe_bw_cycles", arg)):
+        return episodes.after_cycles(t, int(m[1]), int(m[2]))
+    if kind == "after" and arg == "first_loss_in_PROBE_BW":
+        return episodes.after_first_loss_in_probe_bw(t)
     return None, f"no window '{clause}'"
 
 
@@ -271,6 +434,30 @@ def evaluate(c: Criterion, t: RunTables) -> Verdict:
                 return Verdict("n/a", why="this CCA counts no rounds")
             x = float(r1) - float(r0)
         return _judge(c, t, [x], f"in {state}")
+    if c.quantity == "probe_up_rounds_until_max_bw_within_2pct":
+        m = re.search(r"after:step:(\d+)", c.when)
+        if not m or not t.rate_after_steps_bps:
+            return Verdict("not evaluated", why="needs a rate step (after:step:N)")
+        rounds, where = episodes.probe_up_rounds_until(t, int(m[1]), t.rate_after_steps_bps[0], 0.02)
+        if rounds is None:
+            return Verdict("fail", why=where)
+        return _judge(c, t, [rounds], where)
+    if c.op == "doubles_each_round":
+        rows, where = _window(t, c.when)
+        if rows is None:
+            return Verdict("not evaluated", why=where)
+        ok, what = episodes.slope_doubles_each_round(t, rows)
+        if ok is None:
+            return Verdict("n/a" if "no PROBE_UP slope" in what else "not evaluated", why=what)
+        return Verdict("pass" if ok else "fail", f"bw_probe_up_rounds +1 per round {where}: {what}")
+    if c.quantity == "loss_rate":
+        rows, where = _window(t, c.when)
+        if rows is None:
+            return Verdict("not evaluated", why=where)
+        rate = episodes.loss_rate(t, rows)
+        if rate is None:
+            return Verdict("fail", why=f"nothing sent {where}")
+        return _judge(c, t, [rate], where + " (retransmitted / sent)")
     if c.quantity == "goodput":
         rows, where = _window(t, c.when)
         if rows is None:
@@ -279,17 +466,21 @@ def evaluate(c: Criterion, t: RunTables) -> Verdict:
         if g is None:
             return Verdict("fail", why=f"too few samples {where}")
         return _judge(c, t, [g], where)
-    column = COLUMNS.get(c.quantity) or SERIES_ONLY.get(c.quantity)
-    if column is None:
-        return Verdict("not evaluated", why=f"'{c.quantity}' is not recorded per interval or per event")
+    if c.quantity == "state" and c.reference == "state_before_recovery":
+        return _state_after_undo(t)
+    known = set(COLUMNS) | set(SERIES_ONLY) | {"loss_rate_round", "inflight_with_headroom",
+                                               "time_since_probe_rtt_min_stamp_s"}
+    unknown = [q for q in reference.parts(c.quantity) if q not in known]
+    if unknown:
+        return Verdict("not evaluated", why=f"'{', '.join(unknown)}' is not recorded per interval or per event")
     if c.when.startswith("on:"):
-        if c.quantity in SERIES_ONLY:
-            return Verdict("not evaluated", why=f"{c.quantity} is sampled per interval, not logged per event")
-        row, why = _event_at(t, c.when)
-        if row is None:
+        rows, why = _event_rows_at(t, c.when)
+        if rows is None:
             return Verdict("not evaluated" if "has no" in why else "fail", why=why)
-        return _judge(c, t, [t.events[column][row]], f"at {c.when.removeprefix('on:')} "
-                      f"({float(t.events['t_s'][row]):.3f} s)")
+        at = ", ".join(f"{float(t.events['t_s'][i]):.3f}" for i in rows[:3]) + (" …" if len(rows) > 3 else "")
+        return judge_rows(c, t, [row_values(t, t.events, i) for i in rows],
+                          f"at {c.when.removeprefix('on:')} ({at} s)")
+    column = COLUMNS.get(c.quantity) or SERIES_ONLY.get(c.quantity)
     if c.op == "decreases":
         rows, where = _window(t, c.when)
         if rows is None:
@@ -309,4 +500,32 @@ def evaluate(c: Criterion, t: RunTables) -> Verdict:
         return Verdict("not evaluated", why=where)
     if not rows.any():
         return Verdict("fail", why=f"no sample {where}")
-    return _judge(c, t, [v for v, r in zip(t.series[column], rows, strict=True) if r], where)
+    return judge_rows(c, t, [row_values(t, t.series, i) for i in np.flatnonzero(rows)], where)
+
+
+def _state_after_undo(t: RunTables) -> Verdict:
+    """After each spurious undo, the state the flow was in when its
+    recovery (or RTO) began: the draft's undo restores BBR.state; the state
+    after the undo is the last one logged at the undo's instant."""
+    if not t.logged_events:
+        return Verdict("not evaluated", why="the event log has no 'spurious_undo' event (this backend logs none)")
+    ev = t.events
+    undos = _event_rows(t, "undo")
+    if not undos:
+        return Verdict("fail", why="no spurious_undo in the run")
+    shown, ok = [], True
+    for u in undos:
+        at = float(ev["t_s"][u])
+        starts = [i for i in _event_rows(t, "recovery_start") + _event_rows(t, "loss_start")
+                  if float(ev["t_s"][i]) <= at]
+        if not starts:
+            continue
+        before = str(ev["to_state"][max(starts, key=lambda i: float(ev["t_s"][i]))])
+        same_instant = [i for i in _event_rows(t, "cc_state") if float(ev["t_s"][i]) == at]
+        after = str(ev["to_state"][same_instant[-1]]) if same_instant else str(ev["to_state"][u])
+        ok &= after == before
+        shown.append(f"{before} -> {after} at {at:.3f} s")
+    if not shown:
+        return Verdict("fail", why="no undo follows a recovery_start or loss_start")
+    return Verdict("pass" if ok else "fail", "state at recovery -> after undo: " + "; ".join(shown[:3])
+                   + (" …" if len(shown) > 3 else ""))

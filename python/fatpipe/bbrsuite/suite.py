@@ -53,9 +53,15 @@ def _tables(loaded, run_id: str, plan) -> RunTables:
     if not logged:
         events = events_from_samples(series)
     events = expand_pass_through(events)
-    return RunTables(series=series, events=events,
+    rates_after = tuple(payload(s.rate_bps) for s in steps if s.rate_bps)
+    constants = {"mss_bits": 8.0 * mss, "rtt_s": plan.rtt_s}
+    if plan.dynamics.aggregation:
+        constants["aggregation.interval"] = plan.dynamics.aggregation.interval_s
+    if rates_after:
+        constants["bdp_packets_after_step"] = rates_after[0] * plan.rtt_s / (8.0 * mss)
+    return RunTables(series=series, events=events, constants=constants,
                      payload_rate_bps=payload(plan.rate_bps), schedule_s=tuple(s.at_s for s in steps),
-                     rate_after_steps_bps=tuple(payload(s.rate_bps) for s in steps if s.rate_bps),
+                     rate_after_steps_bps=rates_after,
                      policer_payload_bps=payload(policer.rate_bps) if policer else None,
                      duration_s=plan.duration_s, logged_events=logged)
 
