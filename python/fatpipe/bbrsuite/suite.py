@@ -87,7 +87,9 @@ def events_from_samples(series: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if last is not None and state != last:
             rows.append((i, last))
         last = state
-    out = {k: np.asarray([v[i] for i, _ in rows], dtype=object) for k, v in series.items() if k.startswith("cc_")}
+    kept = ("cwnd_segments", "inflight_segments")
+    out = {k: np.asarray([v[i] for i, _ in rows], dtype=object) for k, v in series.items()
+           if k.startswith("cc_") or k in kept}
     out["t_s"] = np.asarray([series["t_s"][i] for i, _ in rows], dtype=float)
     out["kind"] = np.asarray(["cc_state"] * len(rows), dtype=object)
     out["from_state"] = np.asarray([f for _, f in rows], dtype=object)
