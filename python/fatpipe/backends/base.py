@@ -197,6 +197,20 @@ class AppLimit:
     tick_s: float
     steps: tuple[AppStep, ...] = ()
 
+    def write_rate_steps(self) -> list[tuple[float, float | None]]:
+        """Each stream's write rate over the run as (from s, bit/s) steps:
+        0 while paused, None while unlimited."""
+        pauses = [(s.at_s, s.at_s + s.pause_s) for s in self.steps if s.pause_s is not None]
+        edges = sorted({0.0, *(s.at_s for s in self.steps), *(end for _, end in pauses)})
+        out: list[tuple[float, float | None]] = []
+        for t in edges:
+            rate = self.rate_bps
+            for s in self.steps:
+                if s.at_s <= t and s.pause_s is None:
+                    rate = s.rate_bps
+            out.append((t, 0.0 if any(a <= t < b for a, b in pauses) else rate))
+        return out
+
 
 @dataclass(frozen=True)
 class FlowPlan:
