@@ -18,6 +18,8 @@ from fatpipe import spec as spec_mod
 from fatpipe.aqm import KINDS, Aqm
 from fatpipe.backends.base import (
     Aggregation,
+    AppLimit,
+    AppStep,
     CrossFlow,
     FlowPlan,
     GilbertElliott,
@@ -37,8 +39,9 @@ from fatpipe.study import plan_runs
 RUST = {name: (set(read), set(ignored)) for name, read, ignored in _native.plan_fields()}
 
 
-@pytest.mark.parametrize("cls", [RunPlan, HostLimits, HostCpu, FlowPlan, CrossFlow, PathDynamics, PathStep,
-                                 GilbertElliott, Jitter, Policer, Aggregation, Trace], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [RunPlan, HostLimits, HostCpu, FlowPlan, CrossFlow, AppLimit, AppStep, PathDynamics,
+                                 PathStep, GilbertElliott, Jitter, Policer, Aggregation, Trace],
+                         ids=lambda c: c.__name__)
 def test_every_dataclass_field_is_declared_by_the_simulator_and_nothing_else(cls):
     read, ignored = RUST[cls.__name__]
     python = {f.name for f in dataclasses.fields(cls)}
@@ -80,7 +83,8 @@ def test_ce_threshold_tables_cover_each_unit():
 # per-flow ECN and cwnd clamp, GRO, a rate cap, processing jitter, a CPU model
 # with every cost on a machine both hosts share, a NIC ceiling, fq_codel with a CE
 # threshold, a path that moves (a schedule step, Gilbert-Elliott loss, jitter,
-# a policer, aggregation), a sweep and a testbed (which the simulator ignores).
+# a policer, aggregation), an application-limited bulk flow (a rate, a pause),
+# a sweep and a testbed (which the simulator ignores).
 STUDY = """
 version = 1
 [study]
@@ -130,6 +134,13 @@ gro = true
 cc = "cubic"
 ecn = 1
 cwnd_clamp = 100
+app_rate = "5Mbit"
+[[flows.app]]
+at = "0.3s"
+pause = "0.1s"
+[[flows.app]]
+at = "0.6s"
+rate = "unlimited"
 [[flows]]
 kind = "rpc"
 cc = "reno"
@@ -165,6 +176,7 @@ def full_plan(tmp_path) -> RunPlan:
     assert plan.dynamics.keys() == ["path.schedule", "path.loss_model", "path.jitter", "path.policer",
                                     "path.aggregation"]
     assert plan.dynamics.schedule[0].rate_bps == 2e7 and plan.dynamics.aggregation.bytes == 10_000
+    assert plan.flows[0].app.rate_bps == 5e6 and plan.flows[0].app.steps[0].pause_s == pytest.approx(0.1)
     return plan
 
 
@@ -173,13 +185,15 @@ def test_a_plan_with_every_field_runs_on_the_simulator(full_plan, tmp_path):
     assert len(set(outcome.series["flow_group"])) == 2 and outcome.rpcs["flow_group"]
 
 
-@pytest.mark.parametrize("where", ["plan", "flow", "host", "aqm", "step", "policer"])
+@pytest.mark.parametrize("where", ["plan", "flow", "host", "aqm", "step", "policer", "app", "app_step"])
 def test_the_simulator_refuses_a_field_it_does_not_know_naming_it(full_plan, where):
     plan = json.loads(plan_json(full_plan))
     table, path = {"plan": (plan, ""), "flow": (plan["flows"][1], "flows[1]."),
                    "host": (plan["receiver"], "receiver."), "aqm": (plan["aqm"], "aqm."),
                    "step": (plan["dynamics"]["schedule"][0], "dynamics.schedule[0]."),
-                   "policer": (plan["dynamics"]["policer"], "dynamics.policer.")}[where]
+                   "policer": (plan["dynamics"]["policer"], "dynamics.policer."),
+                   "app": (plan["flows"][0]["app"], "flows[0].app."),
+                   "app_step": (plan["flows"][0]["app"]["steps"][1], "flows[0].app.steps[1].")}[where]
     table["jitter_s"] = 0.001
     with pytest.raises(ValueError, match="^" + re.escape(f"{path}jitter_s: unknown field `jitter_s`")):
         _native.simulate(json.dumps(plan))

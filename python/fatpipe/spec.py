@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import crossspec, hostcpu, pathspec, pathtrace
+from . import appspec, crossspec, hostcpu, pathspec, pathtrace
 from . import references as references_mod
 from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
@@ -354,6 +354,10 @@ class FlowSection(_Strict):
     shape: Annotated[float, Field(allow_inf_nan=False)] | None = None  # Pareto shape of on and off (1.5)
     packet_size: SizeBytes | None = None  # IP packet bytes (the path MTU)
     stop: TimeS | None = None  # the sources stop (the run's end)
+    # kind = "bulk" only (appspec.py): each stream's application write rate
+    # (None: it always has data) and its steps ([[flows.app]]).
+    app_rate: appspec.AppRate | None = None
+    app: appspec.AppSchedule = []
 
     @field_validator("rate", mode="before")
     @classmethod
@@ -364,7 +368,7 @@ class FlowSection(_Strict):
 
     @model_validator(mode="after")
     def _kind_fields(self) -> FlowSection:
-        problems = crossspec.flow_problems(self)
+        problems = crossspec.flow_problems(self) + appspec.flow_problems(self)
         if problems:
             raise ValueError("; ".join(problems))
         if self.kind == crossspec.KIND:
@@ -482,6 +486,7 @@ def cross_problems(spec: Spec) -> list[tuple[str, str]]:
     problems += pathspec.problems(spec)
     problems += pathtrace.problems(spec)
     problems += crossspec.problems(spec)
+    problems += appspec.problems(spec)
     if spec.testbed is not None:
         problems += study_problems(spec.testbed, senders)
     return problems
@@ -561,7 +566,8 @@ def validate(raw: dict[str, Any], source: str = "", imported_from: str | None = 
     problems += spec.sweep.structure_problems()
     swept: dict[str, list[Any]] = {}
     for where, key, values in spec.sweep.entries():
-        problems += sweep_mod.key_problems(where, key, values, len(spec.flows), len(spec.path.schedule))
+        problems += sweep_mod.key_problems(where, key, values, len(spec.flows), len(spec.path.schedule),
+                                           [len(f.app) for f in spec.flows])
         swept.setdefault(key, []).extend(values)
     problems += references_mod.problems(spec.references, swept)
     if problems:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, crossspec, estimate, hostcpu, pathspec
+from . import __version__, appspec, crossspec, estimate, hostcpu, pathspec
 from . import spec as spec_mod
 from .backends import DEFAULT_BACKEND, get_backend
 from .backends.base import BackendUnavailable, FlowPlan, HostCpu, HostLimits, RunPlan
@@ -120,6 +120,7 @@ def plan_runs(
                 rate_per_s=f.rate,
                 ecn=f.ecn,
                 cwnd_clamp=f.cwnd_clamp,
+                app=appspec.plan(f),
             )
             for i, f in enumerate(point_spec.flows)
         )

@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -52,7 +52,8 @@ SWEEPABLE = {
                       *COST_FIELDS),
     "flows.<index>": ("cc", "streams", "mss", "sender", "start", "request", "response",
                       "concurrency", "rate", "ecn", "cwnd_clamp", "pattern", "on", "off", "shape",
-                      "packet_size", "stop"),
+                      "packet_size", "stop", "app_rate"),
+    "flows.<index>.app.<index>": ("at", "rate", "pause"),
 }
 # The key of the sweep table that holds the linked groups ([[sweep.linked]]);
 # no dotted key can be named so.
@@ -204,10 +205,12 @@ def sweepable_list() -> str:
     return "; ".join(f"{head}.{'|'.join(leaves)}" for head, leaves in SWEEPABLE.items())
 
 
-def key_problems(at: str, key: str, values: list, flow_count: int, step_count: int = 0) -> list[tuple[str, str]]:
+def key_problems(at: str, key: str, values: list, flow_count: int, step_count: int = 0,
+                 app_steps: Sequence[int] = ()) -> list[tuple[str, str]]:
     """The key is on the allow-list and names something that exists (of
-    `flow_count` flows, `step_count` [[path.schedule]] steps); the values
-    are strings or numbers. `at` is where the key is written."""
+    `flow_count` flows, `step_count` [[path.schedule]] steps, `app_steps[i]`
+    [[flows.app]] steps of flow i); the values are strings or numbers. `at`
+    is where the key is written."""
     parts = key.split(".")
     if len(parts) == 2 and parts[0] in ("study", "path"):
         allowed = parts[1] in SWEEPABLE[parts[0]]
@@ -227,6 +230,16 @@ def key_problems(at: str, key: str, values: list, flow_count: int, step_count: i
             return [(at, f"{_short(parts[1], 20)!r} is not a flow index; write flows.0, flows.1, …")]
         if allowed and int(parts[1]) >= flow_count:
             return [(at, f"flows.{parts[1]}: no such flow (there are {flow_count})")]
+    elif len(parts) == 5 and parts[0] == "flows" and parts[2] == "app":
+        allowed = parts[4] in SWEEPABLE["flows.<index>.app.<index>"]
+        if allowed and not all(re.fullmatch(r"0|[1-9][0-9]{0,5}", p) for p in (parts[1], parts[3])):
+            return [(at, f"flows.{_short(parts[1], 20)}.app.{_short(parts[3], 20)}: write whole indices, "
+                         "such as flows.0.app.1")]
+        if allowed and int(parts[1]) >= flow_count:
+            return [(at, f"flows.{parts[1]}: no such flow (there are {flow_count})")]
+        if allowed and int(parts[3]) >= (count := (list(app_steps) + [0] * flow_count)[int(parts[1])]):
+            return [(at, f"flows.{parts[1]}.app.{parts[3]}: no such step (there are {count}); a sweep varies a "
+                         "step written as [[flows.app]]")]
     else:
         allowed = False
     if not allowed:

@@ -81,7 +81,36 @@ def test_cross_traffic_shares_the_emulator_hosts_bottleneck(lab, tmp_path):
     assert list(runs["status"]) == ["ok", "ok"], "\n".join(runs["reason"])
     tcp, cross = (runs[runs["flow_group"] == g].iloc[0] for g in (0, 1))
     seen = f"TCP {tcp['goodput_bps'] / 1e6:.2f} Mbit/s, cross {cross['goodput_bps'] / 1e6:.2f} Mbit/s"
-    print(seen)
     assert cross["kind"] == "cross" and tcp["path_emulator"] == "linkem-nfqueue", seen
     assert 0.85 * 30e6 * PAYLOAD < tcp["goodput_bps"] < 1.03 * 30e6 * PAYLOAD, seen
     assert 0.95 * 20e6 * 1500 / 1514 < cross["goodput_bps"] <= 1.001 * 20e6 * 1500 / 1514, seen
+
+
+STATIC_STUDY = STUDY.replace('policer = "40Mbit/30KB"\n[[path.schedule]]\nat = "3s"\nrate = "0.2x"\n', "")
+APP_STUDY = STATIC_STUDY + """app_rate = "10Mbit"
+[[flows.app]]
+at = "3s"
+pause = "1s"
+[[flows.app]]
+at = "4s"
+rate = "20Mbit"
+"""
+
+
+def test_an_application_limited_sender_writes_at_its_rates_on_the_sending_host(lab, tmp_path):
+    # The sending host's engine writes 10 Mbit/s, nothing from 3 to 4 s,
+    # then 20 Mbit/s, its steps timed from the run's origin on its own
+    # clock; the 50 Mbit/s path never limits it.
+    run_one(lab, tmp_path, RUN_HOSTS, APP_STUDY)
+    series = StudyStore(tmp_path / "out").load().series
+    t, b = series["t_s"].to_numpy(), series["delivered_bytes"].to_numpy(dtype=float)
+    i = {s: int(np.argmin(abs(t - s))) for s in (1.0, 3.0, 3.25, 3.75, 4.75, 6.0)}
+    seen = {f"{t[i0]:.2f}-{t[i1]:.2f} s": b[i1] - b[i0] for i0, i1 in
+            ((i[1.0], i[3.0]), (i[3.25], i[3.75]), (i[4.75], i[6.0]))}
+    # Bytes acknowledged in a window are the writes of as long a window,
+    # give or take two 1 ms ticks and 20 ms of a thread's lateness per edge
+    # (as tests/kernel/test_app_limited_kernel.py).
+    for (t0, t1), rate in (((1.0, 3.0), 10e6), ((4.75, 6.0), 20e6)):
+        got, want = b[i[t1]] - b[i[t0]], rate / 8 * (t[i[t1]] - t[i[t0]])
+        assert abs(got - want) <= rate / 8 * 2 * 0.022 + 1448, seen
+    assert b[i[3.75]] == b[i[3.25]], seen

@@ -15,6 +15,7 @@
 
 use std::collections::VecDeque;
 
+use crate::app_rate::RateBulk;
 use crate::event::AppTimer;
 use crate::rng::Rng;
 use crate::units::Time;
@@ -25,8 +26,14 @@ pub trait AppEnv {
     fn schedule(&mut self, at: Time, timer: AppTimer);
     /// The connection is established: the sender starts (Sender::start).
     fn start(&mut self, now: Time);
-    /// The server application writes `segs` segments (tcp_sendmsg).
+    /// The server application writes `segs` segments (tcp_sendmsg);
+    /// u64::MAX: from now on it always has data.
     fn write(&mut self, now: Time, segs: u64);
+    /// Segments a write can queue before it blocks on the send buffer.
+    fn send_buffer_room(&self) -> u64;
+    /// An application that always had data stops writing: what the send
+    /// buffer holds is what it wrote (app_rate.rs).
+    fn stop_writing(&mut self);
     /// The reverse path's delay a request takes to reach the server.
     fn send_request_delay(&self) -> Time;
     /// The client sends a request at `now`: a pending delayed ACK rides on
@@ -45,6 +52,8 @@ pub enum App {
     Bulk,
     /// Request/response exchanges.
     Rpc(RpcApp),
+    /// A bulk sender whose writes follow a limited rate (app_rate.rs).
+    RateBulk(RateBulk),
 }
 
 impl App {
@@ -54,6 +63,7 @@ impl App {
         match self {
             App::Bulk => u64::MAX,
             App::Rpc(_) => 0,
+            App::RateBulk(w) => w.initial_write_seq(),
         }
     }
 
@@ -62,8 +72,15 @@ impl App {
         match timer {
             AppTimer::Start => {
                 env.start(now);
-                if let App::Rpc(rpc) = self {
-                    rpc.start(now, env);
+                match self {
+                    App::Rpc(rpc) => rpc.start(now, env),
+                    App::RateBulk(w) => w.on_tick(now, env),
+                    App::Bulk => {}
+                }
+            }
+            AppTimer::Write => {
+                if let App::RateBulk(w) = self {
+                    w.on_tick(now, env);
                 }
             }
             AppTimer::RpcIssue => {
@@ -267,6 +284,10 @@ mod tests {
         fn write(&mut self, _now: Time, segs: u64) {
             self.writes.push(segs);
         }
+        fn send_buffer_room(&self) -> u64 {
+            0
+        }
+        fn stop_writing(&mut self) {}
         fn send_request_delay(&self) -> Time {
             Time(10)
         }

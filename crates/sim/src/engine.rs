@@ -2,6 +2,7 @@
 //! and periodic sampling. Built from a validated [`crate::scenario::Scenario`].
 
 use crate::app::{App, AppEnv, RpcApp, RpcSpec};
+use crate::app_rate::{AppSchedule, RateBulk};
 use crate::cc::CongestionControl;
 use crate::event::{AppTimer, Event, EventQueue, SenderTimer, TimerKind};
 use crate::fq_codel::FqCodel;
@@ -40,6 +41,9 @@ pub struct StreamSpec {
     pub extra_rtt: Time,
     /// RPC application, or `None` for a bulk transfer.
     pub rpc: Option<RpcSpec>,
+    /// A bulk transfer's application-limited writer (app_rate.rs);
+    /// `None`: it always has data.
+    pub app: Option<AppSchedule>,
     /// ECN negotiated for this stream (tcp/ecn.rs `negotiate`).
     pub ecn: bool,
     /// Per-connection cwnd clamp in segments (tp->snd_cwnd_clamp as
@@ -262,6 +266,14 @@ impl<const ECN: bool, const FQ: bool> AppEnv for StreamApp<'_, ECN, FQ> {
         self.sender.app_write(now, segs, &mut self.tx);
     }
 
+    fn send_buffer_room(&self) -> u64 {
+        self.sender.send_buffer_room()
+    }
+
+    fn stop_writing(&mut self) {
+        self.sender.stop_writing();
+    }
+
     fn send_request_delay(&self) -> Time {
         self.ack_delay
     }
@@ -408,9 +420,10 @@ impl Sim {
             if let Some(clamp) = s.cwnd_clamp {
                 sender.tp.set_cwnd_clamp(clamp);
             }
-            let app = match s.rpc.clone() {
-                Some(spec) => App::Rpc(RpcApp::new(spec, s.mss, Rng::new(cfg.seed, 0xA990_0000 + i as u64), cfg.duration)),
-                None => App::Bulk,
+            let app = match (s.rpc.clone(), s.app.clone()) {
+                (Some(spec), _) => App::Rpc(RpcApp::new(spec, s.mss, Rng::new(cfg.seed, 0xA990_0000 + i as u64), cfg.duration)),
+                (None, Some(sched)) => App::RateBulk(RateBulk::new(sched, s.mss, s.start, cfg.duration)),
+                (None, None) => App::Bulk,
             };
             sender.write_seq = app.initial_write_seq();
             net.events.push(s.start, Event::Timer(i as u32, TimerKind::App(AppTimer::Start)));
@@ -506,7 +519,7 @@ impl Sim {
             }
         }
         self.net.rx_action::<FQ>(i, st.ack_pipe, st.ack_delay, now, act);
-        if !matches!(st.app, App::Bulk) {
+        if matches!(st.app, App::Rpc(_)) {
             let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
             app.on_data(now, &mut env);
             if self.net.send_work > Time::ZERO {

@@ -36,6 +36,8 @@ pub enum AppTimer {
     RpcRequest,
     /// The next open-loop RPC is issued by the client.
     RpcIssue,
+    /// An application-limited writer's tick (app_rate.rs).
+    Write,
 }
 
 /// A unit an end host held for processing (host.rs) is handed to TCP.

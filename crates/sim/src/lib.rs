@@ -77,6 +77,7 @@
 //!   host has `stream_rate_cap_bps` (sk_max_pacing_rate), in TSO bursts of
 //!   ~1 ms of data (tcp_tso_autosize, 2..64 KB).
 pub mod app;
+pub mod app_rate;
 pub mod cc;
 pub mod codel;
 pub mod engine;

@@ -195,9 +195,38 @@ pub struct FlowPlan {
     /// The traffic of a "cross" group (no TCP: cc, mss_bytes and sender
     /// are not read for it).
     pub cross: Option<CrossFlow>,
+    /// The application's write rate of a "bulk" group (crate::app_rate);
+    /// null: it always has data.
+    pub app: Option<AppLimit>,
 }
 
 impl PlanStruct for FlowPlan {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// An application-limited bulk sender (base.py AppLimit, crate::app_rate).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppLimit {
+    pub rate_bps: Option<f64>,
+    pub tick_s: Option<f64>,
+    pub steps: Option<Vec<AppStep>>,
+}
+
+impl PlanStruct for AppLimit {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// A change of the application's write rate, or a pause (base.py AppStep).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppStep {
+    pub at_s: Option<f64>,
+    pub rate_bps: Option<f64>,
+    pub pause_s: Option<f64>,
+}
+
+impl PlanStruct for AppStep {
     const IGNORED: &'static [&'static str] = &[];
 }
 
@@ -518,6 +547,8 @@ pub fn plan_fields() -> Vec<PlanFields> {
         dataclass::<HostCpu>(),
         dataclass::<FlowPlan>(),
         dataclass::<CrossFlow>(),
+        dataclass::<AppLimit>(),
+        dataclass::<AppStep>(),
         dataclass::<PathDynamics>(),
         dataclass::<PathStep>(),
         dataclass::<GilbertElliott>(),

@@ -36,9 +36,15 @@ fn dynamics() -> Value {
 fn cross_flow() -> Value {
     json!({"group": 1, "kind": "cross", "cc": "", "streams": 2, "mss_bytes": 1460, "sender": "", "start_s": 0.1,
            "request_bytes": null, "response_bytes": null, "concurrency": null, "rate_per_s": null, "ecn": null,
-           "cwnd_clamp": null,
+           "cwnd_clamp": null, "app": null,
            "cross": {"rate_bps": 2e6, "pattern": "on_off", "on_s": 0.01, "off_s": 0.02, "shape": 1.6,
                      "packet_bytes": 1000, "stop_s": 0.9}})
+}
+
+/// An application limit with both kinds of step (a rate, a pause).
+fn app_limit() -> Value {
+    json!({"rate_bps": 5e6, "tick_s": 0.001,
+           "steps": [{"at_s": 0.3, "rate_bps": null, "pause_s": 0.1}, {"at_s": 0.6, "rate_bps": 8e6, "pause_s": null}]})
 }
 
 /// The full plan with a cross group beside the bulk one (through a FIFO:
@@ -66,7 +72,7 @@ fn full_plan() -> Value {
         "senders": {"s1": host()}, "receiver": host(),
         "flows": [{"group": 0, "kind": "bulk", "cc": "reno", "streams": 1, "mss_bytes": 1448, "sender": "s1",
                    "start_s": 0.0, "request_bytes": null, "response_bytes": null, "concurrency": null,
-                   "rate_per_s": null, "ecn": null, "cwnd_clamp": null, "cross": null}],
+                   "rate_per_s": null, "ecn": null, "cwnd_clamp": null, "cross": null, "app": app_limit()}],
         "swept": {"path.loss": 0.0}, "aqm": fq_codel(), "testbed": null, "dynamics": dynamics()
     })
 }
@@ -109,6 +115,8 @@ fn the_full_plan_has_every_field_of_every_struct() {
     assert_eq!(keys(&p["dynamics"]["trace"]), sorted(field_names::<Trace>()));
     assert_eq!(keys(&cross_flow()), sorted(field_names::<FlowPlan>()));
     assert_eq!(keys(&cross_flow()["cross"]), sorted(field_names::<CrossFlow>()));
+    assert_eq!(keys(&p["flows"][0]["app"]), sorted(field_names::<AppLimit>()));
+    assert_eq!(keys(&p["flows"][0]["app"]["steps"][0]), sorted(field_names::<AppStep>()));
     assert!(Scenario::from_json(&full_plan_with_cross().to_string()).is_ok());
     assert_eq!(keys(&fq_codel()).into_iter().filter(|k| *k != AQM_KIND_KEY).collect::<Vec<_>>(), sorted(field_names::<FqCodelPlan>()));
     assert!(Scenario::from_json(&p.to_string()).is_ok());
@@ -159,6 +167,8 @@ fn exactly_the_ignored_fields_are_ignored_and_the_others_read() {
     check_fields(&p, &["dynamics", "policer"], "dynamics.policer.", field_names::<Policer>(), Policer::IGNORED);
     check_fields(&p, &["dynamics", "aggregation"], "dynamics.aggregation.", field_names::<Aggregation>(), Aggregation::IGNORED);
     check_fields(&p, &["dynamics", "trace"], "dynamics.trace.", field_names::<Trace>(), Trace::IGNORED);
+    check_fields(&p, &["flows", "0", "app"], "flows[0].app.", field_names::<AppLimit>(), AppLimit::IGNORED);
+    check_fields(&p, &["flows", "0", "app", "steps", "1"], "flows[0].app.steps[1].", field_names::<AppStep>(), AppStep::IGNORED);
     let c = full_plan_with_cross();
     check_fields(&c, &["flows", "1", "cross"], "flows[1].cross.", field_names::<CrossFlow>(), CrossFlow::IGNORED);
     let mut p = full_plan();
@@ -183,6 +193,8 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
             "HostCpu",
             "FlowPlan",
             "CrossFlow",
+            "AppLimit",
+            "AppStep",
             "PathDynamics",
             "PathStep",
             "GilbertElliott",
@@ -201,8 +213,8 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
     let mut both: Vec<&str> = run_plan.read.iter().chain(&run_plan.ignored).copied().collect();
     both.sort_unstable();
     assert_eq!(both, sorted(field_names::<RunPlan>()));
-    assert_eq!(all[12].read, ["kind"]);
-    assert_eq!(all[14].read[0], "kind");
+    assert_eq!(all[14].read, ["kind"]);
+    assert_eq!(all[16].read[0], "kind");
 }
 
 #[test]

@@ -13,6 +13,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::app::{RpcMode, RpcSpec};
+use crate::app_rate::{app_schedule, AppSchedule};
 use crate::plan::{self, AqmPlan, PlanError, RunPlan, Whole};
 use crate::engine::{Sim, SimConfig, StreamSpec};
 use crate::fq_codel::FqCodelParams;
@@ -295,6 +296,8 @@ pub struct FlowPlan {
     pub ecn: Option<u8>,
     /// Per-connection cwnd clamp in segments (TCP_BPF_SNDCWND_CLAMP).
     pub cwnd_clamp: Option<u32>,
+    /// A bulk flow's application-limited writer (app_rate.rs).
+    pub app: Option<AppSchedule>,
 }
 
 impl FlowPlan {
@@ -330,6 +333,7 @@ fn cross_group(f: &plan::FlowPlan, i: usize, aqm: &Aqm, at: &dyn Fn(&str) -> Str
         ("rate_per_s", f.rate_per_s.is_some()),
         ("ecn", f.ecn.is_some()),
         ("cwnd_clamp", f.cwnd_clamp.is_some()),
+        ("app", f.app.is_some()),
     ];
     if let Some((key, _)) = tcp_only.iter().find(|(_, given)| *given) {
         return err(at(key), "applies to TCP flows only, not to a flow of kind cross");
@@ -349,6 +353,7 @@ fn cross_group(f: &plan::FlowPlan, i: usize, aqm: &Aqm, at: &dyn Fn(&str) -> Str
         rpc: None,
         ecn: None,
         cwnd_clamp: None,
+        app: None,
     })
 }
 
@@ -488,7 +493,8 @@ impl Scenario {
             let group = whole(f.group).unwrap_or(i as u64);
             let ecn = tcp_ecn(f.ecn, &at("ecn"))?;
             let cwnd_clamp = cwnd_clamp(f.cwnd_clamp, &at("cwnd_clamp"))?;
-            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn, cwnd_clamp });
+            let app = app_schedule(f.app.as_ref(), &kind, &at)?;
+            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn, cwnd_clamp, app });
         }
         if flows.iter().all(|f| f.is_cross()) {
             return err("flows", "at least one TCP flow (kind bulk or rpc) is needed beside cross traffic");
@@ -589,6 +595,7 @@ impl Scenario {
                     rate_cap: host.stream_rate_cap_bps.map(|c| Rate(c.round() as u64)),
                     extra_rtt: Time::from_secs_f64(host.extra_rtt_s + self.receiver.extra_rtt_s),
                     rpc: f.rpc.clone(),
+                    app: f.app.clone(),
                     ecn,
                     cwnd_clamp: f.cwnd_clamp,
                     gro: self.receiver.gro,

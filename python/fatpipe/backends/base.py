@@ -175,6 +175,44 @@ class CrossFlow:
 
 
 @dataclass(frozen=True)
+class AppStep:
+    """A change of an application-limited sender (flows.N.app): from at_s
+    (after the run's start) each stream writes at rate_bps (None:
+    unlimited, it always has data), or, when pause_s is given, writes
+    nothing for pause_s and then resumes at the rate in force."""
+
+    at_s: float
+    rate_bps: float | None = None
+    pause_s: float | None = None
+
+
+@dataclass(frozen=True)
+class AppLimit:
+    """A bulk flow whose application writes at a limited rate
+    (docs/path-dynamics.md "Application-limited senders"): every tick_s,
+    each stream writes the bytes rate_bps owes for the tick (the fraction
+    carried to the next), None being unlimited; `steps` change it."""
+
+    rate_bps: float | None
+    tick_s: float
+    steps: tuple[AppStep, ...] = ()
+
+    def write_rate_steps(self) -> list[tuple[float, float | None]]:
+        """Each stream's write rate over the run as (from s, bit/s) steps:
+        0 while paused, None while unlimited."""
+        pauses = [(s.at_s, s.at_s + s.pause_s) for s in self.steps if s.pause_s is not None]
+        edges = sorted({0.0, *(s.at_s for s in self.steps), *(end for _, end in pauses)})
+        out: list[tuple[float, float | None]] = []
+        for t in edges:
+            rate = self.rate_bps
+            for s in self.steps:
+                if s.at_s <= t and s.pause_s is None:
+                    rate = s.rate_bps
+            out.append((t, 0.0 if any(a <= t < b for a, b in pauses) else rate))
+        return out
+
+
+@dataclass(frozen=True)
 class FlowPlan:
     """One flow group: `streams` connections from `sender` to the receiver,
     or (kind "cross") `streams` sources of cross traffic, which have no TCP:
@@ -196,6 +234,7 @@ class FlowPlan:
     ecn: int | None = None  # net.ipv4.tcp_ecn of the sender for this flow (None: its host's)
     cwnd_clamp: int | None = None  # segments: tp->snd_cwnd_clamp of every stream (None: Linux's default)
     cross: CrossFlow | None = None  # kind "cross" only: its traffic
+    app: AppLimit | None = None  # kind "bulk" only: its application's limit (None: it always has data)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ namespace. The host side is flows.py (configs, parsers) and the backend that sta
   client does (see run_receiver).
 * ``sender``: opens `streams` TCP connections of one flow group with
   TCP_CONGESTION = cc and TCP_MAXSEG = mss, prints ``connected``, waits for
-  the common start time, sends bulk data until the end time and samples
+  the common start time, sends bulk data until the end time (as fast as
+  the socket takes it, or, with an ``app`` limit, at its rates and pauses:
+  AppWriter) and samples
   TCP_INFO (and TCP_CC_INFO) of every socket every `sample_interval_s` into
   a JSON-lines file (sampling.py; raw bytes, base64; parsed on the host by
   tcpinfo.py).
@@ -125,18 +127,119 @@ def open_stream(cfg: dict) -> socket.socket:
     return s
 
 
+class AppWriter:
+    """An application-limited writer's schedule (the plan's AppLimit,
+    docs/path-dynamics.md "Application-limited senders"), the simulator's
+    rule (crates/sim/src/app_rate.rs): ticks every `tick_s` from the
+    stream's start; a step at `at_s` (from the run's start t0) takes effect
+    at the first tick at or after it; each tick at a limited rate and not
+    paused owes the rate's bytes for one tick, the fraction carried; a pause
+    owes nothing and is not caught up; ticks spent blocked in a write owe
+    nothing (:meth:`skip_until`)."""
+
+    def __init__(self, app: dict, t0_wall_s: float, start_wall_s: float):
+        self.tick_s = float(app["tick_s"])
+        self.start = start_wall_s
+        self.steps = [(t0_wall_s + st["at_s"], st.get("rate_bps"), st.get("pause_s")) for st in app.get("steps", ())]
+        self.rate_bps = app.get("rate_bps")
+        self.paused_until = 0.0
+        self.owed = 0.0
+        self.next_tick = 0  # the index of the next tick to run
+
+    def tick_time(self, k: int) -> float:
+        return self.start + k * self.tick_s
+
+    def _apply_steps(self, t: float) -> None:
+        while self.steps and self.steps[0][0] <= t + 1e-9:
+            at, rate, pause = self.steps.pop(0)
+            if pause is not None:
+                self.paused_until = max(self.paused_until, at + pause)
+            else:
+                self.rate_bps = rate
+
+    def run_ticks(self, now: float) -> tuple[int, bool]:
+        """Runs the ticks due by `now`: (bytes to write, whether the last
+        one is unlimited: the application always has data)."""
+        n = 0
+        unlimited = False
+        while self.tick_time(self.next_tick) <= now:
+            t = self.tick_time(self.next_tick)
+            self._apply_steps(t)
+            paused = t < self.paused_until
+            unlimited = not paused and self.rate_bps is None
+            if unlimited:
+                self.owed = 0.0
+            elif not paused:
+                self.owed += self.rate_bps * self.tick_s / 8
+                whole = int(self.owed)
+                self.owed -= whole
+                n += whole
+            self.next_tick += 1
+        return n, unlimited
+
+    def skip_until(self, t: float) -> None:
+        """A write blocked until `t`: the ticks before it owe nothing
+        (their steps still apply)."""
+        while self.tick_time(self.next_tick) < t:
+            self._apply_steps(self.tick_time(self.next_tick))
+            self.next_tick += 1
+
+    def next_change(self) -> float | None:
+        """When the next step happens (None: no more), for an unlimited writer."""
+        return self.steps[0][0] if self.steps else None
+
+
+def _write(sock: socket.socket, data: memoryview, n: int, end_wall_s: float) -> None:
+    """Write `n` bytes as a blocking write() does (it returns once all are
+    in the send buffer), giving up at the end of the run."""
+    while n > 0 and time.time() < end_wall_s:
+        try:
+            n -= sock.send(data[:min(n, len(data))])
+        except TimeoutError:
+            continue
+
+
+def send_limited(sock: socket.socket, app: dict, t0_wall_s: float, start_wall_s: float, end_wall_s: float,
+                 data: memoryview) -> None:
+    """Write per `app` (AppWriter) from the stream's start to the end."""
+    writer = AppWriter(app, t0_wall_s, start_wall_s)
+    while True:
+        now = time.time()
+        if now >= end_wall_s:
+            return
+        n, unlimited = writer.run_ticks(now)
+        if unlimited:
+            until = min(end_wall_s, writer.next_change() or end_wall_s)
+            while time.time() < until:
+                try:
+                    sock.send(data)
+                except TimeoutError:
+                    continue
+            writer.skip_until(time.time())
+            continue
+        if n:
+            _write(sock, data, n, end_wall_s)
+            writer.skip_until(time.time())
+        _sleep_until(min(end_wall_s, writer.tick_time(writer.next_tick)))
+
+
 def send_bulk(sock: socket.socket, start_wall_s: float, end_wall_s: float, errors: list[str],
-              first_send: list, i: int) -> None:
+              first_send: list, i: int, app: dict | None = None, t0_wall_s: float = 0.0) -> None:
     """Send from `start_wall_s` until `end_wall_s`; `first_send[i]` is the
     wall time of the stream's first send() (when its data began). Every
     stream's thread is running before the start and waits for it itself, so
     the streams begin within about a millisecond of each other instead of
-    one thread start apart (~2 ms each with 32 streams under the GIL)."""
+    one thread start apart (~2 ms each with 32 streams under the GIL).
+    With `app` (the plan's AppLimit) the writes follow its rates and
+    pauses (send_limited), its steps' times counted from `t0_wall_s`."""
     data = memoryview(bytearray(CHUNK_BYTES))
     sock.settimeout(0.1)
     _sleep_until(start_wall_s)
     first_send[i] = time.time()
     try:
+        if app is not None:
+            send_limited(sock, app, t0_wall_s, start_wall_s, end_wall_s, data)
+            return
         while time.time() < end_wall_s:
             try:
                 sock.send(data)
@@ -158,7 +261,8 @@ def run_sender(cfg: dict) -> int:
     interval = cfg["sample_interval_s"]
     errors: list[str] = []
     first_send: list = [None] * len(socks)
-    workers = [threading.Thread(target=send_bulk, args=(s, start, end, errors, first_send, i), daemon=True)
+    workers = [threading.Thread(target=send_bulk, args=(s, start, end, errors, first_send, i, cfg.get("app"), t0),
+                                daemon=True)
                for i, s in enumerate(socks)]
     for w in workers:
         w.start()

@@ -11,6 +11,7 @@ client connects from the receiver."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,9 @@ class FlowSpec:
     response_bytes: int | None = None
     concurrency: int | None = None
     rate_per_s: float | None = None
+    # Bulk groups only: the application's rates and pauses (the plan's
+    # AppLimit as a dict; None: it always has data).
+    app: dict | None = None
 
 
 def group_port(group: int) -> int:
@@ -109,7 +113,7 @@ def sender_config(f: FlowSpec, dst: str, t0_wall_s: float, duration_s: float, sa
             "internal_pacing": f.internal_pacing, "dst": dst, "port": group_port(f.group),
             "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s,
             "sample_interval_s": sample_interval_s, "samples_path": str(samples_path),
-            "first_send_path": first_send_path(samples_path)}
+            "first_send_path": first_send_path(samples_path), "app": f.app}
 
 
 def parse_first_send(text: str, start_s: float) -> list[float | None]:
@@ -206,7 +210,8 @@ def flow_specs(plan: RunPlan, paced_senders: frozenset[str] = frozenset()) -> li
                      else None,
                      internal_pacing=f.sender in paced_senders,
                      request_bytes=f.request_bytes, response_bytes=f.response_bytes,
-                     concurrency=f.concurrency, rate_per_s=f.rate_per_s)
+                     concurrency=f.concurrency, rate_per_s=f.rate_per_s,
+                     app=dataclasses.asdict(f.app) if f.app is not None else None)
             for f in plan.flows if f.kind != "cross"]
 
 

@@ -164,11 +164,14 @@ def goodput_vs_factor(points: pd.DataFrame, x: str, unit: tuple[float, str], pan
 
 
 def time_series(series: pd.DataFrame, groups: pd.DataFrame, title: str, unit: tuple[float, str],
-                path_steps: list[tuple[float, float, float]] | None = None):
+                path_steps: list[tuple[float, float, float]] | None = None,
+                app_steps: list[tuple[int, list[tuple[float, float | None]]]] | None = None):
     """Per-stream goodput, cwnd, sRTT & min RTT, retransmissions of one run.
     `groups` maps flow_group → cc/streams (the run's rows of the runs table).
     `path_steps` ((from s, rate bit/s, RTT s), a path that moves): the link's
-    rate over the goodput and the propagation RTT over the RTTs, as steps."""
+    rate over the goodput and the propagation RTT over the RTTs, as steps.
+    `app_steps` ((group, [(from s, bit/s or None: unlimited)]), application-
+    limited flows): each stream's write rate over the goodput, as steps."""
     if series.empty:
         return None
     div, uname = unit
@@ -208,6 +211,11 @@ def time_series(series: pd.DataFrame, groups: pd.DataFrame, title: str, unit: tu
                      linestyle=":", linewidth=1.2, label="link rate (schedule)")
         axes[2].step(ts, [rtt * 1e3 for _, _, rtt in path_steps] + [path_steps[-1][2] * 1e3], where="post",
                      color="k", linestyle=":", linewidth=1.2)
+    for group, steps in app_steps or []:
+        end = float(series["t_s"].max())
+        rates = [np.nan if r is None else r / div for _, r in steps]
+        axes[0].step([t for t, _ in steps] + [end], rates + rates[-1:], where="post", color=f"C{group % 10}",
+                     linestyle="--", linewidth=1.2, label=f"flow {group} write rate per stream (app)")
     axes[0].set_ylabel(f"goodput ({uname})")
     axes[1].set_ylabel("cwnd (segments)")
     axes[2].set_ylabel("RTT (ms)\nsolid sRTT, dashed min")

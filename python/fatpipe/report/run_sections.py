@@ -179,7 +179,7 @@ def series_section(study: LoadedStudy, files: ReportFiles, collapses: pd.DataFra
                       for k in display_columns(study.runs, swept_columns(study.runs)))
     title = f"Run {rid}: {desc}" + (f" ({swept})" if swept else "")
     su = rate_unit(s["goodput_bps"].max()) if not s.empty else unit
-    fig = figs.time_series(s, rows, title, su, path_steps(study, rid))
+    fig = figs.time_series(s, rows, title, su, path_steps(study, rid), app_steps(study, rid))
     body = files.figure(fig, "timeseries", f"Per-stream samples of run {rid}, {why}. "
                         "Choose another with `fatpipe report DIR --run RUN_ID`.")
     if body:
@@ -201,6 +201,14 @@ def path_steps(study: LoadedStudy, rid: str) -> list[tuple[float, float, float]]
         _, rate, rtt = steps[-1]
         steps.append((s.at_s, s.rate_bps if s.rate_bps is not None else rate, s.rtt_s if s.rtt_s is not None else rtt))
     return steps
+
+
+def app_steps(study: LoadedStudy, rid: str) -> list[tuple[int, list[tuple[float, float | None]]]] | None:
+    """Each application-limited flow group of run `rid` with its streams'
+    write rate over the run (AppLimit.write_rate_steps), else None."""
+    plan = study.run_plan(rid)
+    out = [(f.group, f.app.write_rate_steps()) for f in plan.flows if f.app is not None] if plan else []
+    return out or None
 
 
 def queue_figure_html(study: LoadedStudy, files: ReportFiles, rid: str, rows: pd.DataFrame) -> str:

@@ -317,6 +317,25 @@ impl Sender {
         self.push(now, env);
     }
 
+    /// Segments the application can write before a blocking write waits
+    /// (tcp_sendmsg_locked() → sk_stream_wait_memory()): the send buffer's
+    /// segments less those written and not yet acknowledged (sk_wmem_queued
+    /// against sk_sndbuf); none while it always has data.
+    pub fn send_buffer_room(&self) -> u64 {
+        if self.write_seq == u64::MAX {
+            return 0;
+        }
+        (self.sb.snd_una + self.wmem_segs).saturating_sub(self.write_seq)
+    }
+
+    /// An application that always had data stops writing: it had filled
+    /// the send buffer, so what it wrote ends where the buffer does (or at
+    /// what is already sent).
+    pub fn stop_writing(&mut self) {
+        let full = (self.sb.snd_una + self.wmem_segs).max(self.sb.snd_nxt);
+        self.write_seq = self.write_seq.min(full);
+    }
+
     /// tcp_slow_start_after_idle_check() + tcp_cwnd_restart()
     /// (net.ipv4.tcp_slow_start_after_idle = 1): after an idle period longer
     /// than the RTO, cwnd halves per RTO idle, down to min(IW, cwnd).
