@@ -65,6 +65,7 @@ CC_VAR_COLUMNS: dict[str, str] = {
     "cc_lt_use_bw": "bool | None",
     "cc_loss_events_in_round": "int | None",
     "cc_probe_rtt_min_stamp_s": "float | None",
+    "cc_idle_restart": "bool | None",
     "cc_rs_delivery_rate_bps": "float | None",
     "cc_rs_is_app_limited": "bool | None",
     "cc_rs_tx_in_flight_segments": "int | None",
@@ -143,9 +144,10 @@ EVENT_COLUMNS: dict[str, str] = {
 }
 # What `kind` may be: the CCA's state changed, v1's PROBE_BW phase changed,
 # full_bw_reached became true; the sender began fast recovery, entered
-# TCP_CA_Loss (an RTO), undid a reduction as spurious (crates/sim's
-# tcp/cc_log.rs).
-EVENT_KINDS = ("cc_state", "cc_cycle", "full_bw_reached", "recovery_start", "loss_start", "undo")
+# TCP_CA_Loss (an RTO), undid a reduction as spurious, restarted sending
+# after an app-limited idle (crates/sim's tcp/cc_log.rs).
+EVENT_KINDS = ("cc_state", "cc_cycle", "full_bw_reached", "recovery_start", "loss_start", "undo",
+               "restart_from_idle")
 
 
 def empty_events() -> dict[str, list]:

@@ -269,6 +269,7 @@ macro_rules! with_cc_var_columns {
             cc_lt_use_bw: Option<bool> = lt_use_bw, "", "v1's lt_use_bw: the flow paces at lt_bw; null for bbr3";
             cc_loss_events_in_round: Option<i64> = loss_events_in_round, "", "bbr3's loss_events_in_round: ACKs with new losses in this loss round (STARTUP's loss exit needs 6); null for v1";
             cc_probe_rtt_min_stamp_s: Option<f64> = probe_rtt_min_stamp_s, "s", "when the PROBE_RTT timer last restarted (bbr3's probe_rtt_min_stamp, v1's min_rtt_stamp)";
+            cc_idle_restart: Option<bool> = idle_restart, "", "bbr->idle_restart: transmission restarted after an app-limited idle (CA_EVENT_TX_START), until the next ACK's model update";
             cc_rs_delivery_rate_bps: Option<f64> = rs_delivery_rate_bps, "bit/s", "the last rate sample's delivery rate (delivered x MSS / interval); null while invalid";
             cc_rs_is_app_limited: Option<bool> = rs_is_app_limited, "", "the last rate sample's is_app_limited";
             cc_rs_tx_in_flight_segments: Option<i64> = rs_tx_in_flight_segments, "segments", "the last rate sample's tx_in_flight (in flight when its packet was sent)";
@@ -393,7 +394,7 @@ with_cc_var_columns!(series_table! {
     t_s: f64, "s", "when the change happened, since the run started";
     flow_group: i64, "", "index into the plan's flow groups";
     stream: i64, "", "0 .. streams-1 within the group";
-    kind: &'static str, "", "cc_state (the state changed), cc_cycle (v1's PROBE_BW cycle phase changed, state unchanged), full_bw_reached (became true), or the sender's recovery_start (fast recovery began), loss_start (an RTO: TCP_CA_Loss) or undo (a reduction undone as spurious)";
+    kind: &'static str, "", "cc_state (the state changed), cc_cycle (v1's PROBE_BW cycle phase changed, state unchanged), full_bw_reached (became true), or the sender's recovery_start (fast recovery began), loss_start (an RTO: TCP_CA_Loss), undo (a reduction undone as spurious) or restart_from_idle (sending restarted after an app-limited idle and the CCA set idle_restart)";
     from_state: &'static str, "", "the CCA's state before (cc_state's value)";
     to_state: &'static str, "", "the CCA's state after";
     cwnd_segments: i64, "segments", "the sender's cwnd right after the change (tp->snd_cwnd)";

@@ -62,6 +62,7 @@ COLUMNS: dict[str, str] = {
     "rs_is_app_limited": "cc_rs_is_app_limited",
     "rs_tx_in_flight": "cc_rs_tx_in_flight_segments",
     "rs_lost": "cc_rs_lost_segments",
+    "idle_restart": "cc_idle_restart",
     # The sender's window: tcp_info per sample, right after the event in
     # the events table (same column names).
     "cwnd": "cwnd_segments",
@@ -127,6 +128,11 @@ class RunTables:
     # Run constants a reference may name (reference.py): mss_bits,
     # rtt_s, aggregation.interval, bdp_packets_after_step.
     constants: Mapping[str, float] = field(default_factory=dict)
+    # The first flow's application pauses, (from s, until s).
+    pauses_s: tuple[tuple[float, float], ...] = ()
+    # Bytes its application has written by each series row (None: the
+    # flow always has data, or was unlimited for a while).
+    app_written_bytes: np.ndarray | None = None
 
     def names(self) -> dict[str, float | None]:
         """The run's constants by the names references use."""
@@ -188,7 +194,8 @@ def _event_rows(t: RunTables, kind: str, *, from_states=None, to_states=None) ->
 
 # The sender's loss-recovery events by the draft's names (crates/sim's
 # tcp/cc_log.rs kinds): every occurrence is judged.
-SENDER_EVENTS = {"recovery_start": "recovery_start", "rto": "loss_start", "spurious_undo": "undo"}
+SENDER_EVENTS = {"recovery_start": "recovery_start", "rto": "loss_start", "spurious_undo": "undo",
+                 "restart_from_idle": "restart_from_idle"}
 
 
 def _event_rows_at(t: RunTables, when: str) -> tuple[list[int] | None, str]:
@@ -383,6 +390,38 @@ def _clause_window(t: RunTables, clause: str) -> tuple[np.ndarray | None, str]:
         return ts > t.schedule_s[k], f"after step {k + 1}"
     if kind == "after" and (m := re.fullmatch(r"step:(\d+)\+(\d+)_probe_bw_cycles", arg)):
         return episodes.after_cycles(t, int(m[1]), int(m[2]))
+    if kind == "window" and (m := re.fullmatch(r"end_of_pause(?::(\d+))?", arg)):
+        # The last RTT of the n-th pause (1-based): what was in flight
+        # when it began has long been delivered.
+        n = int(m[1] or 1)
+        if n > len(t.pauses_s):
+            return None, f"the application has no pause {n}"
+        start, end = t.pauses_s[n - 1]
+        rtt = float(t.constants.get("rtt_s", 0.0))
+        return (ts >= max(start, end - rtt)) & (ts < end), f"in the last RTT of pause {n} ({end - rtt:.3f}-{end:.3f} s)"
+    if kind == "before" and re.fullmatch(r"step:\d+", arg):
+        k = int(arg.split(":")[1]) - 1
+        if k >= len(t.schedule_s):
+            return None, f"the path has no schedule step {k + 1}"
+        return ts < t.schedule_s[k], f"before step {k + 1}"
+    if kind == "after" and arg == "write_queue_empty":
+        # tcp_rate_check_app_limited() marks a packet app-limited only when
+        # the write queue is empty (and in_flight < cwnd): not while the
+        # application's earlier writes wait in the socket (a blocking
+        # writer's backlog, built while cwnd was below the application's
+        # BDP). Unsent = written - delivered - in flight; once it is below
+        # one MSS, every packet sent is marked, and its sample arrives an
+        # RTT later.
+        if t.app_written_bytes is None:
+            return None, "the flow has no application rate"
+        mss = float(t.constants["mss_bits"]) / 8
+        unsent = t.app_written_bytes - np.asarray(s["delivered_bytes"], dtype=float) \
+            - np.asarray(s["inflight_segments"], dtype=float) * mss
+        empty = np.flatnonzero(unsent < mss)
+        if not len(empty):
+            return None, "the write queue never emptied"
+        start = ts[empty[0]] + float(t.constants.get("rtt_s", 0.0))
+        return ts >= start, f"an RTT after the write queue first emptied ({start:.3f} s)"
     if kind == "after" and arg == "first_loss_in_PROBE_BW":
         return episodes.after_first_loss_in_probe_bw(t)
     return None, f"no window '{clause}'"
@@ -414,10 +453,24 @@ def evaluate(c: Criterion, t: RunTables) -> Verdict:
         ok = to in (_states(c.to_state) or ())
         return Verdict("pass" if ok else "fail", f"{c.from_state} -> {to} at {float(t.events['t_s'][rows[0]]):.3f} s")
     if c.op == "no_transition":
-        rows = _event_rows(t, "cc_state", from_states=_states(c.from_state))
+        since, where = 0.0, ""
+        if c.when.startswith("on:") and c.when != "on:whole_run":
+            rows_at, why = _event_rows_at(t, c.when)
+            if rows_at is None:
+                return Verdict("not evaluated" if "has no" in why else "fail", why=why)
+            since = float(t.events["t_s"][rows_at[0]])
+            where = f" after {c.when.removeprefix('on:')} ({since:.3f} s)"
+        rows = [i for i in _event_rows(t, "cc_state", from_states=_states(c.from_state))
+                if float(t.events["t_s"][i]) >= since]
+        if c.to_state:
+            # Only a move into `to` counts: the state may change otherwise.
+            into = [i for i in rows if t.events["to_state"][i] in (_states(c.to_state) or ())]
+            return Verdict("pass" if not into else "fail",
+                           f"{c.from_state} -> {c.to_state} at {float(t.events['t_s'][into[0]]):.3f} s" if into
+                           else f"never {c.from_state} -> {c.to_state}{where}")
         left = [str(t.events["to_state"][i]) for i in rows if t.events["to_state"][i] != "probe_rtt"]
-        return Verdict("pass" if not left else "fail", f"left {c.from_state} for {left[0]}" if left
-                       else f"stayed in {c.from_state} (PROBE_RTT visits aside)")
+        return Verdict("pass" if not left else "fail", f"left {c.from_state} for {left[0]}{where}" if left
+                       else f"stayed in {c.from_state} (PROBE_RTT visits aside){where}")
     if c.quantity in ("time_in_state_s", "rounds_in_state") and c.when.startswith("on:exit:"):
         state = c.when.removeprefix("on:exit:")
         enter, why = _event_at(t, f"on:enter:{state}")

@@ -1,8 +1,8 @@
 """A case of the BBR draft's suite as a fatpipe study (TOML text): the
 catalogue's base setup, the case's own keys over it, one CCA, one
 backend. Setup keys are dotted spec keys ("path.rate",
-"hosts.s1.wmem_max", "flows.0.cc", "study.duration"); `path.schedule` is a
-list of step tables and `path.policer`, `path.jitter`, `path.aggregation`
+"hosts.s1.wmem_max", "flows.0.cc", "study.duration"); `path.schedule` and
+`flows.0.app` are lists of step tables and `path.policer`, `path.jitter`, `path.aggregation`
 inline tables, in the spec's own key names."""
 
 from __future__ import annotations
@@ -29,9 +29,13 @@ def study_toml(catalogue: Catalogue, case: Case, cc: str, backend: str) -> str:
     setup = setup_of(catalogue, case, cc)
     tables: dict[str, dict[str, Any]] = {}
     schedule: list[dict[str, Any]] = []
+    app_steps: list[dict[str, Any]] = []
     for key, value in setup.items():
         if key == "path.schedule":
             schedule = list(value)
+            continue
+        if key == "flows.0.app":
+            app_steps = list(value)
             continue
         section, _, name = key.rpartition(".")
         if section.startswith("flows."):
@@ -46,4 +50,6 @@ def study_toml(catalogue: Catalogue, case: Case, cc: str, backend: str) -> str:
     for step in schedule:
         lines += ["", "[[path.schedule]]", *(f"{k} = {toml_value(v)}" for k, v in step.items())]
     lines += ["", "[[flows]]", *(f"{k} = {toml_value(v)}" for k, v in flows.items())]
+    for step in app_steps:
+        lines += ["", "[[flows.app]]", *(f"{k} = {toml_value(v)}" for k, v in step.items())]
     return "\n".join(lines) + "\n"

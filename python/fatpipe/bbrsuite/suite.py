@@ -59,7 +59,17 @@ def _tables(loaded, run_id: str, plan) -> RunTables:
         constants["aggregation.interval"] = plan.dynamics.aggregation.interval_s
     if rates_after:
         constants["bdp_packets_after_step"] = rates_after[0] * plan.rtt_s / (8.0 * mss)
-    return RunTables(series=series, events=events, constants=constants,
+    app = plan.flows[0].app
+    pauses = tuple((s.at_s, s.at_s + s.pause_s) for s in (app.steps if app else ()) if s.pause_s)
+    written = None
+    steps_bps = app.write_rate_steps() if app else []
+    if steps_bps and all(rate is not None for _, rate in steps_bps):
+        # Each stream writes its rate's bytes every tick (app_rate.rs).
+        ts = np.asarray(series.get("t_s", []), dtype=float)
+        edges = [t0 for t0, _ in steps_bps] + [np.inf]
+        written = sum(np.clip(ts - t0, 0.0, t1 - t0) * rate / 8
+                      for (t0, rate), t1 in zip(steps_bps, edges[1:], strict=True))
+    return RunTables(series=series, events=events, constants=constants, pauses_s=pauses, app_written_bytes=written,
                      payload_rate_bps=payload(plan.rate_bps), schedule_s=tuple(s.at_s for s in steps),
                      rate_after_steps_bps=rates_after,
                      policer_payload_bps=payload(policer.rate_bps) if policer else None,

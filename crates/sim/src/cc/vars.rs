@@ -99,6 +99,10 @@ pub struct CcVars {
     /// probe_rtt_min_stamp (expires after 5 s, bbr_probe_rtt_win_ms), v1's
     /// min_rtt_stamp (expires after 10 s, bbr_min_rtt_win_sec); jiffies.
     pub probe_rtt_min_stamp_s: Option<f64>,
+    /// bbr->idle_restart: set when transmission restarts after the flow
+    /// was app-limited with nothing in flight (CA_EVENT_TX_START), cleared
+    /// by the next ACK's model update; PROBE_RTT is not entered meanwhile.
+    pub idle_restart: Option<bool>,
     /// The rate sample the CCA's last cong_control() read (struct
     /// rate_sample, tcp_rate_gen()): its delivery rate, delivered ×
     /// MSS / interval, bit/s of payload (`None` while the sample is

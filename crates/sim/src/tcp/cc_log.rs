@@ -25,7 +25,8 @@ pub struct CcEvent {
     pub at: Time,
     /// `cc_state`, `cc_cycle` or `full_bw_reached` (from the CCA's
     /// variables), or one of the sender's loss-recovery events
-    /// [`RECOVERY_START`], [`LOSS_START`], [`UNDO`] (trace::Events' `kind`).
+    /// [`RECOVERY_START`], [`LOSS_START`], [`UNDO`], [`RESTART_FROM_IDLE`]
+    /// (trace::Events' `kind`).
     pub kind: &'static str,
     /// The state before the call that made the change.
     pub from_state: &'static str,
@@ -47,6 +48,11 @@ pub const LOSS_START: &str = "loss_start";
 /// the CCA's undo_cwnd() hook: DSACKs or timestamps showed every
 /// retransmission needless).
 pub const UNDO: &str = "undo";
+
+/// Sending restarts with nothing in flight after the flow was app-limited
+/// and the CCA set its idle_restart (CA_EVENT_TX_START, BBR's
+/// bbr_cwnd_event()).
+pub const RESTART_FROM_IDLE: &str = "restart_from_idle";
 
 /// The state last seen and the changes logged so far.
 #[derive(Clone, Debug)]

@@ -586,6 +586,11 @@ impl Sender {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
             self.note_cc_vars(now);
+            if self.cc_log.is_some() && self.tp.app_limited != 0
+                && self.cc.vars(&self.tp).and_then(|v| v.idle_restart) == Some(true)
+            {
+                self.mark_cc_event(now, super::cc_log::RESTART_FROM_IDLE);
+            }
         }
         let mut seg = Seg { xmit: now, tx_id: 1, ..Seg::default() };
         self.rate.on_sent(&mut seg, &mut self.tp);

@@ -533,6 +533,7 @@ impl CongestionControl for Bbr {
             lt_bw_bps: Some(bbr_bw_bps(tp, self.lt_bw)),
             lt_use_bw: Some(self.lt_use_bw),
             probe_rtt_min_stamp_s: Some(jiffies_s(self.min_rtt_stamp)),
+            idle_restart: Some(self.idle_restart),
             ..CcVars::with_key(self.state_key(tp)?)
         })
     }

@@ -215,6 +215,7 @@ impl CongestionControl for Bbr3 {
             lt_use_bw: None,
             loss_events_in_round: Some(self.loss_events_in_round as i64),
             probe_rtt_min_stamp_s: Some(jiffies_s(self.probe_rtt_min_stamp)),
+            idle_restart: Some(self.idle_restart),
             ..CcVars::with_key(self.state_key(tp)?)
         })
     }
