@@ -548,6 +548,9 @@ impl Sim {
         }
         let mut tx = Tx::<ECN, FQ>::new(&mut self.net, i, &st.link);
         st.sender.on_ack(now, &ack, &mut tx);
+        if FQ {
+            self.check_triggers(i, now);
+        }
     }
 
     /// A timer of stream `i` fired: its owner handles it.

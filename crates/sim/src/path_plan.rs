@@ -4,45 +4,88 @@
 
 use crate::path::cross::{CrossPattern, CrossSpec};
 use crate::path::direction::{JitterDistribution, JitterSpec, SlotSpec};
-use crate::path::dynamics::{Directions, DynamicsConfig};
+use crate::path::drops::DropSpec;
+use crate::path::dynamics::{Directions, DynamicsConfig, Triggered};
 use crate::path::loss::GeParams;
 use crate::path::trace::DeliveryTrace;
+use crate::path::trigger::Trigger;
 use crate::plan;
 use crate::scenario::{err, non_negative, positive, probability, required, whole, ConfigError};
 use crate::units::{Rate, Time};
 use crate::wire;
 
-/// The dynamics of a path whose base random loss is `loss`; `None` (an
-/// old plan) is the static path.
-pub fn dynamics(p: Option<&plan::PathDynamics>, loss: f64) -> Result<DynamicsConfig, ConfigError> {
+/// What a state trigger may watch, by flow (the plan's flows index): the
+/// states its sender's CCA logs, or why it cannot be watched (no such
+/// flow, cross traffic, a CCA that exposes no state, or a backend that
+/// cannot watch a sender at all).
+pub type FlowStates<'a> = &'a dyn Fn(usize) -> Result<&'static [&'static str], String>;
+
+/// The dynamics of a path whose base random loss is `loss`, with `flows`
+/// flows whose senders' states `states` gives; `None` (an old plan) is
+/// the static path.
+pub fn dynamics(p: Option<&plan::PathDynamics>, loss: f64, flows: usize, states: FlowStates) -> Result<DynamicsConfig, ConfigError> {
     let Some(p) = p else { return Ok(DynamicsConfig::default()) };
     let mut cfg = DynamicsConfig::default();
     let mut last = 0.0f64;
     for (i, step) in p.schedule.iter().flatten().enumerate() {
         let at = |key: &str| format!("dynamics.schedule[{i}].{key}");
-        let at_s = positive(step.at_s, &at("at_s"))?;
-        if at_s <= last {
-            return err(at("at_s"), format!("steps must be in time order, strictly after the previous ({last} s), got {at_s}"));
-        }
-        last = at_s;
-        let t = Time::from_secs_f64(at_s);
         if step.rate_bps.is_none() && step.rtt_s.is_none() && step.loss.is_none() {
             return err(format!("dynamics.schedule[{i}]"), "a step changes at least one of rate_bps, rtt_s, loss");
         }
-        if let Some(r) = step.rate_bps {
-            cfg.rate_changes.push((t, Rate(positive(Some(r), &at("rate_bps"))?.round() as u64)));
+        let rate = step.rate_bps.map(|r| positive(Some(r), &at("rate_bps")).map(|r| Rate(r.round() as u64))).transpose()?;
+        let rtt = step.rtt_s.map(|r| non_negative(r, &at("rtt_s")).map(Time::from_secs_f64)).transpose()?;
+        let loss = step.loss.map(|l| probability(l, &at("loss"))).transpose()?;
+        if let Some(on) = &step.on {
+            if step.at_s.is_some() {
+                return err(at("at_s"), "a step happens at a time (at_s) or on a state change (on), not both");
+            }
+            let trigger = state_trigger(on, &at("on"), flows, states)?;
+            cfg.triggered.push((trigger, Triggered::Step { rate, rtt, loss }));
+            continue;
         }
-        if let Some(rtt) = step.rtt_s {
-            cfg.rtt_changes.push((t, Time::from_secs_f64(non_negative(rtt, &at("rtt_s"))?)));
+        let at_s = positive(step.at_s, &at("at_s"))?;
+        if at_s <= last {
+            return err(at("at_s"), format!("timed steps must be in time order, strictly after the previous ({last} s), got {at_s}"));
         }
-        if let Some(l) = step.loss {
-            cfg.loss_changes.push((t, probability(l, &at("loss"))?));
+        last = at_s;
+        let t = Time::from_secs_f64(at_s);
+        if let Some(r) = rate {
+            cfg.rate_changes.push((t, r));
+        }
+        if let Some(rtt) = rtt {
+            cfg.rtt_changes.push((t, rtt));
+        }
+        if let Some(l) = loss {
+            cfg.loss_changes.push((t, l));
+        }
+    }
+    for (i, d) in p.drops.iter().flatten().enumerate() {
+        let at = |key: &str| format!("dynamics.drops[{i}].{key}");
+        let count = whole(d.count).unwrap_or(1);
+        if count == 0 {
+            return err(at("count"), "must be >= 1 (the data packets dropped)");
+        }
+        let group = match whole(d.flow) {
+            Some(g) if g as usize >= flows => return err(at("flow"), format!("no flow {g}: the plan has {flows} flows (0 to {})", flows.saturating_sub(1))),
+            g => g.map(|g| g as usize),
+        };
+        match (&d.on, d.at_s) {
+            (Some(on), None) => {
+                let trigger = state_trigger(on, &at("on"), flows, states)?;
+                cfg.triggered.push((trigger, Triggered::Drop { count, group }));
+            }
+            (None, Some(at_s)) => {
+                let t = Time::from_secs_f64(non_negative(at_s, &at("at_s"))?);
+                cfg.drops.push(DropSpec { at: t, count, group });
+            }
+            (Some(_), Some(_)) => return err(at("at_s"), "drops happen at a time (at_s) or on a state change (on), not both"),
+            (None, None) => return err(at("at_s"), "missing: drops happen at a time (at_s) or on a state change (on)"),
         }
     }
     if let Some(g) = &p.gilbert_elliott {
         let params = gilbert_elliott(g)?;
         for (field, mean) in std::iter::once(("loss".to_string(), loss))
-            .chain(cfg.loss_changes.iter().enumerate().map(|(i, &(_, l))| (format!("dynamics.schedule[{i}].loss"), l)))
+            .chain(p.schedule.iter().flatten().enumerate().filter_map(|(i, s)| Some((format!("dynamics.schedule[{i}].loss"), s.loss?))))
         {
             // p = r·(mean − good)/(bad − mean) must be a probability:
             // mean ≤ (bad + r·good)/(1 + r), where p reaches 1.
@@ -87,11 +130,29 @@ pub fn dynamics(p: Option<&plan::PathDynamics>, loss: f64) -> Result<DynamicsCon
         if !cfg.rate_changes.is_empty() {
             return err("dynamics.trace", "a delivery trace replaces the bottleneck's rate: a schedule step cannot set rate_bps with it");
         }
+        if cfg.triggered.iter().any(|t| matches!(t.1, Triggered::Step { rate: Some(_), .. })) {
+            return err("dynamics.trace", "a delivery trace replaces the bottleneck's rate: a triggered step cannot set rate_bps with it");
+        }
         let gaps: Vec<u64> = required(t.ms_gaps.as_ref(), "dynamics.trace.ms_gaps")?.iter().map(|w| w.0).collect();
         let counts: Vec<u64> = required(t.counts.as_ref(), "dynamics.trace.counts")?.iter().map(|w| w.0).collect();
         cfg.trace = Some(DeliveryTrace::from_run_lengths(&gaps, &counts).or_else(|m| err("dynamics.trace", m))?);
     }
     Ok(cfg)
+}
+
+/// A plan's state trigger checked: its event among the states of the
+/// watched flow's CCA (`states`); errors name `field` (`dynamics.schedule[1].on`).
+fn state_trigger(t: &plan::StateTrigger, field: &str, flows: usize, states: FlowStates) -> Result<Trigger, ConfigError> {
+    let event = required(t.event.as_deref(), format!("{field}.event"))?;
+    let nth = whole(t.nth).unwrap_or(1);
+    let group = whole(t.flow).unwrap_or(0) as usize;
+    if group >= flows {
+        return err(format!("{field}.flow"), format!("no flow {group}: the plan has {flows} flows (0 to {})", flows.saturating_sub(1)));
+    }
+    let after = Time::from_secs_f64(non_negative(t.after_s.unwrap_or(0.0), &format!("{field}.after_s"))?);
+    let names = states(group).or_else(|m| err(format!("{field}.flow"), m))?;
+    let nth = u32::try_from(nth).or_else(|_| err(format!("{field}.nth"), format!("at most {}, got {nth}", u32::MAX)))?;
+    Trigger::parse(event, names, nth, group, after).or_else(|m| err(format!("{field}.event"), m))
 }
 
 /// A flow group of kind "cross" (plan.rs CrossFlow) as group `group` of
@@ -188,14 +249,14 @@ mod tests {
 
     fn parse(json: &str, loss: f64) -> Result<DynamicsConfig, ConfigError> {
         let p: plan::PathDynamics = serde_json::from_str(json).expect("plan JSON");
-        dynamics(Some(&p), loss)
+        dynamics(Some(&p), loss, 1, &|_| Ok(&["startup", "drain", "probe_bw", "probe_rtt"]))
     }
 
     #[test]
     fn an_empty_plan_is_the_static_path() {
         let cfg = parse(r#"{"schedule": [], "gilbert_elliott": null, "jitter": null, "policer": null, "aggregation": null}"#, 0.0).unwrap();
         assert!(cfg.is_static());
-        assert!(dynamics(None, 0.0).unwrap().is_static());
+        assert!(dynamics(None, 0.0, 1, &|_| Ok(&[])).unwrap().is_static());
     }
 
     #[test]
@@ -204,6 +265,40 @@ mod tests {
         assert_eq!(cfg.rate_changes, [(Time::from_secs(1), Rate(100_000_000))]);
         assert_eq!(cfg.rtt_changes, [(Time::from_secs(2), Time::from_millis(40))]);
         assert_eq!(cfg.loss_changes, [(Time::from_secs(2), 0.01)]);
+    }
+
+    #[test]
+    fn drops_and_triggered_items_are_read_and_checked() {
+        let cfg = parse(
+            r#"{"drops": [{"at_s": 1.5, "count": 3, "flow": null, "on": null}, {"at_s": null, "count": null, "flow": 0,
+                "on": {"event": "enter:PROBE_RTT", "nth": 2, "flow": 0, "after_s": 0.01}}],
+                "schedule": [{"at_s": 1.0, "rate_bps": 1e8}, {"on": {"event": "exit:DRAIN"}, "rate_bps": 5e7}]}"#,
+            0.0,
+        )
+        .unwrap();
+        assert_eq!(cfg.drops, [DropSpec { at: Time::from_millis(1500), count: 3, group: None }]);
+        assert_eq!(cfg.rate_changes, [(Time::from_secs(1), Rate(100_000_000))]);
+        assert_eq!(cfg.triggered.len(), 2);
+        // Schedule steps first, then drops.
+        assert_eq!(cfg.triggered[0].1, Triggered::Step { rate: Some(Rate(50_000_000)), rtt: None, loss: None });
+        assert_eq!((cfg.triggered[0].0.edge, cfg.triggered[0].0.state), (crate::path::trigger::Edge::Exit, "drain"));
+        assert_eq!((cfg.triggered[1].0.state, cfg.triggered[1].0.nth, cfg.triggered[1].0.after), ("probe_rtt", 2, Time::from_millis(10)));
+        assert_eq!(cfg.triggered[1].1, Triggered::Drop { count: 1, group: Some(0) });
+        for (json, field, says) in [
+            (r#"{"drops": [{"count": 1}]}"#, "dynamics.drops[0].at_s", "missing"),
+            (r#"{"drops": [{"at_s": 1.0, "count": 0}]}"#, "dynamics.drops[0].count", ">= 1"),
+            (r#"{"drops": [{"at_s": 1.0, "flow": 1}]}"#, "dynamics.drops[0].flow", "no flow 1"),
+            (r#"{"schedule": [{"at_s": 1.0, "on": {"event": "enter:DRAIN"}, "loss": 0.1}]}"#, "dynamics.schedule[0].at_s", "not both"),
+            (r#"{"schedule": [{"on": {"event": "enter:PROBE_UP"}, "loss": 0.1}]}"#, "dynamics.schedule[0].on.event", "PROBE_BW"),
+            (r#"{"schedule": [{"on": {"event": "enter:DRAIN", "flow": 2}, "loss": 0.1}]}"#, "dynamics.schedule[0].on.flow", "no flow 2"),
+            (r#"{"schedule": [{"on": {"event": "enter:DRAIN", "nth": 0}, "loss": 0.1}]}"#, "dynamics.schedule[0].on.event", "from 1"),
+        ] {
+            let e = parse(json, 0.0).unwrap_err();
+            assert!(e.field == field && e.message.contains(says), "{json}: {e}");
+        }
+        let p: plan::PathDynamics = serde_json::from_str(r#"{"drops": [{"on": {"event": "enter:DRAIN"}}]}"#).unwrap();
+        let e = dynamics(Some(&p), 0.0, 1, &|_| Err("flow 0's congestion control 'cubic' exposes no state".into())).unwrap_err();
+        assert!(e.field == "dynamics.drops[0].on.flow" && e.message.contains("cubic"), "{e}");
     }
 
     #[test]

@@ -228,6 +228,7 @@ pub struct PathDynamics {
     pub policer: Option<Policer>,
     pub aggregation: Option<Aggregation>,
     pub trace: Option<Trace>,
+    pub drops: Option<Vec<PathDrop>>,
 }
 
 impl PlanStruct for PathDynamics {
@@ -242,9 +243,39 @@ pub struct PathStep {
     pub rate_bps: Option<f64>,
     pub rtt_s: Option<f64>,
     pub loss: Option<f64>,
+    pub on: Option<StateTrigger>,
 }
 
 impl PlanStruct for PathStep {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// Data packets dropped at a chosen instant (base.py PathDrop).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathDrop {
+    pub at_s: Option<f64>,
+    pub count: Option<Whole>,
+    pub flow: Option<Whole>,
+    pub on: Option<StateTrigger>,
+}
+
+impl PlanStruct for PathDrop {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// A sender's state change that sets off a plan item (base.py
+/// StateTrigger, crate::path::trigger).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateTrigger {
+    pub event: Option<String>,
+    pub nth: Option<Whole>,
+    pub flow: Option<Whole>,
+    pub after_s: Option<f64>,
+}
+
+impl PlanStruct for StateTrigger {
     const IGNORED: &'static [&'static str] = &[];
 }
 
@@ -520,6 +551,8 @@ pub fn plan_fields() -> Vec<PlanFields> {
         dataclass::<CrossFlow>(),
         dataclass::<PathDynamics>(),
         dataclass::<PathStep>(),
+        dataclass::<PathDrop>(),
+        dataclass::<StateTrigger>(),
         dataclass::<GilbertElliott>(),
         dataclass::<Jitter>(),
         dataclass::<Policer>(),

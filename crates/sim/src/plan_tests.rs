@@ -24,12 +24,22 @@ fn host_cpu() -> Value {
 
 fn dynamics() -> Value {
     // A trace replaces the rate: the step sets none.
-    json!({"schedule": [{"at_s": 0.5, "rate_bps": null, "rtt_s": 0.04, "loss": 0.001}],
+    json!({"schedule": [{"at_s": 0.5, "rate_bps": null, "rtt_s": 0.04, "loss": 0.001, "on": null}],
+           "drops": [{"at_s": 0.2, "count": 2, "flow": 0, "on": null}],
            "gilbert_elliott": {"r": 0.5, "bad_loss": 0.5, "good_loss": 0.0},
            "jitter": {"deviation_s": 0.001, "distribution": "normal", "reorder": true, "direction": "both"},
            "policer": {"rate_bps": 8e6, "burst_bytes": 30_000},
            "aggregation": {"direction": "ack", "interval_s": 0.001, "bytes": 10_000},
            "trace": {"ms_gaps": [1, 2], "counts": [1, 3]}})
+}
+
+/// The full plan with a BBR flow and a drop that waits for its state.
+fn full_plan_with_trigger() -> Value {
+    let mut p = full_plan();
+    p["flows"][0]["cc"] = json!("bbr");
+    p["dynamics"]["drops"].as_array_mut().expect("drops").push(json!(
+        {"at_s": null, "count": 1, "flow": null, "on": {"event": "exit:STARTUP", "nth": 1, "flow": 0, "after_s": 0.01}}));
+    p
 }
 
 /// A cross-traffic group with every field of its cross table.
@@ -107,6 +117,9 @@ fn the_full_plan_has_every_field_of_every_struct() {
     assert_eq!(keys(&p["dynamics"]["policer"]), sorted(field_names::<Policer>()));
     assert_eq!(keys(&p["dynamics"]["aggregation"]), sorted(field_names::<Aggregation>()));
     assert_eq!(keys(&p["dynamics"]["trace"]), sorted(field_names::<Trace>()));
+    assert_eq!(keys(&p["dynamics"]["drops"][0]), sorted(field_names::<PathDrop>()));
+    let t = full_plan_with_trigger();
+    assert_eq!(keys(&t["dynamics"]["drops"][1]["on"]), sorted(field_names::<StateTrigger>()));
     assert_eq!(keys(&cross_flow()), sorted(field_names::<FlowPlan>()));
     assert_eq!(keys(&cross_flow()["cross"]), sorted(field_names::<CrossFlow>()));
     assert!(Scenario::from_json(&full_plan_with_cross().to_string()).is_ok());
@@ -159,6 +172,9 @@ fn exactly_the_ignored_fields_are_ignored_and_the_others_read() {
     check_fields(&p, &["dynamics", "policer"], "dynamics.policer.", field_names::<Policer>(), Policer::IGNORED);
     check_fields(&p, &["dynamics", "aggregation"], "dynamics.aggregation.", field_names::<Aggregation>(), Aggregation::IGNORED);
     check_fields(&p, &["dynamics", "trace"], "dynamics.trace.", field_names::<Trace>(), Trace::IGNORED);
+    check_fields(&p, &["dynamics", "drops", "0"], "dynamics.drops[0].", field_names::<PathDrop>(), PathDrop::IGNORED);
+    let t = full_plan_with_trigger();
+    check_fields(&t, &["dynamics", "drops", "1", "on"], "dynamics.drops[1].on.", field_names::<StateTrigger>(), StateTrigger::IGNORED);
     let c = full_plan_with_cross();
     check_fields(&c, &["flows", "1", "cross"], "flows[1].cross.", field_names::<CrossFlow>(), CrossFlow::IGNORED);
     let mut p = full_plan();
@@ -185,6 +201,8 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
             "CrossFlow",
             "PathDynamics",
             "PathStep",
+            "PathDrop",
+            "StateTrigger",
             "GilbertElliott",
             "Jitter",
             "Policer",
@@ -201,8 +219,8 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
     let mut both: Vec<&str> = run_plan.read.iter().chain(&run_plan.ignored).copied().collect();
     both.sort_unstable();
     assert_eq!(both, sorted(field_names::<RunPlan>()));
-    assert_eq!(all[12].read, ["kind"]);
-    assert_eq!(all[14].read[0], "kind");
+    assert_eq!(all[14].read, ["kind"]);
+    assert_eq!(all[16].read[0], "kind");
 }
 
 #[test]

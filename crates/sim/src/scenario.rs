@@ -418,7 +418,21 @@ impl Scenario {
         let corruption = probability(p.corruption.unwrap_or(0.0), "corruption")?;
         let buffer_bytes = required(whole(p.buffer_bytes), "buffer_bytes")?;
         let aqm = aqm(p.aqm.as_ref())?;
-        let dynamics = crate::path_plan::dynamics(p.dynamics.as_ref(), loss)?;
+        let flow_ccs: Vec<(String, Option<String>)> =
+            p.flows.iter().flatten().map(|f| (f.kind.clone().unwrap_or_else(|| "bulk".into()), f.cc.clone())).collect();
+        let states = |g: usize| -> Result<&'static [&'static str], String> {
+            let (kind, cc) = &flow_ccs[g];
+            if kind == "cross" {
+                return Err(format!("flow {g} is cross traffic, which has no sender state to watch"));
+            }
+            let cc = cc.as_deref().unwrap_or_default();
+            let labels = crate::cc::by_name(cc).map_or(&[][..], |c| c.state_labels());
+            if labels.is_empty() {
+                return Err(format!("flow {g}'s congestion control '{cc}' exposes no state to watch; bbr and bbr3 do"));
+            }
+            Ok(labels)
+        };
+        let dynamics = crate::path_plan::dynamics(p.dynamics.as_ref(), loss, flow_ccs.len(), &states)?;
         let mtu_bytes = required(whole(p.mtu_bytes), "mtu_bytes")?;
         if mtu_bytes <= TCP_IP_HEADER_BYTES as u64 {
             return err("mtu_bytes", format!("must exceed the {TCP_IP_HEADER_BYTES}-byte TCP/IP header, got {mtu_bytes}"));

@@ -411,7 +411,7 @@ facts_struct! {
     emulator: &'static str, "", "what emulated the path: sim, netem, linkem-nfqueue, ...";
     min_rtt_s: Option<f64>, "s", "smallest RTT any stream observed";
     packets: u64, "packets", "data packets offered to the loss stage";
-    random_drops: u64, "packets", "packets dropped by the configured loss/corruption";
+    random_drops: u64, "packets", "packets dropped by the configured loss/corruption and at chosen instants (path.drops)";
     queue_drops: u64, "packets", "packets dropped by the bottleneck (buffer overflow; with fq_codel, CoDel and its packet limit)";
     ce_marks: u64, "packets", "ECN-capable packets the bottleneck marked CE (0 without a marking discipline)";
     bottleneck_bps: Option<f64>, "bit/s", "bytes through the bottleneck over the whole run (mean throughput, all flows)";

@@ -530,6 +530,13 @@ pub trait CongestionControl: Send {
     fn state_label(&self, tp: &ConnState) -> &'static str {
         tp.window_label("cong_avoid")
     }
+
+    /// Every state [`CongestionControl::state_key`] may name, for a plan
+    /// item that waits for one (path/trigger.rs); empty (the default)
+    /// for an algorithm that exposes none.
+    fn state_labels(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// `union tcp_cc_info` (include/uapi/linux/inet_diag.h), the members the

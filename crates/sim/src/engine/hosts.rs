@@ -230,5 +230,8 @@ impl Sim {
         let Some(ack) = st.tx_host.as_mut().and_then(|h| h.release()) else { return };
         let mut tx = super::transmit::Tx::<ECN, FQ>::new(&mut self.net, i, &st.link);
         st.sender.on_ack(now, &ack, &mut tx);
+        if FQ {
+            self.check_triggers(i, now);
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! A path that moves (docs/path-dynamics.md): scheduled steps of rate,
-//! RTT and loss, bursty loss, a policer, jitter, aggregation, a delivery
+//! RTT and loss (at instants, or when a sender's state changes:
+//! trigger.rs), drops at chosen instants, bursty loss, a policer, jitter, aggregation, a delivery
 //! trace and cross traffic, as one
 //! configuration ([`DynamicsConfig`], validated from the plan by
 //! crate::path_plan) and the state that applies it packet by packet
@@ -12,10 +13,12 @@ use crate::units::{Rate, Time};
 
 use super::cross::{CrossSpec, CrossTraffic};
 use super::direction::{Direction, JitterSpec, SlotSpec};
+use super::drops::{DropSpec, ScheduledDrops};
 use super::loss::{GeParams, ScheduledLoss};
 use super::policer::TokenBucket;
 use super::profile::{RateProfile, Steps};
 use super::trace::{DeliveryTrace, TraceService};
+use super::trigger::{Pending, Trigger};
 
 /// Which directions a jitter or an aggregating link applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +45,19 @@ pub struct DynamicsConfig {
     pub trace: Option<DeliveryTrace>,
     /// Cross-traffic groups, by group.
     pub cross: Vec<CrossSpec>,
+    /// Drops at chosen instants ([[path.drops]] with `at`).
+    pub drops: Vec<DropSpec>,
+    /// Steps and drops that wait for a sender's state (`on`).
+    pub triggered: Vec<(Trigger, Triggered)>,
+}
+
+/// What a state trigger does when it fires (at its instant).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Triggered {
+    /// A [[path.schedule]] step: the values given, from then on.
+    Step { rate: Option<Rate>, rtt: Option<Time>, loss: Option<f64> },
+    /// A [[path.drops]] burst: `count` data packets (of flow `group`, or any).
+    Drop { count: u64, group: Option<usize> },
 }
 
 impl DynamicsConfig {
@@ -50,7 +66,8 @@ impl DynamicsConfig {
         *self == DynamicsConfig::default()
     }
 
-    /// The bottleneck's rate over time, if it changes.
+    /// The bottleneck's rate over time, if a timed step changes it (a
+    /// triggered step adds to it when it fires: Bottleneck::step_rate).
     pub fn rate_profile(&self, base: Rate) -> Option<RateProfile> {
         (!self.rate_changes.is_empty()).then(|| RateProfile::new(Steps::new(base, self.rate_changes.iter().copied())))
     }
@@ -69,6 +86,10 @@ pub struct Dynamics {
     pub policer: Option<TokenBucket>,
     /// The cross-traffic sources, if any group is cross traffic.
     pub cross: Option<CrossTraffic>,
+    /// Drops at chosen instants, and those triggers added.
+    pub drops: ScheduledDrops,
+    /// State triggers not yet fired (the engine reads the senders' logs).
+    pub triggers: Pending<Triggered>,
     data: Direction,
     /// Each ACK path (one per extra delay) and its extra delay.
     acks: Vec<(Direction, Time)>,
@@ -91,6 +112,8 @@ impl Dynamics {
             loss,
             policer: cfg.policer.map(|(rate, burst)| TokenBucket::new(rate, burst)),
             cross: (!cfg.cross.is_empty()).then(|| CrossTraffic::new(&cfg.cross, seed)),
+            drops: ScheduledDrops::new(&cfg.drops),
+            triggers: Pending::new(cfg.triggered.iter().cloned()),
             data: Self::direction(cfg, true, Rng::new(seed, DATA_JITTER_STREAM)),
             acks: Vec::new(),
             cfg: cfg.clone(),
@@ -164,6 +187,29 @@ impl Dynamics {
     /// less `overhead_bytes` (the Ethernet header: mahimahi counts IP packets).
     pub fn trace_service(&self, overhead_bytes: u32) -> Option<TraceService> {
         self.cfg.trace.clone().map(|t| TraceService::new(t, overhead_bytes))
+    }
+
+    /// Carries out what a trigger decided, from `at` on: RTT and loss
+    /// steps and drops here; the rate step, which the bottleneck applies
+    /// (Bottleneck::step_rate), is returned.
+    pub fn apply(&mut self, at: Time, what: Triggered) -> Option<Rate> {
+        match what {
+            Triggered::Step { rate, rtt, loss } => {
+                if let Some(rtt) = rtt {
+                    self.rtt.insert(at, rtt);
+                }
+                if let Some(loss) = loss {
+                    for l in &mut self.loss {
+                        l.insert_step(at, loss);
+                    }
+                }
+                rate
+            }
+            Triggered::Drop { count, group } => {
+                self.drops.add(DropSpec { at, count, group });
+                None
+            }
+        }
     }
 
     /// Data packets the policer dropped.

@@ -198,6 +198,13 @@ impl ScheduledLoss {
         ScheduledLoss { process, steps, next: 0, corruption, mss_bytes }
     }
 
+    /// The path's random loss from `at` on (a step a state trigger
+    /// decided), up to the next step scheduled after it.
+    pub fn insert_step(&mut self, at: Time, loss: f64) {
+        let i = self.steps.partition_point(|s| s.0 <= at).max(self.next);
+        self.steps.insert(i, (at, loss));
+    }
+
     /// Whether the group's next data packet, reaching the path at `now`, is
     /// lost.
     pub fn lose(&mut self, now: Time) -> bool {

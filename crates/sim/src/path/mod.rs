@@ -19,11 +19,13 @@ use crate::units::{Bytes, Rate, Time};
 
 pub mod cross;
 pub mod direction;
+pub mod drops;
 pub mod dynamics;
 pub mod loss;
 pub mod policer;
 pub mod profile;
 pub mod trace;
+pub mod trigger;
 
 pub use loss::{loss_stream, LossStage};
 use profile::RateProfile;
@@ -169,6 +171,21 @@ impl Bottleneck {
     /// admitted one at a time: `offer_burst` is for a constant rate.
     pub fn set_rate_profile(&mut self, profile: RateProfile) {
         self.service = Some(Box::new(Service::Profile(profile)));
+    }
+
+    /// Serves at `rate` from `at` on (a step a state trigger decided,
+    /// path/trigger.rs), up to the next scheduled change. A packet's
+    /// departure is fixed when it is admitted, so packets already queued
+    /// keep theirs and the new rate serves the packets admitted from now
+    /// on, as netem's rate does (sch_netem.c netem_enqueue() computes
+    /// time_to_send when a packet is queued). A trace's service has no
+    /// rate to change (the plan refuses a rate step with a trace).
+    pub fn step_rate(&mut self, at: Time, rate: Rate) {
+        match self.service.as_deref_mut() {
+            None => self.set_rate_profile(RateProfile::new(profile::Steps::new(self.rate, [(at, rate)]))),
+            Some(Service::Profile(p)) => p.insert(at, rate),
+            Some(Service::Trace(_)) => debug_assert!(false, "a rate step with a delivery trace"),
+        }
     }
 
     /// Serves at a delivery trace's opportunities (path.trace, trace.rs)

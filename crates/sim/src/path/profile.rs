@@ -41,6 +41,19 @@ impl<T: Copy> Steps<T> {
     pub fn changes(&self) -> bool {
         self.steps.len() > 1
     }
+
+    /// Sets the value from `at` on, up to the next change already
+    /// scheduled after `at` (which still takes over at its instant): a
+    /// step decided while the run goes (a state trigger, trigger.rs). A
+    /// change already at `at` is replaced.
+    pub fn insert(&mut self, at: Time, v: T) {
+        let i = self.steps.partition_point(|s| s.0 <= at);
+        if self.steps[i - 1].0 == at {
+            self.steps[i - 1].1 = v;
+        } else {
+            self.steps.insert(i, (at, v));
+        }
+    }
 }
 
 /// The bottleneck's service rate over time. A packet's bits are served at
@@ -57,6 +70,12 @@ pub struct RateProfile {
 impl RateProfile {
     pub fn new(rates: Steps<Rate>) -> RateProfile {
         RateProfile { rates }
+    }
+
+    /// The rate from `at` on (Steps::insert): bits served after `at` by
+    /// packets admitted from now on go at `rate`.
+    pub fn insert(&mut self, at: Time, rate: Rate) {
+        self.rates.insert(at, rate);
     }
 
     /// When the last bit of `bytes` whose first bit starts at `start` has
@@ -131,5 +150,15 @@ mod tests {
         assert_eq!((s.at(Time(0)), s.at(Time(9)), s.at(Time(10)), s.at(Time(25))), (5, 5, 7, 9));
         assert!(s.changes());
         assert_eq!(Steps::new(1u32, [(Time::ZERO, 3)]).at(Time(0)), 3);
+    }
+
+    #[test]
+    fn an_inserted_step_holds_until_the_next_scheduled_one() {
+        let mut s = Steps::new(5u32, [(Time(10), 7), (Time(20), 9)]);
+        s.insert(Time(15), 8);
+        assert_eq!((s.at(Time(14)), s.at(Time(15)), s.at(Time(19)), s.at(Time(20))), (7, 8, 8, 9));
+        s.insert(Time(20), 1);
+        s.insert(Time(30), 2);
+        assert_eq!((s.at(Time(20)), s.at(Time(29)), s.at(Time(30))), (1, 1, 2));
     }
 }

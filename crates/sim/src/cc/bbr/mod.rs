@@ -544,6 +544,10 @@ impl CongestionControl for Bbr {
         })
     }
 
+    fn state_labels(&self) -> &'static [&'static str] {
+        &["startup", "drain", "probe_bw", "probe_rtt"]
+    }
+
     fn state_label(&self, _tp: &ConnState) -> &'static str {
         match self.mode {
             Mode::Startup => "startup",

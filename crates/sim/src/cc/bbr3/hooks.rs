@@ -225,6 +225,10 @@ impl CongestionControl for Bbr3 {
         })
     }
 
+    fn state_labels(&self) -> &'static [&'static str] {
+        &["startup", "drain", "probe_rtt", "probe_bw_up", "probe_bw_down", "probe_bw_cruise", "probe_bw_refill"]
+    }
+
     /// bbr_get_phase() spelled as the kernel's BBR_PHASE_* names.
     fn state_label(&self, _tp: &ConnState) -> &'static str {
         match (self.mode, self.cycle_idx) {
