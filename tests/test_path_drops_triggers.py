@@ -79,6 +79,7 @@ def test_drops_and_triggered_items_become_the_plans(tmp_path):
     ('[[path.drops]]\nat = "5s"', "path.drops.0.at", "not before study.duration"),
     ('[[path.drops]]\nat = "1s"\nflow = 3', "path.drops.0.flow", "no flow 3"),
     ('[[path.drops]]\nat = "1s"\nnth = 2', "path.drops.0", "only apply with on"),
+    ('[[path.schedule]]\nat = "1s"\nflow = 0\nloss = 0.1', "path.schedule.0", "flow only applies with on"),
     ('[[path.schedule]]\non = "during:DRAIN"\nloss = 0.1', "path.schedule.0.on", "'enter:STATE' or 'exit:STATE'"),
     ('[[path.schedule]]\non = "enter:PROBE_UP"\nloss = 0.1', "path.schedule.0.on", "DRAIN, PROBE_BW, PROBE_RTT"),
     ('[[path.schedule]]\non = "enter:DRAIN"\nflow = 1\nloss = 0.1', "path.schedule.0.flow", "no flow 1"),

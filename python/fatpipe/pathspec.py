@@ -207,6 +207,9 @@ class ScheduleStep(Timed):
     def _sets_something(self) -> ScheduleStep:
         if self.rate is None and self.rtt is None and self.loss is None:
             raise ValueError("a step sets at least one of rate, rtt, loss (besides at or on)")
+        if self.on is None and "flow" in self.model_fields_set:
+            raise ValueError("flow only applies with on (the flow whose state a step waits for): a step at a time "
+                             "changes the path for every flow")
         return self
 
 

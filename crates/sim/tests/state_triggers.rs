@@ -121,3 +121,22 @@ fn state_triggers_are_refused_for_a_cca_without_states() {
     let e = fatpipe_sim::scenario::run_json(&plan.json()).unwrap_err();
     assert!(e.field == "dynamics.drops[0].on.flow" && e.message.contains("'cubic' exposes no state"), "{e}");
 }
+
+#[test]
+fn triggered_rtt_and_loss_steps_change_the_path_from_the_event_on() {
+    // On leaving STARTUP: the RTT to 60 ms and 1 % random loss (a step
+    // decided at run time holds until the next timed step: profile.rs's
+    // Steps::insert test).
+    let plan = |steps: Value| bbr_plan("bbr", 3.0).set("sample_interval_s", json!(0.1)).set("dynamics", dynamics(json!({"schedule": steps})));
+    let base = plan(json!([{"at_s": 2.99, "loss": 0.0}])).run();
+    let r = plan(json!([{"at_s": null, "on": on("exit:STARTUP", 1), "rate_bps": null, "rtt_s": 0.06, "loss": 0.01}, {"at_s": 2.99, "loss": 0.0}])).run();
+    let exit = entered(&r, "drain", 1).expect("BBR leaves STARTUP for DRAIN");
+    let at = |t: f64| r.series.t_s.iter().position(|&x| (x - t).abs() < 1e-9).expect("sample");
+    let before = (0..r.series.len()).filter(|&i| r.series.t_s[i] < exit).map(|i| r.series.srtt_s[i]).fold(0.0, f64::max);
+    assert!(before < 0.06, "srtt before the event {before}");
+    assert!(r.series.srtt_s[at(1.9)] >= 0.06, "srtt after the event {}", r.series.srtt_s[at(1.9)]);
+    assert_eq!(base.path.random_drops, 0);
+    assert!(r.path.random_drops > 0, "the triggered loss step loses packets");
+    let t = first_difference(&base, &r).expect("the steps change the run");
+    assert!(t > exit, "left STARTUP at {exit} s, first difference at {t} s");
+}
