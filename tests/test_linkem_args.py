@@ -111,7 +111,7 @@ def test_a_moving_path_gives_linkem_its_dynamics_the_base_path_and_each_queues_d
     plan = replace(two_group_plan(), dynamics=dyn)
     cfg = path_config(plan)
     written = json.loads(dynamics_file(cfg))
-    assert written["dynamics"]["schedule"] == [{"at_s": 2.0, "rate_bps": 1e7, "rtt_s": None, "loss": None}]
+    assert written["dynamics"]["schedule"] == [{"at_s": 2.0, "rate_bps": 1e7, "rtt_s": None, "loss": None, "on": None}]
     assert written["dynamics"]["policer"] == {"rate_bps": 5e6, "burst_bytes": 30_000}
     # The simulator's inputs: base RTT, loss and corruption, each group's MSS by group index.
     assert (written["rtt_s"], written["loss"], written["corruption"]) == (plan.rtt_s, LOSS, CORRUPTION)

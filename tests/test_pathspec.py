@@ -105,7 +105,7 @@ def test_a_multiple_is_of_the_paths_own_value_at_each_sweep_point(tmp_path):
      "path.schedule.2.at", "not after path.schedule.1.at (3 s); steps are written in time order"),
     (step('"5s"', rate='"1Gbit"') + step('"4s"', loss="0.1"), "path.schedule.1.at", "not after"),
     (step('"1s"'), "path.schedule.0", "sets at least one of rate, rtt, loss"),
-    ("[[path.schedule]]\nrate = \"1Gbit\"\n", "path.schedule.0.at", "Field required"),
+    ("[[path.schedule]]\nrate = \"1Gbit\"\n", "path.schedule.0", "give at (a time such as '3s') or on"),
     (step('"1s"', rate='"fast"'), "path.schedule.0.rate",
      "cannot read 'fast' as a rate; write e.g. '10Gbit', '100Mbit', '1.5Gbps', or a multiple of path.rate such "
      "as '10x'"),

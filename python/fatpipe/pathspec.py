@@ -3,8 +3,15 @@ spec"), as spec.py's PathSection holds them, and the run plan's
 PathDynamics they become (backends/base.py):
 
 * ``[[path.schedule]]``: steps that set ``rate``, ``rtt`` and/or ``loss``
-  ``at`` a time after the run's start; a rate or RTT may be a multiple of
-  the path's own (``"10x"``, ``"0.1x"``), resolved at each sweep point.
+  ``at`` a time after the run's start, or ``on`` a sender's state change
+  (the simulator only); a rate or RTT may be a multiple of the path's own
+  (``"10x"``, ``"0.1x"``), resolved at each sweep point.
+* ``[[path.drops]]``: ``count`` data packets dropped from ``at`` (or
+  ``on``), of one flow or any.
+
+Every item that happens at an instant takes it as :class:`Timed` does:
+``at``, or ``on`` = ``"enter:STATE"``/``"exit:STATE"`` with ``nth``,
+``flow`` and ``after`` (the run plan's StateTrigger).
 * ``path.loss_model``: ``"independent"`` (the default) or Gilbert-Elliott
   bursts, ``{kind = "gilbert_elliott", r = 0.3, bad_loss = 1, good_loss =
   0}`` (``mean_burst`` instead of r; netem's ``p`` instead of path.loss);
@@ -27,7 +34,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from .backends import base as run_plan
 from .units import NUMBER_PATTERN, format_rate, format_time, key_values, toml_type
@@ -36,8 +43,8 @@ from .wire import ETH_HEADER_BYTES
 if TYPE_CHECKING:  # spec.py imports this module
     from .spec import PathSection, Spec
 
-# The path keys of this module (each also a sweep key, sweep.py).
-KEYS = ("schedule", "loss_model", "jitter", "policer", "aggregation")
+# The path keys of this module.
+KEYS = ("schedule", "loss_model", "jitter", "policer", "aggregation", "drops")
 # Longest jitter deviation and aggregation interval: far beyond any real
 # path's, short of what would stall a run.
 MAX_JITTER_S = 1.0
@@ -79,6 +86,7 @@ def _spec_type(make: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 _at = _spec_type(lambda spec: spec.DurationS)
+_after = _spec_type(lambda spec: spec._time())
 _rate = _spec_type(lambda spec: spec.RateBps)
 _rtt = _spec_type(lambda spec: spec.RttS)
 _loss = _spec_type(lambda spec: spec.Probability)
@@ -125,11 +133,72 @@ def _or_multiple(base: str, convert: Callable[[Any], Any]) -> BeforeValidator:
     return BeforeValidator(parse)
 
 
-class ScheduleStep(_Strict):
-    """One ``[[path.schedule]]`` entry: from `at` on, the values it gives
-    replace the path's (the others stay as they are)."""
+# ---- at, or on a sender's state change ----------------------------------------------
 
-    at: Annotated[float, BeforeValidator(_at)]
+_ON = re.compile(r"(enter|exit):([A-Za-z][A-Za-z0-9_]*)")
+
+
+def _on(value: Any) -> str:
+    if not isinstance(value, str) or _ON.fullmatch(value.strip()) is None:
+        raise ValueError(f"got {_shown(value)}; write 'enter:STATE' or 'exit:STATE' with a state of the flow's "
+                         "congestion control, such as 'enter:DRAIN' or 'exit:PROBE_DOWN'")
+    return value.strip()
+
+
+class Timed(_Strict):
+    """When an item happens: ``at`` a time after the run's start, or ``on``
+    the ``nth`` time flow ``flow``'s first stream enters or leaves a state
+    of its congestion control, ``after`` that (a state trigger; bbr and
+    bbr3 expose states, and only the simulator watches them:
+    crates/sim/src/path/trigger.rs reads the state's name)."""
+
+    at: Annotated[float, BeforeValidator(_at)] | None = None
+    on: Annotated[str, BeforeValidator(_on)] | None = None
+    nth: Annotated[int, Field(ge=1)] = 1
+    flow: Annotated[int, Field(ge=0)] = 0
+    after: Annotated[float, BeforeValidator(_after)] = 0.0
+
+    @model_validator(mode="after")
+    def _at_or_on(self) -> Timed:
+        if (self.at is None) == (self.on is None):
+            raise ValueError("give at (a time such as '3s') or on (a sender's state change such as 'enter:DRAIN'), "
+                             "one of them")
+        if self.on is None:
+            given = sorted({"nth", "after"} & self.model_fields_set)
+            if given:
+                raise ValueError(f"{', '.join(given)} only apply with on (a state trigger), not with at")
+        return self
+
+    def plan_trigger(self) -> run_plan.StateTrigger | None:
+        """The run plan's StateTrigger, or None for an item at a time."""
+        if self.on is None:
+            return None
+        return run_plan.StateTrigger(event=self.on, nth=self.nth, flow=self.flow, after_s=self.after)
+
+    def trigger_problems(self, where: str, spec: Spec) -> list[tuple[str, str]]:
+        """What `on` needs of the rest of `spec`: a TCP flow to watch whose
+        congestion control has the state named (the simulator's own check,
+        fatpipe._native.state_trigger_problem)."""
+        if self.on is None:
+            return []
+        if self.flow >= len(spec.flows):
+            return [(f"{where}.flow", f"no flow {self.flow}: the spec has {len(spec.flows)} [[flows]] "
+                                      f"(0 to {len(spec.flows) - 1})")]
+        flow = spec.flows[self.flow]
+        if flow.kind == "cross":
+            return [(f"{where}.flow", f"flows.{self.flow} is cross traffic, which has no sender state to watch")]
+        try:
+            from . import _native
+        except ImportError:  # no simulator: the backends that can run `on` need it anyway
+            return []
+        msg = _native.state_trigger_problem(self.on, flow.cc)
+        return [(f"{where}.on", f"flows.{self.flow} runs {flow.cc}: {msg}")] if msg else []
+
+
+class ScheduleStep(Timed):
+    """One ``[[path.schedule]]`` entry: from `at` (or `on`) on, the values
+    it gives replace the path's (the others stay as they are)."""
+
     rate: Annotated[float | Multiple, _or_multiple("path.rate", _rate)] | None = None
     rtt: Annotated[float | Multiple, _or_multiple("path.rtt", _rtt)] | None = None
     loss: Annotated[float, BeforeValidator(_loss)] | None = None
@@ -137,7 +206,10 @@ class ScheduleStep(_Strict):
     @model_validator(mode="after")
     def _sets_something(self) -> ScheduleStep:
         if self.rate is None and self.rtt is None and self.loss is None:
-            raise ValueError("a step sets at least one of rate, rtt, loss (besides at)")
+            raise ValueError("a step sets at least one of rate, rtt, loss (besides at or on)")
+        if self.on is None and "flow" in self.model_fields_set:
+            raise ValueError("flow only applies with on (the flow whose state a step waits for): a step at a time "
+                             "changes the path for every flow")
         return self
 
 
@@ -149,6 +221,23 @@ def _steps(value: Any) -> Any:
 
 
 Schedule = Annotated[list[ScheduleStep], BeforeValidator(_steps)]
+
+
+class DropItem(Timed):
+    """One ``[[path.drops]]`` entry: from the first data packet reaching
+    the bottleneck at or after `at` (or `on`), `count` consecutive data
+    packets are dropped; of flow `only_flow` alone when the item writes
+    ``flow`` (with ``on``, ``flow`` is also the watched flow), else of any
+    TCP flow (never cross traffic)."""
+
+    count: Annotated[int, Field(ge=1)] = 1
+
+    @property
+    def only_flow(self) -> int | None:
+        return self.flow if "flow" in self.model_fields_set else None
+
+
+Drops = Annotated[list[DropItem], BeforeValidator(_steps)]
 
 
 def _resolved(value: float | Multiple | None, base: float | None) -> float | None:
@@ -349,15 +438,20 @@ def problems(spec: Spec) -> list[tuple[str, str]]:
     if spec.path_unset():
         return []
     out: list[tuple[str, str]] = []
-    for i, step in enumerate(path.schedule):
+    timed = [(i, s) for i, s in enumerate(path.schedule) if s.at is not None]
+    for k, (i, step) in enumerate(timed):
         where = f"path.schedule.{i}"
         if step.at >= duration:
             out.append((f"{where}.at", f"{format_time(step.at)} is not before study.duration "
                                        f"({format_time(duration)}); a step happens during the run"))
-        if i and step.at <= path.schedule[i - 1].at:
-            out.append((f"{where}.at", f"{format_time(step.at)} is not after path.schedule.{i - 1}.at "
-                                       f"({format_time(path.schedule[i - 1].at)}); steps are written in time "
-                                       "order, each later than the one before"))
+        if k and step.at <= timed[k - 1][1].at:
+            j, before = timed[k - 1]
+            out.append((f"{where}.at", f"{format_time(step.at)} is not after path.schedule.{j}.at "
+                                       f"({format_time(before.at)}); steps are written in time order, "
+                                       "each later than the one before (steps with on aside)"))
+    for i, step in enumerate(path.schedule):
+        where = f"path.schedule.{i}"
+        out += step.trigger_problems(where, spec)
         for key, base, check, show in (("rate", path.rate, _rate, format_rate), ("rtt", path.rtt, _rtt, format_time)):
             value = getattr(step, key)
             if isinstance(value, Multiple):
@@ -365,6 +459,18 @@ def problems(spec: Spec) -> list[tuple[str, str]]:
                     check(value.factor * base)
                 except ValueError as e:
                     out.append((f"{where}.{key}", f"{value} of path.{key} ({show(base)}): {e}"))
+    for i, drop in enumerate(path.drops):
+        where = f"path.drops.{i}"
+        if drop.at is not None and drop.at >= duration:
+            out.append((f"{where}.at", f"{format_time(drop.at)} is not before study.duration "
+                                       f"({format_time(duration)}); drops happen during the run"))
+        out += drop.trigger_problems(where, spec)
+        if drop.on is None and drop.only_flow is not None:
+            if drop.only_flow >= len(spec.flows):
+                out.append((f"{where}.flow", f"no flow {drop.only_flow}: the spec has {len(spec.flows)} [[flows]]"))
+            elif spec.flows[drop.only_flow].kind == "cross":
+                out.append((f"{where}.flow", f"flows.{drop.only_flow} is cross traffic, which [[path.drops]] "
+                                             "never drops (it drops TCP data packets)"))
     model = path.loss_model
     if model.kind == "gilbert_elliott":
         if model.p is not None and path.loss != 0:
@@ -397,7 +503,10 @@ def plan_dynamics(path: PathSection) -> run_plan.PathDynamics:
     step's multiple of the path's rate or RTT resolved."""
     return run_plan.PathDynamics(
         schedule=tuple(run_plan.PathStep(at_s=s.at, rate_bps=_resolved(s.rate, path.rate),
-                                     rtt_s=_resolved(s.rtt, path.rtt), loss=s.loss) for s in path.schedule),
+                                     rtt_s=_resolved(s.rtt, path.rtt), loss=s.loss, on=s.plan_trigger())
+                       for s in path.schedule),
+        drops=tuple(run_plan.PathDrop(at_s=d.at, count=d.count, flow=d.only_flow, on=d.plan_trigger())
+                    for d in path.drops),
         gilbert_elliott=path.loss_model.plan(),
         jitter=path.jitter.plan() if path.jitter else None,
         policer=path.policer.plan() if path.policer else None,

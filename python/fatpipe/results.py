@@ -460,11 +460,7 @@ class StudyStore:
             return pd.DataFrame(columns=STORED_PATH_SERIES_COLUMNS)
         parquet_version(path, default=study_version(self.root))
         filters = [("run_id", "==", run_id)] if run_id else None
-        df = pd.read_parquet(path, filters=filters)
-        # Columns added within the schema version (cc_* variables, the
-        # window at the event): null in a study written before them.
-        missing = [c for c in STORED_EVENT_COLUMNS if c not in df.columns]
-        return df.assign(**dict.fromkeys(missing))[STORED_EVENT_COLUMNS] if missing else df
+        return pd.read_parquet(path, filters=filters)
 
     def events_table(self, run_id: str | None = None):
         """The consolidated events (the CCAs' state changes), or one run's,

@@ -166,7 +166,7 @@ class PathReport:
     emulator: str  # "netem", "linkem-nfqueue", "sim", ...
     min_rtt_s: float | None = None  # smallest RTT any stream observed
     packets: int = 0  # data packets offered to the loss stage
-    random_drops: int = 0  # packets dropped by the configured loss/corruption
+    random_drops: int = 0  # packets dropped by the configured loss/corruption and path.drops
     queue_drops: int = 0  # packets dropped by the bottleneck (overflow; fq_codel: CoDel and its limit)
     ce_marks: int = 0  # ECN-capable packets the bottleneck marked CE
     bottleneck_bps: float | None = None  # bytes through the bottleneck over the run (mean, all flows)

@@ -248,6 +248,7 @@ class PathSection(_Strict):
     jitter: pathspec.JitterSpec | None = None
     policer: pathspec.PolicerSpec | None = None
     aggregation: pathspec.AggregationSpec | None = None
+    drops: pathspec.Drops = []  # data packets dropped at chosen instants
     # The bottleneck's service from a Mahimahi delivery trace (pathtrace.py).
     trace: pathtrace.TraceSpec | None = None
 

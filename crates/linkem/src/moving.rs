@@ -86,7 +86,10 @@ impl MovingPlan {
             serde_json::from_str(&text).map_err(|e| ArgError(format!("--dynamics {path}: invalid JSON: {e}")))?;
         let f: DynamicsFile = serde_json::from_value(value).map_err(|e| ArgError(format!("--dynamics {path}: {e}")))?;
         let bad = |e: ConfigError| ArgError(format!("--dynamics {path}: {e}"));
-        let mut cfg = path_plan::dynamics(Some(&f.dynamics), f.loss).map_err(bad)?;
+        // A sender's state is the simulator's to watch (path/trigger.rs):
+        // fatpipe refuses `on` before a kernel run, and so does linkem.
+        let no_states = |_| Err("only the simulator can watch a sender's state (on = \"enter:STATE\"); give the item a time (at)".to_string());
+        let mut cfg = path_plan::dynamics(Some(&f.dynamics), f.loss, f.group_mss_bytes.len(), &no_states).map_err(bad)?;
         let mut samples = None;
         if !f.cross_flows.is_empty() {
             let need = |v: Option<f64>, key: &str| {

@@ -408,7 +408,7 @@ impl QueueSocket {
     }
 
     /// `decide` on a moving path, at run time `t`: the data queue applies
-    /// each group's scheduled loss, the policer (data segments, as the
+    /// the drops at chosen instants, each group's scheduled loss, the policer (data segments, as the
     /// simulator polices its data), the bottleneck at its rate then and
     /// the forward delay with jitter and slots; an ACK queue its ACK
     /// path's delay, jitter and slots. The simulator's code throughout
@@ -422,10 +422,12 @@ impl QueueSocket {
             None => {
                 if is_data {
                     s.data_packets += 1;
-                    let lost = match self.loss.group_of(ports) {
-                        Some(g) => m.dynamics.loss.get_mut(g as usize).is_some_and(|l| l.lose(t)),
-                        None => self.loss.lose_other(),
-                    };
+                    let group = self.loss.group_of(ports).map(|g| g as usize);
+                    let lost = m.dynamics.drops.drop(t, group)
+                        || match group {
+                            Some(g) => m.dynamics.loss.get_mut(g).is_some_and(|l| l.lose(t)),
+                            None => self.loss.lose_other(),
+                        };
                     if lost {
                         s.dropped += 1;
                         return Fate::Lost;

@@ -216,6 +216,18 @@ fn cca_registry(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         .collect()
 }
 
+/// Why `event` ("enter:DRAIN") cannot trigger on a flow running CCA
+/// `cc`, or None (fatpipe_sim::path::trigger, the simulator's own check;
+/// python/fatpipe/pathspec.py asks it while checking a spec).
+#[pyfunction]
+fn state_trigger_problem(event: &str, cc: &str) -> Option<String> {
+    let states = fatpipe_sim::cc::by_name(cc).map_or(&[][..], |c| c.state_labels());
+    if states.is_empty() {
+        return Some(format!("{cc} exposes no state to watch; bbr and bbr3 do"));
+    }
+    fatpipe_sim::path::trigger::Trigger::parse(event, states, 1, 0, fatpipe_sim::units::Time::ZERO).err()
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -223,6 +235,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(available_ccas, m)?)?;
     m.add_function(wrap_pyfunction!(cca_registry, m)?)?;
+    m.add_function(wrap_pyfunction!(state_trigger_problem, m)?)?;
     m.add_function(wrap_pyfunction!(series_columns, m)?)?;
     m.add_function(wrap_pyfunction!(rpc_columns, m)?)?;
     m.add_function(wrap_pyfunction!(path_series_columns, m)?)?;

@@ -55,9 +55,15 @@ pub struct AppSchedule {
 impl AppSchedule {
     /// The plan's `app` of flow `at("")`, checked; errors name the field
     /// (`flows[0].app.steps[1].pause_s`).
-    pub fn from_plan(p: &plan::AppLimit, at: &dyn Fn(&str) -> String) -> Result<AppSchedule, ConfigError> {
+    pub fn from_plan(
+        p: &plan::AppLimit,
+        at: &dyn Fn(&str) -> String,
+    ) -> Result<AppSchedule, ConfigError> {
         let tick_s = positive(p.tick_s, &at("app.tick_s"))?;
-        let rate_bps = p.rate_bps.map(|r| positive(Some(r), &at("app.rate_bps"))).transpose()?;
+        let rate_bps = p
+            .rate_bps
+            .map(|r| positive(Some(r), &at("app.rate_bps")))
+            .transpose()?;
         let mut steps = Vec::new();
         let mut last = 0.0f64;
         for (i, step) in p.steps.iter().flatten().enumerate() {
@@ -68,25 +74,47 @@ impl AppSchedule {
             }
             last = at_s;
             let change = match (step.rate_bps, step.pause_s) {
-                (Some(_), Some(_)) => return err(key("pause_s"), "a step is a rate (rate_bps, null: unlimited) or a pause (pause_s), not both"),
-                (rate, None) => AppChange::Rate(rate.map(|r| positive(Some(r), &key("rate_bps"))).transpose()?),
-                (None, pause) => AppChange::Pause(Time::from_secs_f64(positive(pause, &key("pause_s"))?)),
+                (Some(_), Some(_)) => return err(
+                    key("pause_s"),
+                    "a step is a rate (rate_bps, null: unlimited) or a pause (pause_s), not both",
+                ),
+                (rate, None) => AppChange::Rate(
+                    rate.map(|r| positive(Some(r), &key("rate_bps")))
+                        .transpose()?,
+                ),
+                (None, pause) => {
+                    AppChange::Pause(Time::from_secs_f64(positive(pause, &key("pause_s"))?))
+                }
             };
             steps.push((Time::from_secs_f64(at_s), change));
         }
         let tick = Time::from_secs_f64(tick_s);
         if tick == Time::ZERO {
-            return err(at("app.tick_s"), format!("below the simulator's 1 ns clock, got {tick_s}"));
+            return err(
+                at("app.tick_s"),
+                format!("below the simulator's 1 ns clock, got {tick_s}"),
+            );
         }
-        Ok(AppSchedule { tick, rate_bps, steps })
+        Ok(AppSchedule {
+            tick,
+            rate_bps,
+            steps,
+        })
     }
 }
 
 /// The plan's `app` of a flow of `kind` (only "bulk" takes one).
-pub fn app_schedule(p: Option<&plan::AppLimit>, kind: &str, at: &dyn Fn(&str) -> String) -> Result<Option<AppSchedule>, ConfigError> {
+pub fn app_schedule(
+    p: Option<&plan::AppLimit>,
+    kind: &str,
+    at: &dyn Fn(&str) -> String,
+) -> Result<Option<AppSchedule>, ConfigError> {
     match p {
         None => Ok(None),
-        Some(_) if kind != "bulk" => err(at("app"), format!("only a flow of kind bulk takes an application limit (this one is {kind})")),
+        Some(_) if kind != "bulk" => err(
+            at("app"),
+            format!("only a flow of kind bulk takes an application limit (this one is {kind})"),
+        ),
         Some(p) => AppSchedule::from_plan(p, at).map(Some),
     }
 }
@@ -237,11 +265,21 @@ mod tests {
     }
 
     fn fake(buffer_segs: u64) -> Fake {
-        Fake { timers: Vec::new(), write_seq: 0, snd_una: 0, buffer_segs, writes: Vec::new() }
+        Fake {
+            timers: Vec::new(),
+            write_seq: 0,
+            snd_una: 0,
+            buffer_segs,
+            writes: Vec::new(),
+        }
     }
 
     fn sched(rate_bps: Option<f64>, steps: Vec<(Time, AppChange)>) -> AppSchedule {
-        AppSchedule { tick: Time::from_millis(1), rate_bps, steps }
+        AppSchedule {
+            tick: Time::from_millis(1),
+            rate_bps,
+            steps,
+        }
     }
 
     /// Runs the application's ticks up to `until`.
@@ -259,7 +297,12 @@ mod tests {
     fn each_tick_writes_the_rates_bytes_carrying_the_fraction() {
         // 12 Mbit/s = 1500 bytes per ms: 1.5 segments of 1000 bytes, so
         // the ticks write 1, 2, 1, 2, ...
-        let mut app = RateBulk::new(sched(Some(12e6), vec![]), 1000, Time::ZERO, Time::from_secs(1));
+        let mut app = RateBulk::new(
+            sched(Some(12e6), vec![]),
+            1000,
+            Time::ZERO,
+            Time::from_secs(1),
+        );
         let mut env = fake(u64::MAX / 2);
         app.on_tick(Time::ZERO, &mut env);
         run(&mut app, &mut env, Time::from_millis(99));
@@ -270,42 +313,71 @@ mod tests {
 
     #[test]
     fn a_pause_writes_nothing_and_resumes_without_catching_up() {
-        let steps = vec![(Time::from_millis(10), AppChange::Pause(Time::from_millis(20)))];
-        let mut app = RateBulk::new(sched(Some(8e6), steps), 1000, Time::ZERO, Time::from_secs(1));
+        let steps = vec![(
+            Time::from_millis(10),
+            AppChange::Pause(Time::from_millis(20)),
+        )];
+        let mut app = RateBulk::new(
+            sched(Some(8e6), steps),
+            1000,
+            Time::ZERO,
+            Time::from_secs(1),
+        );
         let mut env = fake(u64::MAX / 2);
         app.on_tick(Time::ZERO, &mut env);
         run(&mut app, &mut env, Time::from_millis(49));
         // 1 segment per ms at ticks 0..10 and 30..50: 30 in all.
         assert_eq!(env.write_seq, 30);
-        assert!(env.writes.iter().all(|&(t, _)| t < Time::from_millis(10) || t >= Time::from_millis(30)));
+        assert!(env
+            .writes
+            .iter()
+            .all(|&(t, _)| t < Time::from_millis(10) || t >= Time::from_millis(30)));
     }
 
     #[test]
     fn a_write_that_does_not_fit_blocks_and_the_ticks_it_blocks_owe_nothing() {
-        let mut app = RateBulk::new(sched(Some(80e6), vec![]), 1000, Time::ZERO, Time::from_secs(1));
+        let mut app = RateBulk::new(
+            sched(Some(80e6), vec![]),
+            1000,
+            Time::ZERO,
+            Time::from_secs(1),
+        );
         let mut env = fake(25);
         app.on_tick(Time::ZERO, &mut env); // 10 segments
         run(&mut app, &mut env, Time::from_millis(3)); // 10, then 5 of 10 fit
         assert_eq!(env.write_seq, 25);
         env.snd_una = 100; // the buffer drains
         run(&mut app, &mut env, Time::from_millis(4));
-        assert_eq!(env.write_seq, 30, "the blocked write's 5 left, no bytes for the ticks it blocked");
+        assert_eq!(
+            env.write_seq, 30,
+            "the blocked write's 5 left, no bytes for the ticks it blocked"
+        );
     }
 
     #[test]
     fn unlimited_always_has_data_and_a_limit_after_it_keeps_the_buffer_written() {
-        let steps = vec![(Time::from_millis(5), AppChange::Rate(Some(8e6))), (Time::from_millis(10), AppChange::Rate(None))];
+        let steps = vec![
+            (Time::from_millis(5), AppChange::Rate(Some(8e6))),
+            (Time::from_millis(10), AppChange::Rate(None)),
+        ];
         let mut app = RateBulk::new(sched(None, steps), 1000, Time::ZERO, Time::from_secs(1));
         assert_eq!(app.initial_write_seq(), u64::MAX);
         let mut env = fake(40);
         env.write_seq = u64::MAX;
         app.on_tick(Time::ZERO, &mut env);
-        assert_eq!(env.timers, vec![Time::from_millis(5)], "unlimited: wake at the next step only");
+        assert_eq!(
+            env.timers,
+            vec![Time::from_millis(5)],
+            "unlimited: wake at the next step only"
+        );
         run(&mut app, &mut env, Time::from_millis(5));
         assert_eq!(env.write_seq, 40, "the full buffer is what was written");
         env.snd_una = 40;
         run(&mut app, &mut env, Time::from_millis(9));
-        assert_eq!(env.write_seq, 44, "one segment per tick at 8 Mbit/s from 6 to 9 ms");
+        assert_eq!(
+            env.write_seq, 44,
+            "one segment per tick at 8 Mbit/s from 6 to 9 ms"
+        );
         run(&mut app, &mut env, Time::from_millis(10));
         assert_eq!(env.write_seq, u64::MAX);
         assert!(env.timers.is_empty(), "no more steps: no more ticks");
@@ -314,17 +386,53 @@ mod tests {
     #[test]
     fn the_plan_is_checked_naming_the_field() {
         let at = |k: &str| format!("flows[0].{k}");
-        let step = |at_s, rate_bps, pause_s| plan::AppStep { at_s: Some(at_s), rate_bps, pause_s };
-        let p = plan::AppLimit { rate_bps: Some(1e6), tick_s: Some(1e-3), steps: Some(vec![step(2.0, None, Some(1.0)), step(1.0, Some(1e6), None)]) };
+        let step = |at_s, rate_bps, pause_s| plan::AppStep {
+            at_s: Some(at_s),
+            rate_bps,
+            pause_s,
+        };
+        let p = plan::AppLimit {
+            rate_bps: Some(1e6),
+            tick_s: Some(1e-3),
+            steps: Some(vec![step(2.0, None, Some(1.0)), step(1.0, Some(1e6), None)]),
+        };
         let e = AppSchedule::from_plan(&p, &at).unwrap_err();
         assert_eq!(e.field, "flows[0].app.steps[1].at_s");
-        let p = plan::AppLimit { rate_bps: Some(1e6), tick_s: Some(1e-3), steps: Some(vec![step(2.0, Some(1e6), Some(1.0))]) };
-        assert_eq!(AppSchedule::from_plan(&p, &at).unwrap_err().field, "flows[0].app.steps[0].pause_s");
-        let p = plan::AppLimit { rate_bps: Some(-1.0), tick_s: Some(1e-3), steps: None };
-        assert_eq!(AppSchedule::from_plan(&p, &at).unwrap_err().field, "flows[0].app.rate_bps");
-        let p = plan::AppLimit { rate_bps: None, tick_s: None, steps: None };
-        assert_eq!(AppSchedule::from_plan(&p, &at).unwrap_err().field, "flows[0].app.tick_s");
-        let ok = plan::AppLimit { rate_bps: None, tick_s: Some(1e-3), steps: None };
-        assert_eq!(app_schedule(Some(&ok), "rpc", &at).unwrap_err().field, "flows[0].app");
+        let p = plan::AppLimit {
+            rate_bps: Some(1e6),
+            tick_s: Some(1e-3),
+            steps: Some(vec![step(2.0, Some(1e6), Some(1.0))]),
+        };
+        assert_eq!(
+            AppSchedule::from_plan(&p, &at).unwrap_err().field,
+            "flows[0].app.steps[0].pause_s"
+        );
+        let p = plan::AppLimit {
+            rate_bps: Some(-1.0),
+            tick_s: Some(1e-3),
+            steps: None,
+        };
+        assert_eq!(
+            AppSchedule::from_plan(&p, &at).unwrap_err().field,
+            "flows[0].app.rate_bps"
+        );
+        let p = plan::AppLimit {
+            rate_bps: None,
+            tick_s: None,
+            steps: None,
+        };
+        assert_eq!(
+            AppSchedule::from_plan(&p, &at).unwrap_err().field,
+            "flows[0].app.tick_s"
+        );
+        let ok = plan::AppLimit {
+            rate_bps: None,
+            tick_s: Some(1e-3),
+            steps: None,
+        };
+        assert_eq!(
+            app_schedule(Some(&ok), "rpc", &at).unwrap_err().field,
+            "flows[0].app"
+        );
     }
 }

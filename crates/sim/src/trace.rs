@@ -421,7 +421,7 @@ facts_struct! {
     emulator: &'static str, "", "what emulated the path: sim, netem, linkem-nfqueue, ...";
     min_rtt_s: Option<f64>, "s", "smallest RTT any stream observed";
     packets: u64, "packets", "data packets offered to the loss stage";
-    random_drops: u64, "packets", "packets dropped by the configured loss/corruption";
+    random_drops: u64, "packets", "packets dropped by the configured loss/corruption and at chosen instants (path.drops)";
     queue_drops: u64, "packets", "packets dropped by the bottleneck (buffer overflow; with fq_codel, CoDel and its packet limit)";
     ce_marks: u64, "packets", "ECN-capable packets the bottleneck marked CE (0 without a marking discipline)";
     bottleneck_bps: Option<f64>, "bit/s", "bytes through the bottleneck over the whole run (mean throughput, all flows)";
@@ -474,12 +474,31 @@ impl RunResult {
     /// "path_series": {..}, "events": {..}, "path": {..}, "stats": {..}}.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::{json, Map, Value};
-        let series: Map<String, Value> = self.series.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
-        let rpcs: Map<String, Value> = self.rpcs.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
-        let path_series: Map<String, Value> =
-            self.path_series.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
-        let events: Map<String, Value> = self.events.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
-        let path: Map<String, Value> = self.path.facts().map(|(k, v)| (k.to_string(), v.to_json())).collect();
+        let series: Map<String, Value> = self
+            .series
+            .columns()
+            .map(|(k, v)| (k.to_string(), v.to_json()))
+            .collect();
+        let rpcs: Map<String, Value> = self
+            .rpcs
+            .columns()
+            .map(|(k, v)| (k.to_string(), v.to_json()))
+            .collect();
+        let path_series: Map<String, Value> = self
+            .path_series
+            .columns()
+            .map(|(k, v)| (k.to_string(), v.to_json()))
+            .collect();
+        let events: Map<String, Value> = self
+            .events
+            .columns()
+            .map(|(k, v)| (k.to_string(), v.to_json()))
+            .collect();
+        let path: Map<String, Value> = self
+            .path
+            .facts()
+            .map(|(k, v)| (k.to_string(), v.to_json()))
+            .collect();
         json!({
             "series": Value::Object(series),
             "rpcs": Value::Object(rpcs),

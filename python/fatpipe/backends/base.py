@@ -20,7 +20,8 @@ from ..testbed import Testbed
 
 __all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Aggregation", "Backend", "BackendUnavailable", "CpuReport",
            "CrossFlow", "DoctorReport", "FlowPlan", "GilbertElliott", "HostCpu", "HostLimits", "Jitter",
-           "PathDynamics", "PathReport", "PathStep", "Policer", "RunOutcome", "RunPlan", "Trace"]
+           "PathDrop", "PathDynamics", "PathReport", "PathStep", "Policer", "RunOutcome", "RunPlan",
+           "StateTrigger", "Trace"]
 
 
 @dataclass(frozen=True)
@@ -66,15 +67,43 @@ class HostLimits:
 
 
 @dataclass(frozen=True)
-class PathStep:
-    """A change of the path at `at_s` seconds after the run's start (a
-    study's [[path.schedule]]): the values given replace the path's from
-    then on; None keeps the one in effect."""
+class StateTrigger:
+    """The instant a plan item waits for instead of a time (`on`): the
+    `nth` time flow `flow`'s first stream enters or leaves a state of its
+    CCA, plus `after_s` (crates/sim/src/path/trigger.rs). Only the
+    simulator can watch a sender's state."""
 
-    at_s: float
+    event: str  # "enter:STATE" or "exit:STATE", STATE as the CCA logs it or the BBR draft names it
+    nth: int = 1  # which occurrence, from 1
+    flow: int = 0  # the flows index whose first stream is watched
+    after_s: float = 0.0  # delay after the event
+
+
+@dataclass(frozen=True)
+class PathStep:
+    """A change of the path at `at_s` seconds after the run's start, or
+    when a sender's state changes (`on`) (a study's [[path.schedule]]): the
+    values given replace the path's from then on; None keeps the one in
+    effect. Exactly one of at_s and on."""
+
+    at_s: float | None = None
     rate_bps: float | None = None  # the bottleneck's service rate
     rtt_s: float | None = None  # the base round-trip propagation delay
     loss: float | None = None  # the random loss's long-run mean per packet
+    on: StateTrigger | None = None
+
+
+@dataclass(frozen=True)
+class PathDrop:
+    """Data packets dropped at a chosen instant (a study's [[path.drops]]):
+    from the first data packet reaching the bottleneck at or after `at_s`
+    (or the instant `on` gives), `count` consecutive data packets of flow
+    `flow` (None: of any TCP flow; cross traffic never)."""
+
+    at_s: float | None = None
+    count: int = 1
+    flow: int | None = None
+    on: StateTrigger | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +175,7 @@ class PathDynamics:
     policer: Policer | None = None
     aggregation: Aggregation | None = None
     trace: Trace | None = None  # None: the bottleneck serves at its rate
+    drops: tuple[PathDrop, ...] = ()  # losses at chosen instants
 
     def is_static(self) -> bool:
         return self == PathDynamics()
@@ -154,7 +184,7 @@ class PathDynamics:
         """The spec keys that make this path move (for backends that refuse them)."""
         names = {"schedule": "path.schedule", "gilbert_elliott": "path.loss_model",
                  "jitter": "path.jitter", "policer": "path.policer", "aggregation": "path.aggregation",
-                 "trace": "path.trace"}
+                 "trace": "path.trace", "drops": "path.drops"}
         return [key for name, key in names.items() if getattr(self, name) != getattr(PathDynamics(), name)]
 
 

@@ -171,6 +171,8 @@ def dynamics_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | N
     simulator's code, so one seed pairs), as delay line and bottleneck."""
     if not cfg.moves:
         return None
+    if refused := state_trigger_refusal(cfg.dynamics):
+        return refused
     keys = ", ".join(cfg.moving_keys)
     if emulator == "netem" or bottleneck == "tbf":
         return (f"{keys} need fatpipe-linkem as delay line and bottleneck (emulator={emulator!r}, "
@@ -184,6 +186,19 @@ def dynamics_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | N
         return ("path.jitter with reorder = true and hosts.receiver.gro = true: linkem carries a GRO receiver's "
                 "TSO packets as units, which cannot overtake each other segment by segment")
     return None
+
+
+def state_trigger_refusal(dynamics: PathDynamics) -> str | None:
+    """Why a Linux path cannot apply `dynamics`' items that wait for a
+    sender's state (`on`), naming the first (`path.schedule.1.on =
+    'enter:DRAIN'`), or None (pure)."""
+    items = [("schedule", dynamics.schedule), ("drops", dynamics.drops)]
+    watched = [f"path.{key}.{i}.on = {item.on.event!r}" for key, group in items for i, item in enumerate(group)
+               if item.on is not None]
+    if not watched:
+        return None
+    return (f"{watched[0]}: only the simulator can watch a sender's state (Linux shows BBR's mode only to "
+            "polling, TCP_CC_INFO); give the item a time (at), or run the study on the sim backend")
 
 
 def one_loss_refusal(group_loss: Sequence[GroupLoss], emulator: str) -> str | None:

@@ -191,13 +191,16 @@ def series_section(study: LoadedStudy, files: ReportFiles, collapses: pd.DataFra
 
 def path_steps(study: LoadedStudy, rid: str) -> list[tuple[float, float, float]] | None:
     """The link's rate and propagation RTT over run `rid` when its path has
-    a schedule that changes either ((from s, bit/s, s) steps), else None."""
+    a schedule that changes either at times ((from s, bit/s, s) steps),
+    else None. A step that waits for a sender's state (`on`) has no time
+    in the plan and is left out."""
     plan = study.run_plan(rid)
+    timed = [s for s in plan.dynamics.schedule if s.at_s is not None] if plan is not None else []
     if plan is None or plan.rate_bps is None or plan.rtt_s is None or \
-            not any(s.rate_bps is not None or s.rtt_s is not None for s in plan.dynamics.schedule):
+            not any(s.rate_bps is not None or s.rtt_s is not None for s in timed):
         return None
     steps = [(0.0, plan.rate_bps, plan.rtt_s)]
-    for s in plan.dynamics.schedule:
+    for s in timed:
         _, rate, rtt = steps[-1]
         steps.append((s.at_s, s.rate_bps if s.rate_bps is not None else rate, s.rtt_s if s.rtt_s is not None else rtt))
     return steps

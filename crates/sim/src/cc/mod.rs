@@ -147,7 +147,10 @@ impl RateSample {
             return None;
         }
         let bytes = (self.delivered as u64).saturating_mul(mss_bytes as u64);
-        Some(Rate::from_bytes_per(crate::units::Bytes(bytes), self.interval))
+        Some(Rate::from_bytes_per(
+            crate::units::Bytes(bytes),
+            self.interval,
+        ))
     }
 }
 
@@ -335,10 +338,7 @@ impl ConnState {
     /// tcp_slow_start(): grow cwnd by the acked count up to ssthresh and
     /// return the acked segments left over (Linux, RFC 5681 §3.1 with ABC).
     pub fn slow_start(&mut self, acked: u32) -> u32 {
-        let cwnd = self
-            .snd_cwnd
-            .saturating_add(acked)
-            .min(self.snd_ssthresh);
+        let cwnd = self.snd_cwnd.saturating_add(acked).min(self.snd_ssthresh);
         let used = cwnd.saturating_sub(self.snd_cwnd);
         self.snd_cwnd = cwnd.min(self.snd_cwnd_clamp);
         acked.saturating_sub(used)
@@ -351,7 +351,8 @@ impl ConnState {
         if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.snd_ssthresh
         } else {
-            self.snd_ssthresh.max((self.snd_cwnd >> 1) + (self.snd_cwnd >> 2))
+            self.snd_ssthresh
+                .max((self.snd_cwnd >> 1) + (self.snd_cwnd >> 2))
         }
     }
 
@@ -529,6 +530,13 @@ pub trait CongestionControl: Send {
     /// The default is [`ConnState::window_label`] with `cong_avoid`.
     fn state_label(&self, tp: &ConnState) -> &'static str {
         tp.window_label("cong_avoid")
+    }
+
+    /// Every state [`CongestionControl::state_key`] may name, for a plan
+    /// item that waits for one (path/trigger.rs); empty (the default)
+    /// for an algorithm that exposes none.
+    fn state_labels(&self) -> &'static [&'static str] {
+        &[]
     }
 }
 

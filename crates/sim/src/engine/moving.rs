@@ -2,7 +2,8 @@
 //! segment's way through the scheduled loss, the policer, the bottleneck
 //! and the forward delay, and an ACK's way back; cross traffic offered to
 //! the bottleneck before each of the flows' packets and each sample, and
-//! its series rows. Runs with such a path take the segment-by-segment
+//! its series rows; the state triggers read after each ACK. Runs with
+//! such a path take the segment-by-segment
 //! instance of the event loop (`FQ`), so the static path's per-packet code
 //! is unchanged.
 
@@ -25,10 +26,20 @@ impl Net {
     /// the forward delay in effect (with jitter and release slots).
     #[cold]
     #[inline(never)]
-    pub(super) fn send_moving<const ECN: bool>(&mut self, now: Time, stream: u32, link: &Link, seq: u64, mut ecn: SegEcn, tsval: u32) {
+    pub(super) fn send_moving<const ECN: bool>(
+        &mut self,
+        now: Time,
+        stream: u32,
+        link: &Link,
+        seq: u64,
+        mut ecn: SegEcn,
+        tsval: u32,
+    ) {
         self.advance_cross(now);
         let d = self.dynamics.as_deref_mut().expect("a moving path");
-        if d.loss[link.group].lose(now) {
+        // Drops at chosen instants take their packets before the random
+        // loss draws for them (linkem's data queue, the same order).
+        if d.drops.drop(now, Some(link.group)) || d.loss[link.group].lose(now) {
             self.random_drops += 1;
             return;
         }
@@ -42,13 +53,16 @@ impl Net {
             self.enqueue_fq(now, stream, link.wire, seq, ecn, tsval);
             return;
         }
-        let Some(a) = self.bottleneck.offer(now, frame, ECN && ecn.is_ect()) else { return };
+        let Some(a) = self.bottleneck.offer(now, frame, ECN && ecn.is_ect()) else {
+            return;
+        };
         if a.ce {
             ecn.codepoint = Codepoint::Ce;
         }
         let d = self.dynamics.as_deref_mut().expect("a moving path");
         let at = d.data_arrival(now, a.departure, frame);
-        self.fwd.push_sorted(at, DataPkt::one(stream, seq, ecn, tsval));
+        self.fwd
+            .push_sorted(at, DataPkt::one(stream, seq, ecn, tsval));
     }
 
     /// Offers the bottleneck the cross traffic due by `now` (the cross
@@ -65,7 +79,13 @@ impl Net {
     /// backward delay in effect plus the pipe's extra delay, jitter and
     /// release slots. `FQ` false compiles the moving path out.
     #[inline(always)]
-    pub(super) fn push_ack<const FQ: bool>(&mut self, pipe: usize, delay: Time, now: Time, item: (u32, Ack)) {
+    pub(super) fn push_ack<const FQ: bool>(
+        &mut self,
+        pipe: usize,
+        delay: Time,
+        now: Time,
+        item: (u32, Ack),
+    ) {
         if FQ {
             if let Some(d) = self.dynamics.as_deref_mut() {
                 let at = d.ack_arrival(pipe, now, ACK_FRAME_BYTES);
@@ -78,11 +98,39 @@ impl Net {
 }
 
 impl Sim {
+    /// After stream `i`'s sender handled an ACK at `now` (a moving path):
+    /// when a trigger waits on its flow and `i` is the flow's first
+    /// stream, the changes its log recorded since the last look fire what
+    /// they trigger (path/trigger.rs), each from its instant on.
+    #[inline]
+    pub(super) fn check_triggers(&mut self, i: u32, now: Time) {
+        let st = &self.streams[i as usize];
+        let Some(d) = self.net.dynamics.as_deref_mut() else {
+            return;
+        };
+        let group = st.group as usize;
+        if st.index != 0 || !d.triggers.watches(group) {
+            return;
+        }
+        for (at, what) in d.triggers.on_log(group, st.sender.cc_events(), now) {
+            if let Some(rate) = d.apply(at, what) {
+                self.net.bottleneck.step_rate(at, rate);
+            }
+        }
+    }
+
     /// One series row per started cross-traffic source at `now` (after
     /// `advance_cross(now)`): the bytes of its IP packets that left the
     /// bottleneck; its TCP columns are zero (it has no TCP state).
     pub(super) fn cross_rows(&mut self, now: Time) {
-        let Some(c) = self.net.dynamics.as_deref_mut().and_then(|d| d.cross.as_mut()) else { return };
+        let Some(c) = self
+            .net
+            .dynamics
+            .as_deref_mut()
+            .and_then(|d| d.cross.as_mut())
+        else {
+            return;
+        };
         for (group, stream, bytes) in c.delivered(now) {
             self.result.series.push(Row {
                 flow_group: group as i64,

@@ -1,5 +1,6 @@
 //! A path that moves (docs/path-dynamics.md): scheduled steps of rate,
-//! RTT and loss, bursty loss, a policer, jitter, aggregation, a delivery
+//! RTT and loss (at instants, or when a sender's state changes:
+//! trigger.rs), drops at chosen instants, bursty loss, a policer, jitter, aggregation, a delivery
 //! trace and cross traffic, as one
 //! configuration ([`DynamicsConfig`], validated from the plan by
 //! crate::path_plan) and the state that applies it packet by packet
@@ -12,10 +13,12 @@ use crate::units::{Rate, Time};
 
 use super::cross::{CrossSpec, CrossTraffic};
 use super::direction::{Direction, JitterSpec, SlotSpec};
+use super::drops::{DropSpec, ScheduledDrops};
 use super::loss::{GeParams, ScheduledLoss};
 use super::policer::TokenBucket;
 use super::profile::{RateProfile, Steps};
 use super::trace::{DeliveryTrace, TraceService};
+use super::trigger::{Pending, Trigger};
 
 /// Which directions a jitter or an aggregating link applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +45,23 @@ pub struct DynamicsConfig {
     pub trace: Option<DeliveryTrace>,
     /// Cross-traffic groups, by group.
     pub cross: Vec<CrossSpec>,
+    /// Drops at chosen instants ([[path.drops]] with `at`).
+    pub drops: Vec<DropSpec>,
+    /// Steps and drops that wait for a sender's state (`on`).
+    pub triggered: Vec<(Trigger, Triggered)>,
+}
+
+/// What a state trigger does when it fires (at its instant).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Triggered {
+    /// A [[path.schedule]] step: the values given, from then on.
+    Step {
+        rate: Option<Rate>,
+        rtt: Option<Time>,
+        loss: Option<f64>,
+    },
+    /// A [[path.drops]] burst: `count` data packets (of flow `group`, or any).
+    Drop { count: u64, group: Option<usize> },
 }
 
 impl DynamicsConfig {
@@ -50,9 +70,11 @@ impl DynamicsConfig {
         *self == DynamicsConfig::default()
     }
 
-    /// The bottleneck's rate over time, if it changes.
+    /// The bottleneck's rate over time, if a timed step changes it (a
+    /// triggered step adds to it when it fires: Bottleneck::step_rate).
     pub fn rate_profile(&self, base: Rate) -> Option<RateProfile> {
-        (!self.rate_changes.is_empty()).then(|| RateProfile::new(Steps::new(base, self.rate_changes.iter().copied())))
+        (!self.rate_changes.is_empty())
+            .then(|| RateProfile::new(Steps::new(base, self.rate_changes.iter().copied())))
     }
 }
 
@@ -69,6 +91,10 @@ pub struct Dynamics {
     pub policer: Option<TokenBucket>,
     /// The cross-traffic sources, if any group is cross traffic.
     pub cross: Option<CrossTraffic>,
+    /// Drops at chosen instants, and those triggers added.
+    pub drops: ScheduledDrops,
+    /// State triggers not yet fired (the engine reads the senders' logs).
+    pub triggers: Pending<Triggered>,
     data: Direction,
     /// Each ACK path (one per extra delay) and its extra delay.
     acks: Vec<(Direction, Time)>,
@@ -80,17 +106,38 @@ impl Dynamics {
     /// The state for `cfg` on a path of base RTT `rtt`, random loss `loss`
     /// and corruption `corruption`, with flow groups of `group_mss` bytes
     /// (each group's loss drawn from its own seeded stream).
-    pub fn new(cfg: &DynamicsConfig, seed: u64, rtt: Time, loss: f64, corruption: f64, group_mss: &[u64]) -> Dynamics {
+    pub fn new(
+        cfg: &DynamicsConfig,
+        seed: u64,
+        rtt: Time,
+        loss: f64,
+        corruption: f64,
+        group_mss: &[u64],
+    ) -> Dynamics {
         let loss = group_mss
             .iter()
             .enumerate()
-            .map(|(g, &mss)| ScheduledLoss::new(seed, g as u64, loss, corruption, mss, cfg.gilbert_elliott, cfg.loss_changes.clone()))
+            .map(|(g, &mss)| {
+                ScheduledLoss::new(
+                    seed,
+                    g as u64,
+                    loss,
+                    corruption,
+                    mss,
+                    cfg.gilbert_elliott,
+                    cfg.loss_changes.clone(),
+                )
+            })
             .collect();
         Dynamics {
             rtt: Steps::new(rtt, cfg.rtt_changes.iter().copied()),
             loss,
-            policer: cfg.policer.map(|(rate, burst)| TokenBucket::new(rate, burst)),
+            policer: cfg
+                .policer
+                .map(|(rate, burst)| TokenBucket::new(rate, burst)),
             cross: (!cfg.cross.is_empty()).then(|| CrossTraffic::new(&cfg.cross, seed)),
+            drops: ScheduledDrops::new(&cfg.drops),
+            triggers: Pending::new(cfg.triggered.iter().cloned()),
             data: Self::direction(cfg, true, Rng::new(seed, DATA_JITTER_STREAM)),
             acks: Vec::new(),
             cfg: cfg.clone(),
@@ -109,7 +156,14 @@ impl Dynamics {
     /// `extra` (the hosts' access links), drawing its jitter from ACK
     /// stream `stream`; returns its index here.
     pub fn add_ack_path(&mut self, stream: u64, extra: Time) -> usize {
-        self.acks.push((Self::direction(&self.cfg, false, Rng::new(self.seed, ACK_JITTER_STREAM + stream)), extra));
+        self.acks.push((
+            Self::direction(
+                &self.cfg,
+                false,
+                Rng::new(self.seed, ACK_JITTER_STREAM + stream),
+            ),
+            extra,
+        ));
         self.acks.len() - 1
     }
 
@@ -163,7 +217,33 @@ impl Dynamics {
     /// The bottleneck's service from the trace, if any; frames are charged
     /// less `overhead_bytes` (the Ethernet header: mahimahi counts IP packets).
     pub fn trace_service(&self, overhead_bytes: u32) -> Option<TraceService> {
-        self.cfg.trace.clone().map(|t| TraceService::new(t, overhead_bytes))
+        self.cfg
+            .trace
+            .clone()
+            .map(|t| TraceService::new(t, overhead_bytes))
+    }
+
+    /// Carries out what a trigger decided, from `at` on: RTT and loss
+    /// steps and drops here; the rate step, which the bottleneck applies
+    /// (Bottleneck::step_rate), is returned.
+    pub fn apply(&mut self, at: Time, what: Triggered) -> Option<Rate> {
+        match what {
+            Triggered::Step { rate, rtt, loss } => {
+                if let Some(rtt) = rtt {
+                    self.rtt.insert(at, rtt);
+                }
+                if let Some(loss) = loss {
+                    for l in &mut self.loss {
+                        l.insert_step(at, loss);
+                    }
+                }
+                rate
+            }
+            Triggered::Drop { count, group } => {
+                self.drops.add(DropSpec { at, count, group });
+                None
+            }
+        }
     }
 
     /// Data packets the policer dropped.

@@ -18,7 +18,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...linuxpath.config import dynamics_refusal, group_losses, one_loss_refusal, path_config
+from ...linuxpath.config import (
+    dynamics_refusal,
+    group_losses,
+    one_loss_refusal,
+    path_config,
+    state_trigger_refusal,
+)
 from ...linuxpath.ecn import qdisc_refusal
 from ...linuxpath.qdisc import bottleneck_qdiscs
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
@@ -63,7 +69,9 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
         probe = report.host(emulator[0]).probe
         if probe is not None and probe.qdiscs.get("netem", (False, ""))[0] and probe.tc is not None:
             problems.append(f"run {plan.run_id}: {refused}")
-    if emulator is None and plan.moves():
+    if refused := state_trigger_refusal(plan.dynamics):
+        problems.append(f"run {plan.run_id}: {refused}")
+    elif emulator is None and plan.moves():
         problems.append(f"run {plan.run_id}: {', '.join(plan.moving_keys())}: a path that moves needs an emulator "
                         "host in the testbed (its delay line applies them)")
     elif plan.moves():

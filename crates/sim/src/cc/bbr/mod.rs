@@ -45,7 +45,10 @@ pub use minmax::Minmax;
 use super::jiffies::{USEC_PER_MSEC, USEC_PER_SEC};
 use super::prandom::Prandom;
 use super::vars::{bbr_bw_bps, bbr_gain, bbr_min_rtt_s, jiffies_s};
-use super::{CaState, CcStateKey, CcVars, CongestionControl, ConnState, CwndEvent, RateSample, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND};
+use super::{
+    CaState, CcStateKey, CcVars, CongestionControl, ConnState, CwndEvent, RateSample,
+    TCP_INFINITE_SSTHRESH, TCP_INIT_CWND,
+};
 use crate::units::{Rate, Time};
 use ack_aggregation::AckAggregation;
 
@@ -298,8 +301,8 @@ impl Bbr {
     }
     /// bbr_bw() converted to bits per second for traces.
     pub fn bw_rate(&self, mss_bytes: u32) -> Rate {
-        let bps = ((self.bw() as u128) * (mss_bytes as u128) * 8 * (USEC_PER_SEC as u128))
-            >> BW_SCALE;
+        let bps =
+            ((self.bw() as u128) * (mss_bytes as u128) * 8 * (USEC_PER_SEC as u128)) >> BW_SCALE;
         Rate(bps.min(u64::MAX as u128) as u64)
     }
 
@@ -544,6 +547,10 @@ impl CongestionControl for Bbr {
             cycle_index: Some(self.cycle_idx as i64),
             full_bw_reached: Some(self.full_bw_reached),
         })
+    }
+
+    fn state_labels(&self) -> &'static [&'static str] {
+        &["startup", "drain", "probe_bw", "probe_rtt"]
     }
 
     fn state_label(&self, _tp: &ConnState) -> &'static str {
