@@ -4,15 +4,18 @@ kernel option, and applied with netem options where it has; "linkem"
 moves a path through fatpipe-linkem."""
 
 import os
+import subprocess
 from dataclasses import replace
 
 import pytest
 from plans import bulk_plan
 
-from fatpipe.backends.base import BackendUnavailable, GilbertElliott, Jitter, PathDynamics, RunPlan
+from fatpipe.backends.base import Aggregation, BackendUnavailable, GilbertElliott, Jitter, PathDynamics, RunPlan
 from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.kernel.doctor import doctor
 from fatpipe.linuxpath.linkem import find_linkem
+from fatpipe.linuxpath.netem_map import direction_options
+from fatpipe.linuxpath.qdisc import netem_qdisc_args
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 
@@ -68,3 +71,23 @@ def test_linkem_moves_a_path_when_asked(tmp_path):
     seen = f"{out.path.reordered} reordered, {delivered} bytes delivered"
     assert out.path.reordered > 0, seen  # linkem's jitter, with reordering as asked
     assert delivered * 8 / 3.0 > 0.2 * RATE_BPS, seen
+
+
+def test_tc_reads_every_mapped_option():
+    # tc parses netem's options before it asks the kernel: where the kernel
+    # has no netem only the kernel's answer fails, never tc's parsing.
+    every = PathDynamics(gilbert_elliott=GilbertElliott(r=0.3, bad_loss=0.8, good_loss=0.001),
+                         jitter=Jitter(deviation_s=0.002, distribution="normal", reorder=False, direction="both"),
+                         aggregation=Aggregation(direction="data", interval_s=0.004, bytes=65536))
+    ns = f"netem-map-test-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        for direction, loss in (("data", 0.01), ("ack", 0.0)):
+            args = netem_qdisc_args("lo", direction_options(direction, 0.01, loss, every))
+            got = subprocess.run(["ip", "netns", "exec", ns, *args], capture_output=True, text=True)
+            if has_netem():
+                assert got.returncode == 0, (args, got.stderr)
+            else:
+                assert got.stderr.strip() == "Error: Specified qdisc kind is unknown.", (args, got.stderr)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=True)

@@ -62,16 +62,20 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
     may_take_netem = plan.emulator == "netem" or (plan.emulator == "auto" and not plan.moves())
     refused = one_loss_refusal(group_losses(plan), f"netem on host {emulator[0]} (emulator)") \
         if emulator and may_take_netem else None
-    probe = report.host(emulator[0]).probe if emulator else None
-    has_netem = probe is not None and probe.qdiscs.get("netem", (False, ""))[0] and probe.tc is not None
-    if refused and (has_netem or plan.emulator == "netem"):
+
+    def emulator_netem() -> bool | None:
+        """Whether the emulator's probe found netem (None: no probe)."""
+        probe = report.host(emulator[0]).probe
+        return None if probe is None else bool(probe.qdiscs.get("netem", (False, ""))[0] and probe.tc is not None)
+
+    if refused and (plan.emulator == "netem" or emulator_netem()):
         # Where the emulator has netem (hostrun._has_netem) it applies one
         # loss to every flow group; linkem, used otherwise, applies each's.
         problems.append(f"run {plan.run_id}: {refused}")
     if emulator is None and plan.emulator != "auto":
         problems.append(f"run {plan.run_id}: path.emulator = {plan.emulator!r} needs an emulator host in the "
                         "testbed (its delay line)")
-    elif plan.emulator == "netem" and probe is not None and not has_netem:
+    elif plan.emulator == "netem" and emulator_netem() is False:
         problems.append(f"run {plan.run_id}: host {emulator[0]} (emulator): {missing_netem(f'host {emulator[0]}')}")
     if emulator is None and plan.moves():
         problems.append(f"run {plan.run_id}: {', '.join(plan.moving_keys())}: a path that moves needs an emulator "
