@@ -5,7 +5,8 @@ netem cannot express (docs/path-dynamics.md, "With netem").
 Each option follows sch_netem.c (Linux 6.x) and tc-netem(8):
 
 * **Gilbert-Elliott** (``path.loss_model``) → ``loss gemodel p r 1-h 1-k``,
-  four percentages in that order (iproute2 sets the kernel's h to
+  four percentages in that order, all written (tc's defaults for those left
+  out: r 100 %, 1-h 100 %, 1-k 0 %; iproute2 sets the kernel's h to
   100 % − the given 1-h). loss_gilb_ell() steps the chain once per packet:
   a packet finds a state, the chain moves (good → bad with p, bad → good
   with r) and the packet is lost with the loss of the state it found (1-k
