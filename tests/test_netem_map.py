@@ -15,7 +15,14 @@ from fatpipe.backends.hosts import plan_problems
 from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.sim import plan_json
 from fatpipe.linuxpath.config import dynamics_refusal, path_config
-from fatpipe.linuxpath.netem_map import IN_ORDER_RATE_BPS, direction_options, gemodel_p, missing_netem, refusal
+from fatpipe.linuxpath.netem_map import (
+    EXPRESSED,
+    IN_ORDER_RATE_BPS,
+    direction_options,
+    gemodel_p,
+    missing_netem,
+    refusal,
+)
 from fatpipe.linuxpath.qdisc import netem_args, netem_qdisc_args
 from fatpipe.study import plan_runs
 
@@ -170,8 +177,19 @@ def test_a_direction_is_data_or_ack():
 ])
 def test_netem_refuses_what_it_cannot_express_naming_the_keys_and_linkem(dynamics, keys):
     msg = refusal(dynamics, [])
-    assert msg.startswith(f'{keys} with path.emulator = "netem": netem has no option for'), msg
-    assert 'path.emulator = "auto" or "linkem" applies them in fatpipe-linkem' in msg
+    them = "them" if "," in keys else "it"
+    assert msg.startswith(f'{keys} with path.emulator = "netem": netem has no option for {them} (its options '
+                          "express path.loss_model, path.jitter, path.aggregation;"), msg
+    assert f'path.emulator = "auto" or "linkem" applies {them} in fatpipe-linkem' in msg
+
+
+def test_netem_refuses_every_moving_key_it_does_not_express():
+    # A key that moves the path and that netem_map does not map is refused, never silently dropped.
+    every = PathDynamics(schedule=(PathStep(at_s=1.0, loss=0.1),), gilbert_elliott=GilbertElliott(r=0.3, bad_loss=1.0),
+                         jitter=Jitter(0.001), policer=Policer(1e7, 20000), aggregation=Aggregation("ack", 0.001),
+                         trace=Trace((1,), (1,)))
+    assert set(EXPRESSED) < set(every.keys())
+    assert refusal(every, []).startswith('path.schedule, path.policer, path.trace with path.emulator = "netem"')
 
 
 def test_netem_takes_loss_model_jitter_and_aggregation():

@@ -31,8 +31,8 @@ Each option follows sch_netem.c (Linux 6.x) and tc-netem(8):
 Each direction has its own netem: ``data`` the senders' (sender →
 receiver), ``ack`` the receiver's (receiver → sender); the loss model acts
 on the data direction only, where the path's loss acts. A schedule, a
-policer, a delivery trace and cross traffic have no netem option:
-:func:`refusal` names them.
+policer, a delivery trace, cross traffic (and any other key that moves the
+path) have no netem option: :func:`refusal` names them.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ from .qdisc import QDISC_CONFIG, netem_percent, netem_time
 # 0.38 us at most.
 IN_ORDER_RATE_BPS = 32e9
 DIRECTIONS = ("data", "ack")
+# The keys of a moving path that netem options express (PathDynamics.keys()).
+EXPRESSED = ("path.loss_model", "path.jitter", "path.aggregation")
 
 
 def gemodel_p(mean_loss: float, model: GilbertElliott) -> float:
@@ -66,17 +68,15 @@ def gemodel_p(mean_loss: float, model: GilbertElliott) -> float:
 
 def refusal(dynamics: PathDynamics, cross_keys: Sequence[str]) -> str | None:
     """Why netem cannot apply this path's dynamics and cross traffic, naming
-    the keys it cannot express, or None."""
-    keys = [key for key, present in (("path.schedule", bool(dynamics.schedule)),
-                                     ("path.policer", dynamics.policer is not None),
-                                     ("path.trace", dynamics.trace is not None)) if present]
-    keys += list(cross_keys)
+    the keys it cannot express (every one but :data:`EXPRESSED`), or None."""
+    keys = [key for key in dynamics.keys() if key not in EXPRESSED] + list(cross_keys)
     if not keys:
         return None
-    return (f'{", ".join(keys)} with path.emulator = "netem": netem has no option for '
-            f'{"it" if len(keys) == 1 else "them"} (a schedule would need `tc qdisc change` from outside, a policer '
-            'is a tc action, a trace and cross traffic are linkem\'s own bottleneck); path.emulator = "auto" or '
-            '"linkem" applies them in fatpipe-linkem, with the simulator\'s code and seed')
+    them = "it" if len(keys) == 1 else "them"
+    return (f'{", ".join(keys)} with path.emulator = "netem": netem has no option for {them} (its options express '
+            f'{", ".join(EXPRESSED)}; a schedule would need `tc qdisc change` from outside, a policer is a tc '
+            'action, a trace and cross traffic are linkem\'s own bottleneck); path.emulator = "auto" or "linkem" '
+            f"applies {them} in fatpipe-linkem, with the simulator's code and seed")
 
 
 def direction_options(direction: str, delay_s: float, loss: float, dynamics: PathDynamics) -> list[str]:
