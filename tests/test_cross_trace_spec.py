@@ -121,9 +121,10 @@ def test_cross_traffic_needs_linkem_as_delay_line_and_bottleneck_naming_the_flow
     assert plan.moves() and plan.moving_keys() == ['flows.1.kind = "cross"']
     cfg = path_config(plan)
     assert dynamics_refusal(cfg, "linkem-nfqueue", "linkem") is None
-    for emulator, bottleneck in (("netem", "tbf"), ("linkem-nfqueue", "tbf")):
-        refused = dynamics_refusal(cfg, emulator, bottleneck)
-        assert refused.startswith('flows.1.kind = "cross" need fatpipe-linkem as delay line and bottleneck'), refused
+    refused = dynamics_refusal(cfg, "linkem-nfqueue", "tbf")
+    assert refused.startswith('flows.1.kind = "cross" need fatpipe-linkem as delay line and bottleneck'), refused
+    refused = dynamics_refusal(cfg, "netem", "tbf")  # path.emulator = "netem"
+    assert refused.startswith('flows.1.kind = "cross" with path.emulator = "netem": netem has no option'), refused
     assert (f'run {plan.run_id}: flows.1.kind = "cross": a path that moves needs an emulator host '
             "in the testbed (its delay line applies them)") in plan_problems(plan, None)
     assert not any("not yet supported" in p for p in plan_problems(plan, None))
@@ -176,7 +177,8 @@ def test_a_trace_serves_the_bottleneck_on_the_simulator(tmp_path):
     total = sum(r["goodput_bps"] for r in summarize(plan, outcome))
     assert total == pytest.approx(2000 * 1448 * 8, rel=0.05)
     assert dynamics_refusal(path_config(plan), "linkem-nfqueue", "linkem") is None
-    assert dynamics_refusal(path_config(plan), "netem", "tbf").startswith("path.trace need fatpipe-linkem")
+    assert dynamics_refusal(path_config(plan), "linkem-nfqueue", "tbf").startswith("path.trace need fatpipe-linkem")
+    assert dynamics_refusal(path_config(plan), "netem", "tbf").startswith('path.trace with path.emulator = "netem"')
 
 
 def test_the_cross_traffic_example_of_the_docs_plans_what_it_says(tmp_path):

@@ -383,8 +383,12 @@ def test_the_kernel_backend_moves_a_path_with_linkem_only_naming_the_keys_it_can
     cfg = path_config(plan)
     assert dynamics_refusal(cfg, "linkem-nfqueue", "linkem") is None
     assert dynamics_refusal(path_config(plans(tmp_path)[0]), "netem", "tbf") is None, "a static path moves nowhere"
+    tbf = dynamics_refusal(cfg, "linkem-nfqueue", "tbf")
+    assert tbf.startswith(f"{KEYS} need fatpipe-linkem as delay line and bottleneck (emulator='linkem-nfqueue', "
+                          "bottleneck='tbf')"), tbf
+    # netem (path.emulator = "netem") refuses only what its options cannot express (test_netem_map.py).
     netem = dynamics_refusal(cfg, "netem", "tbf")
-    assert netem.startswith(f"{KEYS} need fatpipe-linkem as delay line and bottleneck (emulator='netem'"), netem
+    assert netem.startswith('path.schedule, path.policer with path.emulator = "netem": netem has no option'), netem
     (fq,) = plans(tmp_path, path='jitter = "1ms"\naqm = "fq_codel"')
     with pytest.raises(BackendUnavailable, match=r"path\.jitter with path\.aqm = 'fq_codel': that discipline"):
         KernelBackend().check([fq])

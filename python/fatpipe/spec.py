@@ -251,6 +251,10 @@ class PathSection(_Strict):
     drops: pathspec.Drops = []  # data packets dropped at chosen instants
     # The bottleneck's service from a Mahimahi delivery trace (pathtrace.py).
     trace: pathtrace.TraceSpec | None = None
+    # The delay line of the kernel and hosts backends (docs/path-dynamics.md,
+    # "On the kernel backend"): "auto" (fatpipe-linkem for a path that
+    # moves), "linkem" or "netem". The simulator ignores it.
+    emulator: Literal["auto", "linkem", "netem"] = "auto"
 
 
 class HostSection(_Strict):
@@ -467,7 +471,7 @@ def cross_problems(spec: Spec) -> list[tuple[str, str]]:
             problems.append((f"flows.{i}.start", f"flows.{i}.start must be before study.duration"))
     problems += hostcpu.problems({name: spec.host_layers(name) for name in [*sorted(senders), "receiver"]})
     unset = spec.path_unset()
-    for key in ("buffer", "loss", "corruption", "aqm", *pathspec.KEYS, "trace"):
+    for key in ("buffer", "loss", "corruption", "aqm", *pathspec.KEYS, "trace", "emulator"):
         if unset and key in spec.path.model_fields_set:
             problems.append((f"path.{key}", (
                 f"{' and '.join(unset)} {'is' if len(unset) == 1 else 'are'} left out (the path is what it is, "

@@ -155,6 +155,7 @@ def plan_runs(
                         swept=dict(overrides),
                         testbed=testbed,
                         dynamics=pathspec.plan_dynamics(p),
+                        emulator=p.emulator,
                     )
                 )
     return plans

@@ -44,7 +44,7 @@ from .units import toml_type
 SWEEPABLE = {
     "study": ("duration", "warmup"),
     "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm", "loss_model", "jitter", "policer",
-             "aggregation"),
+             "aggregation", "emulator"),
     "path.schedule.<index>": ("at", "rate", "rtt", "loss"),
     "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn", "processing_jitter",
                       "start_spread", "profile", "cpu_cores", "app_threads", "nic_rate", "rx_ring",

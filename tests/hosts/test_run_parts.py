@@ -167,6 +167,46 @@ def test_a_moving_path_runs_through_the_emulators_delay_line_and_what_it_cannot_
     assert plan_problems(lossy, _qdisc_report({"netem", "tbf"})) == [], "linkem applies each group's loss"
 
 
+def test_path_emulator_netem_is_refused_naming_the_host_without_netem_or_what_netem_cannot_express():
+    from fatpipe.backends.base import GilbertElliott, Jitter, PathDynamics, Policer
+
+    netem = replace(plan(BULK), emulator="netem", loss=0.01,
+                    dynamics=PathDynamics(gilbert_elliott=GilbertElliott(r=0.3, bad_loss=1.0), jitter=Jitter(0.001)))
+    assert plan_problems(netem, _qdisc_report({"netem", "tbf"})) == []
+    (problem,) = plan_problems(netem, _qdisc_report({"tbf"}))
+    assert problem.startswith('run hosts-p000-r00: host e (emulator): path.emulator = "netem", but host e has no '
+                              "netem qdisc (a kernel built without CONFIG_NET_SCH_NETEM)"), problem
+    policed = replace(netem, dynamics=PathDynamics(policer=Policer(rate_bps=5e7, burst_bytes=30_000)))
+    (problem,) = plan_problems(policed, _qdisc_report({"netem", "tbf"}))
+    assert problem.startswith('run hosts-p000-r00: host e (emulator): path.policer with path.emulator = "netem"'), \
+        problem
+    # path.emulator = "linkem" takes linkem even for a static path, which applies each group's loss.
+    lossy = replace(plan(BULK, replace(BULK, group=1, mss_bytes=8948)), mtu_bytes=9000, loss=1e-4, corruption=1e-7)
+    assert plan_problems(replace(lossy, emulator="linkem"), _qdisc_report({"netem", "tbf"})) == []
+    assert plan_problems(replace(lossy, emulator="netem"), _qdisc_report({"netem", "tbf"}))
+
+
+def test_with_netem_a_moving_paths_options_go_on_each_direction():
+    from fatpipe.backends.base import Aggregation, GilbertElliott, Jitter, PathDynamics
+
+    changes: list[list[str]] = []
+
+    async def change(do, undo):  # noqa: ARG001 - the undo is another test's concern
+        changes.append(do)
+
+    dyn = PathDynamics(gilbert_elliott=GilbertElliott(r=0.5, bad_loss=1.0), jitter=Jitter(0.001, direction="data"),
+                       aggregation=Aggregation(direction="ack", interval_s=0.002))
+    emulator = SimpleNamespace(agent=SimpleNamespace(change=change))
+    path = RemotePath(path_config(replace(plan(BULK), loss=0.01, emulator="netem", dynamics=dyn)), emulator, None,
+                      "eth1", True, "10.0.1.1", {"s1": "10.0.0.1"}, [0])
+    asyncio.run(path._apply_netem(Interfaces("eth1", {"s1": "eth0"})))
+    netem = {c[4]: c[c.index("limit") + 2:] for c in changes if "netem" in c}
+    # Jitter toward the receiver, in order (the rate extension); slots toward the sender.
+    assert netem["eth1"] == ["delay", "10.000000ms", "1.000000ms", "loss", "gemodel", f"{0.5 * 0.01 / 0.99 * 100:.9f}%",
+                             "50.000000000%", "100.000000000%", "0.000000000%", "rate", "32000000000bit"]
+    assert netem["eth0"] == ["delay", "10.000000ms", "loss", "0.000000000%", "slot", "2.000000ms", "2.000000ms"]
+
+
 def test_a_moving_path_gives_the_emulators_linkem_its_dynamics_and_the_origin_on_its_clock():
     from fatpipe.backends.base import PathDynamics, PathStep
 

@@ -122,10 +122,13 @@ pub struct RunPlan {
     pub testbed: Option<IgnoredAny>,
     /// Schedules, bursty loss, jitter, a policer, aggregation.
     pub dynamics: Option<PathDynamics>,
+    /// The delay line a kernel or hosts backend puts on the path
+    /// (path.emulator: linkem or netem): the simulator is its own path.
+    pub emulator: Option<IgnoredAny>,
 }
 
 impl PlanStruct for RunPlan {
-    const IGNORED: &'static [&'static str] = &["backend", "rep", "swept", "testbed"];
+    const IGNORED: &'static [&'static str] = &["backend", "rep", "swept", "testbed", "emulator"];
 }
 
 /// End-host limits (base.py HostLimits) of a sender or the receiver.

@@ -83,7 +83,8 @@ fn full_plan() -> Value {
         "flows": [{"group": 0, "kind": "bulk", "cc": "reno", "streams": 1, "mss_bytes": 1448, "sender": "s1",
                    "start_s": 0.0, "request_bytes": null, "response_bytes": null, "concurrency": null,
                    "rate_per_s": null, "ecn": null, "cwnd_clamp": null, "cross": null, "app": app_limit()}],
-        "swept": {"path.loss": 0.0}, "aqm": fq_codel(), "testbed": null, "dynamics": dynamics()
+        "swept": {"path.loss": 0.0}, "aqm": fq_codel(), "testbed": null, "dynamics": dynamics(),
+        "emulator": "auto"
     })
 }
 
@@ -379,7 +380,7 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
         ]
     );
     let run_plan = &all[0];
-    assert_eq!(run_plan.ignored, ["backend", "rep", "swept", "testbed"]);
+    assert_eq!(run_plan.ignored, ["backend", "rep", "swept", "testbed", "emulator"]);
     assert!(run_plan.read.contains(&"aqm") && !run_plan.read.contains(&"swept"));
     let mut both: Vec<&str> = run_plan
         .read

@@ -301,6 +301,10 @@ class RunPlan:
     testbed: Testbed | None = None
     # Schedules, bursty loss, jitter, a policer, aggregation (PathDynamics).
     dynamics: PathDynamics = field(default_factory=PathDynamics)
+    # The delay line a backend that emulates the path on Linux puts on it
+    # (path.emulator): "auto", "linkem" or "netem". The
+    # simulator is its own path and ignores it.
+    emulator: str = "auto"
 
     def asks_for_ecn(self) -> list[str]:
         """The spec keys of this run that ask for ECN or a marking

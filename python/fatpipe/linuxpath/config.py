@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..backends.base import FlowPlan, PathDynamics
 from ..wire import linux_segment_payload
+from . import netem_map
 from .ecn import LINUX_TCP_ECN, sender_tcp_ecn
 from .flows import group_port
 from .qdisc import bottleneck_qdiscs
@@ -21,6 +22,8 @@ QUEUE_DATA = 0  # NFQUEUE of the sender → receiver direction
 QUEUE_ACK = 1  # NFQUEUE of the receiver → sender direction
 QUEUE_SENDER_BASE = 2  # + sender index: reverse direction of a sender with extra RTT
 QUEUE_DATA_SPLIT = 65000  # with a GRO receiver: where units with a lost, dropped or marked segment are segmented
+# path.emulator (RunPlan.emulator) -> PathConfig.emulator.
+EMULATORS = {"auto": "auto", "linkem": "linkem-nfqueue", "netem": "netem"}
 
 
 @dataclass(frozen=True)
@@ -84,9 +87,14 @@ class PathConfig:
         return not self.dynamics.is_static() or bool(self.cross_flows)
 
     @property
+    def cross_keys(self) -> list[str]:
+        """The flows of kind "cross" (for refusals)."""
+        return [f'flows.{f.group}.kind = "cross"' for f in self.cross_flows]
+
+    @property
     def moving_keys(self) -> list[str]:
         """The spec keys that make the path move (for refusals)."""
-        return self.dynamics.keys() + [f'flows.{f.group}.kind = "cross"' for f in self.cross_flows]
+        return self.dynamics.keys() + self.cross_keys
 
 
 class ClampedFlow(Protocol):
@@ -120,6 +128,9 @@ def path_config(plan: RunPlan) -> PathConfig:
     (ecn.sender_tcp_ecn)."""
     clamps = sender_cwnd_clamps(plan.flows)
     tcp_ecn = sender_tcp_ecn(plan.flows, {name: h.ecn for name, h in plan.senders.items()})
+    if plan.emulator not in EMULATORS:
+        raise ValueError(f"path.emulator = {plan.emulator!r} is not a delay line; allowed are "
+                         f"{', '.join(repr(e) for e in EMULATORS)}")
     return PathConfig(
         rate_bps=plan.rate_bps,
         rtt_s=plan.rtt_s,
@@ -132,6 +143,7 @@ def path_config(plan: RunPlan) -> PathConfig:
         receiver=HostConfig(plan.receiver.rmem_max_bytes, plan.receiver.wmem_max_bytes, plan.receiver.extra_rtt_s,
                             tcp_ecn=plan.receiver.ecn),
         seed=plan.seed,
+        emulator=EMULATORS[plan.emulator],
         aqm=dict(plan.aqm),
         receiver_gro=plan.receiver.gro,
         mss_by_port={group_port(f.group): linux_segment_payload(f.mss_bytes, plan.mtu_bytes) for f in plan.flows
@@ -168,13 +180,16 @@ def gro_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | None:
 def dynamics_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | None:
     """Why this path cannot move as its dynamics ask with this delay line
     and bottleneck, or None (pure): fatpipe-linkem applies them (the
-    simulator's code, so one seed pairs), as delay line and bottleneck."""
+    simulator's code, so one seed pairs), as delay line and bottleneck;
+    netem (path.emulator = "netem") what its options express."""
     if not cfg.moves:
         return None
     if refused := state_trigger_refusal(cfg.dynamics):
         return refused
+    if emulator == "netem":  # path.emulator = "netem": what its options express (netem_map.py)
+        return netem_map.refusal(cfg.dynamics, cfg.cross_keys)
     keys = ", ".join(cfg.moving_keys)
-    if emulator == "netem" or bottleneck == "tbf":
+    if bottleneck == "tbf":
         return (f"{keys} need fatpipe-linkem as delay line and bottleneck (emulator={emulator!r}, "
                 f"bottleneck={bottleneck!r}): linkem applies them with the simulator's own code, so a seed "
                 "meets the same losses and delays on both backends")

@@ -22,9 +22,26 @@ def tbf_args(ifname: str, rate_bps: float, burst_bytes: int, limit_bytes: int) -
 def netem_args(ifname: str, delay_s: float, loss: float, parent: str | None = None) -> list[str]:
     """`tc` arguments of a netem delay (and loss) stage (pure, tested):
     the root qdisc of `ifname`, or the child of `parent` (below a tbf)."""
+    return netem_qdisc_args(ifname, ["delay", netem_time(delay_s), "loss", netem_percent(loss)], parent)
+
+
+def netem_qdisc_args(ifname: str, options: list[str], parent: str | None = None) -> list[str]:
+    """`tc` arguments of a netem qdisc with `options` (tc-netem(8), after
+    the limit): the root qdisc of `ifname`, or the child of `parent`."""
     where = ["parent", parent, "handle", "10:"] if parent else ["root"]
-    return ["tc", "qdisc", "replace", "dev", ifname, *where, "netem", "limit", "1000000",
-            "delay", f"{delay_s * 1e3:.6f}ms", "loss", f"{loss * 100:.9f}%"]
+    return ["tc", "qdisc", "replace", "dev", ifname, *where, "netem", "limit", "1000000", *options]
+
+
+def netem_time(seconds: float) -> str:
+    """A time as netem's options take it, in milliseconds to the nanosecond."""
+    return f"{seconds * 1e3:.6f}ms"
+
+
+def netem_percent(probability: float) -> str:
+    """A probability as netem's options take it: a percentage to 1e-9 %,
+    finer than the kernel's 32-bit scale (iproute2's get_percent(): the
+    fraction times 0xffffffff, about 2.3e-8 % a step)."""
+    return f"{probability * 100:.9f}%"
 
 
 # The qdiscs a Linux path may use and the kernel option that builds each

@@ -26,6 +26,7 @@ from ...linuxpath.config import (
     state_trigger_refusal,
 )
 from ...linuxpath.ecn import qdisc_refusal
+from ...linuxpath.netem_map import missing_netem
 from ...linuxpath.qdisc import bottleneck_qdiscs
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
 from ..base import Backend, BackendUnavailable, RunOutcome, RunPlan
@@ -61,14 +62,27 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
         problems.append(f"run {plan.run_id}: path.rate and path.rtt are needed: testbed host {emulator[0]} is the "
                         "emulator and applies the path (leave the emulator out of the testbed to run on the path "
                         "as it is)")
+    # The emulator's netem applies the path where it has netem, unless the
+    # path moves (path.emulator = "auto") or linkem is asked for
+    # (hostrun.run_on_hosts); path.emulator = "netem" always.
+    may_take_netem = plan.emulator == "netem" or (plan.emulator == "auto" and not plan.moves())
     refused = one_loss_refusal(group_losses(plan), f"netem on host {emulator[0]} (emulator)") \
-        if emulator and not plan.moves() else None
-    if refused:
+        if emulator and may_take_netem else None
+
+    def emulator_netem() -> bool | None:
+        """Whether the emulator's probe found netem (None: no probe)."""
+        probe = report.host(emulator[0]).probe
+        return None if probe is None else bool(probe.qdiscs.get("netem", (False, ""))[0] and probe.tc is not None)
+
+    if refused and (plan.emulator == "netem" or emulator_netem()):
         # Where the emulator has netem (hostrun._has_netem) it applies one
         # loss to every flow group; linkem, used otherwise, applies each's.
-        probe = report.host(emulator[0]).probe
-        if probe is not None and probe.qdiscs.get("netem", (False, ""))[0] and probe.tc is not None:
-            problems.append(f"run {plan.run_id}: {refused}")
+        problems.append(f"run {plan.run_id}: {refused}")
+    if emulator is None and plan.emulator != "auto":
+        problems.append(f"run {plan.run_id}: path.emulator = {plan.emulator!r} needs an emulator host in the "
+                        "testbed (its delay line)")
+    elif plan.emulator == "netem" and emulator_netem() is False:
+        problems.append(f"run {plan.run_id}: host {emulator[0]} (emulator): {missing_netem(f'host {emulator[0]}')}")
     if refused := state_trigger_refusal(plan.dynamics):
         problems.append(f"run {plan.run_id}: {refused}")
     elif emulator is None and plan.moves():
@@ -76,9 +90,12 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
                         "host in the testbed (its delay line applies them)")
     elif plan.moves():
         # A path that moves takes fatpipe's delay line on the emulator
-        # (hostrun: netem is not used then); a qdisc discipline is refused.
+        # (hostrun: netem only with path.emulator = "netem", for what its
+        # options express); a qdisc discipline is refused with linkem.
+        netem = plan.emulator == "netem"
         try:
-            refused = dynamics_refusal(path_config(plan), "linkem-nfqueue", "linkem")
+            refused = dynamics_refusal(path_config(plan), "netem" if netem else "linkem-nfqueue",
+                                       "tbf" if netem else "linkem")
         except ValueError as e:  # flows of one sender disagree (refused on their own below)
             refused = str(e)
         if refused:

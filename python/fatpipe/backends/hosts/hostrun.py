@@ -170,8 +170,11 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
         if EMULATOR_ROLE in hosts:
             emu_name = hosts[EMULATOR_ROLE]
             # A path that moves takes fatpipe's delay line (its dynamics are
-            # the simulator's code; netem draws its own and has no schedule).
-            netem = not plan.moves() and await _has_netem(conns[emu_name], tb.hosts[emu_name].interface)
+            # the simulator's code; netem draws its own and has no schedule),
+            # unless path.emulator = "netem" (checked against the probe
+            # before the study: plan_problems).
+            netem = plan.emulator == "netem" or (plan.emulator == "auto" and not plan.moves()
+                                                 and await _has_netem(conns[emu_name], tb.hosts[emu_name].interface))
             path = RemotePath(path_config(plan), remote(EMULATOR_ROLE), conns[emu_name], tb.hosts[emu_name].interface,
                               netem, receiver.address, {r: h.address for r, h in senders.items()},
                               [f.group for f in plan.flows])

@@ -4,10 +4,13 @@ The emulator forwards between the senders and the receiver. Its testbed
 ``interface`` is the one toward the receiver (checked against its routing
 table). As on the kernel backend (fatpipe.linuxpath's model), in this order:
 
-* **netem + tbf** where that kernel has netem (remote_probe.py): tbf (rate,
+* **netem + tbf** where that kernel has netem (remote_probe.py) and the
+  path does not move, or with path.emulator = "netem": tbf (rate,
   burst, limit = buffer) as the root of the interface toward the receiver
   with netem (RTT/2, loss) below it, and netem (RTT/2 + extra RTT, no
-  loss) on each interface toward the senders. These qdiscs delay everything leaving those
+  loss) on each interface toward the senders; a moving path's loss model,
+  jitter and slots are options of these netems per direction
+  (linuxpath/netem_map.py). These qdiscs delay everything leaving those
   interfaces: keep the testbed's SSH off the test interfaces.
 * **fatpipe's delay line** (linkem) otherwise: the binary is pushed into the
   run directory and started by the agent; iptables rules in the FORWARD
@@ -50,10 +53,11 @@ from ...linuxpath.linkem import (
     reverse_queues,
     summarize,
 )
+from ...linuxpath.netem_map import direction_options
 from ...linuxpath.qdisc import (
     bottleneck_qdiscs,
     fq_codel_args,
-    netem_args,
+    netem_qdisc_args,
     tbf_args,
     tbf_bottleneck_args,
     tbf_burst_bytes,
@@ -163,9 +167,10 @@ class RemotePath:
         rx_if = ifs.toward_receiver
         await self._change(tbf_args(rx_if, c.rate_bps, burst, limit), ["tc", "qdisc", "del", "dev", rx_if, "root"])
         # Loss where the bottleneck sits (toward the receiver), one for all
-        # flow groups (plan_problems refuses groups whose loss differs).
-        await self._change(netem_args(rx_if, c.rtt_s / 2, one_loss(c, "netem on the emulator"), parent="1:1"),
-                           ["tc", "qdisc", "del", "dev", rx_if, "root"])
+        # flow groups (plan_problems refuses groups whose loss differs); a
+        # moving path's options per direction (netem_map.py).
+        data = direction_options("data", c.rtt_s / 2, one_loss(c, "netem on the emulator"), c.dynamics)
+        await self._change(netem_qdisc_args(rx_if, data, parent="1:1"), ["tc", "qdisc", "del", "dev", rx_if, "root"])
         if bottleneck_qdiscs(c.aqm):
             # fq_codel in netem's child slot: netem hands it each packet once
             # its delay is over and tbf paces what fq_codel hands on, so the
@@ -180,7 +185,8 @@ class RemotePath:
                                  "netem delays a whole interface (give each such sender its own interface)")
             delays[ifname] = delay
         for ifname, delay in delays.items():  # toward the senders: ACKs, RPC requests, no loss
-            await self._change(netem_args(ifname, delay, 0.0), ["tc", "qdisc", "del", "dev", ifname, "root"])
+            await self._change(netem_qdisc_args(ifname, direction_options("ack", delay, 0.0, c.dynamics)),
+                               ["tc", "qdisc", "del", "dev", ifname, "root"])
         self.details["netem_interfaces"] = {"toward_receiver": rx_if, "toward_senders": sorted(delays)}
 
     async def _qdisc_stats(self) -> list[parse.QdiscStats]:

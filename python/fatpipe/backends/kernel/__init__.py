@@ -34,6 +34,7 @@ from ...linuxpath import linkem as delay_line
 from ...linuxpath.config import dynamics_refusal, gro_refusal, group_losses, one_loss_refusal, path_config
 from ...linuxpath.ecn import marks, path_refusal, qdisc_refusal
 from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
+from ...linuxpath.netem_map import missing_netem
 from ...linuxpath.procstat import cpu_measurement
 from ...linuxpath.readback import check_ccas
 from ...schema import emulator_late
@@ -81,7 +82,9 @@ class KernelBackend(Backend):
                 raise BackendUnavailable(f"run {plan.run_id}: {e}") from None
             # The discipline and the GRO receiver the path can have (pure).
             refused = path_refusal(cfg.aqm, cfg.emulator, cfg.bottleneck) \
-                or gro_refusal(cfg, cfg.emulator, cfg.bottleneck) or dynamics_refusal(cfg, cfg.emulator, cfg.bottleneck)
+                or gro_refusal(cfg, cfg.emulator, cfg.bottleneck) \
+                or (one_loss_refusal(cfg.group_loss, "netem") if cfg.emulator == "netem" else None) \
+                or dynamics_refusal(cfg, cfg.emulator, cfg.bottleneck)
             if refused:
                 raise BackendUnavailable(f"run {plan.run_id}: {refused}")
         if not privilege.is_root():
@@ -112,7 +115,8 @@ class KernelBackend(Backend):
         # The qdiscs the running kernel has, as doctor's probe found them.
         qdiscs = {c.name for c in report if c.ok}
         for plan in plans:
-            refused = qdisc_refusal(plan.aqm, qdiscs)
+            refused = qdisc_refusal(plan.aqm, qdiscs) \
+                or (missing_netem("the running kernel") if plan.emulator == "netem" and "netem" not in qdiscs else None)
             if refused:
                 raise BackendUnavailable(f"run {plan.run_id}: {refused}")
         # linkem is the delay line without netem, and the bottleneck of every
@@ -124,10 +128,10 @@ class KernelBackend(Backend):
         needs_linkem = not any(c.name == "netem" and c.ok for c in report) or any(marks(p.aqm) for p in plans) \
             or any(one_loss_refusal(group_losses(p), "netem") for p in plans) \
             or any(h.qdisc for p in plans for h in p.senders.values()) \
-            or any(p.moves() for p in plans)
+            or any(p.moves() and p.emulator != "netem" for p in plans) or any(p.emulator == "linkem" for p in plans)
         linkem = next(c for c in report if c.name == LINKEM)
-        why = ("no netem, path.aqm marks CE, flow groups meet different loss, a sender asks for a root qdisc, or "
-               "the path moves or carries cross traffic")
+        why = ("no netem, path.aqm marks CE, flow groups meet different loss, a sender asks for a root qdisc, "
+               "the path moves or carries cross traffic, or path.emulator = \"linkem\"")
         if needs_linkem and not linkem.ok:
             raise BackendUnavailable(f"{LINKEM} is needed ({why}): {linkem.detail}")
         if needs_linkem and delay_line.find_linkem() is None:

@@ -41,7 +41,11 @@
   each sender's egress (RTT/2 + loss) and on the receiver's egress (RTT/2);
   TSO/GSO are switched off on the senders so netem drops MSS segments.
   netem applies one loss probability to all flow groups, so groups whose
-  loss differs (corruption with different MSS) take linkem.
+  loss differs (corruption with different MSS) take linkem. The delay line
+  is ``PathConfig.emulator`` (the spec's ``path.emulator``): "auto" takes
+  linkem for a moving path; "netem" puts the path's loss model, jitter and
+  slots on these netems as netem options (linuxpath/netem_map.py) and is
+  refused where the probe finds no netem.
 * **Loss acts where the bottleneck sits**: on packets travelling sender →
   receiver (bulk data, RPC responses), as a netem user who puts netem on
   that egress gets it, and as the simulator does; the receiver → sender
@@ -94,10 +98,11 @@ from ...linuxpath.linkem import (
     reverse_queues,
     summarize,
 )
+from ...linuxpath.netem_map import direction_options, missing_netem
 from ...linuxpath.qdisc import (
     SenderQdisc,
     bottleneck_qdiscs,
-    netem_args,
+    netem_qdisc_args,
     probe_args,
     root_qdisc_args,
     sender_qdisc,
@@ -245,6 +250,8 @@ class EmulatedPath:
         self.router.sysctl("net.ipv4.ip_forward", 1)
         self.receiver = self._ns("rx")
         add_veth(self.router, ROUTER_TO_RECEIVER_IF, self.receiver, "eth0", c.mtu_bytes)
+        if c.emulator == "netem" and not qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, "netem"):
+            raise ValueError(missing_netem("the running kernel"))
         self.router.ip("addr", "add", "198.19.0.254/24", "dev", ROUTER_TO_RECEIVER_IF)
         self.receiver.ip("addr", "add", f"{RECEIVER_ADDR}/24", "dev", "eth0")
         self.receiver.ip("route", "add", "default", "via", "198.19.0.254")
@@ -278,8 +285,8 @@ class EmulatedPath:
                 or not qdisc_available(self.router, ROUTER_TO_RECEIVER_IF, "netem") else "netem"
         if emulator == "netem" and sender_roots:
             raise ValueError(f"hosts.{sender_roots[0]}.qdisc = {self.sender_qdiscs[sender_roots[0]].asked!r} is the "
-                             "root qdisc of the sender's interface, where emulator = 'netem' puts its delay; use "
-                             "the linkem-nfqueue emulator (or 'auto') with a sender qdisc")
+                             "root qdisc of the sender's interface, where path.emulator = \"netem\" puts its delay; "
+                             "use path.emulator = \"linkem\" (or \"auto\") with a sender qdisc")
         bottleneck = c.bottleneck
         if bottleneck == "auto":
             # A qdisc discipline (fq_codel) sits below tbf, whatever the delay line.
@@ -319,13 +326,16 @@ class EmulatedPath:
     def _add_netem(self) -> None:
         c = self.cfg
         loss = one_loss(c, "netem")
+        # The data direction's options on each sender's egress, the ACK
+        # direction's on the receiver's (netem_map.py: a moving path's
+        # loss model, jitter and slots as netem options).
         for name, ns in self.senders.items():
             set_offloads(ns, "eth0", False, ("tso", "gso"))  # netem must see MSS segments
             # Extra RTT of this sender (and of the receiver) on its own egress.
             extra_s = c.senders[name].extra_rtt_s + c.receiver.extra_rtt_s
-            ns.run(*netem_args("eth0", c.rtt_s / 2 + extra_s, loss))
+            ns.run(*netem_qdisc_args("eth0", direction_options("data", c.rtt_s / 2 + extra_s, loss, c.dynamics)))
         # The reverse direction (ACKs, RPC requests) is lossless.
-        self.receiver.run(*netem_args("eth0", c.rtt_s / 2, 0.0))
+        self.receiver.run(*netem_qdisc_args("eth0", direction_options("ack", c.rtt_s / 2, 0.0, c.dynamics)))
 
     def _add_linkem(self) -> None:
         c = self.cfg
