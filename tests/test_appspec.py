@@ -63,7 +63,7 @@ def test_a_pause_alone_limits_an_unlimited_sender():
     (lambda r: r["flows"][0]["app"][1].update(pause="1s"), "flows.0.app.1", "exactly one of rate"),
     (lambda r: r["flows"][0]["app"][1].pop("rate"), "flows.0.app.1", "exactly one of rate"),
     (lambda r: r["flows"][0]["app"][0].update(pause="0s"), "flows.0.app.0.pause", "greater than 0"),
-    (lambda r: r["flows"][0]["app"][0].pop("at"), "flows.0.app.0.at", "Field required"),
+    (lambda r: r["flows"][0]["app"][0].pop("at"), "flows.0.app.0", "give at (a time such as '3s') or on"),
     (lambda r: r["flows"][0]["app"][2].update(at="1s"), "flows.0.app.2.at", "not after flows.0.app.1.at"),
     (lambda r: r["flows"][0]["app"][2].update(at="10s"), "flows.0.app.2.at", "not before study.duration"),
     (lambda r: r["flows"][0]["app"][1].update(rate="fast"), "flows.0.app.1.rate", "'fast'"),
@@ -101,8 +101,9 @@ def test_the_engine_is_handed_the_app_limit():
     (flow,) = flow_specs(plan)
     cfg = sender_config(flow, "10.0.0.1", 0.0, 10.0, 0.1, "x")
     assert json.loads(json.dumps(cfg["app"])) == {"rate_bps": 20e6, "tick_s": 1e-3, "steps": [
-        {"at_s": 3.0, "rate_bps": None, "pause_s": 2.0}, {"at_s": 6.0, "rate_bps": 40e6, "pause_s": None},
-        {"at_s": 8.0, "rate_bps": None, "pause_s": None}]}
+        {"at_s": 3.0, "rate_bps": None, "pause_s": 2.0, "on": None},
+        {"at_s": 6.0, "rate_bps": 40e6, "pause_s": None, "on": None},
+        {"at_s": 8.0, "rate_bps": None, "pause_s": None, "on": None}]}
 
 
 @pytest.fixture
@@ -134,3 +135,22 @@ def test_the_engines_writer_carries_the_fraction_and_skips_ticks_spent_blocked(e
     assert w.run_ticks(0.0019) == (2, False)
     w.skip_until(0.0101)  # a write blocked until 10.1 ms: ticks 2-10 owe nothing
     assert w.run_ticks(0.0115) == (1, False)  # tick 11 alone: the 0.001 carried + 1.5005
+
+
+def test_a_step_on_a_sender_state_is_planned_for_the_simulator_and_refused_on_linux():
+    from fatpipe.linuxpath.config import state_trigger_refusal
+
+    def triggered(r):
+        r["flows"][0]["cc"] = "bbr3"
+        r["flows"][0]["app"].append({"on": "enter:PROBE_REFILL", "pause": "100ms"})
+
+    raw = copy.deepcopy(RAW)
+    triggered(raw)
+    (plan,) = _plans(raw)
+    step = plan.flows[0].app.steps[-1]
+    assert step.at_s is None and step.on.event == "enter:PROBE_REFILL" and step.pause_s == 0.1
+    assert plan.flows[0].app.write_rate_steps()[-1][0] == 8.0, "a triggered step has no place in time"
+    refused = state_trigger_refusal(plan.dynamics, plan.flows)
+    assert refused.startswith("flows.0.app.3.on = 'enter:PROBE_REFILL': only the simulator"), refused
+    problems = _problems(lambda r: r["flows"][0]["app"].append({"on": "enter:PROBE_UP", "rate": "1Mbit"}))
+    assert any(k == "flows.0.app.3.on" and "cubic" in m for k, m in problems), problems

@@ -120,8 +120,8 @@ def test_check_and_run_print_the_estimate_and_run_refuses_over_a_limit(tmp_path)
     study = _file(tmp_path)
     r = _fatpipe("check", str(study))
     assert r.returncode == 0
-    # 120 rows x (44 columns: run_id, backend, SERIES_COLUMNS, goodput_bps) x 8 bytes, twice.
-    assert "estimate: 2 runs, 3.3k packets on the bottleneck, 120 series rows, 84.5 kB written" in r.stdout
+    # 120 rows x (51 columns: run_id, backend, SERIES_COLUMNS, goodput_bps) x 8 bytes, twice.
+    assert "estimate: 2 runs, 3.3k packets on the bottleneck, 120 series rows, 97.9 kB written" in r.stdout
     r = _fatpipe("run", str(study), "--out", str(tmp_path / "out"), "--no-report")
     assert r.returncode == 0 and "estimate: 2 runs" in r.stdout
 

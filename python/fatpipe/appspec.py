@@ -6,9 +6,11 @@ whose application writes at a limited rate that can change, and pauses.
   (``"20Mbit"``), or ``"unlimited"``; left out, it always has data (as a
   bulk sender without these keys);
 * ``[[flows.app]]``: steps in time order, each ``at`` a time from the
-  run's start and exactly one of ``rate`` (the new write rate per stream,
-  or ``"unlimited"``) or ``pause`` (write nothing for this long, then
-  resume at the rate in force, without catching up).
+  run's start (or ``on`` a sender's state change, simulator only, as in
+  ``[[path.schedule]]``: pathspec.Timed) and exactly one of ``rate`` (the
+  new write rate per stream, or ``"unlimited"``) or ``pause`` (write
+  nothing for this long, then resume at the rate in force, without
+  catching up).
 
 The application writes every :data:`TICK_S` the bytes the rate owes for
 the tick, carrying the fraction. :func:`flow_problems` checks one flow's
@@ -21,10 +23,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
+from pydantic import BeforeValidator, ConfigDict, model_validator
 
 from .backends import base as run_plan
-from .pathspec import _spec_type
+from .pathspec import Timed, _spec_type
 from .units import format_time, toml_type
 
 if TYPE_CHECKING:  # spec.py imports this module
@@ -33,7 +35,7 @@ if TYPE_CHECKING:  # spec.py imports this module
 KIND = "bulk"
 # The keys of this module on a flow (each also a sweep key, sweep.py).
 KEYS = ("app_rate", "app")
-STEP_KEYS = ("at", "rate", "pause")
+STEP_KEYS = ("at", "rate", "pause", "on", "nth", "flow", "after")
 # The word for a rate without a limit (the sender always has data).
 UNLIMITED = "unlimited"
 # The application's write period, one definition for the simulator
@@ -42,7 +44,6 @@ UNLIMITED = "unlimited"
 TICK_S = 1e-3
 
 _rate = _spec_type(lambda spec: spec.RateBps)
-_at = _spec_type(lambda spec: spec.DurationS)
 _pause = _spec_type(lambda spec: spec.DurationS)
 
 
@@ -58,15 +59,12 @@ def _rate_or_unlimited(value: Any) -> Any:
 AppRate = Annotated[float | str, BeforeValidator(_rate_or_unlimited)]
 
 
-class AppStep(BaseModel):
-    """One ``[[flows.app]]`` step: from `at` on, the write rate is `rate`;
-    or for `pause` from `at` on, the application writes nothing."""
+class AppStep(Timed):
+    """One ``[[flows.app]]`` step: from `at` (or `on`) on, the write rate
+    is `rate`; or for `pause` from then on, the application writes nothing."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    # When the step happens, from the run's start (a trigger on the
-    # sender's state could later sit beside it, as in [[path.schedule]]).
-    at: Annotated[float, BeforeValidator(_at)]
     rate: AppRate | None = None
     pause: Annotated[float, BeforeValidator(_pause)] | None = None
 
@@ -103,15 +101,20 @@ def problems(spec: Spec) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     duration = spec.study.duration
     for i, flow in enumerate(spec.flows):
+        last: tuple[int, float] | None = None  # the timed step before
         for j, step in enumerate(flow.app):
+            out += step.trigger_problems(f"flows.{i}.app.{j}", spec)
+            if step.at is None:
+                continue  # on a state change: no place in the time order
             where = f"flows.{i}.app.{j}.at"
             if step.at >= duration:
                 out.append((where, f"{format_time(step.at)} is not before study.duration ({format_time(duration)}); "
                                    "a step happens during the run"))
-            if j and step.at <= flow.app[j - 1].at:
-                out.append((where, f"{format_time(step.at)} is not after flows.{i}.app.{j - 1}.at "
-                                   f"({format_time(flow.app[j - 1].at)}); steps are written in time order, each "
+            if last is not None and step.at <= last[1]:
+                out.append((where, f"{format_time(step.at)} is not after flows.{i}.app.{last[0]}.at "
+                                   f"({format_time(last[1])}); steps are written in time order, each "
                                    "later than the one before"))
+            last = (j, step.at)
     return out
 
 
@@ -126,4 +129,4 @@ def plan(flow: FlowSection) -> run_plan.AppLimit | None:
     if rate_bps is None and not flow.app:
         return None
     return run_plan.AppLimit(rate_bps=rate_bps, tick_s=TICK_S, steps=tuple(
-        run_plan.AppStep(at_s=s.at, rate_bps=_bps(s.rate), pause_s=s.pause) for s in flow.app))
+        run_plan.AppStep(at_s=s.at, rate_bps=_bps(s.rate), pause_s=s.pause, on=s.plan_trigger()) for s in flow.app))

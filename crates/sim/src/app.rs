@@ -80,7 +80,7 @@ impl App {
             }
             AppTimer::Write => {
                 if let App::RateBulk(w) = self {
-                    w.on_tick(now, env);
+                    w.on_write_timer(now, env);
                 }
             }
             AppTimer::RpcIssue => {

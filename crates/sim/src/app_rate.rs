@@ -29,6 +29,7 @@
 
 use crate::app::AppEnv;
 use crate::event::AppTimer;
+use crate::path::trigger::Trigger;
 use crate::plan;
 use crate::scenario::{err, positive, ConfigError};
 use crate::units::Time;
@@ -50,7 +51,14 @@ pub struct AppSchedule {
     pub rate_bps: Option<f64>,
     /// Changes, strictly in time order, at times from the run's start.
     pub steps: Vec<(Time, AppChange)>,
+    /// Changes that wait for a sender's state (`on`): the engine inserts
+    /// each among `steps` when it fires (path::trigger, RateBulk::insert).
+    pub triggered: Vec<(Trigger, AppChange)>,
 }
+
+/// Reads a step's `on` (the scenario's reader, which knows the flows'
+/// states), naming the field given.
+pub type ReadTrigger<'a> = &'a dyn Fn(&plan::StateTrigger, &str) -> Result<Trigger, ConfigError>;
 
 impl AppSchedule {
     /// The plan's `app` of flow `at("")`, checked; errors name the field
@@ -58,6 +66,7 @@ impl AppSchedule {
     pub fn from_plan(
         p: &plan::AppLimit,
         at: &dyn Fn(&str) -> String,
+        read_trigger: ReadTrigger,
     ) -> Result<AppSchedule, ConfigError> {
         let tick_s = positive(p.tick_s, &at("app.tick_s"))?;
         let rate_bps = p
@@ -65,14 +74,10 @@ impl AppSchedule {
             .map(|r| positive(Some(r), &at("app.rate_bps")))
             .transpose()?;
         let mut steps = Vec::new();
+        let mut triggered = Vec::new();
         let mut last = 0.0f64;
         for (i, step) in p.steps.iter().flatten().enumerate() {
             let key = |k: &str| at(&format!("app.steps[{i}].{k}"));
-            let at_s = positive(step.at_s, &key("at_s"))?;
-            if at_s <= last {
-                return err(key("at_s"), format!("steps must be in time order, strictly after the previous ({last} s), got {at_s}"));
-            }
-            last = at_s;
             let change = match (step.rate_bps, step.pause_s) {
                 (Some(_), Some(_)) => return err(
                     key("pause_s"),
@@ -86,6 +91,18 @@ impl AppSchedule {
                     AppChange::Pause(Time::from_secs_f64(positive(pause, &key("pause_s"))?))
                 }
             };
+            if let Some(on) = &step.on {
+                if step.at_s.is_some() {
+                    return err(key("at_s"), "a step happens at a time (at_s) or on a state change (on), not both");
+                }
+                triggered.push((read_trigger(on, &key("on"))?, change));
+                continue;
+            }
+            let at_s = positive(step.at_s, &key("at_s"))?;
+            if at_s <= last {
+                return err(key("at_s"), format!("timed steps must be in time order, strictly after the previous ({last} s), got {at_s}"));
+            }
+            last = at_s;
             steps.push((Time::from_secs_f64(at_s), change));
         }
         let tick = Time::from_secs_f64(tick_s);
@@ -99,6 +116,7 @@ impl AppSchedule {
             tick,
             rate_bps,
             steps,
+            triggered,
         })
     }
 }
@@ -108,6 +126,7 @@ pub fn app_schedule(
     p: Option<&plan::AppLimit>,
     kind: &str,
     at: &dyn Fn(&str) -> String,
+    read_trigger: ReadTrigger,
 ) -> Result<Option<AppSchedule>, ConfigError> {
     match p {
         None => Ok(None),
@@ -115,7 +134,7 @@ pub fn app_schedule(
             at("app"),
             format!("only a flow of kind bulk takes an application limit (this one is {kind})"),
         ),
-        Some(p) => AppSchedule::from_plan(p, at).map(Some),
+        Some(p) => AppSchedule::from_plan(p, at, read_trigger).map(Some),
     }
 }
 
@@ -138,6 +157,10 @@ pub struct RateBulk {
     blocked_segs: u64,
     /// write_seq is u64::MAX (the application always has data).
     unlimited: bool,
+    /// The tick the application's one pending write timer is for (None:
+    /// none pending); a timer for another instant is stale (insert()
+    /// booked an earlier one).
+    wake: Option<Time>,
 }
 
 impl RateBulk {
@@ -154,6 +177,7 @@ impl RateBulk {
             owed_bytes: 0.0,
             blocked_segs: 0,
             unlimited,
+            wake: None,
         }
     }
 
@@ -176,9 +200,36 @@ impl RateBulk {
         self.start + Time::from_nanos((t - self.start).as_nanos().div_ceil(tick) * tick)
     }
 
+    /// A change that waited for a sender's state fires at `at` (≥ `now`,
+    /// path::trigger): it takes its place among the steps not yet applied
+    /// (after those at the same instant) and takes effect at the first
+    /// tick at or after `at`. Returns the instant of a write timer to book
+    /// when none is pending that early (the application was unlimited, or
+    /// its next wake is later).
+    pub fn insert(&mut self, at: Time, change: AppChange) -> Option<Time> {
+        let pos = self.next_step
+            + self.sched.steps[self.next_step..].partition_point(|&(t, _)| t <= at);
+        self.sched.steps.insert(pos, (at, change));
+        let due = self.tick_at_or_after(at);
+        if due > self.end || self.wake.is_some_and(|w| w <= due) {
+            return None;
+        }
+        self.wake = Some(due);
+        Some(due)
+    }
+
+    /// The write timer fired at `now`: a tick, unless insert() booked an
+    /// earlier one since (this one is stale then).
+    pub fn on_write_timer<E: AppEnv>(&mut self, now: Time, env: &mut E) {
+        if self.wake == Some(now) {
+            self.on_tick(now, env);
+        }
+    }
+
     /// A tick at `now`: apply the steps due, write what the rate owes,
     /// and wake at the next tick (or, unlimited, at the next step).
     pub fn on_tick<E: AppEnv>(&mut self, now: Time, env: &mut E) {
+        self.wake = None;
         while let Some(&(at, change)) = self.sched.steps.get(self.next_step) {
             if at > now {
                 break;
@@ -221,6 +272,7 @@ impl RateBulk {
             now + self.sched.tick
         };
         if next <= self.end {
+            self.wake = Some(next);
             env.schedule(next, AppTimer::Write);
         }
     }
@@ -279,7 +331,13 @@ mod tests {
             tick: Time::from_millis(1),
             rate_bps,
             steps,
+            triggered: Vec::new(),
         }
+    }
+
+    /// A plan without state triggers reads none.
+    fn no_trigger(_: &plan::StateTrigger, field: &str) -> Result<Trigger, ConfigError> {
+        err(field, "no trigger expected")
     }
 
     /// Runs the application's ticks up to `until`.
@@ -390,13 +448,14 @@ mod tests {
             at_s: Some(at_s),
             rate_bps,
             pause_s,
+            on: None,
         };
         let p = plan::AppLimit {
             rate_bps: Some(1e6),
             tick_s: Some(1e-3),
             steps: Some(vec![step(2.0, None, Some(1.0)), step(1.0, Some(1e6), None)]),
         };
-        let e = AppSchedule::from_plan(&p, &at).unwrap_err();
+        let e = AppSchedule::from_plan(&p, &at, &no_trigger).unwrap_err();
         assert_eq!(e.field, "flows[0].app.steps[1].at_s");
         let p = plan::AppLimit {
             rate_bps: Some(1e6),
@@ -404,7 +463,7 @@ mod tests {
             steps: Some(vec![step(2.0, Some(1e6), Some(1.0))]),
         };
         assert_eq!(
-            AppSchedule::from_plan(&p, &at).unwrap_err().field,
+            AppSchedule::from_plan(&p, &at, &no_trigger).unwrap_err().field,
             "flows[0].app.steps[0].pause_s"
         );
         let p = plan::AppLimit {
@@ -413,7 +472,7 @@ mod tests {
             steps: None,
         };
         assert_eq!(
-            AppSchedule::from_plan(&p, &at).unwrap_err().field,
+            AppSchedule::from_plan(&p, &at, &no_trigger).unwrap_err().field,
             "flows[0].app.rate_bps"
         );
         let p = plan::AppLimit {
@@ -422,7 +481,7 @@ mod tests {
             steps: None,
         };
         assert_eq!(
-            AppSchedule::from_plan(&p, &at).unwrap_err().field,
+            AppSchedule::from_plan(&p, &at, &no_trigger).unwrap_err().field,
             "flows[0].app.tick_s"
         );
         let ok = plan::AppLimit {
@@ -431,7 +490,7 @@ mod tests {
             steps: None,
         };
         assert_eq!(
-            app_schedule(Some(&ok), "rpc", &at).unwrap_err().field,
+            app_schedule(Some(&ok), "rpc", &at, &no_trigger).unwrap_err().field,
             "flows[0].app"
         );
     }

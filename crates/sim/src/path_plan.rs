@@ -222,7 +222,7 @@ pub fn dynamics(
 
 /// A plan's state trigger checked: its event among the states of the
 /// watched flow's CCA (`states`); errors name `field` (`dynamics.schedule[1].on`).
-fn state_trigger(
+pub fn state_trigger(
     t: &plan::StateTrigger,
     field: &str,
     flows: usize,

@@ -229,6 +229,9 @@ pub struct AppStep {
     pub at_s: Option<f64>,
     pub rate_bps: Option<f64>,
     pub pause_s: Option<f64>,
+    /// The state change the step waits for instead of `at_s` (simulator
+    /// only, crate::path::trigger).
+    pub on: Option<StateTrigger>,
 }
 
 impl PlanStruct for AppStep {

@@ -54,7 +54,8 @@ fn cross_flow() -> Value {
 /// An application limit with both kinds of step (a rate, a pause).
 fn app_limit() -> Value {
     json!({"rate_bps": 5e6, "tick_s": 0.001,
-           "steps": [{"at_s": 0.3, "rate_bps": null, "pause_s": 0.1}, {"at_s": 0.6, "rate_bps": 8e6, "pause_s": null}]})
+           "steps": [{"at_s": 0.3, "rate_bps": null, "pause_s": 0.1, "on": null},
+                     {"at_s": 0.6, "rate_bps": 8e6, "pause_s": null, "on": null}]})
 }
 
 /// The full plan with a cross group beside the bulk one (through a FIFO:

@@ -20,7 +20,7 @@ use crate::host::cpu::CpuSeat;
 use crate::host_plan::{
     coalescing, host_cpu, nic_rate, qdisc_paces, Coalescing, HostCpu, Placement,
 };
-use crate::path::dynamics::{Dynamics, DynamicsConfig};
+use crate::path::dynamics::{Dynamics, DynamicsConfig, Triggered};
 use crate::path::{Aqm, CeThreshold};
 use crate::plan::{self, AqmPlan, PlanError, RunPlan, Whole};
 use crate::tcp::ecn::{negotiate, TCP_ECN_PASSIVE};
@@ -550,8 +550,11 @@ impl Scenario {
             }
             Ok(labels)
         };
-        let dynamics =
+        let mut dynamics =
             crate::path_plan::dynamics(p.dynamics.as_ref(), loss, flow_ccs.len(), &states)?;
+        let read_trigger = |t: &plan::StateTrigger, field: &str| {
+            crate::path_plan::state_trigger(t, field, flow_ccs.len(), &states)
+        };
         let mtu_bytes = required(whole(p.mtu_bytes), "mtu_bytes")?;
         if mtu_bytes <= TCP_IP_HEADER_BYTES as u64 {
             return err(
@@ -646,7 +649,15 @@ impl Scenario {
             let group = whole(f.group).unwrap_or(i as u64);
             let ecn = tcp_ecn(f.ecn, &at("ecn"))?;
             let cwnd_clamp = cwnd_clamp(f.cwnd_clamp, &at("cwnd_clamp"))?;
-            let app = app_schedule(f.app.as_ref(), &kind, &at)?;
+            let app = app_schedule(f.app.as_ref(), &kind, &at, &read_trigger)?;
+            if let Some(a) = &app {
+                // Steps on a sender's state fire in the engine, as the
+                // path's do (a moving path: path/dynamics.rs).
+                let g = group as usize;
+                dynamics.triggered.extend(
+                    a.triggered.iter().map(|(t, change)| (t.clone(), Triggered::App { group: g, change: *change })),
+                );
+            }
             flows.push(FlowPlan {
                 group,
                 kind,

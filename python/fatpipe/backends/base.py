@@ -207,13 +207,15 @@ class CrossFlow:
 @dataclass(frozen=True)
 class AppStep:
     """A change of an application-limited sender (flows.N.app): from at_s
-    (after the run's start) each stream writes at rate_bps (None:
-    unlimited, it always has data), or, when pause_s is given, writes
-    nothing for pause_s and then resumes at the rate in force."""
+    (after the run's start; None: at the state change `on`, simulator
+    only) each stream writes at rate_bps (None: unlimited, it always has
+    data), or, when pause_s is given, writes nothing for pause_s and then
+    resumes at the rate in force."""
 
-    at_s: float
+    at_s: float | None
     rate_bps: float | None = None
     pause_s: float | None = None
+    on: StateTrigger | None = None
 
 
 @dataclass(frozen=True)
@@ -229,13 +231,15 @@ class AppLimit:
 
     def write_rate_steps(self) -> list[tuple[float, float | None]]:
         """Each stream's write rate over the run as (from s, bit/s) steps:
-        0 while paused, None while unlimited."""
-        pauses = [(s.at_s, s.at_s + s.pause_s) for s in self.steps if s.pause_s is not None]
-        edges = sorted({0.0, *(s.at_s for s in self.steps), *(end for _, end in pauses)})
+        0 while paused, None while unlimited. Steps on a state change
+        (at_s None) have no place here: they happen when the run says."""
+        timed = [s for s in self.steps if s.at_s is not None]
+        pauses = [(s.at_s, s.at_s + s.pause_s) for s in timed if s.pause_s is not None]
+        edges = sorted({0.0, *(s.at_s for s in timed), *(end for _, end in pauses)})
         out: list[tuple[float, float | None]] = []
         for t in edges:
             rate = self.rate_bps
-            for s in self.steps:
+            for s in timed:
                 if s.at_s <= t and s.pause_s is None:
                     rate = s.rate_bps
             out.append((t, 0.0 if any(a <= t < b for a, b in pauses) else rate))

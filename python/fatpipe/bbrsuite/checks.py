@@ -141,20 +141,32 @@ class RunTables:
                 "policer_rate_payload": self.policer_payload_bps, **self.constants}
 
 
+# States BBR crosses on its way from one to another within one ACK: it
+# has no direct edge between them. Linux bbr_update_model(): STARTUP leaves
+# only for DRAIN (or PROBE_RTT); google/bbr v3's PROBE_UP only for
+# PROBE_DOWN (bbr_start_bw_probe_down(), on a plateau or loss), from which
+# bbr_update_cycle_phase() may move on at once.
+PASSED_THROUGH = {("startup", "probe_bw"): "drain", ("startup", "probe_bw_"): "drain",
+                  ("probe_bw_up", "probe_bw_cruise"): "probe_bw_down",
+                  ("probe_bw_up", "probe_bw_refill"): "probe_bw_down"}
+
+
 def expand_pass_through(events: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The events with each DRAIN crossed within one ACK made explicit.
+    """The events with each state crossed within one ACK made explicit.
     The log compares the state after each ACK, so STARTUP → DRAIN → PROBE_BW
     on one ACK (bbr_check_drain() right after the full-bandwidth exit:
-    inflight already at or below the BDP) reads STARTUP → PROBE_BW. BBR's
-    state machine has no such edge (Linux bbr_update_model: STARTUP leaves
-    only for DRAIN or PROBE_RTT), so that row stands for both steps, at the
-    same instant with the same variables."""
+    inflight already at or below the BDP) reads STARTUP → PROBE_BW, and
+    PROBE_UP → PROBE_DOWN → PROBE_CRUISE reads PROBE_UP → PROBE_CRUISE.
+    BBR's state machine has no such edges (PASSED_THROUGH), so that row
+    stands for both steps, at the same instant with the same variables."""
     n = len(events.get("t_s", []))
     rows = []
     for i in range(n):
-        if events["kind"][i] == "cc_state" and events["from_state"][i] == "startup" \
-                and str(events["to_state"][i]).startswith("probe_bw"):
-            rows += [(i, "startup", "drain"), (i, "drain", str(events["to_state"][i]))]
+        frm, to = str(events["from_state"][i]), str(events["to_state"][i])
+        via = next((v for (a, b), v in PASSED_THROUGH.items() if frm == a and to.startswith(b)), None) \
+            if events["kind"][i] == "cc_state" else None
+        if via is not None and to != via:
+            rows += [(i, frm, via), (i, via, to)]
         else:
             rows.append((i, str(events["from_state"][i]), str(events["to_state"][i])))
     out = {k: np.asarray([v[i] for i, _, _ in rows], dtype=object) for k, v in events.items()}
@@ -204,6 +216,9 @@ def _event_rows_at(t: RunTables, when: str) -> tuple[list[int] | None, str]:
     what = when.removeprefix("on:")
     if what.startswith(("exit:", "enter:")):
         side, _, state = what.partition(":")
+        # STATE#n: the n-th visit (from 1), else the first.
+        state, _, nth = state.partition("#")
+        n = int(nth or 1)
         states = _states(state)
         if states is None:
             return None, f"unknown state {state}"
@@ -213,7 +228,9 @@ def _event_rows_at(t: RunTables, when: str) -> tuple[list[int] | None, str]:
         rows = [i for i in _event_rows(t, "cc_state", from_states=states)
                 if state == "PROBE_RTT" or t.events["to_state"][i] != "probe_rtt"] if side == "exit" else \
             [i for i in _event_rows(t, "cc_state", to_states=states) if t.events["from_state"][i] not in states]
-        return (rows[:1], "") if rows else (None, f"the run never {'left' if side == 'exit' else 'entered'} {state}")
+        if len(rows) < n:
+            return None, f"the run {'left' if side == 'exit' else 'entered'} {state} {len(rows)} times, not {n}"
+        return rows[n - 1:n], ""
     if what in ("full_bw_reached", *SENDER_EVENTS):
         if not t.logged_events:
             return None, f"the event log has no '{what}' event (this backend logs none)"
@@ -273,6 +290,29 @@ def row_values(t: RunTables, table: Mapping[str, np.ndarray], i: int) -> dict[st
     return values | _derived(values)
 
 
+class _AtEvent(Mapping[str, Any]):
+    """A variable's value at an event, named `<var>_on_<enter|exit>_<STATE>`
+    (`max_bw_on_enter_PROBE_REFILL`): the first such event's row."""
+
+    def __init__(self, t: RunTables) -> None:
+        self.t = t
+
+    def __getitem__(self, name: str) -> Any:
+        m = re.fullmatch(r"(\w+?)_on_(enter|exit)_([A-Z_]+)", name)
+        if not m:
+            raise KeyError(name)
+        row, _ = _event_at(self.t, f"on:{m[2]}:{m[3]}")
+        if row is None:
+            raise KeyError(name)
+        return row_values(self.t, self.t.events, row).get(m[1])
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def _compare(op: str, x: float, y: float) -> bool:
     return {"==": math.isclose(x, y, rel_tol=1e-3, abs_tol=1e-9), "<=": x <= y, ">=": x >= y, "<": x < y,
             ">": x > y}[op]
@@ -298,8 +338,9 @@ def judge_rows(c: Criterion, t: RunTables, rows: list[Mapping[str, Any]], where:
     if refs and len(refs) not in (1, len(quantities)):
         return Verdict("not evaluated", why=f"{len(quantities)} quantities against {len(refs)} references")
     pairs: list[tuple[Any, Any]] = []
+    at_events = _AtEvent(t)
     for row in rows:
-        lookup = reference.lookup_in(row, t.names())
+        lookup = reference.lookup_in(row, t.names(), at_events)
         for k, q in enumerate(quantities):
             x = row.get(q)
             if c.op == "restored":
@@ -369,6 +410,16 @@ def _clause_window(t: RunTables, clause: str) -> tuple[np.ndarray | None, str]:
     ts = np.asarray(s["t_s"], dtype=float)
     state = np.asarray([str(x) for x in s.get("cc_state", [None] * len(ts))])
     kind, _, arg = clause.partition(":")
+    if kind == "during" and "#" in arg:
+        # The n-th visit only: from its entry to the exit after it.
+        enter, why = _event_at(t, f"on:enter:{arg}")
+        if enter is None:
+            return None, why
+        t0 = float(t.events["t_s"][enter])
+        leaves = [float(t.events["t_s"][i]) for i in _event_rows(t, "cc_state", from_states=_states(arg.split("#")[0]))
+                  if float(t.events["t_s"][i]) > t0]
+        t1 = leaves[0] if leaves else np.inf
+        return (ts > t0) & (ts <= t1), f"during {arg} ({t0:.3f}-{t1:.3f} s)"
     if kind == "during":
         states = _states(arg)
         if states is None:
@@ -447,6 +498,10 @@ def evaluate(c: Criterion, t: RunTables) -> Verdict:
         # the exit the criterion is about, unless it names PROBE_RTT.
         rows = [i for i in _event_rows(t, "cc_state", from_states=_states(c.from_state))
                 if c.to_state == "PROBE_RTT" or c.from_state == "PROBE_RTT" or t.events["to_state"][i] != "probe_rtt"]
+        if "#" in c.when and c.when.startswith("on:exit:"):  # the n-th exit
+            rows, why = _event_rows_at(t, c.when)
+            if rows is None:
+                return Verdict("fail", why=why)
         if not rows:
             return Verdict("fail", why=f"the run never left {c.from_state}")
         to = str(t.events["to_state"][rows[0]])
@@ -474,7 +529,8 @@ def evaluate(c: Criterion, t: RunTables) -> Verdict:
     if c.quantity in ("time_in_state_s", "rounds_in_state") and c.when.startswith("on:exit:"):
         state = c.when.removeprefix("on:exit:")
         enter, why = _event_at(t, f"on:enter:{state}")
-        leaves = [] if enter is None else [i for i in _event_rows(t, "cc_state", from_states=_states(state))
+        leaves = [] if enter is None else [i for i in _event_rows(t, "cc_state",
+                                                                  from_states=_states(state.split("#")[0]))
                                            if float(t.events["t_s"][i]) >= float(t.events["t_s"][enter])]
         leave = leaves[0] if leaves else None
         if enter is None or leave is None:

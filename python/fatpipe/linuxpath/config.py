@@ -203,12 +203,13 @@ def dynamics_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | N
     return None
 
 
-def state_trigger_refusal(dynamics: PathDynamics) -> str | None:
-    """Why a Linux path cannot apply `dynamics`' items that wait for a
-    sender's state (`on`), naming the first (`path.schedule.1.on =
-    'enter:DRAIN'`), or None (pure)."""
-    items = [("schedule", dynamics.schedule), ("drops", dynamics.drops)]
-    watched = [f"path.{key}.{i}.on = {item.on.event!r}" for key, group in items for i, item in enumerate(group)
+def state_trigger_refusal(dynamics: PathDynamics, flows: Sequence[FlowPlan] = ()) -> str | None:
+    """Why a Linux path cannot apply the items of `dynamics` and of the
+    flows' applications that wait for a sender's state (`on`), naming the
+    first (`path.schedule.1.on = 'enter:DRAIN'`), or None (pure)."""
+    items = [("path.schedule", dynamics.schedule), ("path.drops", dynamics.drops),
+             *((f"flows.{f.group}.app", f.app.steps) for f in flows if f.app is not None)]
+    watched = [f"{key}.{i}.on = {item.on.event!r}" for key, group in items for i, item in enumerate(group)
                if item.on is not None]
     if not watched:
         return None

@@ -7,6 +7,10 @@
 //! instance of the event loop (`FQ`), so the static path's per-packet code
 //! is unchanged.
 
+use crate::app::App;
+use crate::app_rate::AppChange;
+use crate::event::{AppTimer, Event, TimerKind};
+use crate::path::dynamics::Triggered;
 use crate::tcp::{Ack, Codepoint, SegEcn};
 use crate::trace::Row;
 use crate::units::Time;
@@ -112,9 +116,28 @@ impl Sim {
         if st.index != 0 || !d.triggers.watches(group) {
             return;
         }
-        for (at, what) in d.triggers.on_log(group, st.sender.cc_events(), now) {
-            if let Some(rate) = d.apply(at, what) {
+        let fired = d.triggers.on_log(group, st.sender.cc_events(), now);
+        for (at, what) in fired {
+            if let Triggered::App { group, change } = what {
+                self.app_change(group, at, change);
+            } else if let Some(rate) = self.net.dynamics.as_deref_mut().and_then(|d| d.apply(at, what)) {
                 self.net.bottleneck.step_rate(at, rate);
+            }
+        }
+    }
+
+    /// A triggered [[flows.app]] step reaches every stream of flow `group`
+    /// from `at` on (app_rate::RateBulk::insert), booking a write timer
+    /// where the stream has none pending that early.
+    fn app_change(&mut self, group: usize, at: Time, change: AppChange) {
+        for (i, st) in self.streams.iter_mut().enumerate() {
+            if st.group as usize != group {
+                continue;
+            }
+            if let App::RateBulk(w) = &mut st.app {
+                if let Some(wake) = w.insert(at, change) {
+                    self.net.events.push(wake, Event::Timer(i as u32, TimerKind::App(AppTimer::Write)));
+                }
             }
         }
     }

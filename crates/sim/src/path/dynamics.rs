@@ -19,6 +19,7 @@ use super::policer::TokenBucket;
 use super::profile::{RateProfile, Steps};
 use super::trace::{DeliveryTrace, TraceService};
 use super::trigger::{Pending, Trigger};
+use crate::app_rate::AppChange;
 
 /// Which directions a jitter or an aggregating link applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +63,9 @@ pub enum Triggered {
     },
     /// A [[path.drops]] burst: `count` data packets (of flow `group`, or any).
     Drop { count: u64, group: Option<usize> },
+    /// A [[flows.app]] step of flow `group`'s application (every stream's:
+    /// the engine hands it to them, crate::app_rate::RateBulk::insert).
+    App { group: usize, change: AppChange },
 }
 
 impl DynamicsConfig {
@@ -243,6 +247,7 @@ impl Dynamics {
                 self.drops.add(DropSpec { at, count, group });
                 None
             }
+            Triggered::App { .. } => None, // the engine's (Sim::check_triggers)
         }
     }
 

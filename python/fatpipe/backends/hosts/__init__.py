@@ -83,7 +83,7 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
                         "testbed (its delay line)")
     elif plan.emulator == "netem" and emulator_netem() is False:
         problems.append(f"run {plan.run_id}: host {emulator[0]} (emulator): {missing_netem(f'host {emulator[0]}')}")
-    if refused := state_trigger_refusal(plan.dynamics):
+    if refused := state_trigger_refusal(plan.dynamics, plan.flows):
         problems.append(f"run {plan.run_id}: {refused}")
     elif emulator is None and plan.moves():
         problems.append(f"run {plan.run_id}: {', '.join(plan.moving_keys())}: a path that moves needs an emulator "

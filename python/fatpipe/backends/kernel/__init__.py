@@ -31,7 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from ...linuxpath import linkem as delay_line
-from ...linuxpath.config import dynamics_refusal, gro_refusal, group_losses, one_loss_refusal, path_config
+from ...linuxpath.config import (
+    dynamics_refusal,
+    gro_refusal,
+    group_losses,
+    one_loss_refusal,
+    path_config,
+    state_trigger_refusal,
+)
 from ...linuxpath.ecn import marks, path_refusal, qdisc_refusal
 from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
 from ...linuxpath.netem_map import missing_netem
@@ -81,7 +88,8 @@ class KernelBackend(Backend):
             except ValueError as e:
                 raise BackendUnavailable(f"run {plan.run_id}: {e}") from None
             # The discipline and the GRO receiver the path can have (pure).
-            refused = path_refusal(cfg.aqm, cfg.emulator, cfg.bottleneck) \
+            refused = state_trigger_refusal(plan.dynamics, plan.flows) \
+                or path_refusal(cfg.aqm, cfg.emulator, cfg.bottleneck) \
                 or gro_refusal(cfg, cfg.emulator, cfg.bottleneck) \
                 or (one_loss_refusal(cfg.group_loss, "netem") if cfg.emulator == "netem" else None) \
                 or dynamics_refusal(cfg, cfg.emulator, cfg.bottleneck)
