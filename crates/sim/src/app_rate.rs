@@ -93,7 +93,10 @@ impl AppSchedule {
             };
             if let Some(on) = &step.on {
                 if step.at_s.is_some() {
-                    return err(key("at_s"), "a step happens at a time (at_s) or on a state change (on), not both");
+                    return err(
+                        key("at_s"),
+                        "a step happens at a time (at_s) or on a state change (on), not both",
+                    );
                 }
                 triggered.push((read_trigger(on, &key("on"))?, change));
                 continue;
@@ -207,8 +210,8 @@ impl RateBulk {
     /// when none is pending that early (the application was unlimited, or
     /// its next wake is later).
     pub fn insert(&mut self, at: Time, change: AppChange) -> Option<Time> {
-        let pos = self.next_step
-            + self.sched.steps[self.next_step..].partition_point(|&(t, _)| t <= at);
+        let pos =
+            self.next_step + self.sched.steps[self.next_step..].partition_point(|&(t, _)| t <= at);
         self.sched.steps.insert(pos, (at, change));
         let due = self.tick_at_or_after(at);
         if due > self.end || self.wake.is_some_and(|w| w <= due) {
@@ -463,7 +466,9 @@ mod tests {
             steps: Some(vec![step(2.0, Some(1e6), Some(1.0))]),
         };
         assert_eq!(
-            AppSchedule::from_plan(&p, &at, &no_trigger).unwrap_err().field,
+            AppSchedule::from_plan(&p, &at, &no_trigger)
+                .unwrap_err()
+                .field,
             "flows[0].app.steps[0].pause_s"
         );
         let p = plan::AppLimit {
@@ -472,7 +477,9 @@ mod tests {
             steps: None,
         };
         assert_eq!(
-            AppSchedule::from_plan(&p, &at, &no_trigger).unwrap_err().field,
+            AppSchedule::from_plan(&p, &at, &no_trigger)
+                .unwrap_err()
+                .field,
             "flows[0].app.rate_bps"
         );
         let p = plan::AppLimit {
@@ -481,7 +488,9 @@ mod tests {
             steps: None,
         };
         assert_eq!(
-            AppSchedule::from_plan(&p, &at, &no_trigger).unwrap_err().field,
+            AppSchedule::from_plan(&p, &at, &no_trigger)
+                .unwrap_err()
+                .field,
             "flows[0].app.tick_s"
         );
         let ok = plan::AppLimit {
@@ -490,7 +499,9 @@ mod tests {
             steps: None,
         };
         assert_eq!(
-            app_schedule(Some(&ok), "rpc", &at, &no_trigger).unwrap_err().field,
+            app_schedule(Some(&ok), "rpc", &at, &no_trigger)
+                .unwrap_err()
+                .field,
             "flows[0].app"
         );
     }

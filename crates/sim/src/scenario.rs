@@ -579,7 +579,6 @@ impl Scenario {
         }
         let mut flows = Vec::new();
         let mut total = 0u64;
-        let mut dynamics = dynamics;
         for (i, f) in flows_in.into_iter().enumerate() {
             let path = format!("flows[{i}]");
             let at = |key: &str| join(&path, key);

@@ -237,7 +237,8 @@ fn triggered_rtt_and_loss_steps_change_the_path_from_the_event_on() {
 }
 
 #[test]
-fn an_application_pause_triggered_on_entering_probe_refill_starts_there_and_changes_nothing_before() {
+fn an_application_pause_triggered_on_entering_probe_refill_starts_there_and_changes_nothing_before()
+{
     // A [[flows.app]] step with `on` (app_rate.rs RateBulk::insert): the
     // application of an unlimited bbr3 sender stops writing when the flow
     // first enters PROBE_REFILL, for 300 ms. What it had written (its
@@ -247,15 +248,26 @@ fn an_application_pause_triggered_on_entering_probe_refill_starts_there_and_chan
     let pause = json!({"rate_bps": null, "tick_s": 1e-3, "steps": [
         {"at_s": null, "rate_bps": null, "pause_s": 0.3, "on": on("enter:PROBE_REFILL", 1)}]});
     let base = bbr_plan("bbr3", 8.0).wmem(1_000_000).run();
-    let paused = bbr_plan("bbr3", 8.0).wmem(1_000_000).flow("app", pause).run();
+    let paused = bbr_plan("bbr3", 8.0)
+        .wmem(1_000_000)
+        .flow("app", pause)
+        .run();
     let t = entered(&paused, "probe_bw_refill", 1).expect("bbr3 enters PROBE_REFILL within 8 s");
-    assert_eq!(entered(&base, "probe_bw_refill", 1), Some(t), "the same run up to the event");
+    assert_eq!(
+        entered(&base, "probe_bw_refill", 1),
+        Some(t),
+        "the same run up to the event"
+    );
     let diff = first_difference(&base, &paused).expect("the pause changes the run");
     assert!(diff > t, "first difference at {diff} s, the event at {t} s");
     // Once the buffer has drained (well within the pause at 100 Mbit/s),
     // the connection is idle: deliveries stop until the pause ends.
     let d = delivered(&paused);
     let at = |x: f64| d.iter().find(|(s, _)| *s >= x - 1e-9).expect("a sample").1;
-    assert_eq!(at(t + 0.29), at(t + 0.2), "nothing delivered late in the pause");
+    assert_eq!(
+        at(t + 0.29),
+        at(t + 0.2),
+        "nothing delivered late in the pause"
+    );
     assert!(at(t + 0.6) > at(t + 0.3), "writes resume after the pause");
 }

@@ -120,7 +120,12 @@ impl Sim {
         for (at, what) in fired {
             if let Triggered::App { group, change } = what {
                 self.app_change(group, at, change);
-            } else if let Some(rate) = self.net.dynamics.as_deref_mut().and_then(|d| d.apply(at, what)) {
+            } else if let Some(rate) = self
+                .net
+                .dynamics
+                .as_deref_mut()
+                .and_then(|d| d.apply(at, what))
+            {
                 self.net.bottleneck.step_rate(at, rate);
             }
         }
@@ -136,7 +141,10 @@ impl Sim {
             }
             if let App::RateBulk(w) = &mut st.app {
                 if let Some(wake) = w.insert(at, change) {
-                    self.net.events.push(wake, Event::Timer(i as u32, TimerKind::App(AppTimer::Write)));
+                    self.net.events.push(
+                        wake,
+                        Event::Timer(i as u32, TimerKind::App(AppTimer::Write)),
+                    );
                 }
             }
         }
