@@ -26,10 +26,13 @@ from plans import bulk_plan
 
 from fatpipe.backends.base import (
     Aggregation,
+    AppLimit,
+    AppStep,
     CrossFlow,
     FlowPlan,
     GilbertElliott,
     Jitter,
+    PathDrop,
     PathDynamics,
     PathStep,
     Policer,
@@ -65,7 +68,17 @@ def features(rate_bps: float, seconds: float) -> dict[str, tuple[PathDynamics, f
         "cross traffic 0.4 x rate, constant": (PathDynamics(), 0.0),
         "cross traffic 0.4 x rate, on/off 100 ms": (PathDynamics(), 0.0),
         "trace: synthetic wandering 12 Mbit/s": (PathDynamics(trace=read_trace(str(TRACE))), 0.0),
+        "drops: 10 packets at T/3": (PathDynamics(drops=(PathDrop(at_s=third, count=10),)), 0.0),
+        "app-limited 0.4 x rate, 1 s pause at T/3": (PathDynamics(), 0.0),  # the flow's app (app_limit)
     }
+
+
+def app_limit(name: str, rate_bps: float, seconds: float) -> AppLimit | None:
+    """The application limit of a feature that has one: 0.4 of the link's
+    rate per stream, paused for 1 s at a third of the run."""
+    if not name.startswith("app-limited"):
+        return None
+    return AppLimit(rate_bps=0.4 * rate_bps, tick_s=1e-3, steps=(AppStep(at_s=round(seconds / 3, 3), pause_s=1.0),))
 
 
 def cross_flow(name: str, rate_bps: float) -> FlowPlan | None:
@@ -88,7 +101,8 @@ def plan_for(name: str, dyn: PathDynamics, loss: float, cc: str, seed: int, back
     base = bulk_plan(f"{backend}-{cc}-{seed}", cc=cc, streams=1, rate_bps=rate_bps, rtt_s=rtt_s, loss=loss,
                      duration_s=seconds, warmup_s=WARMUP_S, seed=seed, backend=backend)
     cross = cross_flow(name, rate_bps)
-    flows = base.flows + ((cross,) if cross else ())
+    tcp = dataclasses.replace(base.flows[0], app=app_limit(name, rate_bps, seconds))
+    flows = (tcp, *base.flows[1:]) + ((cross,) if cross else ())
     return dataclasses.replace(base, dynamics=dyn, sample_interval_s=0.1, flows=flows)
 
 

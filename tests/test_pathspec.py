@@ -8,6 +8,7 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fatpipe import spec as spec_mod
@@ -84,6 +85,25 @@ def test_schedule_steps_become_plan_steps_in_si_units(tmp_path):
     )
     assert plan.dynamics.keys() == ["path.schedule"]
     assert plan.rate_bps == 1e8 and plan.rtt_s == pytest.approx(0.02), "the path starts as written"
+
+
+def test_a_ramp_is_a_staircase_from_the_values_in_force_to_the_steps(tmp_path):
+    # 100 -> 10 Mbit/s over 1 s from 2 s: 100 steps of 0.9 Mbit/s, 10 ms
+    # apart (RAMP_STEP_S), the last at 2.99 s; then the RTT from 20 to
+    # 40 ms over 50 ms: 5 steps of 4 ms.
+    ramps = ('[[path.schedule]]\nat = "2s"\nrate = "10Mbit"\nramp = "1s"\n'
+             '[[path.schedule]]\nat = "5s"\nrtt = "40ms"\nramp = "50ms"\n')
+    (plan,) = plans(tmp_path, rest=ramps)
+    st = plan.dynamics.schedule
+    assert len(st) == 105
+    assert st[0] == PathStep(at_s=2.0, rate_bps=pytest.approx(99.1e6))
+    assert st[99] == PathStep(at_s=pytest.approx(2.99), rate_bps=pytest.approx(10e6))
+    assert [s.rtt_s for s in st[100:]] == pytest.approx([0.024, 0.028, 0.032, 0.036, 0.040])
+    assert all(a.at_s < b.at_s for a, b in zip(st, st[1:], strict=False))
+    late = ramps.replace('ramp = "1s"', 'ramp = "4s"')
+    assert "a ramp ends before the next step" in problems(tmp_path, rest=late)["path.schedule.0.ramp"]
+    triggered = '[[path.schedule]]\non = "enter:DRAIN"\nrate = "0.9x"\nramp = "1s"\n'
+    assert "happens at once" in problems(tmp_path, rest=triggered)["path.schedule.0"]
 
 
 def test_a_multiple_is_of_the_paths_own_value_at_each_sweep_point(tmp_path):
@@ -423,3 +443,22 @@ def test_the_example_study_of_the_docs_plans_the_steps_it_describes(tmp_path):
             for p in got] == [(1e7, [1e8, 1e7], True), (1e7, [1e8, 1e7], False),
                               (1e8, [1e9, 1e8], True), (1e8, [1e9, 1e8], False)]
     assert {p.dynamics.aggregation for p in got} == {Aggregation(direction="ack", interval_s=0.001)}
+
+
+def test_a_rate_ramp_slows_the_flow_step_by_step_in_the_simulator(tmp_path):
+    # 100 -> 10 Mbit/s over 2 s from 2 s: CUBIC behind a 1-BDP buffer
+    # follows the falling rate, so each half second of the ramp delivers
+    # less than the one before, and the ramp's middle second about the
+    # mean of its rates there (55 Mbit/s; ~95 % of it is payload).
+    ramp = '[[path.schedule]]\nat = "2s"\nrate = "10Mbit"\nramp = "2s"\n'
+    (plan,) = plans(tmp_path, rest=ramp)
+    out = SimBackend().run(replace(plan, sample_interval_s=0.1), tmp_path / "run")
+    t = np.asarray(out.series["t_s"])
+    delivered = np.asarray(out.series["delivered_bytes"], dtype=float)
+
+    def mbps(t0, t1):
+        return (np.interp(t1, t, delivered) - np.interp(t0, t, delivered)) * 8 / (t1 - t0)
+
+    rates = [mbps(a, a + 0.5) for a in (2.0, 2.5, 3.0, 3.5)]
+    assert all(a > b for a, b in zip(rates, rates[1:], strict=False)), rates
+    assert 0.8 * 55e6 * 0.95 < mbps(2.5, 3.5) < 1.1 * 55e6, rates

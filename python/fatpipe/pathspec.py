@@ -202,11 +202,17 @@ class ScheduleStep(Timed):
     rate: Annotated[float | Multiple, _or_multiple("path.rate", _rate)] | None = None
     rtt: Annotated[float | Multiple, _or_multiple("path.rtt", _rtt)] | None = None
     loss: Annotated[float, BeforeValidator(_loss)] | None = None
+    # A linear change from the values in force before `at` to the step's,
+    # over this long: a staircase of RAMP_STEPS steps (ramp_steps()).
+    ramp: Annotated[float, BeforeValidator(_after)] | None = None
 
     @model_validator(mode="after")
     def _sets_something(self) -> ScheduleStep:
         if self.rate is None and self.rtt is None and self.loss is None:
             raise ValueError("a step sets at least one of rate, rtt, loss (besides at or on)")
+        if self.ramp is not None and (self.on is not None or self.ramp <= 0):
+            raise ValueError("ramp is a time above 0 over which a step at a time (at) changes the path linearly; "
+                             "a step on a state change (on) happens at once")
         if self.on is None and "flow" in self.model_fields_set:
             raise ValueError("flow only applies with on (the flow whose state a step waits for): a step at a time "
                              "changes the path for every flow")
@@ -444,6 +450,15 @@ def problems(spec: Spec) -> list[tuple[str, str]]:
         if step.at >= duration:
             out.append((f"{where}.at", f"{format_time(step.at)} is not before study.duration "
                                        f"({format_time(duration)}); a step happens during the run"))
+        if step.ramp is not None:
+            end = step.at + step.ramp
+            nxt = timed[k + 1] if k + 1 < len(timed) else None
+            if end > duration:
+                out.append((f"{where}.ramp", f"the ramp ends at {format_time(end)}, after study.duration "
+                                             f"({format_time(duration)})"))
+            elif nxt is not None and end > nxt[1].at:
+                out.append((f"{where}.ramp", f"the ramp ends at {format_time(end)}, after path.schedule.{nxt[0]}.at "
+                                             f"({format_time(nxt[1].at)}); a ramp ends before the next step"))
         if k and step.at <= timed[k - 1][1].at:
             j, before = timed[k - 1]
             out.append((f"{where}.at", f"{format_time(step.at)} is not after path.schedule.{j}.at "
@@ -498,13 +513,44 @@ def plan_loss(path: PathSection) -> float:
     return path.loss if given is None else given
 
 
+# A ramp is a staircase of equal steps, one per RAMP_STEP_S of its length
+# and at most RAMP_STEPS of them: every backend applies plan steps exactly
+# (a packet straddling one is sent partly at each rate), so the staircase
+# is what runs, and what a report draws.
+RAMP_STEPS = 100
+RAMP_STEP_S = 0.01
+
+
+def ramp_steps(path: PathSection) -> list[run_plan.PathStep]:
+    """The plan's steps of `path.schedule`: a step with `ramp` becomes n
+    steps from the values in force before it (the path's, or the last
+    timed step's) to its own, the k-th (k = 1..n) at at + (k-1)·ramp/n
+    with k/n of the change; the others as written."""
+    out: list[run_plan.PathStep] = []
+    now = {"rate_bps": path.rate, "rtt_s": path.rtt, "loss": path.loss}
+    for s in path.schedule:
+        step = run_plan.PathStep(at_s=s.at, rate_bps=_resolved(s.rate, path.rate), rtt_s=_resolved(s.rtt, path.rtt),
+                                 loss=s.loss, on=s.plan_trigger())
+        if s.ramp is None:
+            out.append(step)
+        else:
+            n = max(1, min(RAMP_STEPS, round(s.ramp / RAMP_STEP_S)))
+            target = {k: getattr(step, k) for k in now}
+            for k in range(1, n + 1):
+                out.append(run_plan.PathStep(at_s=s.at + (k - 1) * s.ramp / n, **{
+                    key: None if value is None else now[key] + (value - now[key]) * k / n
+                    for key, value in target.items()}))
+        if s.at is not None:
+            now |= {k: v for k in now if (v := getattr(step, k)) is not None}
+    return out
+
+
 def plan_dynamics(path: PathSection) -> run_plan.PathDynamics:
     """The run plan's PathDynamics of `path`, in SI units, each
-    step's multiple of the path's rate or RTT resolved."""
+    step's multiple of the path's rate or RTT resolved, each ramp a
+    staircase (ramp_steps)."""
     return run_plan.PathDynamics(
-        schedule=tuple(run_plan.PathStep(at_s=s.at, rate_bps=_resolved(s.rate, path.rate),
-                                     rtt_s=_resolved(s.rtt, path.rtt), loss=s.loss, on=s.plan_trigger())
-                       for s in path.schedule),
+        schedule=tuple(ramp_steps(path)),
         drops=tuple(run_plan.PathDrop(at_s=d.at, count=d.count, flow=d.only_flow, on=d.plan_trigger())
                     for d in path.drops),
         gilbert_elliott=path.loss_model.plan(),

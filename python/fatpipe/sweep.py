@@ -45,7 +45,7 @@ SWEEPABLE = {
     "study": ("duration", "warmup"),
     "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm", "loss_model", "jitter", "policer",
              "aggregation", "emulator"),
-    "path.schedule.<index>": ("at", "rate", "rtt", "loss"),
+    "path.schedule.<index>": ("at", "rate", "rtt", "loss", "ramp"),
     "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn", "processing_jitter",
                       "start_spread", "profile", "cpu_cores", "app_threads", "nic_rate", "rx_ring",
                       "interrupt_coalescing", "interrupt_coalescing_frames", "qdisc", "rtx_queue",
