@@ -468,7 +468,8 @@ def _clause_window(t: RunTables, clause: str) -> tuple[np.ndarray | None, str]:
         mss = float(t.constants["mss_bits"]) / 8
         unsent = t.app_written_bytes - np.asarray(s["delivered_bytes"], dtype=float) \
             - np.asarray(s["inflight_segments"], dtype=float) * mss
-        empty = np.flatnonzero(unsent < mss)
+        # Before the first write the queue is empty too: not the moment.
+        empty = np.flatnonzero((unsent < mss) & (t.app_written_bytes > mss))
         if not len(empty):
             return None, "the write queue never emptied"
         start = ts[empty[0]] + float(t.constants.get("rtt_s", 0.0))
@@ -538,9 +539,9 @@ def evaluate(c: Criterion, t: RunTables) -> Verdict:
         if c.quantity == "time_in_state_s":
             x = float(t.events["t_s"][leave]) - float(t.events["t_s"][enter])
         else:
-            r0, r1 = t.events["cc_round"][enter], t.events["cc_round"][leave]
+            r0, r1 = _cell(t.events["cc_round"][enter]), _cell(t.events["cc_round"][leave])
             if r0 is None or r1 is None:
-                return Verdict("n/a", why="this CCA counts no rounds")
+                return Verdict("n/a", why="no round count (this CCA or backend keeps none)")
             x = float(r1) - float(r0)
         return _judge(c, t, [x], f"in {state}")
     if c.quantity == "probe_up_rounds_until_max_bw_within_2pct":

@@ -20,6 +20,7 @@ class Tables(Protocol):
     series: Mapping[str, np.ndarray]
     events: Mapping[str, np.ndarray]
     schedule_s: tuple[float, ...]
+    logged_events: bool
 
 
 def _t(table: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -49,6 +50,8 @@ def after_cycles(t: Tables, step: int, cycles: int) -> tuple[np.ndarray | None, 
     if step > len(t.schedule_s):
         return None, f"the path has no schedule step {step}"
     at = t.schedule_s[step - 1]
+    if not t.logged_events:
+        return None, "this backend logs no gain-cycle events (its states are read off the samples)"
     starts = [s for s in cycle_starts(t) if s > at]
     if len(starts) <= cycles:
         return None, f"fewer than {cycles + 1} PROBE_BW cycles began after step {step} ({len(starts)})"
