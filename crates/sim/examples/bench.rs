@@ -21,19 +21,14 @@ use serde_json::json;
 
 /// A number from the environment, or `default`.
 fn env_f64(key: &str, default: f64) -> f64 {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// The bottleneck discipline: FATPIPE_BENCH_AQM=fq_codel or drop-tail.
 fn aqm() -> serde_json::Value {
     match std::env::var("FATPIPE_BENCH_AQM").as_deref() {
-        Ok("fq_codel") => {
-            json!({"kind": "fq_codel", "target_s": 0.005, "interval_s": 0.1, "limit_packets": 10240,
-                                 "ce_threshold_s": null, "quantum_bytes": 1514, "ecn": true})
-        }
+        Ok("fq_codel") => json!({"kind": "fq_codel", "target_s": 0.005, "interval_s": 0.1, "limit_packets": 10240,
+                                 "ce_threshold_s": null, "quantum_bytes": 1514, "ecn": true}),
         Ok("droptail") | Err(_) => json!({"kind": "droptail"}),
         Ok(other) => panic!("FATPIPE_BENCH_AQM={other:?}: expected droptail or fq_codel"),
     }
@@ -44,33 +39,20 @@ fn aqm() -> serde_json::Value {
 /// ACK (the dtn-100g profile's byte costs, docs/host-model.md, and an ACK
 /// cost so that every kind of work is queued): the cost of the model.
 fn cpu_model() -> serde_json::Value {
-    match std::env::var("FATPIPE_BENCH_CPU")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
+    match std::env::var("FATPIPE_BENCH_CPU").ok().and_then(|v| v.parse::<u64>().ok()) {
         None => serde_json::Value::Null,
-        Some(cores) => {
-            json!({"cores": cores, "app_threads": null, "machine": null, "rx_ring_packets": 1024,
+        Some(cores) => json!({"cores": cores, "app_threads": null, "machine": null, "rx_ring_packets": 1024,
                               "send_packet_s": 0.0, "send_byte_s": 0.09e-9, "receive_packet_s": 0.0,
                               "receive_unit_s": 0.0, "receive_byte_s": 0.19e-9, "ack_s": 0.5e-6,
-                              "sack_block_s": 0.0, "timer_s": 0.0, "rtx_queue": null, "rtx_walk_s": null})
-        }
+                              "sack_block_s": 0.0, "timer_s": 0.0, "rtx_queue": null, "rtx_walk_s": null}),
     }
 }
 
 fn plan(cc: &str, streams: u64, duration: f64) -> String {
-    let (rate, rtt, loss) = (
-        env_f64("FATPIPE_BENCH_RATE", 10e9),
-        env_f64("FATPIPE_BENCH_RTT", 0.02),
-        env_f64("FATPIPE_BENCH_LOSS", 1e-5),
-    );
+    let (rate, rtt, loss) = (env_f64("FATPIPE_BENCH_RATE", 10e9), env_f64("FATPIPE_BENCH_RTT", 0.02), env_f64("FATPIPE_BENCH_LOSS", 1e-5));
     let gro = std::env::var("FATPIPE_BENCH_GRO").is_ok_and(|v| v == "1");
-    let cap = std::env::var("FATPIPE_BENCH_CAP")
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok());
-    let jitter = std::env::var("FATPIPE_BENCH_JITTER")
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok());
+    let cap = std::env::var("FATPIPE_BENCH_CAP").ok().and_then(|v| v.parse::<f64>().ok());
+    let jitter = std::env::var("FATPIPE_BENCH_JITTER").ok().and_then(|v| v.parse::<f64>().ok());
     let mut host = json!({"rmem_max_bytes": 1u64 << 30, "wmem_max_bytes": 1u64 << 30,
                           "stream_rate_cap_bps": cap, "extra_rtt_s": 0.0, "processing_jitter_s": jitter});
     let mut receiver = json!({"rmem_max_bytes": 1u64 << 30, "wmem_max_bytes": 1u64 << 30,
@@ -98,11 +80,7 @@ fn plan(cc: &str, streams: u64, duration: f64) -> String {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let duration: f64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(70.0);
-    let ccas: Vec<String> = if args.len() > 1 {
-        args[1..].to_vec()
-    } else {
-        AVAILABLE.iter().map(|s| s.to_string()).collect()
-    };
+    let ccas: Vec<String> = if args.len() > 1 { args[1..].to_vec() } else { AVAILABLE.iter().map(|s| s.to_string()).collect() };
     println!(
         "{} Gbit/s, {} ms, MTU 1500, loss {:e}, buffer 1 BDP, {}, {duration} s",
         env_f64("FATPIPE_BENCH_RATE", 10e9) / 1e9,
@@ -112,15 +90,7 @@ fn main() {
     );
     println!(
         "{:<8} {:>7} {:>9} {:>13} {:>11} {:>12} {:>11} {:>10} {:>6}",
-        "cca",
-        "streams",
-        "wall_s",
-        "packets",
-        "PTS_M/s",
-        "goodput_Gb",
-        "drops_%",
-        "events",
-        "maxev"
+        "cca", "streams", "wall_s", "packets", "PTS_M/s", "goodput_Gb", "drops_%", "events", "maxev"
     );
     // FATPIPE_BENCH_STREAMS="8" restricts the stream counts (for profiling).
     let counts: Vec<u64> = std::env::var("FATPIPE_BENCH_STREAMS")
@@ -153,10 +123,8 @@ fn main() {
                 r.stats.packets_sent,
                 r.stats.packets_sent as f64 / wall / 1e6,
                 goodput / 1e9,
-                100.0 * (r.path.queue_drops + r.path.random_drops) as f64
-                    / r.path.packets.max(1) as f64,
-                r.stats.events,
-                r.stats.max_pending_events
+                100.0 * (r.path.queue_drops + r.path.random_drops) as f64 / r.path.packets.max(1) as f64,
+                r.stats.events, r.stats.max_pending_events
             );
         }
     }

@@ -252,11 +252,7 @@ mod tests {
 
     #[test]
     fn responses_complete_in_request_order_when_their_last_segment_arrives() {
-        let spec = RpcSpec {
-            request_bytes: 100,
-            response_bytes: 3000,
-            mode: RpcMode::Closed { concurrency: 2 },
-        };
+        let spec = RpcSpec { request_bytes: 100, response_bytes: 3000, mode: RpcMode::Closed { concurrency: 2 } };
         let mut app = RpcApp::new(spec, 1448, Rng::new(1, 1), Time::MAX);
         app.issue(Time(0), Time(10));
         app.issue(Time(5), Time(10));
@@ -308,17 +304,9 @@ mod tests {
 
     #[test]
     fn a_closed_loop_issues_concurrency_requests_at_start_and_one_per_completion() {
-        let spec = RpcSpec {
-            request_bytes: 100,
-            response_bytes: 2896,
-            mode: RpcMode::Closed { concurrency: 2 },
-        };
+        let spec = RpcSpec { request_bytes: 100, response_bytes: 2896, mode: RpcMode::Closed { concurrency: 2 } };
         let mut app = App::Rpc(RpcApp::new(spec, 1448, Rng::new(1, 1), Time::MAX));
-        assert_eq!(
-            app.initial_write_seq(),
-            0,
-            "the server writes only on requests"
-        );
+        assert_eq!(app.initial_write_seq(), 0, "the server writes only on requests");
         let mut env = Fake::default();
         app.on_timer(AppTimer::Start, Time(5), &mut env);
         assert_eq!(env.started, Some(Time(5)));
@@ -331,47 +319,28 @@ mod tests {
         env.rcv_nxt = 2;
         app.on_data(Time(40), &mut env);
         assert_eq!(env.done, vec![(Time(5), Time(40), 2896)]);
-        assert_eq!(
-            env.timers.last(),
-            Some(&(Time(50), AppTimer::RpcRequest)),
-            "next request at once"
-        );
+        assert_eq!(env.timers.last(), Some(&(Time(50), AppTimer::RpcRequest)), "next request at once");
         assert_eq!(env.piggybacks, 3);
     }
 
     #[test]
     fn an_open_loop_schedules_arrivals_only_within_the_run() {
-        let spec = RpcSpec {
-            request_bytes: 100,
-            response_bytes: 1000,
-            mode: RpcMode::Open { rate_per_s: 1000.0 },
-        };
+        let spec = RpcSpec { request_bytes: 100, response_bytes: 1000, mode: RpcMode::Open { rate_per_s: 1000.0 } };
         let end = Time::from_millis(50);
         let mut app = App::Rpc(RpcApp::new(spec, 1448, Rng::new(1, 2), end));
         let mut env = Fake::default();
         app.on_timer(AppTimer::Start, Time::ZERO, &mut env);
-        while let Some(&(at, AppTimer::RpcIssue)) =
-            env.timers.iter().rev().find(|t| t.1 == AppTimer::RpcIssue)
-        {
+        while let Some(&(at, AppTimer::RpcIssue)) = env.timers.iter().rev().find(|t| t.1 == AppTimer::RpcIssue) {
             let before = env.timers.len();
             app.on_timer(AppTimer::RpcIssue, at, &mut env);
-            let issued = env.timers[before..]
-                .iter()
-                .any(|t| t.1 == AppTimer::RpcIssue);
+            let issued = env.timers[before..].iter().any(|t| t.1 == AppTimer::RpcIssue);
             if !issued {
                 break;
             }
             assert!(env.timers.last().unwrap().0 <= end);
         }
-        assert!(
-            env.piggybacks > 20,
-            "about 50 arrivals in 50 ms, got {}",
-            env.piggybacks
-        );
-        assert!(env
-            .timers
-            .iter()
-            .all(|t| t.1 != AppTimer::RpcIssue || t.0 <= end));
+        assert!(env.piggybacks > 20, "about 50 arrivals in 50 ms, got {}", env.piggybacks);
+        assert!(env.timers.iter().all(|t| t.1 != AppTimer::RpcIssue || t.0 <= end));
     }
 
     #[test]

@@ -112,13 +112,7 @@ pub fn control_law(t: CodelTime, interval: CodelTime, rec_inv_sqrt: u16) -> Code
 /// The sojourn time must have stayed at or above target for an interval,
 /// and more than an MTU must remain queued.
 #[inline]
-pub fn should_drop(
-    vars: &mut CodelVars,
-    p: &CodelParams,
-    enqueued: CodelTime,
-    backlog: u64,
-    now: CodelTime,
-) -> bool {
+pub fn should_drop(vars: &mut CodelVars, p: &CodelParams, enqueued: CodelTime, backlog: u64, now: CodelTime) -> bool {
     vars.ldelay = now.wrapping_sub(enqueued);
     if before(vars.ldelay, p.target) || backlog <= p.mtu as u64 {
         // Went below: stay below for at least interval.
@@ -141,11 +135,7 @@ mod tests {
 
     #[test]
     fn newton_step_converges_to_the_reciprocal_square_root_of_count() {
-        let mut v = CodelVars {
-            count: 1,
-            rec_inv_sqrt: CodelVars::REC_INV_SQRT_ONE,
-            ..Default::default()
-        };
+        let mut v = CodelVars { count: 1, rec_inv_sqrt: CodelVars::REC_INV_SQRT_ONE, ..Default::default() };
         for count in 2..=1000u32 {
             v.count = count;
             // One step per increment is coarse for small counts (count 2
@@ -155,21 +145,14 @@ mod tests {
             }
             let exact = 1.0 / (count as f64).sqrt();
             let got = v.rec_inv_sqrt as f64 / 65536.0;
-            assert!(
-                (got - exact).abs() / exact < 0.005,
-                "count {count}: {got} vs {exact}"
-            );
+            assert!((got - exact).abs() / exact < 0.005, "count {count}: {got} vs {exact}");
         }
     }
 
     #[test]
     fn control_law_spaces_drops_by_interval_over_sqrt_count() {
         let interval = codel_duration(Time::from_millis(100));
-        let mut v = CodelVars {
-            count: 1,
-            rec_inv_sqrt: CodelVars::REC_INV_SQRT_ONE,
-            ..Default::default()
-        };
+        let mut v = CodelVars { count: 1, rec_inv_sqrt: CodelVars::REC_INV_SQRT_ONE, ..Default::default() };
         // count 1: rec_inv_sqrt is 0xffff, one part in 65536 short of 1.
         assert!(control_law(0, interval, v.rec_inv_sqrt).abs_diff(interval) <= 2);
         for _ in 0..20 {
@@ -182,11 +165,7 @@ mod tests {
         }
         // count 4: interval / 2.
         let gap = control_law(1000, interval, v.rec_inv_sqrt) - 1000;
-        assert!(
-            gap.abs_diff(interval / 2) <= interval / 200,
-            "{gap} vs {}",
-            interval / 2
-        );
+        assert!(gap.abs_diff(interval / 2) <= interval / 200, "{gap} vs {}", interval / 2);
     }
 
     #[test]

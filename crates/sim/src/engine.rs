@@ -8,9 +8,9 @@ use crate::event::{AppTimer, Event, EventQueue, SenderTimer, TimerKind};
 use crate::fq_codel::FqCodel;
 use crate::host::coalesce::Coalescer;
 use crate::host::cpu::{CpuSeat, Machines};
+use crate::host_plan::Coalescing;
 use crate::host::nic::{Nic, SmallQueue};
 use crate::host::{jitter_stream, HostDelay};
-use crate::host_plan::Coalescing;
 use crate::path::dynamics::Dynamics;
 use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
@@ -132,23 +132,9 @@ impl Net {
     /// transmit path stays small enough to inline).
     #[cold]
     #[inline(never)]
-    fn enqueue_fq(
-        &mut self,
-        now: Time,
-        stream: u32,
-        wire_bytes: u32,
-        seq: u64,
-        ecn: SegEcn,
-        tsval: u32,
-    ) {
+    fn enqueue_fq(&mut self, now: Time, stream: u32, wire_bytes: u32, seq: u64, ecn: SegEcn, tsval: u32) {
         if let Some(fq) = self.fq.as_mut() {
-            fq.enqueue(
-                now,
-                stream,
-                wire::frame_bytes(wire_bytes),
-                ecn.is_ect(),
-                DataPkt::one(stream, seq, ecn, tsval),
-            );
+            fq.enqueue(now, stream, wire::frame_bytes(wire_bytes), ecn.is_ect(), DataPkt::one(stream, seq, ecn, tsval));
             if !self.link_busy {
                 self.serve_link(now);
             }
@@ -158,23 +144,13 @@ impl Net {
     /// Carries out what stream `i`'s receiver asked for at `now`: ACKs go
     /// onto the stream's ACK pipe, timer requests onto the event heap.
     #[inline(always)]
-    fn rx_action<const FQ: bool>(
-        &mut self,
-        i: u32,
-        ack_pipe: usize,
-        ack_delay: Time,
-        now: Time,
-        act: RxAction,
-    ) {
+    fn rx_action<const FQ: bool>(&mut self, i: u32, ack_pipe: usize, ack_delay: Time, now: Time, act: RxAction) {
         match act {
             RxAction::AckNow(ack) => self.push_ack::<FQ>(ack_pipe, ack_delay, now, (i, ack)),
-            RxAction::Schedule(at, t) => self
-                .events
-                .push(at, Event::Timer(i, TimerKind::Receiver(t))),
+            RxAction::Schedule(at, t) => self.events.push(at, Event::Timer(i, TimerKind::Receiver(t))),
             RxAction::AckThenSchedule(ack, at, t) => {
                 self.push_ack::<FQ>(ack_pipe, ack_delay, now, (i, ack));
-                self.events
-                    .push(at, Event::Timer(i, TimerKind::Receiver(t)));
+                self.events.push(at, Event::Timer(i, TimerKind::Receiver(t)));
             }
             RxAction::None => {}
         }
@@ -185,10 +161,7 @@ impl Net {
     fn queue_at(&self, now: Time) -> (u64, u64) {
         let (fifo_packets, fifo_bytes) = self.bottleneck.occupancy(now);
         let (fq_packets, fq_bytes) = self.fq.as_ref().map_or((0, 0), FqCodel::len);
-        (
-            fifo_packets as u64 + fq_packets as u64,
-            fifo_bytes + fq_bytes,
-        )
+        (fifo_packets as u64 + fq_packets as u64, fifo_bytes + fq_bytes)
     }
 
     /// The bottleneck's (drops, CE marks) so far, fq_codel's included.
@@ -210,10 +183,7 @@ impl Net {
                     pkt.ecn.codepoint = Codepoint::Ce;
                 }
                 // The link is idle at `now`, so the FIFO accepts the packet.
-                let dep = self
-                    .bottleneck
-                    .enqueue(now, q.bytes)
-                    .expect("an idle link accepts a packet");
+                let dep = self.bottleneck.enqueue(now, q.bytes).expect("an idle link accepts a packet");
                 match self.dynamics.as_deref_mut() {
                     // The delay in effect when it leaves fq_codel.
                     Some(d) => self.fwd.push_sorted(d.data_arrival(now, dep, q.bytes), pkt),
@@ -284,10 +254,7 @@ struct StreamApp<'a, const ECN: bool, const FQ: bool> {
 
 impl<const ECN: bool, const FQ: bool> AppEnv for StreamApp<'_, ECN, FQ> {
     fn schedule(&mut self, at: Time, timer: AppTimer) {
-        self.tx
-            .net
-            .events
-            .push(at, Event::Timer(self.tx.stream, TimerKind::App(timer)));
+        self.tx.net.events.push(at, Event::Timer(self.tx.stream, TimerKind::App(timer)));
     }
 
     fn start(&mut self, now: Time) {
@@ -314,9 +281,7 @@ impl<const ECN: bool, const FQ: bool> AppEnv for StreamApp<'_, ECN, FQ> {
     fn piggyback(&mut self, now: Time) {
         if let Some(ack) = self.receiver.piggyback_ack() {
             let act = RxAction::AckNow(ack);
-            self.tx
-                .net
-                .rx_action::<FQ>(self.tx.stream, self.ack_pipe, self.ack_delay, now, act);
+            self.tx.net.rx_action::<FQ>(self.tx.stream, self.ack_pipe, self.ack_delay, now, act);
         }
     }
 
@@ -364,25 +329,14 @@ pub struct Sim {
 /// A host's holding of one stream's units in one direction: when it has a
 /// processing jitter, or (`holds`) a CPU model or interrupt moderation
 /// (host/mod.rs); `None` for an ideal host.
-fn host_delay<T>(
-    jitter: Option<Time>,
-    holds: bool,
-    seed: u64,
-    stream: u64,
-) -> Option<Box<HostDelay<T>>> {
-    (jitter.is_some() || holds).then(|| {
-        Box::new(HostDelay::new(
-            jitter.unwrap_or(Time::ZERO),
-            Rng::new(seed, stream),
-        ))
-    })
+fn host_delay<T>(jitter: Option<Time>, holds: bool, seed: u64, stream: u64) -> Option<Box<HostDelay<T>>> {
+    (jitter.is_some() || holds).then(|| Box::new(HostDelay::new(jitter.unwrap_or(Time::ZERO), Rng::new(seed, stream))))
 }
 
 /// Builds an algorithm with its own seed; the scenario has already
 /// validated the names.
 fn build_cc(name: &str, seed: u64) -> Box<dyn CongestionControl> {
-    crate::cc::by_name_seeded(name, seed)
-        .unwrap_or_else(|| panic!("unknown congestion control {name:?}"))
+    crate::cc::by_name_seeded(name, seed).unwrap_or_else(|| panic!("unknown congestion control {name:?}"))
 }
 
 impl Sim {
@@ -391,9 +345,7 @@ impl Sim {
             .group_loss
             .iter()
             .enumerate()
-            .map(|(g, &p)| {
-                LossStage::new(p, Rng::new(cfg.seed, crate::path::loss_stream(g as u64)))
-            })
+            .map(|(g, &p)| LossStage::new(p, Rng::new(cfg.seed, crate::path::loss_stream(g as u64))))
             .collect();
         let mut net = Net {
             events: EventQueue::new(),
@@ -418,30 +370,16 @@ impl Sim {
             send_work: Time::ZERO,
             send_work_stream: 0,
             nics: cfg.nics.iter().map(|&r| Nic::new(r)).collect(),
-            small_queues: if cfg.nics.is_empty() {
-                Vec::new()
-            } else {
-                vec![SmallQueue::default(); cfg.streams.len()]
-            },
+            small_queues: if cfg.nics.is_empty() { Vec::new() } else { vec![SmallQueue::default(); cfg.streams.len()] },
             host_drops: 0,
-            rx_coalescer: cfg
-                .receiver_coalescing
-                .map(|c| Coalescer::new(c.usecs, c.frames)),
-            ack_coalescers: cfg
-                .sender_coalescing
-                .iter()
-                .map(|c| Coalescer::new(c.usecs, c.frames))
-                .collect(),
+            rx_coalescer: cfg.receiver_coalescing.map(|c| Coalescer::new(c.usecs, c.frames)),
+            ack_coalescers: cfg.sender_coalescing.iter().map(|c| Coalescer::new(c.usecs, c.frames)).collect(),
             dynamics: cfg.dynamics.clone(),
         };
         if let Some(p) = cfg.dynamics.as_ref().and_then(|d| d.rate_profile(cfg.rate)) {
             net.bottleneck.set_rate_profile(p);
         }
-        if let Some(t) = cfg
-            .dynamics
-            .as_ref()
-            .and_then(|d| d.trace_service(wire::ETH_HEADER_BYTES))
-        {
+        if let Some(t) = cfg.dynamics.as_ref().and_then(|d| d.trace_service(wire::ETH_HEADER_BYTES)) {
             net.bottleneck.set_trace(t);
         }
         let back = cfg.rtt.saturating_sub(cfg.rtt.div(2));
@@ -464,13 +402,9 @@ impl Sim {
             let cc = build_cc(&s.cc, Rng::new(cfg.seed, 0xCC00_0000 + i as u64).next_u64());
             // The receiver runs the flow's algorithm for its half: DCTCP's
             // CE echo when it needs ECN (tcp_ca_needs_ecn).
-            let receiver = Receiver::new(
-                s.rmem_bytes,
-                s.mss,
-                cfg.rtt + s.extra_rtt + crate::tcp::rtt::RTO_MIN,
-            )
-            .with_rtt(cfg.rtt + s.extra_rtt)
-            .with_ecn(s.ecn, cc.needs_ecn());
+            let receiver = Receiver::new(s.rmem_bytes, s.mss, cfg.rtt + s.extra_rtt + crate::tcp::rtt::RTO_MIN)
+                .with_rtt(cfg.rtt + s.extra_rtt)
+                .with_ecn(s.ecn, cc.needs_ecn());
             let scfg = SenderConfig {
                 mss: s.mss,
                 wmem_bytes: s.wmem_bytes,
@@ -487,22 +421,12 @@ impl Sim {
                 sender.tp.set_cwnd_clamp(clamp);
             }
             let app = match (s.rpc.clone(), s.app.clone()) {
-                (Some(spec), _) => App::Rpc(RpcApp::new(
-                    spec,
-                    s.mss,
-                    Rng::new(cfg.seed, 0xA990_0000 + i as u64),
-                    cfg.duration,
-                )),
-                (None, Some(sched)) => {
-                    App::RateBulk(RateBulk::new(sched, s.mss, s.start, cfg.duration))
-                }
+                (Some(spec), _) => App::Rpc(RpcApp::new(spec, s.mss, Rng::new(cfg.seed, 0xA990_0000 + i as u64), cfg.duration)),
+                (None, Some(sched)) => App::RateBulk(RateBulk::new(sched, s.mss, s.start, cfg.duration)),
                 (None, None) => App::Bulk,
             };
             sender.write_seq = app.initial_write_seq();
-            net.events.push(
-                s.start,
-                Event::Timer(i as u32, TimerKind::App(AppTimer::Start)),
-            );
+            net.events.push(s.start, Event::Timer(i as u32, TimerKind::App(AppTimer::Start)));
             streams.push(Stream {
                 group: s.group,
                 index: s.index,
@@ -513,11 +437,7 @@ impl Sim {
                 link: Link::new(
                     wire::ip_packet_bytes(s.mss, cfg.mtu),
                     s.group as usize,
-                    if s.gro {
-                        crate::tcp::gro_max_segs(s.mss, wire::ip_packet_bytes(s.mss, cfg.mtu))
-                    } else {
-                        0
-                    },
+                    if s.gro { crate::tcp::gro_max_segs(s.mss, wire::ip_packet_bytes(s.mss, cfg.mtu)) } else { 0 },
                     wire::carries_timestamps(s.mss, cfg.mtu),
                     s.sender_cpu.map(|seat| (seat.costs, s.mss)),
                     s.nic,
@@ -531,12 +451,7 @@ impl Sim {
                     cfg.seed,
                     jitter_stream(i as u64, false),
                 ),
-                tx_host: host_delay(
-                    s.sender_jitter,
-                    s.sender_cpu.is_some() || s.ack_coalescer.is_some(),
-                    cfg.seed,
-                    jitter_stream(i as u64, true),
-                ),
+                tx_host: host_delay(s.sender_jitter, s.sender_cpu.is_some() || s.ack_coalescer.is_some(), cfg.seed, jitter_stream(i as u64, true)),
                 tx_cpu: s.sender_cpu.map(Box::new),
                 rx_cpu: s.receiver_cpu.map(Box::new),
                 mss: s.mss,
@@ -555,9 +470,7 @@ impl Sim {
             machine_hosts: cfg.machine_hosts.clone(),
             warmup: cfg.warmup,
             any_ecn: cfg.streams.iter().any(|s| s.ecn),
-            any_host_delay: streams
-                .iter()
-                .any(|s| s.rx_host.is_some() || s.tx_host.is_some()),
+            any_host_delay: streams.iter().any(|s| s.rx_host.is_some() || s.tx_host.is_some()),
             streams,
             net,
             result: RunResult::default(),
@@ -573,22 +486,12 @@ impl Sim {
     /// The head of the forward pipe reaches its receiver; the application
     /// sees the data (RPC completions).
     fn on_data<const ECN: bool, const FQ: bool>(&mut self, now: Time) {
-        let Some((at, head)) = self.net.fwd.front_mut() else {
-            return;
-        };
-        if self.any_host_delay
-            && !head.processed
-            && self.streams[head.stream as usize].rx_host.is_some()
-        {
+        let Some((at, head)) = self.net.fwd.front_mut() else { return };
+        if self.any_host_delay && !head.processed && self.streams[head.stream as usize].rx_host.is_some() {
             self.hold_data(now);
             return;
         }
-        if head.gro
-            && head.n > 1
-            && !self.streams[head.stream as usize]
-                .receiver
-                .gro_takes_whole(head.seq, head.n)
-        {
+        if head.gro && head.n > 1 && !self.streams[head.stream as usize].receiver.gro_takes_whole(head.seq, head.n) {
             // A super-packet repeating received data goes to TCP segment
             // by segment, all at its arrival (tcp/receiver/gro.rs).
             head.gro = false;
@@ -608,20 +511,16 @@ impl Sim {
         let act = if pkt.gro && pkt.n > 1 {
             st.receiver.on_gro_segment(pkt.seq, pkt.n, now, pkt.tsval)
         } else {
-            st.receiver
-                .on_segment::<ECN>(pkt.seq, now, pkt.ecn, pkt.tsval)
+            st.receiver.on_segment::<ECN>(pkt.seq, now, pkt.ecn, pkt.tsval)
         };
         if ECN {
             if let Some(lead) = st.receiver.take_lead_ack() {
-                self.net
-                    .push_ack::<FQ>(st.ack_pipe, st.ack_delay, now, (i, lead));
+                self.net.push_ack::<FQ>(st.ack_pipe, st.ack_delay, now, (i, lead));
             }
         }
-        self.net
-            .rx_action::<FQ>(i, st.ack_pipe, st.ack_delay, now, act);
+        self.net.rx_action::<FQ>(i, st.ack_pipe, st.ack_delay, now, act);
         if matches!(st.app, App::Rpc(_)) {
-            let (app, mut env) =
-                Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
+            let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
             app.on_data(now, &mut env);
             if self.net.send_work > Time::ZERO {
                 self.book_sends(now);
@@ -654,9 +553,7 @@ impl Sim {
 
     /// The head of ACK pipe `k` reaches its sender.
     fn on_ack<const ECN: bool, const FQ: bool>(&mut self, k: usize, now: Time) {
-        let Some((i, ack)) = self.net.acks[k].pop_front() else {
-            return;
-        };
+        let Some((i, ack)) = self.net.acks[k].pop_front() else { return };
         let st = &mut self.streams[i as usize];
         if self.any_host_delay && st.tx_host.is_some() {
             self.hold_ack(i, ack, now);
@@ -681,12 +578,10 @@ impl Sim {
             }
             TimerKind::Receiver(t) => {
                 let act = st.receiver.on_timer(t, now);
-                self.net
-                    .rx_action::<FQ>(i, st.ack_pipe, st.ack_delay, now, act);
+                self.net.rx_action::<FQ>(i, st.ack_pipe, st.ack_delay, now, act);
             }
             TimerKind::App(t) => {
-                let (app, mut env) =
-                    Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
+                let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
                 app.on_timer(t, now, &mut env);
             }
             TimerKind::Host(step) => self.release::<ECN, FQ>(i, step, now),
@@ -699,12 +594,7 @@ impl Sim {
 
     /// Sender timer `t` of stream `i` fires at `now`; on a host with a CPU
     /// model its handler's time is charged with its sends.
-    fn run_sender_timer<const ECN: bool, const FQ: bool>(
-        &mut self,
-        i: u32,
-        t: SenderTimer,
-        now: Time,
-    ) {
+    fn run_sender_timer<const ECN: bool, const FQ: bool>(&mut self, i: u32, t: SenderTimer, now: Time) {
         let st = &mut self.streams[i as usize];
         let mut tx = Tx::<ECN, FQ>::new(&mut self.net, i, &st.link);
         if st.sender.on_timer(t, now, &mut tx) {
@@ -753,10 +643,7 @@ impl Sim {
     /// end of the warm-up; the whole run if no sample came after it), as
     /// fractions of it. Work booked past the end counts up to the end.
     fn host_cpu(&self) -> Vec<MachineCpu> {
-        let (from, before) = self
-            .cpu_at_warmup
-            .clone()
-            .unwrap_or((Time::ZERO, Vec::new()));
+        let (from, before) = self.cpu_at_warmup.clone().unwrap_or((Time::ZERO, Vec::new()));
         let span = (self.end - from).as_secs_f64().max(1e-9);
         let now = self.net.machines.busy();
         self.machine_hosts
@@ -770,11 +657,7 @@ impl Sim {
                     .iter()
                     .enumerate()
                     .map(|(c, busy)| {
-                        let start = before
-                            .get(m)
-                            .and_then(|b| b.get(c))
-                            .copied()
-                            .unwrap_or(Time::ZERO);
+                        let start = before.get(m).and_then(|b| b.get(c)).copied().unwrap_or(Time::ZERO);
                         ((*busy - start).as_secs_f64() / span).min(1.0)
                     })
                     .collect(),
@@ -796,10 +679,7 @@ impl Sim {
     /// Read access for tests: fq_codel's packets and bytes held and its
     /// (CoDel, overflow) drops, when the path runs fq_codel.
     pub fn fq_codel_stats(&self) -> Option<((u32, u64), u64, u64)> {
-        self.net
-            .fq
-            .as_ref()
-            .map(|q| (q.len(), q.codel_drops, q.overlimit_drops))
+        self.net.fq.as_ref().map(|q| (q.len(), q.codel_drops, q.overlimit_drops))
     }
 
     /// The current simulated time.
@@ -814,10 +694,7 @@ impl Sim {
     /// segment with fq_codel or a path that moves (`FQ`: the run checks
     /// for both where a packet enters the path).
     pub fn run_until(&mut self, t: Time) {
-        match (
-            self.any_ecn,
-            self.net.fq.is_some() || self.net.dynamics.is_some(),
-        ) {
+        match (self.any_ecn, self.net.fq.is_some() || self.net.dynamics.is_some()) {
             (false, false) => self.run_loop::<false, false>(t),
             (true, false) => self.run_loop::<true, false>(t),
             (_, true) => self.run_loop::<true, true>(t),
@@ -889,10 +766,6 @@ impl Sim {
 
     /// Largest receiver out-of-order range count over streams.
     pub fn max_receiver_ofo(&self) -> usize {
-        self.streams
-            .iter()
-            .map(|s| s.receiver.ofo_ranges())
-            .max()
-            .unwrap_or(0)
+        self.streams.iter().map(|s| s.receiver.ofo_ranges()).max().unwrap_or(0)
     }
 }

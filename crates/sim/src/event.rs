@@ -119,11 +119,7 @@ impl EventQueue {
 
     pub fn push(&mut self, at: Time, ev: Event) {
         self.seq += 1;
-        self.heap.push(Entry {
-            time: at.0,
-            seq: self.seq,
-            ev,
-        });
+        self.heap.push(Entry { time: at.0, seq: self.seq, ev });
         self.max_len = self.max_len.max(self.heap.len());
     }
 
@@ -157,10 +153,7 @@ pub struct Timer {
 
 impl Default for Timer {
     fn default() -> Self {
-        Timer {
-            deadline: Time::MAX,
-            pending: Time::MAX,
-        }
+        Timer { deadline: Time::MAX, pending: Time::MAX }
     }
 }
 

@@ -18,9 +18,7 @@
 
 use std::collections::VecDeque;
 
-use crate::codel::{
-    self, after, after_eq, before, codel_duration, codel_time, CodelParams, CodelTime, CodelVars,
-};
+use crate::codel::{self, after, after_eq, before, codel_duration, codel_time, CodelParams, CodelTime, CodelVars};
 use crate::units::Time;
 
 /// fq_codel's configuration (tc-fq_codel's target, interval, limit,
@@ -98,13 +96,7 @@ struct Flow<T> {
 
 impl<T> Default for Flow<T> {
     fn default() -> Self {
-        Flow {
-            q: VecDeque::new(),
-            backlog: 0,
-            deficit: 0,
-            cvars: CodelVars::default(),
-            listed: false,
-        }
+        Flow { q: VecDeque::new(), backlog: 0, deficit: 0, cvars: CodelVars::default(), listed: false }
     }
 }
 
@@ -134,9 +126,7 @@ impl<T> FqCodel<T> {
             cparams: CodelParams {
                 target: codel_duration(p.target),
                 interval: codel_duration(p.interval),
-                ce_threshold: p
-                    .ce_threshold
-                    .map_or(codel::CODEL_DISABLED_THRESHOLD, codel_duration),
+                ce_threshold: p.ce_threshold.map_or(codel::CODEL_DISABLED_THRESHOLD, codel_duration),
                 mtu: PSCHED_MTU,
                 ecn: p.ecn,
             },
@@ -181,13 +171,7 @@ impl<T> FqCodel<T> {
             self.flows.resize_with(idx + 1, Flow::default);
         }
         let f = &mut self.flows[idx];
-        f.q.push_back(Queued {
-            enqueued: codel_time(now),
-            bytes,
-            ecn_capable,
-            ce: false,
-            item,
-        });
+        f.q.push_back(Queued { enqueued: codel_time(now), bytes, ecn_capable, ce: false, item });
         f.backlog += bytes as u64;
         self.backlog += bytes as u64;
         if !f.listed {
@@ -321,9 +305,7 @@ impl<T> FqCodel<T> {
                 self.flows[idx].cvars.dropping = false;
             } else if after_eq(now, self.flows[idx].cvars.drop_next) {
                 // Time for the next drop (several, if the backlog is large).
-                while self.flows[idx].cvars.dropping
-                    && after_eq(now, self.flows[idx].cvars.drop_next)
-                {
+                while self.flows[idx].cvars.dropping && after_eq(now, self.flows[idx].cvars.drop_next) {
                     let v = &mut self.flows[idx].cvars;
                     v.count = v.count.wrapping_add(1);
                     v.newton_step();

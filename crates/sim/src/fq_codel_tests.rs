@@ -6,17 +6,12 @@ const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
 
 fn params() -> FqCodelParams {
-    FqCodelParams {
-        limit: 1_000_000,
-        ..FqCodelParams::default()
-    }
+    FqCodelParams { limit: 1_000_000, ..FqCodelParams::default() }
 }
 
 /// Flows of the next `n` packets dequeued at `now`.
 fn order(q: &mut FqCodel<u32>, now: Time, n: usize) -> Vec<u32> {
-    (0..n)
-        .map(|_| q.dequeue(now).expect("a packet").item)
-        .collect()
+    (0..n).map(|_| q.dequeue(now).expect("a packet").item).collect()
 }
 
 #[test]
@@ -34,10 +29,7 @@ fn drr_serves_flows_in_quantum_sized_turns() {
 
 #[test]
 fn drr_quantum_is_configurable() {
-    let mut q = FqCodel::new(&FqCodelParams {
-        quantum: 3000,
-        ..params()
-    });
+    let mut q = FqCodel::new(&FqCodelParams { quantum: 3000, ..params() });
     for _ in 0..20 {
         q.enqueue(Time(0), 0, 1000, false, 0);
         q.enqueue(Time(0), 1, 1000, false, 1);
@@ -77,14 +69,7 @@ fn an_emptied_new_flow_passes_through_old_flows_once() {
 /// Drives one flow: every `step`, `arrivals` packets of 1500 B arrive and
 /// one is dequeued (once `start` has passed). Returns the times of CoDel
 /// drops (ns) and of CE marks on the packets dequeued.
-fn drive(
-    p: FqCodelParams,
-    ect: bool,
-    step: u64,
-    arrivals: u32,
-    start: u64,
-    end: u64,
-) -> (Vec<u64>, Vec<u64>, FqCodel<u32>) {
+fn drive(p: FqCodelParams, ect: bool, step: u64, arrivals: u32, start: u64, end: u64) -> (Vec<u64>, Vec<u64>, FqCodel<u32>) {
     let mut q = FqCodel::new(&p);
     let (mut drops, mut marks) = (Vec::new(), Vec::new());
     let mut t = 0;
@@ -113,10 +98,7 @@ fn codel_does_not_drop_while_sojourn_is_below_target() {
     // standing queue of 4 packets (well above an MTU) at 4 ms sojourn.
     let (drops, marks, q) = drive(params(), false, MS, 1, 4 * MS, 2_000 * MS);
     assert!(drops.is_empty() && marks.is_empty());
-    assert_eq!(
-        q.codel_vars(0).unwrap().ldelay,
-        codel_duration(Time(4 * MS))
-    );
+    assert_eq!(q.codel_vars(0).unwrap().ldelay, codel_duration(Time(4 * MS)));
 }
 
 #[test]
@@ -135,10 +117,7 @@ fn codel_starts_dropping_after_sojourn_exceeds_target_for_an_interval() {
     // first_above_time = 10 ms + 100 ms; the first drop is the first
     // dequeue after it (codel_time_after), within a step and codel's
     // 1.024 µs clock.
-    assert!(
-        first > 110 * MS - 2 * US && first <= 110 * MS + 100 * US + 2 * US,
-        "first drop at {first}"
-    );
+    assert!(first > 110 * MS - 2 * US && first <= 110 * MS + 100 * US + 2 * US, "first drop at {first}");
 }
 
 #[test]
@@ -157,10 +136,7 @@ fn drop_spacing_follows_interval_over_sqrt_count() {
         let gap = (w[1] - w[0]) as f64;
         let want = interval / count.sqrt();
         if count == 1.0 || count >= 4.0 {
-            assert!(
-                (gap - want).abs() < 0.03 * want + 60.0 * US as f64,
-                "gap {k}: {gap} vs {want}"
-            );
+            assert!((gap - want).abs() < 0.03 * want + 60.0 * US as f64, "gap {k}: {gap} vs {want}");
         }
     }
 }
@@ -169,32 +145,16 @@ fn drop_spacing_follows_interval_over_sqrt_count() {
 fn ect_packets_are_ce_marked_instead_of_dropped() {
     let (drops, marks, q) = drive(params(), true, 100 * US, 1, 10 * MS, 400 * MS);
     assert!(drops.is_empty());
-    assert!(
-        marks[0] > 110 * MS - 2 * US && marks[0] <= 110 * MS + 102 * US,
-        "{marks:?}"
-    );
+    assert!(marks[0] > 110 * MS - 2 * US && marks[0] <= 110 * MS + 102 * US, "{marks:?}");
     assert_eq!(q.ce_marks, marks.len() as u64);
     // With ecn off (tc's noecn), the same packets are dropped.
-    let (drops, marks, _) = drive(
-        FqCodelParams {
-            ecn: false,
-            ..params()
-        },
-        true,
-        100 * US,
-        1,
-        10 * MS,
-        400 * MS,
-    );
+    let (drops, marks, _) = drive(FqCodelParams { ecn: false, ..params() }, true, 100 * US, 1, 10 * MS, 400 * MS);
     assert!(!drops.is_empty() && marks.is_empty());
 }
 
 #[test]
 fn ce_threshold_marks_ect_packets_whose_sojourn_exceeds_it() {
-    let p = FqCodelParams {
-        ce_threshold: Some(Time(2 * MS)),
-        ..params()
-    };
+    let p = FqCodelParams { ce_threshold: Some(Time(2 * MS)), ..params() };
     // Sojourn 1 ms: below the threshold.
     let (_, marks, _) = drive(p, true, 100 * US, 1, MS, 50 * MS);
     assert!(marks.is_empty());
@@ -210,10 +170,7 @@ fn ce_threshold_marks_ect_packets_whose_sojourn_exceeds_it() {
 
 #[test]
 fn overflow_drops_from_the_head_of_the_fattest_flow() {
-    let mut q = FqCodel::new(&FqCodelParams {
-        limit: 10,
-        ..params()
-    });
+    let mut q = FqCodel::new(&FqCodelParams { limit: 10, ..params() });
     for i in 0..3 {
         q.enqueue(Time(0), 0, 1500, false, i);
     }
@@ -234,10 +191,7 @@ fn overflow_drops_from_the_head_of_the_fattest_flow() {
 
 #[test]
 fn overflow_drops_at_most_a_batch_of_64() {
-    let mut q = FqCodel::new(&FqCodelParams {
-        limit: 200,
-        ..params()
-    });
+    let mut q = FqCodel::new(&FqCodelParams { limit: 200, ..params() });
     for i in 0..201 {
         q.enqueue(Time(0), 0, 1500, false, i);
     }

@@ -36,23 +36,11 @@ fn error<T>(field: String, message: String) -> Result<T, ConfigError> {
     Err(ConfigError { field, message })
 }
 
-fn count(
-    v: Option<Whole>,
-    field: String,
-    range: std::ops::RangeInclusive<u64>,
-    what: &str,
-) -> Result<Option<u32>, ConfigError> {
+fn count(v: Option<Whole>, field: String, range: std::ops::RangeInclusive<u64>, what: &str) -> Result<Option<u32>, ConfigError> {
     match v.map(|w| w.0) {
         None => Ok(None),
         Some(x) if range.contains(&x) => Ok(Some(x as u32)),
-        Some(x) => error(
-            field,
-            format!(
-                "must be {} to {} {what}, got {x}",
-                range.start(),
-                range.end()
-            ),
-        ),
+        Some(x) => error(field, format!("must be {} to {} {what}, got {x}", range.start(), range.end())),
     }
 }
 
@@ -69,27 +57,11 @@ fn cost(v: Option<f64>, field: String, max_s: f64, scale: f64) -> Result<u64, Co
 /// The `cpu` object of host `path` (e.g. "senders.s1"), checked.
 pub fn host_cpu(c: &plan::HostCpu, path: &str) -> Result<HostCpu, ConfigError> {
     let at = |key: &str| format!("{path}.cpu.{key}");
-    let cores =
-        count(c.cores, at("cores"), 1..=MAX_CPU_CORES, "cores")?.ok_or_else(|| ConfigError {
-            field: at("cores"),
-            message: "missing".into(),
-        })?;
-    let app_threads = count(
-        c.app_threads,
-        at("app_threads"),
-        1..=MAX_APP_THREADS,
-        "threads",
-    )?;
-    let rx_ring_packets = count(
-        c.rx_ring_packets,
-        at("rx_ring_packets"),
-        RX_RING_PACKETS,
-        "packets",
-    )?
-    .ok_or_else(|| ConfigError {
-        field: at("rx_ring_packets"),
-        message: "missing".into(),
-    })?;
+    let cores = count(c.cores, at("cores"), 1..=MAX_CPU_CORES, "cores")?
+        .ok_or_else(|| ConfigError { field: at("cores"), message: "missing".into() })?;
+    let app_threads = count(c.app_threads, at("app_threads"), 1..=MAX_APP_THREADS, "threads")?;
+    let rx_ring_packets = count(c.rx_ring_packets, at("rx_ring_packets"), RX_RING_PACKETS, "packets")?
+        .ok_or_else(|| ConfigError { field: at("rx_ring_packets"), message: "missing".into() })?;
     if let Some(m) = &c.machine {
         if m.is_empty() {
             return error(at("machine"), "must be a non-empty name".into());
@@ -109,21 +81,10 @@ pub fn host_cpu(c: &plan::HostCpu, path: &str) -> Result<HostCpu, ConfigError> {
         rtx_walk_ps: match c.rtx_queue.as_deref() {
             None | Some("rbtree") => 0,
             Some("list") => ps(c.rtx_walk_s, "rtx_walk_s")?,
-            Some(q) => return error(
-                at("rtx_queue"),
-                format!(
-                    "unknown retransmission queue '{q}'; known: list (Linux before 4.15), rbtree"
-                ),
-            ),
+            Some(q) => return error(at("rtx_queue"), format!("unknown retransmission queue '{q}'; known: list (Linux before 4.15), rbtree")),
         },
     };
-    Ok(HostCpu {
-        cores,
-        app_threads,
-        machine: c.machine.clone(),
-        rx_ring_packets,
-        costs,
-    })
+    Ok(HostCpu { cores, app_threads, machine: c.machine.clone(), rx_ring_packets, costs })
 }
 
 /// Longest interrupt delay a host may have (ethtool rx-usecs): 10 ms.
@@ -141,31 +102,18 @@ pub struct Coalescing {
 
 /// The `interrupt_coalescing_s` and `_frames` fields of host `path`: the
 /// delay (0 < s <= 10 ms) is needed for a frame count; none: no moderation.
-pub fn coalescing(
-    usecs: Option<f64>,
-    frames: Option<Whole>,
-    path: &str,
-) -> Result<Option<Coalescing>, ConfigError> {
-    let frames = count(
-        frames,
-        format!("{path}.interrupt_coalescing_frames"),
-        1..=MAX_INTERRUPT_COALESCING_FRAMES,
-        "packets",
-    )?;
+pub fn coalescing(usecs: Option<f64>, frames: Option<Whole>, path: &str) -> Result<Option<Coalescing>, ConfigError> {
+    let frames = count(frames, format!("{path}.interrupt_coalescing_frames"), 1..=MAX_INTERRUPT_COALESCING_FRAMES, "packets")?;
     match usecs {
         None if frames.is_some() => error(
             format!("{path}.interrupt_coalescing_frames"),
             "needs interrupt_coalescing_s (the delay the frame count cuts short)".into(),
         ),
         None => Ok(None),
-        Some(x) if x > 0.0 && x <= MAX_INTERRUPT_COALESCING_S => Ok(Some(Coalescing {
-            usecs: crate::units::Time::from_secs_f64(x),
-            frames,
-        })),
-        Some(x) => error(
-            format!("{path}.interrupt_coalescing_s"),
-            format!("must be > 0 and at most {MAX_INTERRUPT_COALESCING_S} s, got {x}"),
-        ),
+        Some(x) if x > 0.0 && x <= MAX_INTERRUPT_COALESCING_S => {
+            Ok(Some(Coalescing { usecs: crate::units::Time::from_secs_f64(x), frames }))
+        }
+        Some(x) => error(format!("{path}.interrupt_coalescing_s"), format!("must be > 0 and at most {MAX_INTERRUPT_COALESCING_S} s, got {x}")),
     }
 }
 
@@ -183,10 +131,7 @@ pub fn qdisc_paces(v: Option<&str>, path: &str) -> Result<bool, ConfigError> {
             Some(&(_, paces)) => Ok(paces),
             None => {
                 let known: Vec<&str> = QDISCS.iter().map(|(n, _)| *n).collect();
-                error(
-                    format!("{path}.qdisc"),
-                    format!("unknown qdisc '{q}'; known: {}", known.join(", ")),
-                )
+                error(format!("{path}.qdisc"), format!("unknown qdisc '{q}'; known: {}", known.join(", ")))
             }
         },
     }
@@ -197,10 +142,7 @@ pub fn nic_rate(v: Option<f64>, path: &str) -> Result<Option<f64>, ConfigError> 
     match v {
         None => Ok(None),
         Some(x) if x > 0.0 && x.is_finite() => Ok(Some(x)),
-        Some(x) => error(
-            format!("{path}.nic_rate_bps"),
-            format!("must be > 0 bit/s, got {x}"),
-        ),
+        Some(x) => error(format!("{path}.nic_rate_bps"), format!("must be > 0 bit/s, got {x}")),
     }
 }
 
@@ -220,24 +162,12 @@ impl Placement {
     /// `cpu`, `streams` streams) takes its seats: one per stream, in
     /// order. Hosts sharing a machine must give it the same number of
     /// cores.
-    pub fn seat(
-        &mut self,
-        host: &str,
-        name: &str,
-        cpu: &HostCpu,
-        streams: u32,
-    ) -> Result<Vec<CpuSeat>, ConfigError> {
+    pub fn seat(&mut self, host: &str, name: &str, cpu: &HostCpu, streams: u32) -> Result<Vec<CpuSeat>, ConfigError> {
         // A host of its own is labelled by its name, which no `machine`
         // name (letters, digits, _ and -) can collide with once prefixed.
-        let key = cpu
-            .machine
-            .clone()
-            .unwrap_or_else(|| format!("host {host}"));
+        let key = cpu.machine.clone().unwrap_or_else(|| format!("host {host}"));
         let next = self.machine_cores.len() as u32;
-        let (index, threads_placed, first) =
-            self.machines
-                .entry(key.clone())
-                .or_insert((next, 0, name.to_string()));
+        let (index, threads_placed, first) = self.machines.entry(key.clone()).or_insert((next, 0, name.to_string()));
         let label = cpu.machine.clone().unwrap_or_else(|| host.to_string());
         if *index == next {
             self.machine_cores.push(cpu.cores);
@@ -268,42 +198,21 @@ mod tests {
     use super::*;
 
     fn cpu(cores: u32, app_threads: Option<u32>, machine: Option<&str>) -> HostCpu {
-        HostCpu {
-            cores,
-            app_threads,
-            machine: machine.map(str::to_string),
-            rx_ring_packets: 1024,
-            costs: CpuCosts::default(),
-        }
+        HostCpu { cores, app_threads, machine: machine.map(str::to_string), rx_ring_packets: 1024, costs: CpuCosts::default() }
     }
 
     #[test]
     fn hosts_sharing_a_machine_continue_its_threads() {
         let mut p = Placement::default();
-        let s = p
-            .seat("s1", "senders.s1", &cpu(2, None, Some("vm")), 1)
-            .unwrap();
-        let r = p
-            .seat("receiver", "receiver", &cpu(2, None, Some("vm")), 1)
-            .unwrap();
-        assert_eq!(
-            (s[0].machine, s[0].core, r[0].machine, r[0].core),
-            (0, 0, 0, 1)
-        );
+        let s = p.seat("s1", "senders.s1", &cpu(2, None, Some("vm")), 1).unwrap();
+        let r = p.seat("receiver", "receiver", &cpu(2, None, Some("vm")), 1).unwrap();
+        assert_eq!((s[0].machine, s[0].core, r[0].machine, r[0].core), (0, 0, 0, 1));
         assert_eq!(p.machine_cores, [2]);
-        assert_eq!(
-            p.machine_hosts,
-            [(
-                "vm".to_string(),
-                vec!["s1".to_string(), "receiver".to_string()]
-            )]
-        );
+        assert_eq!(p.machine_hosts, [("vm".to_string(), vec!["s1".to_string(), "receiver".to_string()])]);
         // Hosts of their own each get a machine.
         let mut p = Placement::default();
         p.seat("s1", "senders.s1", &cpu(2, None, None), 1).unwrap();
-        let r = p
-            .seat("receiver", "receiver", &cpu(4, None, None), 1)
-            .unwrap();
+        let r = p.seat("receiver", "receiver", &cpu(4, None, None), 1).unwrap();
         assert_eq!((r[0].machine, r[0].core), (1, 0));
         assert_eq!(p.machine_cores, [2, 4]);
         assert_eq!(p.machine_hosts[1].0, "receiver");
@@ -312,20 +221,15 @@ mod tests {
     #[test]
     fn a_shared_machine_with_two_core_counts_is_refused() {
         let mut p = Placement::default();
-        p.seat("s1", "senders.s1", &cpu(2, None, Some("vm")), 1)
-            .unwrap();
-        let e = p
-            .seat("receiver", "receiver", &cpu(4, None, Some("vm")), 1)
-            .unwrap_err();
+        p.seat("s1", "senders.s1", &cpu(2, None, Some("vm")), 1).unwrap();
+        let e = p.seat("receiver", "receiver", &cpu(4, None, Some("vm")), 1).unwrap_err();
         assert_eq!(e.to_string(), "receiver.cpu.cores: hosts senders.s1 and receiver share machine 'vm' but give it 2 and 4 cores");
     }
 
     #[test]
     fn one_app_thread_puts_every_stream_on_one_core() {
         let mut p = Placement::default();
-        let s = p
-            .seat("s1", "senders.s1", &cpu(8, Some(1), None), 8)
-            .unwrap();
+        let s = p.seat("s1", "senders.s1", &cpu(8, Some(1), None), 8).unwrap();
         assert!(s.iter().all(|x| x.core == 0));
     }
 }

@@ -48,9 +48,7 @@ impl<'de> Deserialize<'de> for Whole {
                 Ok(Whole(x))
             }
             fn visit_i64<E: de::Error>(self, x: i64) -> Result<Whole, E> {
-                u64::try_from(x)
-                    .map(Whole)
-                    .map_err(|_| E::invalid_value(de::Unexpected::Signed(x), &self))
+                u64::try_from(x).map(Whole).map_err(|_| E::invalid_value(de::Unexpected::Signed(x), &self))
             }
             fn visit_f64<E: de::Error>(self, x: f64) -> Result<Whole, E> {
                 if x >= 0.0 && x.fract() == 0.0 && x < 1.8e19 {
@@ -450,11 +448,7 @@ pub struct AqmKind {
 /// Every aqm kind the simulator implements. The kinds are dispatched by
 /// hand rather than by serde's internally tagged enum, which buffers the
 /// table and so loses the path of an error inside it (`aqm.target_s`).
-pub const AQM_KINDS: &[AqmKind] = &[
-    aqm_kind::<DropTailPlan>(),
-    aqm_kind::<CeThresholdPlan>(),
-    aqm_kind::<FqCodelPlan>(),
-];
+pub const AQM_KINDS: &[AqmKind] = &[aqm_kind::<DropTailPlan>(), aqm_kind::<CeThresholdPlan>(), aqm_kind::<FqCodelPlan>()];
 
 /// The struct of one aqm kind.
 trait AqmKindPlan: PlanStruct {
@@ -485,12 +479,7 @@ impl AqmKindPlan for FqCodelPlan {
 }
 
 const fn aqm_kind<T: AqmKindPlan>() -> AqmKind {
-    AqmKind {
-        name: T::KIND,
-        parse: parse_aqm::<T>,
-        fields: field_names::<T>,
-        ignored: T::IGNORED,
-    }
+    AqmKind { name: T::KIND, parse: parse_aqm::<T>, fields: field_names::<T>, ignored: T::IGNORED }
 }
 
 fn parse_aqm<T: AqmKindPlan>(table: Value) -> Result<AqmPlan, PlanError> {
@@ -502,10 +491,7 @@ impl AqmPlan {
     /// other keys. Errors carry the path inside the table (`kind`,
     /// `target_s`); the caller prefixes `aqm.`.
     pub fn from_table(table: &Map<String, Value>) -> Result<AqmPlan, PlanError> {
-        let at_kind = |message: String| PlanError {
-            path: AQM_KIND_KEY.to_string(),
-            message,
-        };
+        let at_kind = |message: String| PlanError { path: AQM_KIND_KEY.to_string(), message };
         let name = match table.get(AQM_KIND_KEY) {
             None | Some(Value::Null) => return Err(at_kind("missing".into())),
             Some(Value::String(s)) => s.as_str(),
@@ -514,16 +500,9 @@ impl AqmPlan {
         let Some(kind) = AQM_KINDS.iter().find(|k| k.name == name) else {
             let names: Vec<&str> = AQM_KINDS.iter().map(|k| k.name).collect();
             let (last, rest) = names.split_last().expect("at least one aqm kind");
-            return Err(at_kind(format!(
-                "unknown queue discipline '{name}'; expected {} or {last}",
-                rest.join(", ")
-            )));
+            return Err(at_kind(format!("unknown queue discipline '{name}'; expected {} or {last}", rest.join(", "))));
         };
-        let rest: Map<String, Value> = table
-            .iter()
-            .filter(|(k, _)| *k != AQM_KIND_KEY)
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let rest: Map<String, Value> = table.iter().filter(|(k, _)| *k != AQM_KIND_KEY).map(|(k, v)| (k.clone(), v.clone())).collect();
         (kind.parse)(Value::Object(rest))
     }
 }
@@ -532,10 +511,7 @@ impl AqmPlan {
 pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, PlanError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        PlanError {
-            path: if path == "." { String::new() } else { path },
-            message: e.into_inner().to_string(),
-        }
+        PlanError { path: if path == "." { String::new() } else { path }, message: e.into_inner().to_string() }
     })
 }
 
@@ -589,20 +565,8 @@ pub struct PlanFields {
     pub ignored: Vec<&'static str>,
 }
 
-fn fields_of(
-    name: String,
-    declared: &'static [&'static str],
-    ignored: &'static [&'static str],
-) -> PlanFields {
-    PlanFields {
-        name,
-        read: declared
-            .iter()
-            .copied()
-            .filter(|f| !ignored.contains(f))
-            .collect(),
-        ignored: ignored.to_vec(),
-    }
+fn fields_of(name: String, declared: &'static [&'static str], ignored: &'static [&'static str]) -> PlanFields {
+    PlanFields { name, read: declared.iter().copied().filter(|f| !ignored.contains(f)).collect(), ignored: ignored.to_vec() }
 }
 
 fn dataclass<T: PlanStruct>() -> PlanFields {

@@ -101,12 +101,7 @@ fn aqm_table(kind: &str) -> Value {
 }
 
 fn keys(v: &Value) -> Vec<&str> {
-    let mut k: Vec<&str> = v
-        .as_object()
-        .expect("an object")
-        .keys()
-        .map(|k| k.as_str())
-        .collect();
+    let mut k: Vec<&str> = v.as_object().expect("an object").keys().map(|k| k.as_str()).collect();
     k.sort_unstable();
     k
 }
@@ -124,60 +119,21 @@ fn the_full_plan_has_every_field_of_every_struct() {
     assert_eq!(keys(&p["receiver"]), sorted(field_names::<HostLimits>()));
     assert_eq!(keys(&p["flows"][0]), sorted(field_names::<FlowPlan>()));
     assert_eq!(keys(&p["dynamics"]), sorted(field_names::<PathDynamics>()));
-    assert_eq!(
-        keys(&p["dynamics"]["schedule"][0]),
-        sorted(field_names::<PathStep>())
-    );
-    assert_eq!(
-        keys(&p["dynamics"]["gilbert_elliott"]),
-        sorted(field_names::<GilbertElliott>())
-    );
-    assert_eq!(
-        keys(&p["dynamics"]["jitter"]),
-        sorted(field_names::<Jitter>())
-    );
-    assert_eq!(
-        keys(&p["dynamics"]["policer"]),
-        sorted(field_names::<Policer>())
-    );
-    assert_eq!(
-        keys(&p["dynamics"]["aggregation"]),
-        sorted(field_names::<Aggregation>())
-    );
-    assert_eq!(
-        keys(&p["dynamics"]["trace"]),
-        sorted(field_names::<Trace>())
-    );
-    assert_eq!(
-        keys(&p["dynamics"]["drops"][0]),
-        sorted(field_names::<PathDrop>())
-    );
+    assert_eq!(keys(&p["dynamics"]["schedule"][0]), sorted(field_names::<PathStep>()));
+    assert_eq!(keys(&p["dynamics"]["gilbert_elliott"]), sorted(field_names::<GilbertElliott>()));
+    assert_eq!(keys(&p["dynamics"]["jitter"]), sorted(field_names::<Jitter>()));
+    assert_eq!(keys(&p["dynamics"]["policer"]), sorted(field_names::<Policer>()));
+    assert_eq!(keys(&p["dynamics"]["aggregation"]), sorted(field_names::<Aggregation>()));
+    assert_eq!(keys(&p["dynamics"]["trace"]), sorted(field_names::<Trace>()));
+    assert_eq!(keys(&p["dynamics"]["drops"][0]), sorted(field_names::<PathDrop>()));
     let t = full_plan_with_trigger();
-    assert_eq!(
-        keys(&t["dynamics"]["drops"][1]["on"]),
-        sorted(field_names::<StateTrigger>())
-    );
+    assert_eq!(keys(&t["dynamics"]["drops"][1]["on"]), sorted(field_names::<StateTrigger>()));
     assert_eq!(keys(&cross_flow()), sorted(field_names::<FlowPlan>()));
-    assert_eq!(
-        keys(&cross_flow()["cross"]),
-        sorted(field_names::<CrossFlow>())
-    );
-    assert_eq!(
-        keys(&p["flows"][0]["app"]),
-        sorted(field_names::<AppLimit>())
-    );
-    assert_eq!(
-        keys(&p["flows"][0]["app"]["steps"][0]),
-        sorted(field_names::<AppStep>())
-    );
+    assert_eq!(keys(&cross_flow()["cross"]), sorted(field_names::<CrossFlow>()));
+    assert_eq!(keys(&p["flows"][0]["app"]), sorted(field_names::<AppLimit>()));
+    assert_eq!(keys(&p["flows"][0]["app"]["steps"][0]), sorted(field_names::<AppStep>()));
     assert!(Scenario::from_json(&full_plan_with_cross().to_string()).is_ok());
-    assert_eq!(
-        keys(&fq_codel())
-            .into_iter()
-            .filter(|k| *k != AQM_KIND_KEY)
-            .collect::<Vec<_>>(),
-        sorted(field_names::<FqCodelPlan>())
-    );
+    assert_eq!(keys(&fq_codel()).into_iter().filter(|k| *k != AQM_KIND_KEY).collect::<Vec<_>>(), sorted(field_names::<FqCodelPlan>()));
     assert!(Scenario::from_json(&p.to_string()).is_ok());
 }
 
@@ -193,10 +149,7 @@ fn probe() -> Value {
 fn check_fields(plan: &Value, at: &[&str], prefix: &str, fields: &[&str], ignored: &[&str]) {
     // The object's RFC 6901 JSON pointer: each key after a slash.
     let pointer: String = at.iter().map(|k| format!("/{k}")).collect();
-    let base = format!(
-        "{:?}",
-        Scenario::from_json(&plan.to_string()).expect("the example is valid")
-    );
+    let base = format!("{:?}", Scenario::from_json(&plan.to_string()).expect("the example is valid"));
     for f in fields {
         let mut p = plan.clone();
         p.pointer_mut(&pointer).expect("the object")[*f] = probe();
@@ -204,21 +157,11 @@ fn check_fields(plan: &Value, at: &[&str], prefix: &str, fields: &[&str], ignore
         match Scenario::from_json(&p.to_string()) {
             Ok(s) => {
                 assert!(ignored.contains(f), "{field} takes any value: type it IgnoredAny and list it in IGNORED, or read it");
-                assert_eq!(
-                    format!("{s:?}"),
-                    base,
-                    "{field} is listed as ignored but changes the scenario"
-                );
+                assert_eq!(format!("{s:?}"), base, "{field} is listed as ignored but changes the scenario");
             }
             Err(e) => {
-                assert!(
-                    !ignored.contains(f),
-                    "{field} is listed in IGNORED but is read: {e}"
-                );
-                let inside = e
-                    .field
-                    .strip_prefix(&field)
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']));
+                assert!(!ignored.contains(f), "{field} is listed in IGNORED but is read: {e}");
+                let inside = e.field.strip_prefix(&field).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']));
                 assert!(inside, "the error names {field}: {e}");
             }
         }
@@ -229,122 +172,26 @@ fn check_fields(plan: &Value, at: &[&str], prefix: &str, fields: &[&str], ignore
 fn exactly_the_ignored_fields_are_ignored_and_the_others_read() {
     let p = full_plan();
     check_fields(&p, &[], "", field_names::<RunPlan>(), RunPlan::IGNORED);
-    check_fields(
-        &p,
-        &["receiver"],
-        "receiver.",
-        field_names::<HostLimits>(),
-        HostLimits::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["senders", "s1"],
-        "senders.s1.",
-        field_names::<HostLimits>(),
-        HostLimits::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["flows", "0"],
-        "flows[0].",
-        field_names::<FlowPlan>(),
-        FlowPlan::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["dynamics"],
-        "dynamics.",
-        field_names::<PathDynamics>(),
-        PathDynamics::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["dynamics", "schedule", "0"],
-        "dynamics.schedule[0].",
-        field_names::<PathStep>(),
-        PathStep::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["dynamics", "gilbert_elliott"],
-        "dynamics.gilbert_elliott.",
-        field_names::<GilbertElliott>(),
-        GilbertElliott::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["dynamics", "jitter"],
-        "dynamics.jitter.",
-        field_names::<Jitter>(),
-        Jitter::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["dynamics", "policer"],
-        "dynamics.policer.",
-        field_names::<Policer>(),
-        Policer::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["dynamics", "aggregation"],
-        "dynamics.aggregation.",
-        field_names::<Aggregation>(),
-        Aggregation::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["dynamics", "trace"],
-        "dynamics.trace.",
-        field_names::<Trace>(),
-        Trace::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["flows", "0", "app"],
-        "flows[0].app.",
-        field_names::<AppLimit>(),
-        AppLimit::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["flows", "0", "app", "steps", "1"],
-        "flows[0].app.steps[1].",
-        field_names::<AppStep>(),
-        AppStep::IGNORED,
-    );
-    check_fields(
-        &p,
-        &["dynamics", "drops", "0"],
-        "dynamics.drops[0].",
-        field_names::<PathDrop>(),
-        PathDrop::IGNORED,
-    );
+    check_fields(&p, &["receiver"], "receiver.", field_names::<HostLimits>(), HostLimits::IGNORED);
+    check_fields(&p, &["senders", "s1"], "senders.s1.", field_names::<HostLimits>(), HostLimits::IGNORED);
+    check_fields(&p, &["flows", "0"], "flows[0].", field_names::<FlowPlan>(), FlowPlan::IGNORED);
+    check_fields(&p, &["dynamics"], "dynamics.", field_names::<PathDynamics>(), PathDynamics::IGNORED);
+    check_fields(&p, &["dynamics", "schedule", "0"], "dynamics.schedule[0].", field_names::<PathStep>(), PathStep::IGNORED);
+    check_fields(&p, &["dynamics", "gilbert_elliott"], "dynamics.gilbert_elliott.", field_names::<GilbertElliott>(), GilbertElliott::IGNORED);
+    check_fields(&p, &["dynamics", "jitter"], "dynamics.jitter.", field_names::<Jitter>(), Jitter::IGNORED);
+    check_fields(&p, &["dynamics", "policer"], "dynamics.policer.", field_names::<Policer>(), Policer::IGNORED);
+    check_fields(&p, &["dynamics", "aggregation"], "dynamics.aggregation.", field_names::<Aggregation>(), Aggregation::IGNORED);
+    check_fields(&p, &["dynamics", "trace"], "dynamics.trace.", field_names::<Trace>(), Trace::IGNORED);
+    check_fields(&p, &["flows", "0", "app"], "flows[0].app.", field_names::<AppLimit>(), AppLimit::IGNORED);
+    check_fields(&p, &["flows", "0", "app", "steps", "1"], "flows[0].app.steps[1].", field_names::<AppStep>(), AppStep::IGNORED);
+    check_fields(&p, &["dynamics", "drops", "0"], "dynamics.drops[0].", field_names::<PathDrop>(), PathDrop::IGNORED);
     let t = full_plan_with_trigger();
-    check_fields(
-        &t,
-        &["dynamics", "drops", "1", "on"],
-        "dynamics.drops[1].on.",
-        field_names::<StateTrigger>(),
-        StateTrigger::IGNORED,
-    );
+    check_fields(&t, &["dynamics", "drops", "1", "on"], "dynamics.drops[1].on.", field_names::<StateTrigger>(), StateTrigger::IGNORED);
     let c = full_plan_with_cross();
-    check_fields(
-        &c,
-        &["flows", "1", "cross"],
-        "flows[1].cross.",
-        field_names::<CrossFlow>(),
-        CrossFlow::IGNORED,
-    );
+    check_fields(&c, &["flows", "1", "cross"], "flows[1].cross.", field_names::<CrossFlow>(), CrossFlow::IGNORED);
     let mut p = full_plan();
     p["receiver"]["cpu"] = host_cpu();
-    check_fields(
-        &p,
-        &["receiver", "cpu"],
-        "receiver.cpu.",
-        field_names::<HostCpu>(),
-        HostCpu::IGNORED,
-    );
+    check_fields(&p, &["receiver", "cpu"], "receiver.cpu.", field_names::<HostCpu>(), HostCpu::IGNORED);
     for k in AQM_KINDS {
         let mut p = full_plan();
         p["aqm"] = aqm_table(k.name);
@@ -383,12 +230,7 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
     let run_plan = &all[0];
     assert_eq!(run_plan.ignored, ["backend", "rep", "swept", "testbed", "emulator"]);
     assert!(run_plan.read.contains(&"aqm") && !run_plan.read.contains(&"swept"));
-    let mut both: Vec<&str> = run_plan
-        .read
-        .iter()
-        .chain(&run_plan.ignored)
-        .copied()
-        .collect();
+    let mut both: Vec<&str> = run_plan.read.iter().chain(&run_plan.ignored).copied().collect();
     both.sort_unstable();
     assert_eq!(both, sorted(field_names::<RunPlan>()));
     assert_eq!(all[16].read, ["kind"]);
@@ -399,30 +241,17 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
 fn every_aqm_kind_is_accepted_and_an_unknown_one_refused_naming_the_kinds() {
     for k in AQM_KINDS {
         let table = aqm_table(k.name);
-        assert!(
-            AqmPlan::from_table(table.as_object().unwrap()).is_ok(),
-            "{}",
-            k.name
-        );
+        assert!(AqmPlan::from_table(table.as_object().unwrap()).is_ok(), "{}", k.name);
     }
     let e = AqmPlan::from_table(json!({"kind": "red"}).as_object().unwrap()).unwrap_err();
-    assert_eq!(
-        (e.path.as_str(), e.message.as_str()),
-        (
-            "kind",
-            "unknown queue discipline 'red'; expected droptail, ce_threshold or fq_codel"
-        )
-    );
+    assert_eq!((e.path.as_str(), e.message.as_str()), ("kind", "unknown queue discipline 'red'; expected droptail, ce_threshold or fq_codel"));
 }
 
 #[test]
 fn integral_floats_are_whole_numbers_and_fractions_are_refused() {
     assert_eq!(from_value::<Whole>(json!(1e6)).unwrap(), Whole(1_000_000));
     let e = from_value::<Whole>(json!(1.5)).unwrap_err();
-    assert_eq!(
-        e.message,
-        "invalid value: floating point `1.5`, expected a non-negative integer"
-    );
+    assert_eq!(e.message, "invalid value: floating point `1.5`, expected a non-negative integer");
     assert!(from_value::<Whole>(json!(-1)).is_err());
     assert_eq!(from_value::<Seed>(json!(-1)).unwrap(), Seed(u64::MAX));
 }
@@ -431,29 +260,17 @@ fn integral_floats_are_whole_numbers_and_fractions_are_refused() {
 fn a_cross_group_refuses_tcp_fields_and_fq_codel_naming_them() {
     let mut p = full_plan_with_cross();
     p["flows"][1]["cc"] = json!("reno");
-    assert_eq!(
-        Scenario::from_json(&p.to_string()).unwrap_err().field,
-        "flows[1].cc"
-    );
+    assert_eq!(Scenario::from_json(&p.to_string()).unwrap_err().field, "flows[1].cc");
     let mut p = full_plan_with_cross();
     p["aqm"] = fq_codel();
     let e = Scenario::from_json(&p.to_string()).unwrap_err();
-    assert!(
-        e.field == "flows[1].kind" && e.message.contains("fq_codel"),
-        "{e}"
-    );
+    assert!(e.field == "flows[1].kind" && e.message.contains("fq_codel"), "{e}");
     let mut p = full_plan();
     p["flows"][0]["cross"] = cross_flow()["cross"].clone();
-    assert_eq!(
-        Scenario::from_json(&p.to_string()).unwrap_err().field,
-        "flows[0].cross"
-    );
+    assert_eq!(Scenario::from_json(&p.to_string()).unwrap_err().field, "flows[0].cross");
     let mut p = full_plan_with_cross();
     p["aqm"] = aqm_table("droptail");
     p["flows"].as_array_mut().unwrap().remove(0);
     p["flows"][0]["group"] = json!(0);
-    assert_eq!(
-        Scenario::from_json(&p.to_string()).unwrap_err().field,
-        "flows"
-    );
+    assert_eq!(Scenario::from_json(&p.to_string()).unwrap_err().field, "flows");
 }

@@ -14,19 +14,17 @@ use serde_json::{Map, Value};
 
 use crate::app::{RpcMode, RpcSpec};
 use crate::app_rate::{app_schedule, AppSchedule};
+use crate::plan::{self, AqmPlan, PlanError, RunPlan, Whole};
 use crate::engine::{Sim, SimConfig, StreamSpec};
 use crate::fq_codel::FqCodelParams;
 use crate::host::cpu::CpuSeat;
-use crate::host_plan::{
-    coalescing, host_cpu, nic_rate, qdisc_paces, Coalescing, HostCpu, Placement,
-};
+use crate::host_plan::{coalescing, host_cpu, nic_rate, qdisc_paces, Coalescing, HostCpu, Placement};
 use crate::path::dynamics::{Dynamics, DynamicsConfig, Triggered};
 use crate::path::{Aqm, CeThreshold};
-use crate::plan::{self, AqmPlan, PlanError, RunPlan, Whole};
 use crate::tcp::ecn::{negotiate, TCP_ECN_PASSIVE};
+use crate::wire::TCP_IP_HEADER_BYTES;
 use crate::trace::RunResult;
 use crate::units::{Bytes, Rate, Time};
-use crate::wire::TCP_IP_HEADER_BYTES;
 
 /// A configuration error: which field, and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,14 +45,8 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-pub(crate) fn err<T>(
-    field: impl Into<String>,
-    message: impl Into<String>,
-) -> Result<T, ConfigError> {
-    Err(ConfigError {
-        field: field.into(),
-        message: message.into(),
-    })
+pub(crate) fn err<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError { field: field.into(), message: message.into() })
 }
 
 pub(crate) fn join(path: &str, key: &str) -> String {
@@ -67,19 +59,13 @@ pub(crate) fn join(path: &str, key: &str) -> String {
 
 impl From<PlanError> for ConfigError {
     fn from(e: PlanError) -> ConfigError {
-        ConfigError {
-            field: e.path,
-            message: e.message,
-        }
+        ConfigError { field: e.path, message: e.message }
     }
 }
 
 /// A field's value, or "missing" (absent and null alike).
 pub(crate) fn required<T>(v: Option<T>, field: impl Into<String>) -> Result<T, ConfigError> {
-    v.ok_or_else(|| ConfigError {
-        field: field.into(),
-        message: "missing".into(),
-    })
+    v.ok_or_else(|| ConfigError { field: field.into(), message: "missing".into() })
 }
 
 pub(crate) fn positive(v: Option<f64>, field: &str) -> Result<f64, ConfigError> {
@@ -149,10 +135,7 @@ fn processing_jitter(v: Option<f64>, field: &str) -> Result<Option<f64>, ConfigE
     match v {
         None => Ok(None),
         Some(x) if (0.0..=MAX_PROCESSING_JITTER_S).contains(&x) => Ok((x > 0.0).then_some(x)),
-        Some(x) => err(
-            field,
-            format!("must be 0 to {MAX_PROCESSING_JITTER_S} s (10 ms), got {x}"),
-        ),
+        Some(x) => err(field, format!("must be 0 to {MAX_PROCESSING_JITTER_S} s (10 ms), got {x}")),
     }
 }
 
@@ -162,10 +145,7 @@ fn tcp_ecn(v: Option<Whole>, field: &str) -> Result<Option<u8>, ConfigError> {
     match whole(v) {
         None => Ok(None),
         Some(v @ 0..=2) => Ok(Some(v as u8)),
-        Some(v) => err(
-            field,
-            format!("must be 0 (off), 1 (request and accept) or 2 (accept only), got {v}"),
-        ),
+        Some(v) => err(field, format!("must be 0 (off), 1 (request and accept) or 2 (accept only), got {v}")),
     }
 }
 
@@ -178,10 +158,7 @@ fn cwnd_clamp(v: Option<Whole>, field: &str) -> Result<Option<u32>, ConfigError>
     match whole(v) {
         None => Ok(None),
         Some(v @ 1..=MAX_CWND_CLAMP) => Ok(Some(v as u32)),
-        Some(v) => err(
-            field,
-            format!("must be 1 to {MAX_CWND_CLAMP} segments, got {v}"),
-        ),
+        Some(v) => err(field, format!("must be 1 to {MAX_CWND_CLAMP} segments, got {v}")),
     }
 }
 
@@ -190,31 +167,17 @@ fn cwnd_clamp(v: Option<Whole>, field: &str) -> Result<Option<u32>, ConfigError>
 /// {"kind": "fq_codel"} with target_s, interval_s, limit_packets,
 /// quantum_bytes, ecn and an optional ce_threshold_s.
 fn aqm(table: Option<&Map<String, Value>>) -> Result<Aqm, ConfigError> {
-    let Some(table) = table else {
-        return Ok(Aqm::DropTail);
-    };
+    let Some(table) = table else { return Ok(Aqm::DropTail) };
     let at = |key: &str| join("aqm", key);
-    let plan = AqmPlan::from_table(table).map_err(|e| ConfigError {
-        field: at(&e.path),
-        message: e.message,
-    })?;
+    let plan = AqmPlan::from_table(table).map_err(|e| ConfigError { field: at(&e.path), message: e.message })?;
     match plan {
         AqmPlan::DropTail(plan::DropTailPlan {}) => Ok(Aqm::DropTail),
         AqmPlan::CeThreshold(k) => {
             let k = match (whole(k.k_packets), whole(k.k_bytes), k.k_s) {
-                (Some(packets), None, None) => {
-                    CeThreshold::Packets(packets.min(u32::MAX as u64) as u32)
-                }
+                (Some(packets), None, None) => CeThreshold::Packets(packets.min(u32::MAX as u64) as u32),
                 (None, Some(bytes), None) => CeThreshold::Bytes(bytes),
-                (None, None, Some(t)) => {
-                    CeThreshold::Delay(Time::from_secs_f64(non_negative(t, &at("k_s"))?))
-                }
-                _ => {
-                    return err(
-                        at("k_packets"),
-                        "a ce_threshold needs exactly one of k_packets, k_bytes, k_s",
-                    )
-                }
+                (None, None, Some(t)) => CeThreshold::Delay(Time::from_secs_f64(non_negative(t, &at("k_s"))?)),
+                _ => return err(at("k_packets"), "a ce_threshold needs exactly one of k_packets, k_bytes, k_s"),
             };
             Ok(Aqm::CeThreshold(k))
         }
@@ -222,10 +185,7 @@ fn aqm(table: Option<&Map<String, Value>>) -> Result<Aqm, ConfigError> {
     }
 }
 
-fn fq_codel(
-    p: &plan::FqCodelPlan,
-    at: &dyn Fn(&str) -> String,
-) -> Result<FqCodelParams, ConfigError> {
+fn fq_codel(p: &plan::FqCodelPlan, at: &dyn Fn(&str) -> String) -> Result<FqCodelParams, ConfigError> {
     let positive_time = |v: Option<f64>, key: &str| positive(v, &at(key)).map(Time::from_secs_f64);
     let target = positive_time(p.target_s, "target_s")?;
     let interval = positive_time(p.interval_s, "interval_s")?;
@@ -235,27 +195,14 @@ fn fq_codel(
     };
     let limit = required(whole(p.limit_packets), at("limit_packets"))?;
     if limit == 0 || limit > u32::MAX as u64 {
-        return err(
-            at("limit_packets"),
-            format!("must be 1 to {}, got {limit}", u32::MAX),
-        );
+        return err(at("limit_packets"), format!("must be 1 to {}, got {limit}", u32::MAX));
     }
     let quantum = required(whole(p.quantum_bytes), at("quantum_bytes"))?;
     if quantum == 0 || quantum > i32::MAX as u64 {
-        return err(
-            at("quantum_bytes"),
-            format!("must be 1 to {}, got {quantum}", i32::MAX),
-        );
+        return err(at("quantum_bytes"), format!("must be 1 to {}, got {quantum}", i32::MAX));
     }
     let ecn = required(p.ecn, at("ecn"))?;
-    Ok(FqCodelParams {
-        target,
-        interval,
-        limit: limit as u32,
-        ce_threshold,
-        quantum: quantum as u32,
-        ecn,
-    })
+    Ok(FqCodelParams { target, interval, limit: limit as u32, ce_threshold, quantum: quantum as u32, ecn })
 }
 
 fn host_limits(h: &plan::HostLimits, path: &str) -> Result<HostLimits, ConfigError> {
@@ -281,23 +228,14 @@ fn host_limits(h: &plan::HostLimits, path: &str) -> Result<HostLimits, ConfigErr
     let start_spread_s = match h.start_spread_s {
         None => START_JITTER.as_secs_f64(),
         Some(x) if (0.0..=MAX_START_SPREAD_S).contains(&x) => x,
-        Some(x) => {
-            return err(
-                at("start_spread_s"),
-                format!("must be 0 to {MAX_START_SPREAD_S} s, got {x}"),
-            )
-        }
+        Some(x) => return err(at("start_spread_s"), format!("must be 0 to {MAX_START_SPREAD_S} s, got {x}")),
     };
     let cpu = match &h.cpu {
         Some(c) => Some(host_cpu(c, path)?),
         None => None,
     };
     let nic_rate_bps = nic_rate(h.nic_rate_bps, path)?;
-    let coalescing = coalescing(
-        h.interrupt_coalescing_s,
-        h.interrupt_coalescing_frames,
-        path,
-    )?;
+    let coalescing = coalescing(h.interrupt_coalescing_s, h.interrupt_coalescing_frames, path)?;
     let qdisc_paces = qdisc_paces(h.qdisc.as_deref(), path)?;
     Ok(HostLimits {
         qdisc_paces,
@@ -326,14 +264,9 @@ fn rpc_spec(f: &plan::FlowPlan, at: &dyn Fn(&str) -> String) -> Result<RpcSpec, 
     let mode = match (whole(f.concurrency), f.rate_per_s) {
         (Some(c), None) => {
             if c == 0 || c > 1_000_000 {
-                return err(
-                    at("concurrency"),
-                    format!("must be between 1 and 1000000, got {c}"),
-                );
+                return err(at("concurrency"), format!("must be between 1 and 1000000, got {c}"));
             }
-            RpcMode::Closed {
-                concurrency: c as u32,
-            }
+            RpcMode::Closed { concurrency: c as u32 }
         }
         (None, Some(r)) => {
             if r <= 0.0 {
@@ -341,24 +274,10 @@ fn rpc_spec(f: &plan::FlowPlan, at: &dyn Fn(&str) -> String) -> Result<RpcSpec, 
             }
             RpcMode::Open { rate_per_s: r }
         }
-        (Some(_), Some(_)) => {
-            return err(
-                at("concurrency"),
-                "give either concurrency or rate_per_s, not both",
-            )
-        }
-        (None, None) => {
-            return err(
-                at("concurrency"),
-                "an rpc flow needs concurrency (closed loop) or rate_per_s (open loop)",
-            )
-        }
+        (Some(_), Some(_)) => return err(at("concurrency"), "give either concurrency or rate_per_s, not both"),
+        (None, None) => return err(at("concurrency"), "an rpc flow needs concurrency (closed loop) or rate_per_s (open loop)"),
     };
-    Ok(RpcSpec {
-        request_bytes,
-        response_bytes,
-        mode,
-    })
+    Ok(RpcSpec { request_bytes, response_bytes, mode })
 }
 
 /// One flow group (FlowPlan).
@@ -402,12 +321,7 @@ impl FlowPlan {
 /// path_plan::cross_flow): streams and start are read; the TCP fields must
 /// be left out. Cross packets are offered to the FIFO bottleneck, so a
 /// discipline that holds its own queues (fq_codel) is refused.
-fn cross_group(
-    f: &plan::FlowPlan,
-    i: usize,
-    aqm: &Aqm,
-    at: &dyn Fn(&str) -> String,
-) -> Result<FlowPlan, ConfigError> {
+fn cross_group(f: &plan::FlowPlan, i: usize, aqm: &Aqm, at: &dyn Fn(&str) -> String) -> Result<FlowPlan, ConfigError> {
     if matches!(aqm, Aqm::FqCodel(_)) {
         return err(at("kind"), "cross traffic is offered to the FIFO bottleneck; it is not modelled through fq_codel (use droptail or ce_threshold)");
     }
@@ -422,17 +336,11 @@ fn cross_group(
         ("app", f.app.is_some()),
     ];
     if let Some((key, _)) = tcp_only.iter().find(|(_, given)| *given) {
-        return err(
-            at(key),
-            "applies to TCP flows only, not to a flow of kind cross",
-        );
+        return err(at(key), "applies to TCP flows only, not to a flow of kind cross");
     }
     let streams = required(whole(f.streams), at("streams"))?;
     if streams == 0 || streams > MAX_CROSS_STREAMS {
-        return err(
-            at("streams"),
-            format!("must be from 1 to {MAX_CROSS_STREAMS}, got {streams}"),
-        );
+        return err(at("streams"), format!("must be from 1 to {MAX_CROSS_STREAMS}, got {streams}"));
     }
     Ok(FlowPlan {
         group: whole(f.group).unwrap_or(i as u64),
@@ -462,14 +370,7 @@ pub fn cross_flow(
     at: &dyn Fn(&str) -> String,
 ) -> Result<(FlowPlan, crate::path::cross::CrossSpec), ConfigError> {
     let flow = cross_group(f, i, aqm, at)?;
-    let spec = crate::path_plan::cross_flow(
-        f.cross.as_ref(),
-        i as u32,
-        flow.streams,
-        flow.start_s,
-        mtu_bytes,
-        at,
-    )?;
+    let spec = crate::path_plan::cross_flow(f.cross.as_ref(), i as u32, flow.streams, flow.start_s, mtu_bytes, at)?;
     Ok((flow, spec))
 }
 
@@ -505,10 +406,7 @@ impl Scenario {
     /// Parses and validates the JSON of a RunPlan: crate::plan's structs
     /// (names and types), then the values.
     pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
-        let v: Value = serde_json::from_str(text).map_err(|e| ConfigError {
-            field: String::new(),
-            message: format!("invalid JSON: {e}"),
-        })?;
+        let v: Value = serde_json::from_str(text).map_err(|e| ConfigError { field: String::new(), message: format!("invalid JSON: {e}") })?;
         Scenario::from_plan(plan::from_value::<RunPlan>(v)?)
     }
 
@@ -525,23 +423,12 @@ impl Scenario {
         let corruption = probability(p.corruption.unwrap_or(0.0), "corruption")?;
         let buffer_bytes = required(whole(p.buffer_bytes), "buffer_bytes")?;
         let aqm = aqm(p.aqm.as_ref())?;
-        let flow_ccs: Vec<(String, Option<String>)> = p
-            .flows
-            .iter()
-            .flatten()
-            .map(|f| {
-                (
-                    f.kind.clone().unwrap_or_else(|| "bulk".into()),
-                    f.cc.clone(),
-                )
-            })
-            .collect();
+        let flow_ccs: Vec<(String, Option<String>)> =
+            p.flows.iter().flatten().map(|f| (f.kind.clone().unwrap_or_else(|| "bulk".into()), f.cc.clone())).collect();
         let states = |g: usize| -> Result<&'static [&'static str], String> {
             let (kind, cc) = &flow_ccs[g];
             if kind == "cross" {
-                return Err(format!(
-                    "flow {g} is cross traffic, which has no sender state to watch"
-                ));
+                return Err(format!("flow {g} is cross traffic, which has no sender state to watch"));
             }
             let cc = cc.as_deref().unwrap_or_default();
             let labels = crate::cc::by_name(cc).map_or(&[][..], |c| c.state_labels());
@@ -550,19 +437,11 @@ impl Scenario {
             }
             Ok(labels)
         };
-        let mut dynamics =
-            crate::path_plan::dynamics(p.dynamics.as_ref(), loss, flow_ccs.len(), &states)?;
-        let read_trigger = |t: &plan::StateTrigger, field: &str| {
-            crate::path_plan::state_trigger(t, field, flow_ccs.len(), &states)
-        };
+        let dynamics = crate::path_plan::dynamics(p.dynamics.as_ref(), loss, flow_ccs.len(), &states)?;
+        let read_trigger = |t: &plan::StateTrigger, field: &str| crate::path_plan::state_trigger(t, field, flow_ccs.len(), &states);
         let mtu_bytes = required(whole(p.mtu_bytes), "mtu_bytes")?;
         if mtu_bytes <= TCP_IP_HEADER_BYTES as u64 {
-            return err(
-                "mtu_bytes",
-                format!(
-                    "must exceed the {TCP_IP_HEADER_BYTES}-byte TCP/IP header, got {mtu_bytes}"
-                ),
-            );
+            return err("mtu_bytes", format!("must exceed the {TCP_IP_HEADER_BYTES}-byte TCP/IP header, got {mtu_bytes}"));
         }
         let mut senders = BTreeMap::new();
         for (name, h) in required(p.senders, "senders")? {
@@ -579,6 +458,7 @@ impl Scenario {
         }
         let mut flows = Vec::new();
         let mut total = 0u64;
+        let mut dynamics = dynamics;
         for (i, f) in flows_in.into_iter().enumerate() {
             let path = format!("flows[{i}]");
             let at = |key: &str| join(&path, key);
@@ -592,27 +472,16 @@ impl Scenario {
                     flows.push(flow);
                     continue;
                 }
-                k => {
-                    return err(
-                        at("kind"),
-                        format!("unknown flow kind '{k}'; expected bulk, rpc or cross"),
-                    )
-                }
+                k => return err(at("kind"), format!("unknown flow kind '{k}'; expected bulk, rpc or cross")),
             };
             if f.cross.is_some() {
-                return err(
-                    at("cross"),
-                    format!("only a flow of kind cross takes a cross table (this one is {kind})"),
-                );
+                return err(at("cross"), format!("only a flow of kind cross takes a cross table (this one is {kind})"));
             }
             let cc = required(f.cc, at("cc"))?;
             if crate::cc::by_name(&cc).is_none() {
                 return err(
                     at("cc"),
-                    format!(
-                        "unknown congestion control '{cc}'; available: {}",
-                        crate::cc::AVAILABLE.join(", ")
-                    ),
+                    format!("unknown congestion control '{cc}'; available: {}", crate::cc::AVAILABLE.join(", ")),
                 );
             }
             let streams = required(whole(f.streams), at("streams"))?;
@@ -621,28 +490,19 @@ impl Scenario {
             }
             total = total.saturating_add(streams);
             if total > MAX_STREAMS {
-                return err(
-                    at("streams"),
-                    format!("more than {MAX_STREAMS} streams in one run"),
-                );
+                return err(at("streams"), format!("more than {MAX_STREAMS} streams in one run"));
             }
             let mss = required(whole(f.mss_bytes), at("mss_bytes"))?;
             if mss == 0 || mss + TCP_IP_HEADER_BYTES as u64 > mtu_bytes {
                 return err(
                     at("mss_bytes"),
-                    format!(
-                        "must be between 1 and mtu_bytes - {TCP_IP_HEADER_BYTES} = {}, got {mss}",
-                        mtu_bytes - TCP_IP_HEADER_BYTES as u64
-                    ),
+                    format!("must be between 1 and mtu_bytes - {TCP_IP_HEADER_BYTES} = {}, got {mss}", mtu_bytes - TCP_IP_HEADER_BYTES as u64),
                 );
             }
             let sender = required(f.sender, at("sender"))?;
             if !senders.contains_key(&sender) {
                 let known: Vec<&str> = senders.keys().map(|s| s.as_str()).collect();
-                return err(
-                    at("sender"),
-                    format!("unknown sender '{sender}'; senders: {}", known.join(", ")),
-                );
+                return err(at("sender"), format!("unknown sender '{sender}'; senders: {}", known.join(", ")));
             }
             let start_s = non_negative(f.start_s.unwrap_or(0.0), &at("start_s"))?;
             let group = whole(f.group).unwrap_or(i as u64);
@@ -653,29 +513,12 @@ impl Scenario {
                 // Steps on a sender's state fire in the engine, as the
                 // path's do (a moving path: path/dynamics.rs).
                 let g = group as usize;
-                dynamics.triggered.extend(
-                    a.triggered.iter().map(|(t, change)| (t.clone(), Triggered::App { group: g, change: *change })),
-                );
+                dynamics.triggered.extend(a.triggered.iter().map(|(t, change)| (t.clone(), Triggered::App { group: g, change: *change })));
             }
-            flows.push(FlowPlan {
-                group,
-                kind,
-                cc,
-                streams,
-                mss_bytes: mss,
-                sender,
-                start_s,
-                rpc,
-                ecn,
-                cwnd_clamp,
-                app,
-            });
+            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn, cwnd_clamp, app });
         }
         if flows.iter().all(|f| f.is_cross()) {
-            return err(
-                "flows",
-                "at least one TCP flow (kind bulk or rpc) is needed beside cross traffic",
-            );
+            return err("flows", "at least one TCP flow (kind bulk or rpc) is needed beside cross traffic");
         }
         let scenario = Scenario {
             run_id,
@@ -704,31 +547,20 @@ impl Scenario {
     /// at the receiver, for hosts with a CPU model. Errors when hosts that
     /// share a machine disagree on its cores.
     #[allow(clippy::type_complexity)]
-    fn place_streams(
-        &self,
-    ) -> Result<(Placement, Vec<Option<CpuSeat>>, Vec<Option<CpuSeat>>), ConfigError> {
+    fn place_streams(&self) -> Result<(Placement, Vec<Option<CpuSeat>>, Vec<Option<CpuSeat>>), ConfigError> {
         let total: u64 = self.flows.iter().map(FlowPlan::tcp_streams).sum();
         let mut at_sender = vec![None; total as usize];
         let mut placement = Placement::default();
         for (name, host) in &self.senders {
             let Some(cpu) = &host.cpu else { continue };
-            let mine: Vec<usize> = self
-                .stream_senders()
-                .enumerate()
-                .filter(|(_, s)| *s == name)
-                .map(|(k, _)| k)
-                .collect();
+            let mine: Vec<usize> = self.stream_senders().enumerate().filter(|(_, s)| *s == name).map(|(k, _)| k).collect();
             let seats = placement.seat(name, &format!("senders.{name}"), cpu, mine.len() as u32)?;
             for (k, seat) in mine.into_iter().zip(seats) {
                 at_sender[k] = Some(seat);
             }
         }
         let at_receiver = match &self.receiver.cpu {
-            Some(cpu) => placement
-                .seat("receiver", "receiver", cpu, total as u32)?
-                .into_iter()
-                .map(Some)
-                .collect(),
+            Some(cpu) => placement.seat("receiver", "receiver", cpu, total as u32)?.into_iter().map(Some).collect(),
             None => vec![None; total as usize],
         };
         Ok((placement, at_sender, at_receiver))
@@ -736,9 +568,7 @@ impl Scenario {
 
     /// Each stream's sender name, in global stream order.
     fn stream_senders(&self) -> impl Iterator<Item = &String> {
-        self.flows
-            .iter()
-            .flat_map(|f| std::iter::repeat_n(&f.sender, f.tcp_streams() as usize))
+        self.flows.iter().flat_map(|f| std::iter::repeat_n(&f.sender, f.tcp_streams() as usize))
     }
 
     /// RunPlan.packet_loss_probability(): random loss combined with per-bit
@@ -755,26 +585,12 @@ impl Scenario {
     /// loss-free repetitions would be identical and the first flow would
     /// always win a race that is really a coin toss.
     pub fn sim_config(&self) -> SimConfig {
-        let (placement, mut sender_seats, mut receiver_seats) =
-            self.place_streams().expect("placed when validated");
+        let (placement, mut sender_seats, mut receiver_seats) = self.place_streams().expect("placed when validated");
         // One NIC per sender host with a ceiling, in name order.
-        let nic_hosts: Vec<&String> = self
-            .senders
-            .iter()
-            .filter(|(_, h)| h.nic_rate_bps.is_some())
-            .map(|(n, _)| n)
-            .collect();
-        let nics = nic_hosts
-            .iter()
-            .map(|n| Rate(self.senders[*n].nic_rate_bps.expect("filtered").round() as u64))
-            .collect();
+        let nic_hosts: Vec<&String> = self.senders.iter().filter(|(_, h)| h.nic_rate_bps.is_some()).map(|(n, _)| n).collect();
+        let nics = nic_hosts.iter().map(|n| Rate(self.senders[*n].nic_rate_bps.expect("filtered").round() as u64)).collect();
         // One ACK interrupt per sender host with moderation, in name order.
-        let coalescing_hosts: Vec<&String> = self
-            .senders
-            .iter()
-            .filter(|(_, h)| h.coalescing.is_some())
-            .map(|(n, _)| n)
-            .collect();
+        let coalescing_hosts: Vec<&String> = self.senders.iter().filter(|(_, h)| h.coalescing.is_some()).map(|(n, _)| n).collect();
         let mut streams = Vec::new();
         let mut jitter = crate::rng::Rng::new(self.seed, START_JITTER_STREAM);
         let mut k = 0u64;
@@ -808,14 +624,8 @@ impl Scenario {
                     sender_jitter: host.processing_jitter_s.map(Time::from_secs_f64),
                     sender_cpu: sender_seats[k as usize].take(),
                     receiver_cpu: receiver_seats[k as usize].take(),
-                    nic: nic_hosts
-                        .iter()
-                        .position(|n| **n == f.sender)
-                        .map(|i| i as u32),
-                    ack_coalescer: coalescing_hosts
-                        .iter()
-                        .position(|n| **n == f.sender)
-                        .map(|i| i as u32),
+                    nic: nic_hosts.iter().position(|n| **n == f.sender).map(|i| i as u32),
+                    ack_coalescer: coalescing_hosts.iter().position(|n| **n == f.sender).map(|i| i as u32),
                     qdisc_paces: host.qdisc_paces,
                 });
                 k += 1;
@@ -830,31 +640,17 @@ impl Scenario {
             buffer: Bytes(self.buffer_bytes),
             aqm: self.aqm,
             mtu: self.mtu_bytes.min(u32::MAX as u64) as u32,
-            group_loss: self
-                .flows
-                .iter()
-                .map(|f| self.packet_loss_probability(f.mss_bytes))
-                .collect(),
+            group_loss: self.flows.iter().map(|f| self.packet_loss_probability(f.mss_bytes)).collect(),
             streams,
             machine_cores: placement.machine_cores,
             machine_hosts: placement.machine_hosts,
             warmup: Time::from_secs_f64(self.warmup_s),
             nics,
             receiver_coalescing: self.receiver.coalescing,
-            sender_coalescing: coalescing_hosts
-                .iter()
-                .map(|n| self.senders[*n].coalescing.expect("filtered"))
-                .collect(),
+            sender_coalescing: coalescing_hosts.iter().map(|n| self.senders[*n].coalescing.expect("filtered")).collect(),
             dynamics: (!self.dynamics.is_static()).then(|| {
                 let group_mss: Vec<u64> = self.flows.iter().map(|f| f.mss_bytes).collect();
-                Box::new(Dynamics::new(
-                    &self.dynamics,
-                    self.seed,
-                    Time::from_secs_f64(self.rtt_s),
-                    self.loss,
-                    self.corruption,
-                    &group_mss,
-                ))
+                Box::new(Dynamics::new(&self.dynamics, self.seed, Time::from_secs_f64(self.rtt_s), self.loss, self.corruption, &group_mss))
             }),
         }
     }

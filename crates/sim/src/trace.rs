@@ -474,31 +474,12 @@ impl RunResult {
     /// "path_series": {..}, "events": {..}, "path": {..}, "stats": {..}}.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::{json, Map, Value};
-        let series: Map<String, Value> = self
-            .series
-            .columns()
-            .map(|(k, v)| (k.to_string(), v.to_json()))
-            .collect();
-        let rpcs: Map<String, Value> = self
-            .rpcs
-            .columns()
-            .map(|(k, v)| (k.to_string(), v.to_json()))
-            .collect();
-        let path_series: Map<String, Value> = self
-            .path_series
-            .columns()
-            .map(|(k, v)| (k.to_string(), v.to_json()))
-            .collect();
-        let events: Map<String, Value> = self
-            .events
-            .columns()
-            .map(|(k, v)| (k.to_string(), v.to_json()))
-            .collect();
-        let path: Map<String, Value> = self
-            .path
-            .facts()
-            .map(|(k, v)| (k.to_string(), v.to_json()))
-            .collect();
+        let series: Map<String, Value> = self.series.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
+        let rpcs: Map<String, Value> = self.rpcs.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
+        let path_series: Map<String, Value> =
+            self.path_series.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
+        let events: Map<String, Value> = self.events.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
+        let path: Map<String, Value> = self.path.facts().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         json!({
             "series": Value::Object(series),
             "rpcs": Value::Object(rpcs),

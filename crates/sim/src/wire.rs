@@ -23,9 +23,7 @@ pub const ETH_HEADER_BYTES: u32 = 14;
 /// Bytes of the IP packet that carries an `mss`-byte segment: headers with
 /// the timestamp option when that fits the MTU, else MSS + 40.
 pub fn ip_packet_bytes(mss: u32, mtu: u32) -> u32 {
-    (mss + TCP_IP_TS_HEADER_BYTES)
-        .min(mtu)
-        .max(mss + TCP_IP_HEADER_BYTES)
+    (mss + TCP_IP_TS_HEADER_BYTES).min(mtu).max(mss + TCP_IP_HEADER_BYTES)
 }
 
 /// Whether an `mss`-byte segment carries the timestamp option: it fits

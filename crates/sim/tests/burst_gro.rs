@@ -16,15 +16,8 @@ use serde_json::json;
 /// A CUBIC sender (MSS 1448, 20 ms handshake RTT, no buffer limits) that
 /// has sent its initial window into a hand-driven environment.
 fn started_cubic_sender() -> (Sender, Env) {
-    let cfg = SenderConfig {
-        mss: 1448,
-        wmem_bytes: 1 << 30,
-        rate_cap: None,
-        qdisc_paces: false,
-        initial_rwnd: 1 << 20,
-        handshake_rtt: Some(Time::from_millis(20)),
-        ecn: false,
-    };
+    let cfg = SenderConfig { mss: 1448, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20,
+                             handshake_rtt: Some(Time::from_millis(20)), ecn: false };
     let mut s = Sender::new(&cfg, cc::by_name("cubic").unwrap());
     let mut env = Env::default();
     s.start(Time::ZERO, &mut env);
@@ -44,29 +37,14 @@ fn unpaced_new_data_leaves_in_tso_bursts_of_tcp_tso_autosize_segments() {
     // 64 KB, 45 segments; the quota goes out as such bursts.
     s.tp.snd_cwnd = 2000;
     env.bursts.clear();
-    s.on_ack(
-        Time::from_millis(20),
-        &Ack {
-            ack: 10,
-            wnd: 1 << 20,
-            ..Ack::default()
-        },
-        &mut env,
-    );
+    s.on_ack(Time::from_millis(20), &Ack { ack: 10, wnd: 1 << 20, ..Ack::default() }, &mut env);
     let goal = tso_autosize(1448, Rate::from_gbps(100), 2);
     assert_eq!(goal, 45);
     assert!(env.bursts.len() > 10);
-    assert!(
-        env.bursts.iter().all(|&(_, n)| n <= goal),
-        "{:?}",
-        env.bursts
-    );
+    assert!(env.bursts.iter().all(|&(_, n)| n <= goal), "{:?}", env.bursts);
     assert!(env.bursts.iter().filter(|&&(_, n)| n == goal).count() >= env.bursts.len() - 1);
     // Consecutive, without gaps: the bursts are the segments in order.
-    assert!(env
-        .bursts
-        .windows(2)
-        .all(|w| w[0].0 + w[0].1 as u64 == w[1].0));
+    assert!(env.bursts.windows(2).all(|w| w[0].0 + w[0].1 as u64 == w[1].0));
 }
 
 #[test]
@@ -77,40 +55,18 @@ fn new_data_queued_a_burst_at_a_time_keeps_per_segment_in_flight_and_counts() {
     // one snapshot, tx.in_flight counting each segment
     // (tcp_set_tx_in_flight), the same TSO packets on the wire.
     let (mut s, mut env) = started_cubic_sender();
-    assert_eq!(
-        (s.sb.snd_nxt, s.tp.packets_out, s.stats.segs_out),
-        (10, 10, 10)
-    );
+    assert_eq!((s.sb.snd_nxt, s.tp.packets_out, s.stats.segs_out), (10, 10, 10));
     assert_eq!(s.sb.run_count(), 1, "the initial window is one run");
-    assert_eq!(
-        (0..10).map(|q| s.sb.get(q).in_flight).collect::<Vec<_>>(),
-        (1..=10).collect::<Vec<u32>>()
-    );
+    assert_eq!((0..10).map(|q| s.sb.get(q).in_flight).collect::<Vec<_>>(), (1..=10).collect::<Vec<u32>>());
     // An ACK of 4 frees room for 4 + cwnd growth: one more run, its
     // in_flight continuing from what is still out.
-    s.on_ack(
-        Time::from_millis(20),
-        &Ack {
-            ack: 4,
-            wnd: 1 << 20,
-            ..Ack::default()
-        },
-        &mut env,
-    );
+    s.on_ack(Time::from_millis(20), &Ack { ack: 4, wnd: 1 << 20, ..Ack::default() }, &mut env);
     let sent = s.sb.snd_nxt - 10;
     assert!(sent >= 4, "{sent}");
     assert_eq!(s.sb.run_count(), 2);
-    assert_eq!(
-        (10..s.sb.snd_nxt)
-            .map(|q| s.sb.get(q).in_flight)
-            .collect::<Vec<_>>(),
-        (7..7 + sent as u32).collect::<Vec<u32>>()
-    );
+    assert_eq!((10..s.sb.snd_nxt).map(|q| s.sb.get(q).in_flight).collect::<Vec<_>>(), (7..7 + sent as u32).collect::<Vec<u32>>());
     // The wire saw every segment once, in order, as TSO packets.
-    assert_eq!(
-        env.sent.iter().map(|&(_, q, _)| q).collect::<Vec<_>>(),
-        (0..s.sb.snd_nxt).collect::<Vec<_>>()
-    );
+    assert_eq!(env.sent.iter().map(|&(_, q, _)| q).collect::<Vec<_>>(), (0..s.sb.snd_nxt).collect::<Vec<_>>());
 }
 
 /// A paced 1-stream BBR flow at 10 Gbit/s, 20 ms (TSO bursts of ~45
@@ -131,16 +87,10 @@ fn a_gro_receiver_acks_once_per_tso_burst_instead_of_every_second_segment() {
     let (rcv_on, acks_on, _) = received_and_acks(true, 0.0, 3.0);
     // Without GRO: delayed ACKs, one per two full segments.
     let per_ack_off = rcv_off as f64 / acks_off as f64;
-    assert!(
-        (1.8..=2.2).contains(&per_ack_off),
-        "{per_ack_off} segments per ACK without GRO"
-    );
+    assert!((1.8..=2.2).contains(&per_ack_off), "{per_ack_off} segments per ACK without GRO");
     // With GRO: one ACK per super-packet of up to 45 segments (64 KB).
     let per_ack_on = rcv_on as f64 / acks_on as f64;
-    assert!(
-        (20.0..=45.0).contains(&per_ack_on),
-        "{per_ack_on} segments per ACK with GRO"
-    );
+    assert!((20.0..=45.0).contains(&per_ack_on), "{per_ack_on} segments per ACK with GRO");
 }
 
 #[test]
@@ -149,9 +99,6 @@ fn gro_keeps_goodput_and_random_loss_stays_per_segment() {
     // sees each loss; goodput stays at the bottleneck's (BBR ignores 1e-4).
     let (_, _, off) = received_and_acks(false, 1e-4, 4.0);
     let (_, _, on) = received_and_acks(true, 1e-4, 4.0);
-    assert!(
-        (on / off - 1.0).abs() < 0.05,
-        "goodput with GRO {on}, without {off}"
-    );
+    assert!((on / off - 1.0).abs() < 0.05, "goodput with GRO {on}, without {off}");
     assert!(on > 9.0e9, "{on}");
 }

@@ -46,11 +46,7 @@ fn stream_transitions(e: &Events, stream: i64) -> Vec<(f64, &'static str, &'stat
 
 /// Instants at which stream `stream` entered PROBE_RTT.
 fn probe_rtt_entries(e: &Events, stream: i64) -> Vec<f64> {
-    stream_transitions(e, stream)
-        .into_iter()
-        .filter(|&(_, _, to)| to == "probe_rtt")
-        .map(|(t, _, _)| t)
-        .collect()
+    stream_transitions(e, stream).into_iter().filter(|&(_, _, to)| to == "probe_rtt").map(|(t, _, _)| t).collect()
 }
 
 /// STARTUP, then DRAIN, then only PROBE_BW (any phase) and PROBE_RTT:
@@ -64,10 +60,7 @@ fn assert_startup_drain_then_probing(r: &RunResult, stream: i64, probe_bw: &[&st
     assert!(probe_bw.contains(&tr[1].2), "{tr:?}");
     for &(t, from, to) in &tr[1..] {
         for s in [from, to] {
-            assert!(
-                probe_bw.contains(&s) || s == "probe_rtt" || (s == "drain" && t == tr[1].0),
-                "{t}: {from} -> {to}"
-            );
+            assert!(probe_bw.contains(&s) || s == "probe_rtt" || (s == "drain" && t == tr[1].0), "{t}: {from} -> {to}");
         }
     }
     // PROBE_RTT lasts at least bbr_probe_rtt_mode_ms (200 ms) and ends in PROBE_BW.
@@ -113,12 +106,7 @@ fn bbr_probes_rtt_when_its_10_s_min_rtt_window_passes_without_a_sample_at_or_bel
 #[test]
 fn bbr3_runs_startup_drain_probe_bw_phases_and_probe_rtt_every_5_s() {
     let r = run("bbr3");
-    let phases = [
-        "probe_bw_down",
-        "probe_bw_cruise",
-        "probe_bw_refill",
-        "probe_bw_up",
-    ];
+    let phases = ["probe_bw_down", "probe_bw_cruise", "probe_bw_refill", "probe_bw_up"];
     assert_startup_drain_then_probing(&r, 0, &phases);
     // google/bbr v3 tcp_bbr.c: bbr_probe_rtt_win_ms = 5000 (the draft's
     // ProbeRTTInterval, 5 s) for probe_rtt_min_us, then PROBE_RTT for
@@ -131,16 +119,8 @@ fn bbr3_runs_startup_drain_probe_bw_phases_and_probe_rtt_every_5_s() {
     }
     // Every PROBE_BW phase is visited: REFILL, UP, DOWN (a bandwidth probe).
     let tr = transitions(&r.events);
-    for p in [
-        "probe_bw_refill",
-        "probe_bw_up",
-        "probe_bw_down",
-        "probe_bw_cruise",
-    ] {
-        assert!(
-            tr.iter().any(|&(_, _, to)| to == p),
-            "{p} never entered: {tr:?}"
-        );
+    for p in ["probe_bw_refill", "probe_bw_up", "probe_bw_down", "probe_bw_cruise"] {
+        assert!(tr.iter().any(|&(_, _, to)| to == p), "{p} never entered: {tr:?}");
     }
 }
 
@@ -149,9 +129,7 @@ fn full_bw_reached_is_logged_once_on_the_ack_that_ends_startup() {
     for cc in ["bbr", "bbr3"] {
         let r = run(cc);
         let e = &r.events;
-        let full: Vec<usize> = (0..e.len())
-            .filter(|&i| e.kind[i] == "full_bw_reached")
-            .collect();
+        let full: Vec<usize> = (0..e.len()).filter(|&i| e.kind[i] == "full_bw_reached").collect();
         assert_eq!(full.len(), 1, "{cc}");
         let i = full[0];
         assert_eq!(e.cc_full_bw_reached[i], Some(true));
@@ -171,17 +149,12 @@ fn the_bdp_estimate_drain_exits_on_is_the_path_bdp_plus_the_quantization_budget(
     for cc in ["bbr", "bbr3"] {
         let r = run(cc);
         let e = &r.events;
-        let exit = (0..e.len())
-            .find(|&i| e.from_state[i] == "drain")
-            .expect("DRAIN ends");
+        let exit = (0..e.len()).find(|&i| e.from_state[i] == "drain").expect("DRAIN ends");
         let target = e.cc_bdp_segments[exit].unwrap() as f64;
         // bbr_check_drain() compares the EDT flight with bbr_inflight(max_bw,
         // 1.0): the BDP plus bbr_quantization_budget() (3 TSO bursts, and 2
         // more segments in PROBE_BW's UP phase), a few % here.
-        assert!(
-            target >= bdp && target <= bdp * 1.05,
-            "{cc}: {target} vs {bdp}"
-        );
+        assert!(target >= bdp && target <= bdp * 1.05, "{cc}: {target} vs {bdp}");
     }
     // v1 is not policed on this path: lt_bw unused.
     let s = run("bbr").series;
@@ -195,21 +168,13 @@ fn max_bw_when_startup_ends_is_the_bottleneck_rate_in_payload_terms() {
     for cc in ["bbr", "bbr3"] {
         let r = run(cc);
         let e = &r.events;
-        let drain = (0..e.len())
-            .find(|&i| e.to_state[i] == "drain")
-            .expect("STARTUP ends");
+        let drain = (0..e.len()).find(|&i| e.to_state[i] == "drain").expect("STARTUP ends");
         let max_bw = e.cc_max_bw_bps[drain].unwrap();
         // The draft's A.1 criterion: within 2 % (and never above the path).
-        assert!(
-            max_bw <= payload * 1.001 && max_bw >= payload * 0.98,
-            "{cc}: {max_bw} vs {payload}"
-        );
+        assert!(max_bw <= payload * 1.001 && max_bw >= payload * 0.98, "{cc}: {max_bw} vs {payload}");
         // The series carries the same estimate afterwards.
         let s = &r.series;
-        let late = (0..s.len())
-            .rev()
-            .find(|&i| s.t_s[i] <= DURATION_S)
-            .unwrap();
+        let late = (0..s.len()).rev().find(|&i| s.t_s[i] <= DURATION_S).unwrap();
         let later = s.cc_max_bw_bps[late].unwrap();
         assert!((later - payload).abs() <= 0.02 * payload, "{cc}: {later}");
     }
@@ -226,10 +191,7 @@ fn the_round_count_grows_by_about_one_per_rtt() {
         let rtts = (s.t_s[i1] - s.t_s[i0]) / RTT_S;
         // A round takes at least the path's RTT and, with BBR's small queue
         // (at most 1.25 BDP in flight), not much more.
-        assert!(
-            rounds <= rtts + 1.0 && rounds >= 0.85 * rtts,
-            "{cc}: {rounds} rounds in {rtts} RTTs"
-        );
+        assert!(rounds <= rtts + 1.0 && rounds >= 0.85 * rtts, "{cc}: {rounds} rounds in {rtts} RTTs");
         // Never decreasing, in the series and in the events.
         assert!(s.cc_round.windows(2).all(|w| w[0] <= w[1]), "{cc}");
         let e = &r.events;
@@ -246,17 +208,9 @@ fn the_series_state_at_each_sample_is_the_last_logged_change() {
             if tr.iter().any(|&(t, _, _)| (t - s.t_s[i]).abs() < 1e-9) {
                 continue; // a change at the sample instant: order unknown
             }
-            let expect = tr
-                .iter()
-                .rev()
-                .find(|&&(t, _, _)| t < s.t_s[i])
-                .map_or("startup", |&(_, _, to)| to);
+            let expect = tr.iter().rev().find(|&&(t, _, _)| t < s.t_s[i]).map_or("startup", |&(_, _, to)| to);
             assert_eq!(s.cc_state[i], Some(expect), "{cc} at {}", s.t_s[i]);
-            assert_eq!(
-                s.cc_state[i],
-                Some(s.cc_mode[i]),
-                "{cc}: one name for the state"
-            );
+            assert_eq!(s.cc_state[i], Some(s.cc_mode[i]), "{cc}: one name for the state");
         }
     }
 }
@@ -277,22 +231,12 @@ fn v1_logs_its_gain_cycle_phases_and_bbr3_fills_its_bounds() {
     let r3 = run("bbr3");
     let s = &r3.series;
     assert!(s.cc_bw_hi_bps.iter().all(Option::is_some));
-    assert!(
-        s.cc_lt_use_bw.iter().all(Option::is_none)
-            && s.cc_bw_probe_up_rounds.iter().all(Option::is_some)
-    );
+    assert!(s.cc_lt_use_bw.iter().all(Option::is_none) && s.cc_bw_probe_up_rounds.iter().all(Option::is_some));
     // A lossless path: no probe went too high, nothing saved for undo.
     assert!(s.cc_prev_probe_too_high.iter().all(|&p| p == Some(false)));
     assert!(s.cc_undo_inflight_hi_segments.iter().all(|&u| u == Some(0)));
-    assert!(s
-        .cc_cycle_index
-        .iter()
-        .all(|c| (0..4).contains(&c.unwrap())));
-    assert_eq!(
-        r3.events.kind.iter().filter(|&&k| k == "cc_cycle").count(),
-        0,
-        "v3's phases are states"
-    );
+    assert!(s.cc_cycle_index.iter().all(|c| (0..4).contains(&c.unwrap())));
+    assert_eq!(r3.events.kind.iter().filter(|&&k| k == "cc_cycle").count(), 0, "v3's phases are states");
 }
 
 #[test]
@@ -310,9 +254,7 @@ fn a_cca_without_variables_records_null_columns_and_no_events() {
 
 /// Rows of stream 0's events of `kind`.
 fn event_rows(e: &Events, kind: &str) -> Vec<usize> {
-    (0..e.len())
-        .filter(|&i| e.kind[i] == kind && e.stream[i] == 0)
-        .collect()
+    (0..e.len()).filter(|&i| e.kind[i] == kind && e.stream[i] == 0).collect()
 }
 
 #[test]
@@ -330,31 +272,12 @@ fn recovery_start_is_logged_with_bbr3s_bounds_saved_for_undo() {
         .run();
     let e = &r.events;
     let starts = event_rows(e, "recovery_start");
-    assert!(
-        starts.len() >= 3,
-        "{} recoveries at 0.2 % loss over 10 s",
-        starts.len()
-    );
+    assert!(starts.len() >= 3, "{} recoveries at 0.2 % loss over 10 s", starts.len());
     for &i in &starts {
-        assert_eq!(
-            e.from_state[i], e.to_state[i],
-            "a sender event keeps the CCA's state"
-        );
-        assert_eq!(
-            e.cc_undo_bw_lo_bps[i], e.cc_bw_lo_bps[i],
-            "at {} s",
-            e.t_s[i]
-        );
-        assert_eq!(
-            e.cc_undo_inflight_lo_segments[i], e.cc_inflight_lo_segments[i],
-            "at {} s",
-            e.t_s[i]
-        );
-        assert_eq!(
-            e.cc_undo_inflight_hi_segments[i], e.cc_inflight_hi_segments[i],
-            "at {} s",
-            e.t_s[i]
-        );
+        assert_eq!(e.from_state[i], e.to_state[i], "a sender event keeps the CCA's state");
+        assert_eq!(e.cc_undo_bw_lo_bps[i], e.cc_bw_lo_bps[i], "at {} s", e.t_s[i]);
+        assert_eq!(e.cc_undo_inflight_lo_segments[i], e.cc_inflight_lo_segments[i], "at {} s", e.t_s[i]);
+        assert_eq!(e.cc_undo_inflight_hi_segments[i], e.cc_inflight_hi_segments[i], "at {} s", e.t_s[i]);
     }
     assert!(event_rows(e, "undo").len() <= starts.len() + event_rows(e, "loss_start").len());
 }
@@ -373,34 +296,18 @@ fn the_rate_sample_columns_carry_the_last_acks_sample() {
     assert!(probing.len() > 100);
     // Samples of packets sent in PROBE_RTT (cwnd at half the BDP) read
     // about half the rate for a round after it: the median is the link's.
-    let mut rates: Vec<f64> = probing
-        .iter()
-        .map(|&i| s.cc_rs_delivery_rate_bps[i].expect("a valid sample"))
-        .collect();
+    let mut rates: Vec<f64> = probing.iter().map(|&i| s.cc_rs_delivery_rate_bps[i].expect("a valid sample")).collect();
     rates.sort_by(f64::total_cmp);
     let median = rates[rates.len() / 2];
-    assert!(
-        (median / payload - 1.0).abs() < 0.05,
-        "median {median}, payload rate {payload}"
-    );
-    assert!(
-        rates[rates.len() - 1] <= payload * 1.3 && rates[0] >= payload * 0.3,
-        "{rates:?}"
-    );
+    assert!((median / payload - 1.0).abs() < 0.05, "median {median}, payload rate {payload}");
+    assert!(rates[rates.len() - 1] <= payload * 1.3 && rates[0] >= payload * 0.3, "{rates:?}");
     for &i in &probing {
         assert!(s.cc_rs_is_app_limited[i].is_some());
         assert_eq!(s.cc_rs_lost_segments[i], Some(0));
         assert!(s.cc_rs_tx_in_flight_segments[i].unwrap() > 0);
         assert_eq!(s.cc_loss_events_in_round[i], Some(0));
     }
-    assert!(
-        run("cubic")
-            .series
-            .cc_rs_delivery_rate_bps
-            .iter()
-            .all(Option::is_none),
-        "no vars, no sample columns"
-    );
+    assert!(run("cubic").series.cc_rs_delivery_rate_bps.iter().all(Option::is_none), "no vars, no sample columns");
 }
 
 #[test]
@@ -411,25 +318,15 @@ fn the_probe_rtt_stamp_is_5_s_old_when_bbr3_enters_probe_rtt_and_restarts_there(
     for (cc, win_s) in [("bbr3", 5.0), ("bbr", 10.0)] {
         let r = run(cc);
         let (e, s) = (&r.events, &r.series);
-        let entries: Vec<usize> = (0..e.len())
-            .filter(|&i| e.kind[i] == "cc_state" && e.to_state[i] == "probe_rtt")
-            .collect();
+        let entries: Vec<usize> =
+            (0..e.len()).filter(|&i| e.kind[i] == "cc_state" && e.to_state[i] == "probe_rtt").collect();
         assert!(!entries.is_empty(), "{cc}");
         for &i in &entries {
             let t = e.t_s[i];
-            let before = (0..s.len())
-                .rev()
-                .find(|&k| s.t_s[k] < t)
-                .expect("a sample before");
+            let before = (0..s.len()).rev().find(|&k| s.t_s[k] < t).expect("a sample before");
             let stamp = s.cc_probe_rtt_min_stamp_s[before].unwrap();
-            assert!(
-                t - stamp >= win_s - 1e-9,
-                "{cc}: entered at {t}, stamp {stamp}"
-            );
-            assert!(
-                (e.cc_probe_rtt_min_stamp_s[i].unwrap() - t).abs() <= 0.001 + 1e-9,
-                "{cc}: restarted at {t}"
-            );
+            assert!(t - stamp >= win_s - 1e-9, "{cc}: entered at {t}, stamp {stamp}");
+            assert!((e.cc_probe_rtt_min_stamp_s[i].unwrap() - t).abs() <= 0.001 + 1e-9, "{cc}: restarted at {t}");
         }
     }
 }

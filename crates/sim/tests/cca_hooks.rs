@@ -3,9 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use fatpipe_sim::cc::{
-    self, AckSample, CaState, CongestionControl, ConnState, CwndEvent, RateSample,
-};
+use fatpipe_sim::cc::{self, AckSample, CaState, CongestionControl, ConnState, CwndEvent, RateSample};
 use fatpipe_sim::tcp::{Ack, Sender, SenderConfig};
 use fatpipe_sim::units::{Rate, Time};
 
@@ -24,17 +22,11 @@ impl CongestionControl for Recording {
         "recording"
     }
     fn ssthresh(&mut self, tp: &ConnState) -> u32 {
-        self.log
-            .lock()
-            .unwrap()
-            .push(format!("ssthresh {:?}", tp.ca_state));
+        self.log.lock().unwrap().push(format!("ssthresh {:?}", tp.ca_state));
         self.inner.ssthresh(tp)
     }
     fn cong_avoid(&mut self, tp: &mut ConnState, acked: u32) {
-        self.log
-            .lock()
-            .unwrap()
-            .push(format!("cong_avoid {:?}", tp.ca_state));
+        self.log.lock().unwrap().push(format!("cong_avoid {:?}", tp.ca_state));
         self.inner.cong_avoid(tp, acked)
     }
     fn set_state(&mut self, _tp: &mut ConnState, s: CaState) {
@@ -44,20 +36,12 @@ impl CongestionControl for Recording {
         self.log.lock().unwrap().push(format!("cwnd_event {ev:?}"));
     }
     fn pkts_acked(&mut self, _tp: &mut ConnState, s: &AckSample) {
-        self.log.lock().unwrap().push(format!(
-            "pkts_acked {} rtt={}",
-            s.pkts_acked,
-            s.rtt.is_some()
-        ));
+        self.log.lock().unwrap().push(format!("pkts_acked {} rtt={}", s.pkts_acked, s.rtt.is_some()));
     }
 }
 
 fn ack(n: u64, sacks: &[(u64, u64)]) -> Ack {
-    let mut a = Ack {
-        ack: n,
-        wnd: 1 << 20,
-        ..Ack::default()
-    };
+    let mut a = Ack { ack: n, wnd: 1 << 20, ..Ack::default() };
     for (i, b) in sacks.iter().enumerate() {
         a.sacks[i] = *b;
     }
@@ -68,45 +52,23 @@ fn ack(n: u64, sacks: &[(u64, u64)]) -> Ack {
 #[test]
 fn hooks_fire_at_linux_call_points_through_recovery() {
     let log = Arc::new(Mutex::new(Vec::new()));
-    let cc = Recording {
-        inner: cc::by_name("reno").unwrap(),
-        log: log.clone(),
-    };
-    let cfg = SenderConfig {
-        mss: 1000,
-        wmem_bytes: 1 << 30,
-        rate_cap: None,
-        qdisc_paces: false,
-        initial_rwnd: 1 << 20,
-        handshake_rtt: None,
-        ecn: false,
-    };
+    let cc = Recording { inner: cc::by_name("reno").unwrap(), log: log.clone() };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
     let mut s = Sender::new(&cfg, Box::new(cc));
     let mut env = Env::default();
     s.start(Time::ZERO, &mut env);
     s.on_ack(Time::from_millis(20), &ack(10, &[]), &mut env);
     // Segment 10 lost; SACKs for 11.. arrive.
     for k in 11..16u64 {
-        s.on_ack(
-            Time::from_millis(40) + Time::from_micros(k),
-            &ack(10, &[(11, k + 1)]),
-            &mut env,
-        );
+        s.on_ack(Time::from_millis(40) + Time::from_micros(k), &ack(10, &[(11, k + 1)]), &mut env);
     }
     // The retransmission fills the hole; everything sent so far is acked
     // (high_seq is snd_nxt at the start of recovery).
     let all = s.sb.snd_nxt;
     s.on_ack(Time::from_millis(60), &ack(all, &[]), &mut env);
     let log = log.lock().unwrap().clone();
-    let pos = |needle: &str| {
-        log.iter()
-            .position(|l| l == needle)
-            .unwrap_or_else(|| panic!("{needle} missing in {log:?}"))
-    };
-    assert_eq!(
-        log[0], "cwnd_event TxStart",
-        "TX start when nothing is in flight"
-    );
+    let pos = |needle: &str| log.iter().position(|l| l == needle).unwrap_or_else(|| panic!("{needle} missing in {log:?}"));
+    assert_eq!(log[0], "cwnd_event TxStart", "TX start when nothing is in flight");
     assert_eq!(log[1], "pkts_acked 10 rtt=true");
     assert_eq!(log[2], "cong_avoid Open");
     // tcp_enter_recovery: ssthresh (in the old state), then set_state.
@@ -115,18 +77,11 @@ fn hooks_fire_at_linux_call_points_through_recovery() {
     assert!(pos("set_state Disorder") < ss);
     // No cong_avoid during recovery (PRR runs instead).
     let open = pos("set_state Open");
-    assert!(
-        log[ss..open].iter().all(|l| !l.starts_with("cong_avoid")),
-        "{log:?}"
-    );
+    assert!(log[ss..open].iter().all(|l| !l.starts_with("cong_avoid")), "{log:?}");
     assert_eq!(log[open + 1], "cwnd_event CompleteCwr");
     // tcp_end_cwnd_reduction sets cwnd = ssthresh; the same ACK then runs
     // cong_avoid in Open (tcp_cong_control), which may add one segment.
-    assert!(
-        (10..=11).contains(&s.tp.snd_cwnd),
-        "cwnd {} after recovery",
-        s.tp.snd_cwnd
-    );
+    assert!((10..=11).contains(&s.tp.snd_cwnd), "cwnd {} after recovery", s.tp.snd_cwnd);
     assert_eq!(s.tp.snd_ssthresh, 10);
     assert_eq!(log[open + 2], "cong_avoid Open");
 }
@@ -160,21 +115,8 @@ impl CongestionControl for FixedPace {
 #[test]
 fn internal_pacing_spaces_bursts_by_their_length_over_the_pacing_rate() {
     let calls = Arc::new(Mutex::new(0));
-    let cfg = SenderConfig {
-        mss: 1448,
-        wmem_bytes: 1 << 30,
-        rate_cap: None,
-        qdisc_paces: false,
-        initial_rwnd: 1 << 20,
-        handshake_rtt: None,
-        ecn: false,
-    };
-    let mut s = Sender::new(
-        &cfg,
-        Box::new(FixedPace {
-            calls: calls.clone(),
-        }),
-    );
+    let cfg = SenderConfig { mss: 1448, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
+    let mut s = Sender::new(&cfg, Box::new(FixedPace { calls: calls.clone() }));
     let mut env = Env::default();
     s.start(Time::ZERO, &mut env);
     while env.sent.len() < 2000 {

@@ -35,17 +35,10 @@ fn scalable_adds_one_hundredth_per_ack_and_cuts_one_eighth() {
         for _ in 0..10_000 {
             c.cong_avoid(&mut tp, 1);
         }
-        assert_eq!(
-            tp.snd_cwnd,
-            cwnd + 100,
-            "10000 ACKs at 0.01 each from {cwnd}"
-        );
+        assert_eq!(tp.snd_cwnd, cwnd + 100, "10000 ACKs at 0.01 each from {cwnd}");
         let ss = c.ssthresh(&tp);
         let w = tp.snd_cwnd as f64;
-        assert!(
-            (ss as f64 - 0.875 * w).abs() <= 1.0,
-            "ssthresh {ss} of cwnd {w}"
-        );
+        assert!((ss as f64 - 0.875 * w).abs() <= 1.0, "ssthresh {ss} of cwnd {w}");
     }
 }
 
@@ -70,17 +63,11 @@ fn highspeed_a_and_b_match_rfc3649_at_every_row_of_the_table() {
             acks += 1;
         }
         let a = w as f64 / acks as f64;
-        assert!(
-            (a - a_rfc).abs() < 0.1 + a * a / w as f64,
-            "row {i} w={w}: a {a:.3} vs RFC {a_rfc:.3}"
-        );
+        assert!((a - a_rfc).abs() < 0.1 + a * a / w as f64, "row {i} w={w}: a {a:.3} vs RFC {a_rfc:.3}");
         // b(w): the decrease at cwnd = w, within Linux's 1/256 fixed point.
         tp.snd_cwnd = w;
         let b = 1.0 - c.ssthresh(&tp) as f64 / w as f64;
-        assert!(
-            (b - b_rfc).abs() <= 1.0 / 256.0 + 1.0 / w as f64,
-            "row {i} w={w}: b {b:.4} vs RFC {b_rfc:.4}"
-        );
+        assert!((b - b_rfc).abs() <= 1.0 / 256.0 + 1.0 / w as f64, "row {i} w={w}: b {b:.4} vs RFC {b_rfc:.4}");
     }
 }
 
@@ -89,22 +76,13 @@ fn trace(r: &RunResult) -> Vec<(f64, i64, String, String)> {
     let s = &r.series;
     (0..s.len())
         .filter(|&i| s.stream[i] == 0)
-        .map(|i| {
-            (
-                s.t_s[i],
-                s.cwnd_segments[i],
-                s.ca_state[i].to_string(),
-                s.cc_mode[i].to_string(),
-            )
-        })
+        .map(|i| (s.t_s[i], s.cwnd_segments[i], s.ca_state[i].to_string(), s.cc_mode[i].to_string()))
         .collect()
 }
 
 /// Indices of the first Open sample after each Recovery episode.
 fn recoveries_ended(tr: &[(f64, i64, String, String)]) -> Vec<usize> {
-    (1..tr.len())
-        .filter(|&i| tr[i - 1].2 == "recovery" && tr[i].2 == "open")
-        .collect()
+    (1..tr.len()).filter(|&i| tr[i - 1].2 == "recovery" && tr[i].2 == "open").collect()
 }
 
 #[test]
@@ -121,14 +99,8 @@ fn bic_searches_binarily_toward_the_window_of_the_last_loss() {
     for e in recoveries_ended(&tr) {
         let t0 = tr[e].0;
         let start = tr[..e].iter().rposition(|x| x.2 == "open").unwrap_or(0);
-        let open_before = tr[..=start]
-            .iter()
-            .rposition(|x| x.2 != "open")
-            .map_or(0, |k| k + 1);
-        let next_loss = tr[e..]
-            .iter()
-            .position(|x| x.2 != "open")
-            .map_or(tr.len(), |k| e + k);
+        let open_before = tr[..=start].iter().rposition(|x| x.2 != "open").map_or(0, |k| k + 1);
+        let next_loss = tr[e..].iter().position(|x| x.2 != "open").map_or(tr.len(), |k| e + k);
         if tr[start].0 - tr[open_before].0 < 1.0 || tr[next_loss - 1].0 - t0 < 2.0 {
             // Not one clean loss (the slow-start exit, losses in quick
             // succession), or a search cut short by the next loss.
@@ -138,28 +110,15 @@ fn bic_searches_binarily_toward_the_window_of_the_last_loss() {
         let peak = tr[start].1 as f64;
         let c = |dt: f64| tr[at(t0 + dt)].1 as f64;
         let (c0, c1, c2, c_end) = (c(0.0), c(0.4), c(0.8), c(2.0));
-        assert!(
-            tr[e..at(t0 + 2.0)].iter().all(|x| x.3 == "binary_search"),
-            "t={t0}: still searching"
-        );
+        assert!(tr[e..at(t0 + 2.0)].iter().all(|x| x.3 == "binary_search"), "t={t0}: still searching");
         // Binary search: the increase shrinks as cwnd nears W_max ...
-        assert!(
-            c1 - c0 > 2.0 * (c2 - c1),
-            "t={t0}: {c0} → {c1} → {c2} is not concave"
-        );
+        assert!(c1 - c0 > 2.0 * (c2 - c1), "t={t0}: {c0} → {c1} → {c2} is not concave");
         // ... and levels off at W_max: cwnd at the loss, or (1 + β)/2 of it
         // with fast convergence (at most one sample period of growth off).
-        assert!(
-            c_end <= peak + 4.0 && c_end >= 0.85 * peak,
-            "t={t0}: plateau {c_end} vs loss at {peak}"
-        );
+        assert!(c_end <= peak + 4.0 && c_end >= 0.85 * peak, "t={t0}: plateau {c_end} vs loss at {peak}");
         checked += 1;
     }
-    assert!(
-        checked >= 1,
-        "no complete binary search in {} samples",
-        tr.len()
-    );
+    assert!(checked >= 1, "no complete binary search in {} samples", tr.len());
 }
 
 #[test]
@@ -192,22 +151,11 @@ fn westwood_sets_ssthresh_to_the_estimated_bandwidth_times_min_rtt_after_a_loss(
         }
         let before = tr[..e].iter().rev().find(|x| x.2 == "open").unwrap().1 as f64;
         let after = tr[e].1 as f64;
-        assert!(
-            (bdp_lo..=bdp_hi).contains(&after),
-            "t={}: cwnd {after} outside [{bdp_lo:.0}, {bdp_hi:.0}]",
-            tr[e].0
-        );
-        assert!(
-            after > reno(before) + 20.0,
-            "t={}: {after} is Reno's cut of {before}",
-            tr[e].0
-        );
+        assert!((bdp_lo..=bdp_hi).contains(&after), "t={}: cwnd {after} outside [{bdp_lo:.0}, {bdp_hi:.0}]", tr[e].0);
+        assert!(after > reno(before) + 20.0, "t={}: {after} is Reno's cut of {before}", tr[e].0);
         checked += 1;
     }
-    assert!(
-        checked >= 3,
-        "only {checked} losses after the estimate settled"
-    );
+    assert!(checked >= 3, "only {checked} losses after the estimate settled");
 }
 
 /// The bottleneck queue (packets) of `plan` sampled every `step` from
@@ -241,21 +189,13 @@ fn vegas_keeps_two_to_four_segments_queued_on_a_lossless_path() {
     // within [2, 4]; its peaks at most two segments more (each delayed
     // ACK releases a two-segment burst into the queue).
     let plan = Plan::new("vegas", 1, 100e6, 0.02, 14.0);
-    let (queue, retrans) = queue_samples(
-        &plan,
-        Time::from_secs(6),
-        Time::from_secs(14),
-        Time::from_micros(500),
-    );
+    let (queue, retrans) = queue_samples(&plan, Time::from_secs(6), Time::from_secs(14), Time::from_micros(500));
     let mean = queue.iter().sum::<usize>() as f64 / queue.len() as f64;
     let (p5, p95) = (queue[queue.len() / 20], queue[queue.len() * 19 / 20]);
     eprintln!("vegas queue mean {mean:.2} p5 {p5} p95 {p95}");
     assert_eq!(retrans, 0, "lossless");
     assert!((2..=4).contains(&p5), "queue troughs (p5) {p5} packets");
-    assert!(
-        p95 <= 4 + 2 && mean <= 4.0 + 2.0,
-        "queue p95 {p95} mean {mean:.2}"
-    );
+    assert!(p95 <= 4 + 2 && mean <= 4.0 + 2.0, "queue p95 {p95} mean {mean:.2}");
 }
 
 #[test]
@@ -271,11 +211,7 @@ fn illinois_alpha_falls_from_alpha_max_at_base_rtt_to_alpha_min_near_max_delay()
     let mut tp = ConnState::new(1448);
     c.init(&mut tp);
     (tp.snd_cwnd, tp.snd_ssthresh, tp.is_cwnd_limited) = (bdp, 2, true);
-    let ack = |us: u64| AckSample {
-        pkts_acked: 1,
-        rtt: Some(Time::from_micros(us)),
-        in_flight: 1,
-    };
+    let ack = |us: u64| AckSample { pkts_acked: 1, rtt: Some(Time::from_micros(us)), in_flight: 1 };
     c.pkts_acked(&mut tp, &ack(base_us));
     c.pkts_acked(&mut tp, &ack(base_us + buf as u64 * per_seg_us));
     // Rounds of one cwnd of ACKs at the RTT of the queue at the round's
@@ -295,52 +231,23 @@ fn illinois_alpha_falls_from_alpha_max_at_base_rtt_to_alpha_min_near_max_delay()
     // At base RTT: ALPHA_MAX, ten segments per RTT, after theta = 5 rounds
     // of low delay (the round before had the buffer full: alpha() holds
     // its value until then).
-    let top = rounds
-        .iter()
-        .position(|r| r.1 == ALPHA_MAX)
-        .expect("alpha reaches ALPHA_MAX");
-    assert!(
-        (4..=6).contains(&top),
-        "ALPHA_MAX after {top} rounds: {:?}",
-        &rounds[..top + 1]
-    );
-    assert!(
-        rounds[..=top].iter().all(|r| r.0 < 0.01),
-        "no queue until then"
-    );
-    assert!(
-        rounds[top + 1].2 >= 9,
-        "growth at base RTT {:?}",
-        &rounds[top..top + 3]
-    );
+    let top = rounds.iter().position(|r| r.1 == ALPHA_MAX).expect("alpha reaches ALPHA_MAX");
+    assert!((4..=6).contains(&top), "ALPHA_MAX after {top} rounds: {:?}", &rounds[..top + 1]);
+    assert!(rounds[..=top].iter().all(|r| r.0 < 0.01), "no queue until then");
+    assert!(rounds[top + 1].2 >= 9, "growth at base RTT {:?}", &rounds[top..top + 3]);
     // From then on alpha never rises while the queue grows, and is near
     // ALPHA_MIN (0.3 segments per RTT) once the delay nears the maximum.
-    assert!(
-        rounds[top..].windows(2).all(|p| p[1].1 <= p[0].1),
-        "alpha rose with delay"
-    );
+    assert!(rounds[top..].windows(2).all(|p| p[1].1 <= p[0].1), "alpha rose with delay");
     let late: Vec<_> = rounds.iter().filter(|r| r.0 >= 0.9).collect();
     assert!(!late.is_empty());
     for r in &late {
-        assert!(
-            alpha_segs(r.1) <= 1.5 * alpha_segs(ALPHA_MIN),
-            "alpha {} at queue {:.2}",
-            alpha_segs(r.1),
-            r.0
-        );
+        assert!(alpha_segs(r.1) <= 1.5 * alpha_segs(ALPHA_MIN), "alpha {} at queue {:.2}", alpha_segs(r.1), r.0);
     }
     let late_growth = late.iter().map(|r| r.2).sum::<u32>() as f64 / late.len() as f64;
-    assert!(
-        late_growth < 0.5,
-        "growth {late_growth} segments per RTT near max delay"
-    );
+    assert!(late_growth < 0.5, "growth {late_growth} segments per RTT near max delay");
     // Halfway up the buffer alpha is already well below one segment per RTT.
     let mid = rounds.iter().find(|r| r.0 >= 0.5).unwrap();
-    assert!(
-        alpha_segs(mid.1) < 1.0,
-        "alpha {} at half the max delay",
-        alpha_segs(mid.1)
-    );
+    assert!(alpha_segs(mid.1) < 1.0, "alpha {} at half the max delay", alpha_segs(mid.1));
 }
 
 #[test]
@@ -356,11 +263,7 @@ fn yeah_falls_back_to_reno_mode_and_decongests_when_its_queue_exceeds_alpha() {
     let mut tp = ConnState::new(1448);
     c.init(&mut tp);
     (tp.snd_cwnd, tp.snd_ssthresh, tp.is_cwnd_limited) = (bdp, 2, true);
-    let ack = |us: u64| AckSample {
-        pkts_acked: 1,
-        rtt: Some(Time::from_micros(us)),
-        in_flight: 1,
-    };
+    let ack = |us: u64| AckSample { pkts_acked: 1, rtt: Some(Time::from_micros(us)), in_flight: 1 };
     // Rounds of one cwnd of ACKs at the RTT of the queue at the round's
     // start: (queue, YeAH's estimate after it, mode, cwnd before, after).
     let mut rounds = Vec::new();
@@ -374,10 +277,7 @@ fn yeah_falls_back_to_reno_mode_and_decongests_when_its_queue_exceeds_alpha() {
         }
         rounds.push((q, c.last_queue(), c.state_label(&tp), w, tp.snd_cwnd));
     }
-    let first_reno = rounds
-        .iter()
-        .position(|r| r.2 == "reno")
-        .expect("YeAH leaves fast mode");
+    let first_reno = rounds.iter().position(|r| r.2 == "reno").expect("YeAH leaves fast mode");
     // Fast mode (Scalable: +1 per 100 acked, ten segments per RTT here)
     // while the estimate stays at most ALPHA.
     for r in &rounds[1..first_reno] {
@@ -390,15 +290,8 @@ fn yeah_falls_back_to_reno_mode_and_decongests_when_its_queue_exceeds_alpha() {
     assert!(r.1 > TCP_YEAH_ALPHA, "{r:?}");
     assert!(r.4 + TCP_YEAH_ALPHA <= r.3, "decongestion {r:?}");
     // With the queue gone, the next round ends back in fast mode.
-    let next = rounds[first_reno + 1..]
-        .iter()
-        .position(|r| r.2 == "fast")
-        .map(|k| k + first_reno + 1);
-    assert!(
-        next.is_some_and(|k| k <= first_reno + 2),
-        "{:?}",
-        &rounds[first_reno..first_reno + 3]
-    );
+    let next = rounds[first_reno + 1..].iter().position(|r| r.2 == "fast").map(|k| k + first_reno + 1);
+    assert!(next.is_some_and(|k| k <= first_reno + 2), "{:?}", &rounds[first_reno..first_reno + 3]);
 }
 
 #[test]
@@ -411,19 +304,11 @@ fn nv_keeps_its_queue_near_nv_pad_on_a_lossless_path() {
     // packet in service and a delayed ACK's burst), its peaks (growth
     // between the once-per-RTT decisions) within twice nv_pad.
     let plan = Plan::new("nv", 1, 100e6, 0.02, 14.0);
-    let (queue, retrans) = queue_samples(
-        &plan,
-        Time::from_secs(6),
-        Time::from_secs(14),
-        Time::from_micros(500),
-    );
+    let (queue, retrans) = queue_samples(&plan, Time::from_secs(6), Time::from_secs(14), Time::from_micros(500));
     let mean = queue.iter().sum::<usize>() as f64 / queue.len() as f64;
     let (p5, p95) = (queue[queue.len() / 20], queue[queue.len() * 19 / 20]);
     eprintln!("nv queue mean {mean:.2} p5 {p5} p95 {p95} retrans {retrans}");
     assert_eq!(retrans, 0, "lossless");
     assert!((8..=10 + 2).contains(&p5), "queue troughs (p5) {p5}");
-    assert!(
-        mean <= 2.0 * 10.0 && p95 <= 2 * 10 + 2,
-        "queue mean {mean:.2} p95 {p95}"
-    );
+    assert!(mean <= 2.0 * 10.0 && p95 <= 2 * 10 + 2, "queue mean {mean:.2} p95 {p95}");
 }

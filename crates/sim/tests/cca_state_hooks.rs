@@ -6,8 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use fatpipe_sim::cc::{
-    self, CongestionControl, ConnState, CwndEvent, RateSample, TxSnapshot, CA_ACK_SLOWPATH,
-    CA_ACK_WIN_UPDATE,
+    self, CongestionControl, ConnState, CwndEvent, RateSample, TxSnapshot, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE,
 };
 use fatpipe_sim::tcp::{Ack, Sender, SenderConfig};
 use fatpipe_sim::units::{Rate, Time};
@@ -42,16 +41,7 @@ struct Probe {
 impl Probe {
     fn new(cwnd: u32) -> (Probe, Arc<Mutex<Vec<Seen>>>) {
         let seen = Arc::new(Mutex::new(Vec::new()));
-        (
-            Probe {
-                cwnd,
-                pace: None,
-                min_tso: None,
-                tso: None,
-                seen: seen.clone(),
-            },
-            seen,
-        )
+        (Probe { cwnd, pace: None, min_tso: None, tso: None, seen: seen.clone() }, seen)
     }
 }
 
@@ -73,12 +63,7 @@ impl CongestionControl for Probe {
         true
     }
     fn cong_control(&mut self, _tp: &mut ConnState, rs: &RateSample) {
-        self.seen.lock().unwrap().push(Seen::Rate(
-            rs.tx_in_flight,
-            rs.lost,
-            rs.losses,
-            rs.delivered_ce,
-        ));
+        self.seen.lock().unwrap().push(Seen::Rate(rs.tx_in_flight, rs.lost, rs.losses, rs.delivered_ce));
     }
     fn cwnd_event(&mut self, tp: &mut ConnState, ev: CwndEvent) {
         if ev == CwndEvent::TxStart {
@@ -86,48 +71,29 @@ impl CongestionControl for Probe {
         }
     }
     fn in_ack_event(&mut self, tp: &mut ConnState, flags: u32) {
-        self.seen
-            .lock()
-            .unwrap()
-            .push(Seen::AckEvent(flags, tp.delivered, tp.snd_una));
+        self.seen.lock().unwrap().push(Seen::AckEvent(flags, tp.delivered, tp.snd_una));
     }
     fn wants_skb_marked_lost(&self) -> bool {
         true
     }
     fn skb_marked_lost(&mut self, tp: &mut ConnState, seq: u64, tx: &TxSnapshot) {
-        self.seen
-            .lock()
-            .unwrap()
-            .push(Seen::Lost(seq, *tx, tp.lost));
+        self.seen.lock().unwrap().push(Seen::Lost(seq, *tx, tp.lost));
     }
     fn min_tso_segs(&self, _tp: &ConnState) -> u32 {
         self.min_tso.unwrap_or(cc::TCP_MIN_TSO_SEGS)
     }
     fn tso_segs(&self, tp: &ConnState, pacing_rate: Rate) -> u32 {
-        self.tso
-            .unwrap_or_else(|| cc::tso_autosize(tp.mss_bytes, pacing_rate, self.min_tso_segs(tp)))
+        self.tso.unwrap_or_else(|| cc::tso_autosize(tp.mss_bytes, pacing_rate, self.min_tso_segs(tp)))
     }
 }
 
 fn sender(cc: Box<dyn CongestionControl>) -> Sender {
-    let cfg = SenderConfig {
-        mss: 1000,
-        wmem_bytes: 1 << 30,
-        rate_cap: None,
-        qdisc_paces: false,
-        initial_rwnd: 1 << 20,
-        handshake_rtt: None,
-        ecn: false,
-    };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
     Sender::new(&cfg, cc)
 }
 
 fn ack(n: u64, sacks: &[(u64, u64)]) -> Ack {
-    let mut a = Ack {
-        ack: n,
-        wnd: 1 << 20,
-        ..Ack::default()
-    };
+    let mut a = Ack { ack: n, wnd: 1 << 20, ..Ack::default() };
     for (i, b) in sacks.iter().enumerate() {
         a.sacks[i] = *b;
     }
@@ -158,10 +124,7 @@ fn in_ack_event_flags_win_update_on_a_pure_cumulative_ack_and_slowpath_otherwise
     assert_eq!(take(&seen)[0], Seen::AckEvent(CA_ACK_SLOWPATH, 6, 5));
     // Advancing with SACK blocks: both flags.
     s.on_ack(Time::from_millis(23), &ack(6, &[(8, 9)]), &mut env);
-    assert_eq!(
-        take(&seen)[0],
-        Seen::AckEvent(CA_ACK_SLOWPATH | CA_ACK_WIN_UPDATE, 8, 6)
-    );
+    assert_eq!(take(&seen)[0], Seen::AckEvent(CA_ACK_SLOWPATH | CA_ACK_WIN_UPDATE, 8, 6));
 }
 
 #[test]
@@ -176,18 +139,9 @@ fn skb_marked_lost_gets_the_lost_segments_send_snapshot_after_tp_lost_counts_it(
     // and segment 5 (sent 21 ms ago, before them) is lost.
     s.on_ack(Time::from_millis(21), &ack(5, &[(6, 9)]), &mut env);
     let seen = take(&seen);
-    let tx = TxSnapshot {
-        delivered: 0,
-        delivered_ce: 0,
-        in_flight: 6,
-        lost: 0,
-        is_app_limited: false,
-    };
+    let tx = TxSnapshot { delivered: 0, delivered_ce: 0, in_flight: 6, lost: 0, is_app_limited: false };
     assert!(seen.contains(&Seen::Lost(5, tx, 1)), "{seen:?}");
-    assert_eq!(
-        seen.iter().filter(|x| matches!(x, Seen::Lost(..))).count(),
-        1
-    );
+    assert_eq!(seen.iter().filter(|x| matches!(x, Seen::Lost(..))).count(), 1);
 }
 
 #[test]
@@ -275,10 +229,7 @@ fn tcp_tso_segs_uses_the_algorithms_tso_goal_and_min_tso_segs() {
     let mut tp = ConnState::new(1448);
     tp.pacing_rate = Rate::from_mbps(1);
     assert_eq!(cc::by_name("bbr").unwrap().min_tso_segs(&tp), 1);
-    assert_eq!(
-        cc::by_name("cubic").unwrap().min_tso_segs(&tp),
-        cc::TCP_MIN_TSO_SEGS
-    );
+    assert_eq!(cc::by_name("cubic").unwrap().min_tso_segs(&tp), cc::TCP_MIN_TSO_SEGS);
 }
 
 #[test]

@@ -35,17 +35,10 @@ fn max_cwnd(r: &RunResult) -> i64 {
 fn cwnd_never_exceeds_the_clamp_for_every_cca() {
     for cc in AVAILABLE {
         let lossless = clamped(cc, 0.0);
-        assert_eq!(
-            max_cwnd(&lossless),
-            CLAMP as i64,
-            "{cc}: a lossless flow grows to the clamp and stops"
-        );
+        assert_eq!(max_cwnd(&lossless), CLAMP as i64, "{cc}: a lossless flow grows to the clamp and stops");
         let lossy = clamped(cc, 1e-3);
         let most = max_cwnd(&lossy);
-        assert!(
-            most <= CLAMP as i64,
-            "{cc}: cwnd {most} above the clamp {CLAMP} under loss"
-        );
+        assert!(most <= CLAMP as i64, "{cc}: cwnd {most} above the clamp {CLAMP} under loss");
     }
 }
 
@@ -64,20 +57,10 @@ fn lossless_goodput_is_clamp_times_mss_per_rtt() {
     let bound = CLAMP as f64 * MSS_BYTES * 8.0 / RTT_S;
     for cc in AVAILABLE {
         let g = goodput(&clamped(cc, 0.0), 2.0, 10.0);
-        let probe_rtt_share = if *cc == "bbr3" {
-            0.5 * (0.2 + RTT_S) / 5.0
-        } else {
-            0.0
-        };
-        assert!(
-            g <= bound * 1.001,
-            "{cc}: {g:.4e} bit/s above the window bound {bound:.4e}"
-        );
+        let probe_rtt_share = if *cc == "bbr3" { 0.5 * (0.2 + RTT_S) / 5.0 } else { 0.0 };
+        assert!(g <= bound * 1.001, "{cc}: {g:.4e} bit/s above the window bound {bound:.4e}");
         let least = bound * (0.97 - probe_rtt_share);
-        assert!(
-            g >= least,
-            "{cc}: {g:.4e} bit/s, expected at least {least:.4e} (bound {bound:.4e})"
-        );
+        assert!(g >= least, "{cc}: {g:.4e} bit/s, expected at least {least:.4e} (bound {bound:.4e})");
     }
 }
 
@@ -91,17 +74,7 @@ fn the_clamp_is_per_flow() {
     p.0["flows"].as_array_mut().unwrap().push(second);
     let r = p.flow("cwnd_clamp", json!(CLAMP)).run();
     let s = &r.series;
-    let most = |g: i64| {
-        (0..s.len())
-            .filter(|&i| s.flow_group[i] == g)
-            .map(|i| s.cwnd_segments[i])
-            .max()
-            .unwrap_or(0)
-    };
+    let most = |g: i64| (0..s.len()).filter(|&i| s.flow_group[i] == g).map(|i| s.cwnd_segments[i]).max().unwrap_or(0);
     assert_eq!(most(0), CLAMP as i64);
-    assert!(
-        most(1) > 2 * CLAMP as i64,
-        "the unclamped flow grows past the clamp: {}",
-        most(1)
-    );
+    assert!(most(1) > 2 * CLAMP as i64, "the unclamped flow grows past the clamp: {}", most(1));
 }

@@ -18,25 +18,12 @@ mod hand_env;
 use hand_env::Env;
 
 fn sender(cc_name: &str, ecn: bool) -> Sender {
-    let cfg = SenderConfig {
-        mss: 1000,
-        wmem_bytes: 1 << 30,
-        rate_cap: None,
-        qdisc_paces: false,
-        initial_rwnd: 1 << 20,
-        handshake_rtt: None,
-        ecn,
-    };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn };
     Sender::new(&cfg, cc::by_name(cc_name).unwrap())
 }
 
 fn ack(n: u64, ece: bool) -> Ack {
-    Ack {
-        ack: n,
-        wnd: 1 << 20,
-        ece,
-        ..Ack::default()
-    }
+    Ack { ack: n, wnd: 1 << 20, ece, ..Ack::default() }
 }
 
 fn sack(n: u64, block: (u64, u64), ece: bool) -> Ack {
@@ -46,14 +33,8 @@ fn sack(n: u64, block: (u64, u64), ece: bool) -> Ack {
     a
 }
 
-const ECT: SegEcn = SegEcn {
-    codepoint: Codepoint::Ect0,
-    cwr: false,
-};
-const CE: SegEcn = SegEcn {
-    codepoint: Codepoint::Ce,
-    cwr: false,
-};
+const ECT: SegEcn = SegEcn { codepoint: Codepoint::Ect0, cwr: false };
+const CE: SegEcn = SegEcn { codepoint: Codepoint::Ce, cwr: false };
 
 // ------------------------------------------------------------ sender rules
 
@@ -67,10 +48,7 @@ fn tcp_ecn_send_marks_new_data_ect_only_on_negotiated_flows() {
     let mut s = sender("reno", true);
     s.start(Time::ZERO, &mut env);
     assert_eq!(env.ecn.len(), 10);
-    assert!(
-        env.ecn.iter().all(|e| *e == ECT),
-        "new data is ECT(0), no CWR yet"
-    );
+    assert!(env.ecn.iter().all(|e| *e == ECT), "new data is ECT(0), no CWR yet");
 }
 
 /// A sender with 20 segments in flight (10..30) after slow start's first
@@ -86,29 +64,16 @@ fn retransmission_codepoint(cc_name: &str) -> SegEcn {
     }
     // RACK needs time past the reordering window: let the timer fire.
     while !env.sent.iter().any(|&(_, seq, re)| re && seq == 10) {
-        env.fire_next(&mut s, Time::from_secs(5))
-            .expect("a timer is pending");
+        env.fire_next(&mut s, Time::from_secs(5)).expect("a timer is pending");
     }
-    let i = env
-        .sent
-        .iter()
-        .position(|&(_, seq, re)| re && seq == 10)
-        .unwrap();
+    let i = env.sent.iter().position(|&(_, seq, re)| re && seq == 10).unwrap();
     env.ecn[i]
 }
 
 #[test]
 fn tcp_ecn_send_leaves_retransmissions_not_ect_unless_the_cca_needs_ecn() {
-    assert_eq!(
-        retransmission_codepoint("reno"),
-        SegEcn::NOT_ECT,
-        "INET_ECN_dontxmit"
-    );
-    assert_eq!(
-        retransmission_codepoint("dctcp"),
-        ECT,
-        "tcp_ca_needs_ecn keeps ECT"
-    );
+    assert_eq!(retransmission_codepoint("reno"), SegEcn::NOT_ECT, "INET_ECN_dontxmit");
+    assert_eq!(retransmission_codepoint("dctcp"), ECT, "tcp_ca_needs_ecn keeps ECT");
 }
 
 /// Grows cwnd to 20 with 20 segments outstanding (seqs 10..30).
@@ -134,43 +99,22 @@ fn cwr_reduces_once_per_window(cc_name: &str) {
     // Every ECE until high_seq (30) is acked belongs to the same window.
     for n in 12..=30 {
         s.on_ack(t, &ack(n, true), &mut env);
-        assert_eq!(
-            s.tp.snd_ssthresh, ssthresh,
-            "{cc_name}: one reduction per window (ack {n})"
-        );
+        assert_eq!(s.tp.snd_ssthresh, ssthresh, "{cc_name}: one reduction per window (ack {n})");
     }
     assert_eq!(s.stats.ecn_reductions, 1);
     // PRR took cwnd down toward ssthresh, not below it.
-    assert!(
-        s.tp.snd_cwnd <= ssthresh + 1,
-        "{cc_name}: cwnd {}",
-        s.tp.snd_cwnd
-    );
+    assert!(s.tp.snd_cwnd <= ssthresh + 1, "{cc_name}: cwnd {}", s.tp.snd_cwnd);
     // tcp_ecn_queue_cwr(): the first new segment after the reduction, and
     // only it, carries CWR.
-    let cwrs: Vec<usize> = (sent_before..env.sent.len())
-        .filter(|&i| env.ecn[i].cwr)
-        .collect();
-    assert_eq!(
-        cwrs,
-        vec![sent_before],
-        "{cc_name}: CWR on the first new segment only"
-    );
+    let cwrs: Vec<usize> = (sent_before..env.sent.len()).filter(|&i| env.ecn[i].cwr).collect();
+    assert_eq!(cwrs, vec![sent_before], "{cc_name}: CWR on the first new segment only");
     // Past high_seq the window is over (tcp_fastretrans_alert() exits CWR
     // once something above high_seq is acked) and a new ECE reduces again.
     let high = s.sb.snd_nxt;
     s.on_ack(t + Time::from_millis(1), &ack(31, false), &mut env);
-    s.on_ack(
-        t + Time::from_millis(2),
-        &ack(high.min(s.sb.snd_nxt), false),
-        &mut env,
-    );
+    s.on_ack(t + Time::from_millis(2), &ack(high.min(s.sb.snd_nxt), false), &mut env);
     assert_eq!(s.tp.ca_state, CaState::Open, "{cc_name}");
-    s.on_ack(
-        t + Time::from_millis(3),
-        &ack(s.sb.snd_una + 1, true),
-        &mut env,
-    );
+    s.on_ack(t + Time::from_millis(3), &ack(s.sb.snd_una + 1, true), &mut env);
     assert_eq!(s.stats.ecn_reductions, 2, "{cc_name}");
     assert!(s.tp.snd_ssthresh < ssthresh, "{cc_name}");
 }
@@ -208,8 +152,8 @@ fn tcp_count_delivered_counts_segments_acked_by_ece_acks_as_delivered_ce() {
     let t = Time::from_millis(40);
     s.on_ack(t, &ack(14, true), &mut env); // 4 cumulatively
     s.on_ack(t, &sack(14, (15, 18), true), &mut env); // 3 SACKed
-                                                      // The rate sample carries the marks delivered since its packet (sent
-                                                      // before any) left: rs->delivered_ce, what DCTCP-style CCAs read.
+    // The rate sample carries the marks delivered since its packet (sent
+    // before any) left: rs->delivered_ce, what DCTCP-style CCAs read.
     assert_eq!(s.rate.rs.delivered_ce, 7, "{:?}", s.rate.rs);
     s.on_ack(t, &ack(20, false), &mut env); // 3 more (14, 18, 19) without ECE
     assert_eq!(s.tp.delivered_ce, 7);
@@ -249,10 +193,7 @@ fn rfc3168_receiver_sets_ece_on_every_ack_from_a_ce_segment_until_cwr() {
     assert!(ece_of(r.on_data(1, t, CE)));
     assert!(ece_of(r.on_data(2, t, ECT)));
     assert!(ece_of(r.on_data(3, t, ECT)));
-    let cwr = SegEcn {
-        codepoint: Codepoint::Ect0,
-        cwr: true,
-    };
+    let cwr = SegEcn { codepoint: Codepoint::Ect0, cwr: true };
     assert!(!ece_of(r.on_data(4, t, cwr)), "CWR ends the echo");
     assert!(!ece_of(r.on_data(5, t, ECT)));
 }
@@ -279,10 +220,7 @@ fn dctcp_receiver_acks_at_once_when_the_ce_state_flips_with_the_prior_state_firs
     }
     // The state stays CE: ordinary delayed ACKing (the delayed-ACK event
     // still pending serves), with ECE.
-    assert!(matches!(
-        r.on_data(18, t, CE),
-        RxAction::Schedule(..) | RxAction::None
-    ));
+    assert!(matches!(r.on_data(18, t, CE), RxAction::Schedule(..) | RxAction::None));
     assert!(ece_of(r.on_data(19, t, CE)));
     // Back to ECT: an immediate ACK with ECE clear, no CWR needed.
     assert!(!ece_of(r.on_data(20, t, ECT)));
@@ -293,10 +231,7 @@ fn dctcp_receiver_acks_at_once_when_the_ce_state_flips_with_the_prior_state_firs
 fn ce_path(cc_name: &str, k_packets: u64) -> Plan {
     Plan::new(cc_name, 1, 100e6, 0.010, 2.0)
         .set("buffer_bytes", json!(4 * 125_000))
-        .set(
-            "aqm",
-            json!({"kind": "ce_threshold", "k_packets": k_packets}),
-        )
+        .set("aqm", json!({"kind": "ce_threshold", "k_packets": k_packets}))
 }
 
 #[test]
@@ -319,9 +254,7 @@ fn ecn_is_used_only_when_the_sender_requests_and_the_receiver_accepts() {
 
 #[test]
 fn cubic_with_ecn_on_a_ce_threshold_path_reduces_by_cwr_and_loses_nothing() {
-    let plan = ce_path("cubic", 40)
-        .flow("ecn", json!(1))
-        .set("sample_interval_s", json!(0.1));
+    let plan = ce_path("cubic", 40).flow("ecn", json!(1)).set("sample_interval_s", json!(0.1));
     let mut sim = Sim::new(&Scenario::from_json(&plan.json()).unwrap().sim_config());
     sim.run_until(Time::from_secs(2));
     let s = sim.sender(0);
@@ -361,27 +294,17 @@ fn dctcp_two_flows_at_10g_keep_the_queue_near_k_with_full_link_and_no_drops() {
     let (p5, p95) = (queue[queue.len() / 20], queue[queue.len() * 19 / 20]);
     let alphas: Vec<f64> = (0..2)
         .map(|i| match sim.sender(i).cc_info() {
-            Some(CcInfo::Dctcp {
-                enabled: true,
-                alpha,
-                ..
-            }) => alpha as f64 / 1024.0,
+            Some(CcInfo::Dctcp { enabled: true, alpha, .. }) => alpha as f64 / 1024.0,
             x => panic!("expected DCTCP info, got {x:?}"),
         })
         .collect();
     let retrans: u64 = (0..2).map(|i| sim.sender(i).stats.retrans).sum();
     let r = sim.run();
-    eprintln!(
-        "used {used:.4} queue mean {mean:.1} p5 {p5} p95 {p95} alpha {alphas:?} marks {}",
-        r.path.ce_marks
-    );
+    eprintln!("used {used:.4} queue mean {mean:.1} p5 {p5} p95 {p95} alpha {alphas:?} marks {}", r.path.ce_marks);
     assert!(used >= 0.99, "link use {used}");
     assert_eq!((r.path.queue_drops, retrans), (0, 0));
     assert!(r.path.ce_marks > 0);
-    assert!(
-        (K as f64 * 0.6..=K as f64 * 1.3).contains(&mean),
-        "mean queue {mean} packets"
-    );
+    assert!((K as f64 * 0.6..=K as f64 * 1.3).contains(&mean), "mean queue {mean} packets");
     assert!(p5 >= K / 3 && p95 <= K + K / 2, "queue p5 {p5} p95 {p95}");
     for a in alphas {
         assert!(a > 0.0 && a < 0.3, "alpha {a}");
@@ -391,21 +314,11 @@ fn dctcp_two_flows_at_10g_keep_the_queue_near_k_with_full_link_and_no_drops() {
 #[test]
 fn the_plans_aqm_becomes_the_bottlenecks_discipline() {
     use fatpipe_sim::path::{Aqm, CeThreshold};
-    let aqm = |v: serde_json::Value| {
-        Scenario::from_json(&Plan::new("reno", 1, 1e8, 0.01, 1.0).set("aqm", v).json())
-            .unwrap()
-            .aqm
-    };
+    let aqm = |v: serde_json::Value| Scenario::from_json(&Plan::new("reno", 1, 1e8, 0.01, 1.0).set("aqm", v).json()).unwrap().aqm;
     assert_eq!(aqm(json!(null)), Aqm::DropTail);
     assert_eq!(aqm(json!({"kind": "droptail"})), Aqm::DropTail);
-    assert_eq!(
-        aqm(json!({"kind": "ce_threshold", "k_packets": 65})),
-        Aqm::CeThreshold(CeThreshold::Packets(65))
-    );
-    assert_eq!(
-        aqm(json!({"kind": "ce_threshold", "k_bytes": 100000})),
-        Aqm::CeThreshold(CeThreshold::Bytes(100_000))
-    );
+    assert_eq!(aqm(json!({"kind": "ce_threshold", "k_packets": 65})), Aqm::CeThreshold(CeThreshold::Packets(65)));
+    assert_eq!(aqm(json!({"kind": "ce_threshold", "k_bytes": 100000})), Aqm::CeThreshold(CeThreshold::Bytes(100_000)));
     assert_eq!(
         aqm(json!({"kind": "ce_threshold", "k_s": 100e-6})),
         Aqm::CeThreshold(CeThreshold::Delay(Time::from_micros(100)))
@@ -416,15 +329,9 @@ fn the_plans_aqm_becomes_the_bottlenecks_discipline() {
 fn aqm_and_ecn_keys_are_validated_with_the_allowed_values() {
     let bad = |p: Plan| Scenario::from_json(&p.json()).unwrap_err().to_string();
     let e = bad(Plan::new("reno", 1, 1e8, 0.01, 1.0).set("aqm", json!({"kind": "red"})));
-    assert!(
-        e.contains("aqm.kind") && e.contains("droptail, ce_threshold or fq_codel"),
-        "{e}"
-    );
+    assert!(e.contains("aqm.kind") && e.contains("droptail, ce_threshold or fq_codel"), "{e}");
     let e = bad(Plan::new("reno", 1, 1e8, 0.01, 1.0).set("aqm", json!({"kind": "ce_threshold"})));
     assert!(e.contains("exactly one of k_packets, k_bytes, k_s"), "{e}");
     let e = bad(Plan::new("reno", 1, 1e8, 0.01, 1.0).flow("ecn", json!(3)));
-    assert!(
-        e.contains("flows[0].ecn") && e.contains("2 (accept only)"),
-        "{e}"
-    );
+    assert!(e.contains("flows[0].ecn") && e.contains("2 (accept only)"), "{e}");
 }

@@ -54,11 +54,7 @@ fn snapshot(r: &RunResult) -> Value {
         }
     }
     let last = |col: &Vec<i64>, stream: i64| -> i64 {
-        (0..s.len())
-            .rev()
-            .find(|&i| s.stream[i] == stream)
-            .map(|i| col[i])
-            .unwrap_or(0)
+        (0..s.len()).rev().find(|&i| s.stream[i] == stream).map(|i| col[i]).unwrap_or(0)
     };
     let delivered: i64 = (0..2).map(|k| last(&s.delivered_bytes, k)).sum();
     let retrans: i64 = (0..2).map(|k| last(&s.retrans_segments, k)).sum();
@@ -85,9 +81,7 @@ fn same(a: &Value, b: &Value) -> bool {
             let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
             x == y || (x - y).abs() <= 1e-12 * x.abs().max(y.abs())
         }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
-        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q)),
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
         }
@@ -96,9 +90,7 @@ fn same(a: &Value, b: &Value) -> bool {
 }
 
 fn golden_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(format!("{name}.json"))
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{name}.json"))
 }
 
 /// Compares every CCA's runs with its snapshot (or rewrites the snapshots).
@@ -116,12 +108,8 @@ fn every_cca_reproduces_its_golden_runs() {
                 std::fs::write(&file, serde_json::to_string_pretty(&got).unwrap() + "\n").unwrap();
                 continue;
             }
-            let text = std::fs::read_to_string(&file).unwrap_or_else(|e| {
-                panic!(
-                    "{}: {e} (record with FATPIPE_UPDATE_GOLDEN=1)",
-                    file.display()
-                )
-            });
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("{}: {e} (record with FATPIPE_UPDATE_GOLDEN=1)", file.display()));
             let want: Value = serde_json::from_str(&text).unwrap();
             if !same(&want, &got) {
                 differ.push(format!(
@@ -132,11 +120,7 @@ fn every_cca_reproduces_its_golden_runs() {
             }
         }
     }
-    assert!(
-        differ.is_empty(),
-        "golden runs changed:\n{}",
-        differ.join("\n")
-    );
+    assert!(differ.is_empty(), "golden runs changed:\n{}", differ.join("\n"));
 }
 
 /// The lossy path really loses packets and the lossless one does not drop at
@@ -145,10 +129,6 @@ fn every_cca_reproduces_its_golden_runs() {
 fn golden_paths_exercise_loss_recovery() {
     let lossy = plan("cubic", true).run();
     let clean = plan("cubic", false).run();
-    assert!(
-        lossy.path.random_drops >= 10,
-        "lossy path saw {} random drops",
-        lossy.path.random_drops
-    );
+    assert!(lossy.path.random_drops >= 10, "lossy path saw {} random drops", lossy.path.random_drops);
     assert_eq!(clean.path.random_drops, 0);
 }

@@ -11,9 +11,7 @@ use serde_json::json;
 /// One CUBIC stream, cwnd clamped to 20 segments, over 1 Gbit/s, 10 ms: no
 /// queue, so the RTT is the path's plus what the hosts add.
 fn thin() -> Plan {
-    Plan::new("cubic", 1, 1e9, 0.01, 3.0)
-        .flow("cwnd_clamp", json!(20))
-        .set("sample_interval_s", json!(0.1))
+    Plan::new("cubic", 1, 1e9, 0.01, 3.0).flow("cwnd_clamp", json!(20)).set("sample_interval_s", json!(0.1))
 }
 
 fn mean_srtt(r: &RunResult) -> f64 {
@@ -30,10 +28,7 @@ fn the_receivers_moderation_adds_part_of_its_delay_to_the_rtt() {
     // A segment waits between 0 and 500 µs for the interrupt that follows
     // its batch's first packet; its ACK goes out then.
     let added = moderated - ideal;
-    assert!(
-        (50e-6..=500e-6).contains(&added),
-        "srtt {ideal} -> {moderated}: {added} s added"
-    );
+    assert!((50e-6..=500e-6).contains(&added), "srtt {ideal} -> {moderated}: {added} s added");
 }
 
 #[test]
@@ -64,16 +59,10 @@ fn bad_moderation_values_name_the_field() {
         p.0["receiver"]["interrupt_coalescing_frames"] = frames;
         run_json(&p.json()).unwrap_err().to_string()
     };
-    assert_eq!(
-        e(json!(0.02), json!(null)),
-        "receiver.interrupt_coalescing_s: must be > 0 and at most 0.01 s, got 0.02"
-    );
+    assert_eq!(e(json!(0.02), json!(null)), "receiver.interrupt_coalescing_s: must be > 0 and at most 0.01 s, got 0.02");
     assert_eq!(
         e(json!(null), json!(8)),
         "receiver.interrupt_coalescing_frames: needs interrupt_coalescing_s (the delay the frame count cuts short)"
     );
-    assert_eq!(
-        e(json!(1e-4), json!(0)),
-        "receiver.interrupt_coalescing_frames: must be 1 to 65536 packets, got 0"
-    );
+    assert_eq!(e(json!(1e-4), json!(0)), "receiver.interrupt_coalescing_frames: must be 1 to 65536 packets, got 0");
 }

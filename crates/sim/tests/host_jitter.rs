@@ -19,11 +19,7 @@ fn jitter(mut p: Plan, sender_s: Option<f64>, receiver_s: Option<f64>) -> Plan {
 /// A loss-free CUBIC/Reno mix: one stream each from s1, 100 Mbit/s,
 /// 20 ms, a 1-BDP drop-tail buffer.
 fn mix(seed: u64, jitter_s: Option<f64>, secs: f64) -> Plan {
-    let mut p = jitter(
-        Plan::new("cubic", 1, 100e6, 0.02, secs).set("seed", json!(seed)),
-        jitter_s,
-        jitter_s,
-    );
+    let mut p = jitter(Plan::new("cubic", 1, 100e6, 0.02, secs).set("seed", json!(seed)), jitter_s, jitter_s);
     let mut reno = p.0["flows"][0].clone();
     reno["group"] = json!(1);
     reno["cc"] = json!("reno");
@@ -47,11 +43,7 @@ fn delivered_by_group(r: &RunResult) -> Vec<i64> {
 #[test]
 fn with_jitter_one_seed_repeats_exactly_and_two_seeds_differ() {
     let a = mix(1, Some(50e-6), 4.0).run();
-    assert_eq!(
-        a,
-        mix(1, Some(50e-6), 4.0).run(),
-        "the same seed must give the same run"
-    );
+    assert_eq!(a, mix(1, Some(50e-6), 4.0).run(), "the same seed must give the same run");
     let b = mix(2, Some(50e-6), 4.0).run();
     let (da, db) = (delivered_by_group(&a), delivered_by_group(&b));
     assert!(da[0] > 0 && da[1] > 0, "{da:?}");
@@ -73,36 +65,20 @@ fn jitter_never_reorders_a_flow() {
     // window is bounded by rmem so the bottleneck never drops: any SACK,
     // recovery or retransmission could only come from reordering.
     for gro in [false, true] {
-        let mut p = jitter(
-            Plan::new("cubic", 2, 1e9, 0.01, 2.0).rmem(2_000_000),
-            Some(1e-3),
-            Some(1e-3),
-        );
+        let mut p = jitter(Plan::new("cubic", 2, 1e9, 0.01, 2.0).rmem(2_000_000), Some(1e-3), Some(1e-3));
         p.0["receiver"]["gro"] = json!(gro);
         let mut sim = Sim::new(&Scenario::from_json(&p.json()).unwrap().sim_config());
         let mut t = Time::ZERO;
         while t < Time::from_secs(2) {
             t += Time::from_micros(500);
             sim.run_until(t);
-            assert_eq!(
-                sim.max_receiver_ofo(),
-                0,
-                "out-of-order data at {t:?} (gro {gro})"
-            );
+            assert_eq!(sim.max_receiver_ofo(), 0, "out-of-order data at {t:?} (gro {gro})");
         }
         assert_eq!(sim.bottleneck().drops, 0);
         for i in 0..2 {
             let s = sim.sender(i);
-            assert_eq!(
-                (s.stats.retrans, s.stats.recoveries),
-                (0, 0),
-                "stream {i} (gro {gro})"
-            );
-            assert!(
-                sim.receiver(i).rcv_nxt > 50_000,
-                "stream {i} moved {} segments",
-                sim.receiver(i).rcv_nxt
-            );
+            assert_eq!((s.stats.retrans, s.stats.recoveries), (0, 0), "stream {i} (gro {gro})");
+            assert!(sim.receiver(i).rcv_nxt > 50_000, "stream {i} moved {} segments", sim.receiver(i).rcv_nxt);
         }
     }
 }
@@ -123,29 +99,17 @@ fn a_sparse_flow_sees_the_mean_delay_at_the_receiver() {
     let (ideal, noisy) = (rpcs(None), rpcs(Some(300e-6)));
     assert_eq!(ideal.len(), noisy.len());
     let excess: Vec<f64> = ideal.iter().zip(&noisy).map(|(a, b)| b - a).collect();
-    assert!(
-        excess.iter().all(|&x| x >= 0.0),
-        "a host delay made an RPC faster"
-    );
+    assert!(excess.iter().all(|&x| x >= 0.0), "a host delay made an RPC faster");
     let mean = excess.iter().sum::<f64>() / excess.len() as f64;
     assert!((mean / 300e-6 - 1.0).abs() < 0.1, "mean excess {mean}");
 }
 
 #[test]
 fn processing_jitter_out_of_range_names_the_field_and_the_range() {
-    let e = run_json(&jitter(Plan::new("reno", 1, 1e8, 0.02, 1.0), Some(0.02), None).json())
-        .expect_err("20 ms is refused");
-    assert_eq!(
-        e.to_string(),
-        "senders.s1.processing_jitter_s: must be 0 to 0.01 s (10 ms), got 0.02"
-    );
-    let e = run_json(&jitter(Plan::new("reno", 1, 1e8, 0.02, 1.0), None, Some(-1e-6)).json())
-        .expect_err("negative");
-    assert!(
-        e.to_string()
-            .starts_with("receiver.processing_jitter_s: must be 0 to 0.01 s"),
-        "{e}"
-    );
+    let e = run_json(&jitter(Plan::new("reno", 1, 1e8, 0.02, 1.0), Some(0.02), None).json()).expect_err("20 ms is refused");
+    assert_eq!(e.to_string(), "senders.s1.processing_jitter_s: must be 0 to 0.01 s (10 ms), got 0.02");
+    let e = run_json(&jitter(Plan::new("reno", 1, 1e8, 0.02, 1.0), None, Some(-1e-6)).json()).expect_err("negative");
+    assert!(e.to_string().starts_with("receiver.processing_jitter_s: must be 0 to 0.01 s"), "{e}");
 }
 
 #[test]
@@ -157,28 +121,16 @@ fn jitter_with_loss_gro_and_ecn_runs_through_every_event_loop() {
     let variants: [(&str, bool, Option<serde_json::Value>); 3] = [
         ("bbr", true, None),
         ("cubic", true, None),
-        (
-            "dctcp",
-            false,
-            Some(json!({"kind": "ce_threshold", "k_packets": 65})),
-        ),
+        ("dctcp", false, Some(json!({"kind": "ce_threshold", "k_packets": 65}))),
     ];
     for (cc, gro, aqm) in variants {
-        let mut p = jitter(
-            Plan::new(cc, 2, 1e9, 0.01, 2.0).set("loss", json!(1e-3)),
-            Some(30e-6),
-            Some(30e-6),
-        );
+        let mut p = jitter(Plan::new(cc, 2, 1e9, 0.01, 2.0).set("loss", json!(1e-3)), Some(30e-6), Some(30e-6));
         p.0["receiver"]["gro"] = json!(gro);
         if let Some(a) = aqm {
             p = p.set("aqm", a);
         }
         let r = p.run();
-        assert!(
-            goodput(&r, 1.0, 2.0) > 2e7,
-            "{cc}: {}",
-            goodput(&r, 1.0, 2.0)
-        );
+        assert!(goodput(&r, 1.0, 2.0) > 2e7, "{cc}: {}", goodput(&r, 1.0, 2.0));
         assert_eq!(r, p.run(), "{cc}");
     }
 }

@@ -12,15 +12,10 @@ const WIRE: f64 = 1500.0;
 
 #[test]
 fn without_loss_goodput_equals_the_bottleneck_rate_in_payload_terms() {
-    let r = Plan::new("reno", 1, 100e6, 0.02, 12.0)
-        .set("buffer_bytes", json!(500_000))
-        .run();
+    let r = Plan::new("reno", 1, 100e6, 0.02, 12.0).set("buffer_bytes", json!(500_000)).run();
     let g = goodput(&r, 4.0, 12.0);
     let expect = 100e6 * MSS / WIRE;
-    assert!(
-        (g / expect - 1.0).abs() < 0.03,
-        "goodput {g:.4e} vs {expect:.4e}"
-    );
+    assert!((g / expect - 1.0).abs() < 0.03, "goodput {g:.4e} vs {expect:.4e}");
     assert_eq!(r.path.random_drops, 0);
 }
 
@@ -32,16 +27,9 @@ fn without_loss_goodput_is_rwnd_over_rtt_when_the_receive_window_limits() {
     let wnd_bytes = ((rmem / 2) / 1460 * 1460) as f64;
     let expect = wnd_bytes * 8.0 / 0.02;
     let g = goodput(&r, 2.0, 6.0);
-    assert!(
-        (g / expect - 1.0).abs() < 0.03,
-        "goodput {g:.4e} vs rwnd/RTT {expect:.4e}"
-    );
+    assert!((g / expect - 1.0).abs() < 0.03, "goodput {g:.4e} vs rwnd/RTT {expect:.4e}");
     let last = r.series.len() - 1;
-    assert!(
-        r.series.rwnd_limited_s[last] > 3.0,
-        "rwnd_limited_s {}",
-        r.series.rwnd_limited_s[last]
-    );
+    assert!(r.series.rwnd_limited_s[last] > 3.0, "rwnd_limited_s {}", r.series.rwnd_limited_s[last]);
 }
 
 #[test]
@@ -53,10 +41,7 @@ fn the_send_buffer_bounds_unacked_data_and_goodput() {
     }
     let expect = (wmem / 1460 * 1460) as f64 * 8.0 / 0.02;
     let g = goodput(&r, 2.0, 5.0);
-    assert!(
-        (g / expect - 1.0).abs() < 0.03,
-        "goodput {g:.4e} vs wmem/RTT {expect:.4e}"
-    );
+    assert!((g / expect - 1.0).abs() < 0.03, "goodput {g:.4e} vs wmem/RTT {expect:.4e}");
     assert!(r.series.sndbuf_limited_s[r.series.len() - 1] > 2.0);
 }
 
@@ -74,10 +59,7 @@ fn reno_under_random_loss_is_within_half_to_three_times_mathis() {
         let g = goodput(&r, 5.0, duration);
         let ratio = g / mathis;
         println!("p={p:e} mathis={mathis:.3e} goodput={g:.3e} ratio={ratio:.2}");
-        assert!(
-            (0.5..=3.0).contains(&ratio),
-            "p={p}: goodput/mathis = {ratio:.2}"
-        );
+        assert!((0.5..=3.0).contains(&ratio), "p={p}: goodput/mathis = {ratio:.2}");
     }
 }
 
@@ -85,23 +67,11 @@ fn reno_under_random_loss_is_within_half_to_three_times_mathis() {
 fn same_seed_gives_identical_output_and_another_seed_differs() {
     for cc in fatpipe_sim::cc::AVAILABLE {
         let plan = |seed: u64| {
-            Plan::new(cc, 2, 200e6, 0.02, 3.0)
-                .set("loss", json!(1e-4))
-                .set("seed", json!(seed))
-                .json()
+            Plan::new(cc, 2, 200e6, 0.02, 3.0).set("loss", json!(1e-4)).set("seed", json!(seed)).json()
         };
-        let a = fatpipe_sim::scenario::run_json(&plan(7))
-            .unwrap()
-            .to_json()
-            .to_string();
-        let b = fatpipe_sim::scenario::run_json(&plan(7))
-            .unwrap()
-            .to_json()
-            .to_string();
-        let c = fatpipe_sim::scenario::run_json(&plan(8))
-            .unwrap()
-            .to_json()
-            .to_string();
+        let a = fatpipe_sim::scenario::run_json(&plan(7)).unwrap().to_json().to_string();
+        let b = fatpipe_sim::scenario::run_json(&plan(7)).unwrap().to_json().to_string();
+        let c = fatpipe_sim::scenario::run_json(&plan(8)).unwrap().to_json().to_string();
         assert_eq!(a, b, "{cc}: same seed, different output");
         assert_ne!(a, c, "{cc}: different seeds, same output");
     }
@@ -110,26 +80,19 @@ fn same_seed_gives_identical_output_and_another_seed_differs() {
 #[test]
 fn receiver_acks_every_second_segment_without_loss() {
     // A receive window below the BDP: no queue, no loss, only in-order data.
-    let sc =
-        Scenario::from_json(&Plan::new("reno", 1, 100e6, 0.02, 3.0).rmem(400_000).json()).unwrap();
+    let sc = Scenario::from_json(&Plan::new("reno", 1, 100e6, 0.02, 3.0).rmem(400_000).json()).unwrap();
     let mut sim = Sim::new(&sc.sim_config());
     sim.run_until(Time::from_secs(3));
     let segs = sim.sender(0).stats.segs_out as f64;
     let acks = sim.receiver(0).acks_sent as f64;
-    assert!(
-        (acks / (segs / 2.0) - 1.0).abs() < 0.02,
-        "acks {acks} for {segs} segments"
-    );
+    assert!((acks / (segs / 2.0) - 1.0).abs() < 0.02, "acks {acks} for {segs} segments");
 }
 
 #[test]
 fn memory_stays_bounded_by_the_window_under_loss() {
     let rmem = 4_000_000u64;
     let sc = Scenario::from_json(
-        &Plan::new("reno", 1, 1e9, 0.02, 20.0)
-            .rmem(rmem)
-            .set("loss", json!(1e-3))
-            .json(),
+        &Plan::new("reno", 1, 1e9, 0.02, 20.0).rmem(rmem).set("loss", json!(1e-3)).json(),
     )
     .unwrap();
     let wnd = (rmem / 2 / 1460) as usize;
@@ -137,11 +100,7 @@ fn memory_stays_bounded_by_the_window_under_loss() {
     for t in 1..=20 {
         sim.run_until(Time::from_secs(t));
         let s = sim.sender(0);
-        assert!(
-            s.sb.len() <= wnd,
-            "scoreboard {} > window {wnd}",
-            s.sb.len()
-        );
+        assert!(s.sb.len() <= wnd, "scoreboard {} > window {wnd}", s.sb.len());
         assert!(s.footprint() <= 4 * wnd + 64, "footprint {}", s.footprint());
         assert!(sim.receiver(0).ofo_ranges() <= wnd);
     }
@@ -150,9 +109,7 @@ fn memory_stays_bounded_by_the_window_under_loss() {
 #[test]
 fn every_registered_cca_runs_five_seconds_without_panicking() {
     for cc in fatpipe_sim::cc::AVAILABLE {
-        let r = Plan::new(cc, 2, 200e6, 0.02, 5.0)
-            .set("loss", json!(1e-4))
-            .run();
+        let r = Plan::new(cc, 2, 200e6, 0.02, 5.0).set("loss", json!(1e-4)).run();
         let g = goodput(&r, 1.0, 5.0);
         println!("{cc}: goodput {g:.3e}");
         assert!(g > 0.0, "{cc} delivered nothing");
@@ -162,9 +119,7 @@ fn every_registered_cca_runs_five_seconds_without_panicking() {
 
 #[test]
 fn series_has_one_row_per_stream_per_interval_with_cumulative_counters() {
-    let r = Plan::new("reno", 3, 100e6, 0.02, 4.0)
-        .set("sample_interval_s", json!(0.5))
-        .run();
+    let r = Plan::new("reno", 3, 100e6, 0.02, 4.0).set("sample_interval_s", json!(0.5)).run();
     assert_eq!(r.series.len(), 3 * 8);
     for i in 3..r.series.len() {
         assert!(r.series.delivered_bytes[i] >= r.series.delivered_bytes[i - 3]);
@@ -182,10 +137,7 @@ fn a_per_stream_rate_cap_paces_every_cca_down_to_the_cap() {
         p.0["senders"]["s1"]["stream_rate_cap_bps"] = json!(50e6);
         let r = p.run();
         let g = goodput(&r, 2.0, 6.0);
-        assert!(
-            (g / 100e6 - 1.0).abs() < 0.03,
-            "{cc}: two capped streams gave {g:.4e}"
-        );
+        assert!((g / 100e6 - 1.0).abs() < 0.03, "{cc}: two capped streams gave {g:.4e}");
     }
 }
 
@@ -200,10 +152,7 @@ fn access_delay_adds_to_the_round_trip_of_that_sender_only() {
     p.0["flows"].as_array_mut().unwrap().push(f2);
     let r = p.run();
     let min_rtt = |g: i64| {
-        (0..r.series.len())
-            .filter(|&i| r.series.flow_group[i] == g)
-            .map(|i| r.series.min_rtt_s[i])
-            .fold(f64::MAX, f64::min)
+        (0..r.series.len()).filter(|&i| r.series.flow_group[i] == g).map(|i| r.series.min_rtt_s[i]).fold(f64::MAX, f64::min)
     };
     assert!((min_rtt(0) - 0.02).abs() < 0.001, "{}", min_rtt(0));
     assert!((min_rtt(1) - 0.05).abs() < 0.001, "{}", min_rtt(1));
@@ -225,17 +174,11 @@ fn random_loss_and_bit_corruption_combine_into_one_packet_loss_probability() {
 
 #[test]
 fn delivery_rate_samples_match_the_bottleneck_rate_when_it_is_saturated() {
-    let r = Plan::new("reno", 1, 100e6, 0.02, 6.0)
-        .set("buffer_bytes", json!(500_000))
-        .run();
+    let r = Plan::new("reno", 1, 100e6, 0.02, 6.0).set("buffer_bytes", json!(500_000)).run();
     let expect = 100e6 * MSS / WIRE;
     for i in 2..r.series.len() {
         let d = r.series.delivery_rate_bps[i];
-        assert!(
-            (d / expect - 1.0).abs() < 0.03,
-            "t={} delivery rate {d:.4e}",
-            r.series.t_s[i]
-        );
+        assert!((d / expect - 1.0).abs() < 0.03, "t={} delivery rate {d:.4e}", r.series.t_s[i]);
     }
 }
 
@@ -246,17 +189,11 @@ fn segments_carry_timestamp_headers_when_they_fit_the_mtu() {
     assert_eq!(wire_bytes(1460, 1500), 1500); // no room for the option
     assert_eq!(wire_bytes(8948, 9000), 9000);
     assert_eq!(wire_bytes(1000, 1500), 1052);
-    let r = Plan::new("reno", 1, 100e6, 0.02, 8.0)
-        .flow("mss_bytes", json!(1448))
-        .set("buffer_bytes", json!(500_000))
-        .run();
+    let r = Plan::new("reno", 1, 100e6, 0.02, 8.0).flow("mss_bytes", json!(1448)).set("buffer_bytes", json!(500_000)).run();
     let g = goodput(&r, 3.0, 8.0);
     // The bottleneck charges the Ethernet header too (wire::ETH_HEADER_BYTES).
     let expect = 100e6 * 1448.0 / 1514.0;
-    assert!(
-        (g / expect - 1.0).abs() < 0.01,
-        "goodput {g:.4e} vs {expect:.4e}"
-    );
+    assert!((g / expect - 1.0).abs() < 0.01, "goodput {g:.4e} vs {expect:.4e}");
 }
 
 #[test]
@@ -265,19 +202,11 @@ fn a_fifo_path_never_looks_reordered_to_rack() {
     // every range because the receiver flushes an ACK before forgetting a
     // block (tcp_sack_new_ofo_skb), so nothing ever looks late.
     for cc in fatpipe_sim::cc::AVAILABLE {
-        let sc = Scenario::from_json(
-            &Plan::new(cc, 4, 500e6, 0.02, 5.0)
-                .set("loss", json!(1e-3))
-                .json(),
-        )
-        .unwrap();
+        let sc = Scenario::from_json(&Plan::new(cc, 4, 500e6, 0.02, 5.0).set("loss", json!(1e-3)).json()).unwrap();
         let mut sim = Sim::new(&sc.sim_config());
         sim.run_until(Time::from_secs(5));
         for i in 0..4 {
-            assert!(
-                !sim.sender(i).rack.reord_seen,
-                "{cc} stream {i} saw reordering"
-            );
+            assert!(!sim.sender(i).rack.reord_seen, "{cc} stream {i} saw reordering");
             assert!(sim.sender(i).stats.retrans > 0);
         }
     }
@@ -292,16 +221,11 @@ fn retransmissions_match_drops_with_few_spurious_ones() {
                 .set("buffer_bytes", json!(300_000))
                 .run();
             let n = r.series.len();
-            let retrans: i64 = (n - streams as usize..n)
-                .map(|i| r.series.retrans_segments[i])
-                .sum();
+            let retrans: i64 = (n - streams as usize..n).map(|i| r.series.retrans_segments[i]).sum();
             let drops = (r.path.queue_drops + r.path.random_drops) as i64;
             println!("{cc} loss={loss}: drops {drops} retrans {retrans}");
             // Drops in the last RTT may not be detected yet when the run ends.
-            assert!(
-                retrans as f64 >= drops as f64 * 0.98 - 50.0,
-                "{cc}: {retrans} retransmissions for {drops} drops"
-            );
+            assert!(retrans as f64 >= drops as f64 * 0.98 - 50.0, "{cc}: {retrans} retransmissions for {drops} drops");
             // The kernel backend on this path (4 streams, no random loss):
             // exactly one retransmission per drop for reno and cubic. So
             // here for every CCA, BIC and Scalable (4-5x as many recoveries)

@@ -40,24 +40,15 @@ fn a_standing_queue_shows_in_the_occupancy_and_stays_within_the_buffer() {
     let r = run("cubic", 2.0, json!({"kind": "droptail"}), 10.0);
     let p = &r.path_series;
     let buffer = 2.0 * BDP_BYTES;
-    let frame = (0..p.len())
-        .find(|&i| p.queue_packets[i] > 0)
-        .map(|i| p.queue_bytes[i] / p.queue_packets[i]);
+    let frame = (0..p.len()).find(|&i| p.queue_packets[i] > 0).map(|i| p.queue_bytes[i] / p.queue_packets[i]);
     let frame = frame.expect("CUBIC builds a queue in a 2 BDP buffer");
     for i in 0..p.len() {
         // Bulk data is full-sized segments: bytes are packets x one frame.
         assert_eq!(p.queue_bytes[i], p.queue_packets[i] * frame, "row {i}");
-        assert!(
-            p.queue_bytes[i] as f64 <= buffer + frame as f64,
-            "row {i}: {} B queued",
-            p.queue_bytes[i]
-        );
+        assert!(p.queue_bytes[i] as f64 <= buffer + frame as f64, "row {i}: {} B queued", p.queue_bytes[i]);
     }
     let max = after(&r, 2.0).map(|i| p.queue_bytes[i]).max().unwrap();
-    assert!(
-        max as f64 > 0.5 * BDP_BYTES,
-        "largest queue after 2 s: {max} B"
-    );
+    assert!(max as f64 > 0.5 * BDP_BYTES, "largest queue after 2 s: {max} B");
 }
 
 #[test]
@@ -68,29 +59,18 @@ fn cumulative_drops_never_fall_and_end_at_the_path_fact() {
     assert!(r.path.queue_drops > 0, "a 0.5 BDP buffer overflows");
     // The last sample is at the end of the run: it holds the whole count.
     assert_eq!(*drops.last().unwrap() as u64, r.path.queue_drops);
-    assert!(
-        r.path_series.ce_marks.iter().all(|&c| c == 0),
-        "drop-tail marks nothing"
-    );
+    assert!(r.path_series.ce_marks.iter().all(|&c| c == 0), "drop-tail marks nothing");
 }
 
 #[test]
 fn cumulative_ce_marks_end_at_the_path_fact_on_a_marking_bottleneck() {
-    let r = run(
-        "dctcp",
-        2.0,
-        json!({"kind": "ce_threshold", "k_packets": 20}),
-        5.0,
-    );
+    let r = run("dctcp", 2.0, json!({"kind": "ce_threshold", "k_packets": 20}), 5.0);
     let ce = &r.path_series.ce_marks;
     assert!(ce.windows(2).all(|w| w[0] <= w[1]), "{ce:?}");
     assert!(r.path.ce_marks > 0);
     assert_eq!(*ce.last().unwrap() as u64, r.path.ce_marks);
     // DCTCP holds the queue near K = 20 packets, far below the 2 BDP buffer.
-    let max = after(&r, 1.0)
-        .map(|i| r.path_series.queue_packets[i])
-        .max()
-        .unwrap();
+    let max = after(&r, 1.0).map(|i| r.path_series.queue_packets[i]).max().unwrap();
     assert!(max <= 60, "largest queue after 1 s: {max} packets");
 }
 
@@ -99,21 +79,9 @@ fn fq_codel_backlog_counts_in_the_occupancy_and_stays_below_drop_tails() {
     // With fq_codel the FIFO holds only the packet on the wire: a sample
     // with more than one packet queued counts fq_codel's backlog.
     let fq = run("cubic", 8.0, fq_codel(), 10.0);
-    let fq_max = after(&fq, 2.0)
-        .map(|i| fq.path_series.queue_packets[i])
-        .max()
-        .unwrap();
-    assert!(
-        fq_max > 1,
-        "fq_codel's backlog is sampled (largest: {fq_max} packets)"
-    );
+    let fq_max = after(&fq, 2.0).map(|i| fq.path_series.queue_packets[i]).max().unwrap();
+    assert!(fq_max > 1, "fq_codel's backlog is sampled (largest: {fq_max} packets)");
     let dt = run("cubic", 8.0, json!({"kind": "droptail"}), 10.0);
-    let dt_max = after(&dt, 2.0)
-        .map(|i| dt.path_series.queue_packets[i])
-        .max()
-        .unwrap();
-    assert!(
-        fq_max * 4 < dt_max,
-        "CoDel keeps the queue short: fq_codel {fq_max}, drop-tail {dt_max} packets"
-    );
+    let dt_max = after(&dt, 2.0).map(|i| dt.path_series.queue_packets[i]).max().unwrap();
+    assert!(fq_max * 4 < dt_max, "CoDel keeps the queue short: fq_codel {fq_max}, drop-tail {dt_max} packets");
 }

@@ -31,10 +31,7 @@ fn closed_loop_keeps_concurrency_rpcs_outstanding_and_large_responses_fill_the_p
     let done_bytes = n as f64 * 1e6;
     // Four 1 MB responses back to back keep a 100 Mbit/s path mostly busy.
     let rate = done_bytes * 8.0 / 10.0;
-    assert!(
-        rate > 0.7 * 100e6 * 1460.0 / 1500.0,
-        "RPC goodput {rate:.3e}"
-    );
+    assert!(rate > 0.7 * 100e6 * 1460.0 / 1500.0, "RPC goodput {rate:.3e}");
     // Starts are non-decreasing per stream and every duration covers an RTT.
     assert!(r.rpcs.duration_s.iter().all(|&d| d >= 0.02));
 }
@@ -43,16 +40,10 @@ fn closed_loop_keeps_concurrency_rpcs_outstanding_and_large_responses_fill_the_p
 fn open_loop_issues_poisson_arrivals_at_the_given_rate() {
     let r = rpc_plan(10_000, None, Some(50.0), 20.0).run();
     let n = r.rpcs.duration_s.len() as f64;
-    assert!(
-        (n - 1000.0).abs() < 4.0 * 1000f64.sqrt() + 5.0,
-        "{n} RPCs, expected about 1000"
-    );
+    assert!((n - 1000.0).abs() < 4.0 * 1000f64.sqrt() + 5.0, "{n} RPCs, expected about 1000");
     let mut starts = r.rpcs.start_s.clone();
     starts.sort_by(f64::total_cmp);
-    assert_eq!(
-        starts, r.rpcs.start_s,
-        "completions in issue order on one connection"
-    );
+    assert_eq!(starts, r.rpcs.start_s, "completions in issue order on one connection");
 }
 
 #[test]
@@ -71,12 +62,8 @@ fn rpc_flows_share_the_bottleneck_with_bulk_flows() {
 
 #[test]
 fn an_rpc_flow_needs_exactly_one_of_concurrency_and_rate() {
-    let e = fatpipe_sim::scenario::run_json(&rpc_plan(1000, None, None, 1.0).json())
-        .unwrap_err()
-        .to_string();
+    let e = fatpipe_sim::scenario::run_json(&rpc_plan(1000, None, None, 1.0).json()).unwrap_err().to_string();
     assert!(e.starts_with("flows[0].concurrency:"), "{e}");
-    let e = fatpipe_sim::scenario::run_json(&rpc_plan(1000, Some(1), Some(3.0), 1.0).json())
-        .unwrap_err()
-        .to_string();
+    let e = fatpipe_sim::scenario::run_json(&rpc_plan(1000, Some(1), Some(3.0), 1.0).json()).unwrap_err().to_string();
     assert!(e.contains("not both"), "{e}");
 }

@@ -10,24 +10,12 @@ mod hand_env;
 use hand_env::Env;
 
 fn sender() -> Sender {
-    let cfg = SenderConfig {
-        mss: 1000,
-        wmem_bytes: 1 << 30,
-        rate_cap: None,
-        qdisc_paces: false,
-        initial_rwnd: 1 << 20,
-        handshake_rtt: None,
-        ecn: false,
-    };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 1 << 30, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
     Sender::new(&cfg, cc::by_name("reno").unwrap())
 }
 
 fn ack(n: u64) -> Ack {
-    Ack {
-        ack: n,
-        wnd: 1 << 20,
-        ..Ack::default()
-    }
+    Ack { ack: n, wnd: 1 << 20, ..Ack::default() }
 }
 
 fn sack(n: u64, blocks: &[(u64, u64)]) -> Ack {
@@ -53,8 +41,7 @@ fn rto_has_a_200ms_floor_and_doubles_on_each_expiry() {
     let mut rto_times = Vec::new();
     while rto_times.len() < 4 {
         let n = env.sent.len();
-        env.fire_next(&mut s, Time::from_secs(60))
-            .expect("a timer is pending");
+        env.fire_next(&mut s, Time::from_secs(60)).expect("a timer is pending");
         for &(t, seq, retrans) in &env.sent[n..] {
             if retrans && seq == head {
                 rto_times.push(t);
@@ -68,10 +55,7 @@ fn rto_has_a_200ms_floor_and_doubles_on_each_expiry() {
     assert!(first >= Time::from_millis(200), "first RTO after {first}");
     assert!(first <= Time::from_millis(210), "first RTO after {first}");
     for w in rto_times.windows(3) {
-        let (a, b) = (
-            (w[1] - w[0]).as_nanos() as f64,
-            (w[2] - w[1]).as_nanos() as f64,
-        );
+        let (a, b) = ((w[1] - w[0]).as_nanos() as f64, (w[2] - w[1]).as_nanos() as f64);
         assert!((b / a - 2.0).abs() < 0.02, "backoff {a} -> {b}");
     }
 }
@@ -95,34 +79,21 @@ fn prr_sends_ssthresh_over_prior_cwnd_segments_per_delivered_segment() {
     let before = env.sent.len();
     let mut entered = None;
     for k in 11..30u64 {
-        s.on_ack(
-            t + Time::from_micros(k),
-            &sack(10, &[(11, k + 1)]),
-            &mut env,
-        );
+        s.on_ack(t + Time::from_micros(k), &sack(10, &[(11, k + 1)]), &mut env);
         if entered.is_none() && s.tp.ca_state == CaState::Recovery {
             entered = Some(k);
         }
     }
     let k0 = entered.expect("entered recovery");
-    assert_eq!(
-        k0, 13,
-        "RACK marks the hole lost once 3 segments are SACKed"
-    );
+    assert_eq!(k0, 13, "RACK marks the hole lost once 3 segments are SACKed");
     assert_eq!(s.tp.snd_ssthresh, 10);
     assert_eq!(s.tp.prior_cwnd, 20);
     // RFC 6937: sent = ceil(prr_delivered · ssthresh / RecoverFS).
     let delivered = 19u32;
     let expect = (delivered * 10).div_ceil(20) as usize;
     let sent = env.sent.len() - before;
-    assert!(
-        sent.abs_diff(expect) <= 1,
-        "PRR sent {sent}, RFC 6937 says {expect}"
-    );
-    assert!(
-        env.sent[before..].iter().any(|&(_, seq, r)| r && seq == 10),
-        "fast retransmit of the hole"
-    );
+    assert!(sent.abs_diff(expect) <= 1, "PRR sent {sent}, RFC 6937 says {expect}");
+    assert!(env.sent[before..].iter().any(|&(_, seq, r)| r && seq == 10), "fast retransmit of the hole");
 }
 
 #[test]
@@ -139,49 +110,25 @@ fn rack_marks_a_segment_lost_only_after_the_reordering_window() {
     let mut retrans_at = None;
     while retrans_at.is_none() {
         let n = env.sent.len();
-        env.fire_next(&mut s, Time::from_secs(1))
-            .expect("reordering timer");
-        retrans_at = env.sent[n..]
-            .iter()
-            .find(|&&(_, seq, r)| r && seq == 10)
-            .map(|x| x.0);
+        env.fire_next(&mut s, Time::from_secs(1)).expect("reordering timer");
+        retrans_at = env.sent[n..].iter().find(|&&(_, seq, r)| r && seq == 10).map(|x| x.0);
     }
     let at = retrans_at.unwrap();
     let rack_rtt = t - xmit;
-    assert!(
-        at >= xmit + rack_rtt + min_rtt.div(4),
-        "retransmitted at {at}, before RTT + reo_wnd"
-    );
-    assert!(
-        at <= xmit + rack_rtt + min_rtt.div(4) + Time::from_millis(4),
-        "retransmitted late at {at}"
-    );
+    assert!(at >= xmit + rack_rtt + min_rtt.div(4), "retransmitted at {at}, before RTT + reo_wnd");
+    assert!(at <= xmit + rack_rtt + min_rtt.div(4) + Time::from_millis(4), "retransmitted late at {at}");
     assert_eq!(s.tp.ca_state, CaState::Recovery);
 }
 
 #[test]
 fn wmem_bounds_unacked_segments() {
-    let cfg = SenderConfig {
-        mss: 1000,
-        wmem_bytes: 15_000,
-        rate_cap: None,
-        qdisc_paces: false,
-        initial_rwnd: 1 << 20,
-        handshake_rtt: None,
-        ecn: false,
-    };
+    let cfg = SenderConfig { mss: 1000, wmem_bytes: 15_000, rate_cap: None, qdisc_paces: false, initial_rwnd: 1 << 20, handshake_rtt: None, ecn: false };
     let mut s = Sender::new(&cfg, cc::by_name("reno").unwrap());
     let mut env = Env::default();
     s.start(Time::ZERO, &mut env);
     s.on_ack(Time::from_millis(20), &ack(10), &mut env);
-    assert_eq!(
-        s.tp.packets_out, 15,
-        "cwnd 20 but only 15 KB of send buffer"
-    );
-    assert!(
-        s.tp.app_limited > 0,
-        "a send-buffer-limited sender is marked app-limited"
-    );
+    assert_eq!(s.tp.packets_out, 15, "cwnd 20 but only 15 KB of send buffer");
+    assert!(s.tp.app_limited > 0, "a send-buffer-limited sender is marked app-limited");
 }
 
 #[test]
@@ -193,8 +140,7 @@ fn a_spurious_rto_is_undone_when_a_dsack_reports_the_retransmission_as_duplicate
     loop {
         let n = env.sent.len();
         env.fire_next(&mut s, Time::from_secs(5)).expect("timer");
-        if env.sent[n..].iter().any(|&(_, seq, r)| r && seq == 10) && s.tp.ca_state == CaState::Loss
-        {
+        if env.sent[n..].iter().any(|&(_, seq, r)| r && seq == 10) && s.tp.ca_state == CaState::Loss {
             break;
         }
     }
@@ -208,11 +154,7 @@ fn a_spurious_rto_is_undone_when_a_dsack_reports_the_retransmission_as_duplicate
     let mut d = ack(s.sb.snd_una);
     d.dsack = Some(10);
     s.on_ack(t + Time::from_millis(2), &d, &mut env);
-    assert!(
-        s.tp.snd_cwnd >= prior_cwnd,
-        "cwnd {} not restored to {prior_cwnd}",
-        s.tp.snd_cwnd
-    );
+    assert!(s.tp.snd_cwnd >= prior_cwnd, "cwnd {} not restored to {prior_cwnd}", s.tp.snd_cwnd);
     assert_eq!(s.stats.undos, 1);
 }
 
@@ -230,8 +172,7 @@ fn lost_segments_of_one_run_are_retransmitted_together_with_per_segment_counts()
     // 20 segments 10..30 in flight, all lost: the RTO (after the loss
     // probe) marks them lost and retransmits the head.
     while s.tp.ca_state != CaState::Loss {
-        env.fire_next(&mut s, Time::from_secs(60))
-            .expect("a timer is pending");
+        env.fire_next(&mut s, Time::from_secs(60)).expect("a timer is pending");
     }
     let (head, nxt) = (s.sb.snd_una, s.sb.snd_nxt);
     assert_eq!(env.sent.last().map(|&(_, q, r)| (q, r)), Some((head, true)));
@@ -242,21 +183,11 @@ fn lost_segments_of_one_run_are_retransmitted_together_with_per_segment_counts()
     let sent: Vec<(u64, bool)> = env.sent[before..].iter().map(|&(_, q, r)| (q, r)).collect();
     let k = sent.len() as u64;
     assert!(k >= 2, "{sent:?}");
-    assert_eq!(
-        sent,
-        (head + 1..head + 1 + k)
-            .map(|q| (q, true))
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(sent, (head + 1..head + 1 + k).map(|q| (q, true)).collect::<Vec<_>>());
     assert!(head + 1 + k <= nxt);
-    assert_eq!(
-        (s.stats.retrans - retrans_before, s.tp.retrans_out as u64),
-        (k, k)
-    );
+    assert_eq!((s.stats.retrans - retrans_before, s.tp.retrans_out as u64), (k, k));
     let run = *s.sb.run_at(head + 1);
     assert_eq!((run.start, run.end), (head + 1, head + 1 + k), "one run");
-    let steps: Vec<u32> = (head + 1..head + 1 + k)
-        .map(|q| s.sb.get(q).in_flight)
-        .collect();
+    let steps: Vec<u32> = (head + 1..head + 1 + k).map(|q| s.sb.get(q).in_flight).collect();
     assert!(steps.windows(2).all(|w| w[1] == w[0] + 1), "{steps:?}");
 }

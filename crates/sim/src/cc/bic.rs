@@ -8,7 +8,7 @@
 //! trait's default). Time is tcp_jiffies32 (`cc::jiffies`).
 
 use super::jiffies::{jiffies, HZ};
-use super::{AckSample, CaState, CongestionControl, ConnState};
+use super::{AckSample, CaState, ConnState, CongestionControl};
 
 /// BICTCP_BETA_SCALE: beta is in units of 1/1024.
 pub const BICTCP_BETA_SCALE: u32 = 1024;
@@ -188,8 +188,7 @@ impl CongestionControl for Bic {
         let p = &self.params;
         let cwnd = tp.snd_cwnd;
         self.last_max_cwnd = if cwnd < self.last_max_cwnd && p.fast_convergence {
-            ((cwnd as u64 * (BICTCP_BETA_SCALE + p.beta) as u64) / (2 * BICTCP_BETA_SCALE) as u64)
-                as u32
+            ((cwnd as u64 * (BICTCP_BETA_SCALE + p.beta) as u64) / (2 * BICTCP_BETA_SCALE) as u64) as u32
         } else {
             cwnd
         };
@@ -230,9 +229,7 @@ impl CongestionControl for Bic {
     fn pkts_acked(&mut self, tp: &mut ConnState, sample: &AckSample) {
         if tp.ca_state == CaState::Open {
             let decay = self.delayed_ack >> ACK_RATIO_SHIFT;
-            self.delayed_ack = self
-                .delayed_ack
-                .wrapping_add(sample.pkts_acked.wrapping_sub(decay));
+            self.delayed_ack = self.delayed_ack.wrapping_add(sample.pkts_acked.wrapping_sub(decay));
         }
     }
 
@@ -265,10 +262,7 @@ mod tests {
         let mut tp = ConnState::new(1448);
         Bic::new().init(&mut tp);
         assert_eq!(tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
-        let p = BicParams {
-            initial_ssthresh: 100,
-            ..BicParams::default()
-        };
+        let p = BicParams { initial_ssthresh: 100, ..BicParams::default() };
         Bic::with_params(p).init(&mut tp);
         assert_eq!(tp.snd_ssthresh, 100);
     }
@@ -288,10 +282,7 @@ mod tests {
         b.ssthresh(&limited(1000, 10));
         b.ssthresh(&limited(800, 10));
         assert_eq!(b.last_max_cwnd(), 800 * (1024 + 819) / 2048);
-        let mut b = Bic::with_params(BicParams {
-            fast_convergence: false,
-            ..BicParams::default()
-        });
+        let mut b = Bic::with_params(BicParams { fast_convergence: false, ..BicParams::default() });
         b.ssthresh(&limited(1000, 10));
         b.ssthresh(&limited(800, 10));
         assert_eq!(b.last_max_cwnd(), 800);
@@ -358,11 +349,7 @@ mod tests {
     fn bictcp_acked_tracks_packets_per_ack_in_open_only() {
         let mut b = Bic::new();
         let mut tp = limited(100, 10);
-        let s = AckSample {
-            pkts_acked: 1,
-            rtt: Some(Time::from_millis(10)),
-            in_flight: 100,
-        };
+        let s = AckSample { pkts_acked: 1, rtt: Some(Time::from_millis(10)), in_flight: 100 };
         for _ in 0..200 {
             b.pkts_acked(&mut tp, &s);
         }
@@ -371,13 +358,7 @@ mod tests {
         assert!((16..=31).contains(&b.delayed_ack), "{}", b.delayed_ack);
         let before = b.delayed_ack;
         tp.ca_state = CaState::Recovery;
-        b.pkts_acked(
-            &mut tp,
-            &AckSample {
-                pkts_acked: 10,
-                ..s
-            },
-        );
+        b.pkts_acked(&mut tp, &AckSample { pkts_acked: 10, ..s });
         assert_eq!(b.delayed_ack, before);
     }
 

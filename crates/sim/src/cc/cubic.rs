@@ -15,7 +15,7 @@
 //! `ConnState::now` (ns) with a fixed `HZ` = 1000, so a jiffy is 1 ms.
 
 use super::jiffies::{jiffies, usecs_to_jiffies, HZ};
-use super::{AckSample, CaState, CongestionControl, ConnState, CwndEvent, GSO_MAX_SIZE};
+use super::{AckSample, CaState, ConnState, CongestionControl, CwndEvent, GSO_MAX_SIZE};
 use crate::units::Time;
 
 /// BICTCP_BETA_SCALE (tcp_cubic.c repeats tcp_bic.c's): beta and friends
@@ -43,12 +43,7 @@ pub struct CubicParams {
 
 impl Default for CubicParams {
     fn default() -> CubicParams {
-        CubicParams {
-            beta: 717,
-            bic_scale: 41,
-            hystart_low_window: 16,
-            hystart_ack_delta_us: 2000,
-        }
+        CubicParams { beta: 717, bic_scale: 41, hystart_low_window: 16, hystart_ack_delta_us: 2000 }
     }
 }
 
@@ -94,10 +89,10 @@ const HYSTART_DELAY_MAX_US: u32 = 16000;
 /// Linux bit for bit. Entry i is cbrt(i << 18) - 1.
 fn cubic_root(a: u64) -> u32 {
     const V: [u8; 64] = [
-        0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161, 164,
-        168, 170, 173, 176, 179, 181, 185, 187, 190, 192, 194, 197, 199, 200, 202, 204, 206, 209,
-        211, 213, 215, 217, 219, 221, 222, 224, 225, 227, 229, 231, 232, 234, 236, 237, 239, 240,
-        242, 244, 245, 246, 248, 250, 251, 252, 254,
+        0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161,
+        164, 168, 170, 173, 176, 179, 181, 185, 187, 190, 192, 194, 197, 199, 200, 202, 204,
+        206, 209, 211, 213, 215, 217, 219, 221, 222, 224, 225, 227, 229, 231, 232, 234, 236,
+        237, 239, 240, 242, 244, 245, 246, 248, 250, 251, 252, 254,
     ];
     // fls64(): 1-based index of the most significant set bit, 0 for 0.
     let b = 64 - a.leading_zeros() as u64;
@@ -159,31 +154,15 @@ impl Cubic {
 
     /// CUBIC with the given module parameters.
     pub fn with_params(params: CubicParams) -> Cubic {
-        Cubic {
-            params,
-            registered: Registered::of(&params),
-            ..Cubic::default()
-        }
+        Cubic { params, registered: Registered::of(&params), ..Cubic::default() }
     }
 
     /// bictcp_reset(): clear everything up to the HyStart round fields
     /// (the module parameters stay).
     fn reset(&mut self) {
-        let keep = (
-            self.round_start,
-            self.end_round,
-            self.last_ack,
-            self.curr_rtt,
-            self.sample_cnt,
-        );
+        let keep = (self.round_start, self.end_round, self.last_ack, self.curr_rtt, self.sample_cnt);
         *self = Cubic::with_params(self.params);
-        (
-            self.round_start,
-            self.end_round,
-            self.last_ack,
-            self.curr_rtt,
-            self.sample_cnt,
-        ) = keep;
+        (self.round_start, self.end_round, self.last_ack, self.curr_rtt, self.sample_cnt) = keep;
         self.found = false;
     }
 
@@ -252,8 +231,7 @@ impl Cubic {
         let k = self.bic_k as u64;
         let offs = t.abs_diff(k) as u128;
         // C * (t - K)^3 in segments (RFC 9438 §4.2 eq. 1).
-        let delta =
-            (self.registered.cube_rtt_scale as u128 * offs * offs * offs) >> (10 + 3 * BICTCP_HZ);
+        let delta = (self.registered.cube_rtt_scale as u128 * offs * offs * offs) >> (10 + 3 * BICTCP_HZ);
         let delta = delta.min(u32::MAX as u128) as u32;
         let bic_target = if t < k {
             self.bic_origin_point.saturating_sub(delta) // concave (§4.4)
@@ -455,11 +433,7 @@ mod tests {
     }
 
     fn ack(c: &mut Cubic, tp: &mut ConnState, rtt: Time) {
-        let s = AckSample {
-            pkts_acked: 1,
-            rtt: Some(rtt),
-            in_flight: tp.snd_cwnd,
-        };
+        let s = AckSample { pkts_acked: 1, rtt: Some(rtt), in_flight: tp.snd_cwnd };
         c.pkts_acked(tp, &s);
         c.cong_avoid(tp, 1);
     }
@@ -487,14 +461,7 @@ mod tests {
         let mut tp = conn(w_max, TCP_INFINITE_SSTHRESH);
         c.init(&mut tp);
         tp.now = Time::from_secs(1);
-        c.pkts_acked(
-            &mut tp,
-            &AckSample {
-                pkts_acked: 1,
-                rtt: Some(rtt),
-                in_flight: w_max,
-            },
-        );
+        c.pkts_acked(&mut tp, &AckSample { pkts_acked: 1, rtt: Some(rtt), in_flight: w_max });
         let ssthresh = c.ssthresh(&tp);
         tp.snd_ssthresh = ssthresh;
         tp.snd_cwnd = ssthresh;
@@ -549,11 +516,7 @@ mod tests {
         // Small arguments: off by at most one.
         for a in 0..5000u64 {
             let exact = (a as f64).cbrt();
-            assert!(
-                (cubic_root(a) as f64 - exact).abs() <= 1.0,
-                "cbrt({a}) = {}",
-                cubic_root(a)
-            );
+            assert!((cubic_root(a) as f64 - exact).abs() <= 1.0, "cbrt({a}) = {}", cubic_root(a));
         }
     }
 
@@ -570,18 +533,11 @@ mod tests {
         assert!(half > 900 && half < 1000, "concave: {half} at K/2");
         run_until(&mut c, &mut tp, rtt, t0 + k);
         let at_k = tp.snd_cwnd as f64;
-        assert!(
-            (at_k - 1000.0).abs() <= 15.0,
-            "cwnd {at_k} at K, want ~1000"
-        );
+        assert!((at_k - 1000.0).abs() <= 15.0, "cwnd {at_k} at K, want ~1000");
         // Plateau around W_max, then convex growth beyond it (§4.5).
         run_until(&mut c, &mut tp, rtt, t0 + k + Time::from_secs(5));
         let w = 1000.0 + 0.4 * 5.0f64.powi(3);
-        assert!(
-            (tp.snd_cwnd as f64 - w).abs() / w < 0.05,
-            "{} at K+5s, want ~{w}",
-            tp.snd_cwnd
-        );
+        assert!((tp.snd_cwnd as f64 - w).abs() / w < 0.05, "{} at K+5s, want ~{w}", tp.snd_cwnd);
     }
 
     #[test]
@@ -607,20 +563,9 @@ mod tests {
         let mut c = Cubic::new();
         let mut tp = conn(100, 100);
         c.init(&mut tp);
-        c.pkts_acked(
-            &mut tp,
-            &AckSample {
-                pkts_acked: 1,
-                rtt: Some(rtt),
-                in_flight: 100,
-            },
-        );
+        c.pkts_acked(&mut tp, &AckSample { pkts_acked: 1, rtt: Some(rtt), in_flight: 100 });
         run_until(&mut c, &mut tp, rtt, Time::from_millis(1000));
-        assert!(
-            tp.snd_cwnd as f64 >= 100.0 * 1.05f64.powi(9),
-            "cwnd {}",
-            tp.snd_cwnd
-        );
+        assert!(tp.snd_cwnd as f64 >= 100.0 * 1.05f64.powi(9), "cwnd {}", tp.snd_cwnd);
     }
 
     #[test]
@@ -662,10 +607,7 @@ mod tests {
         let mut tp = conn(10, 12);
         c.cong_avoid(&mut tp, 4);
         assert_eq!(tp.snd_cwnd, 12);
-        assert!(
-            c.epoch_start.is_some(),
-            "2 leftover acks went to bictcp_update"
-        );
+        assert!(c.epoch_start.is_some(), "2 leftover acks went to bictcp_update");
         assert_eq!(c.ack_cnt, 2);
     }
 
@@ -675,11 +617,7 @@ mod tests {
         let mut tp = conn(32, TCP_INFINITE_SSTHRESH);
         c.init(&mut tp);
         let base = Time::from_millis(100);
-        let s = |rtt| AckSample {
-            pkts_acked: 1,
-            rtt: Some(rtt),
-            in_flight: 32,
-        };
+        let s = |rtt| AckSample { pkts_acked: 1, rtt: Some(rtt), in_flight: 32 };
         // Round 0 at the base RTT; ACKs 5 ms apart are no ACK train.
         for _ in 0..12 {
             tp.now += Time::from_millis(5);
@@ -716,11 +654,7 @@ mod tests {
         let mut tp = conn(64, TCP_INFINITE_SSTHRESH);
         c.init(&mut tp);
         let rtt = Time::from_millis(100);
-        let s = AckSample {
-            pkts_acked: 1,
-            rtt: Some(rtt),
-            in_flight: 64,
-        };
+        let s = AckSample { pkts_acked: 1, rtt: Some(rtt), in_flight: 64 };
         for _ in 0..4 {
             tp.now += Time::from_millis(5);
             c.pkts_acked(&mut tp, &s);
@@ -756,14 +690,7 @@ mod tests {
         for i in 0..40u64 {
             tp.now += Time::from_millis(1);
             let rtt = Time::from_millis(100 + 10 * i);
-            c.pkts_acked(
-                &mut tp,
-                &AckSample {
-                    pkts_acked: 1,
-                    rtt: Some(rtt),
-                    in_flight: 15,
-                },
-            );
+            c.pkts_acked(&mut tp, &AckSample { pkts_acked: 1, rtt: Some(rtt), in_flight: 15 });
         }
         assert_eq!(tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
         assert_eq!(c.delay_min, 100_000, "delay_min is still tracked");
@@ -775,22 +702,10 @@ mod tests {
         ack(&mut c, &mut tp, Time::from_millis(50)); // epoch starts
         let start = tp.now;
         tp.now = start + Time::from_millis(999);
-        c.pkts_acked(
-            &mut tp,
-            &AckSample {
-                rtt: Some(Time::from_millis(20)),
-                ..Default::default()
-            },
-        );
+        c.pkts_acked(&mut tp, &AckSample { rtt: Some(Time::from_millis(20)), ..Default::default() });
         assert_eq!(c.delay_min, 50_000);
         tp.now = start + Time::from_millis(1000);
-        c.pkts_acked(
-            &mut tp,
-            &AckSample {
-                rtt: Some(Time::from_millis(20)),
-                ..Default::default()
-            },
-        );
+        c.pkts_acked(&mut tp, &AckSample { rtt: Some(Time::from_millis(20)), ..Default::default() });
         assert_eq!(c.delay_min, 20_000);
     }
 
@@ -807,11 +722,7 @@ mod tests {
         assert_eq!(c.epoch_start, Some(epoch + 10_000));
         // Growth resumes on the curve where it left off, not 10 s later.
         run_until(&mut c, &mut tp, rtt, Time::from_millis(13_300));
-        assert!(
-            tp.snd_cwnd < cwnd + 20,
-            "{} after idle from {cwnd}",
-            tp.snd_cwnd
-        );
+        assert!(tp.snd_cwnd < cwnd + 20, "{} after idle from {cwnd}", tp.snd_cwnd);
         // Other events leave the epoch alone.
         tp.now = Time::from_secs(30);
         c.cwnd_event(&mut tp, CwndEvent::CwndRestart);
@@ -863,20 +774,11 @@ mod tests {
     #[test]
     fn cubictcp_register_derives_its_scales_from_beta_and_bic_scale() {
         let r = Registered::default();
-        assert_eq!(
-            (r.beta_scale, r.cube_rtt_scale, r.cube_factor),
-            (15, 410, (1u64 << 40) / 410)
-        );
-        let mut c = Cubic::with_params(CubicParams {
-            beta: 512,
-            ..CubicParams::default()
-        });
+        assert_eq!((r.beta_scale, r.cube_rtt_scale, r.cube_factor), (15, 410, (1u64 << 40) / 410));
+        let mut c = Cubic::with_params(CubicParams { beta: 512, ..CubicParams::default() });
         c.init(&mut conn(100, TCP_INFINITE_SSTHRESH));
         assert_eq!(c.registered.beta_scale, 8 * (1024 + 512) / 3 / 512);
         assert_eq!(c.ssthresh(&conn(100, 50)), 50, "beta 512/1024 halves cwnd");
-        assert_eq!(
-            c.params.beta, 512,
-            "bictcp_reset keeps the module parameters"
-        );
+        assert_eq!(c.params.beta, 512, "bictcp_reset keeps the module parameters");
     }
 }

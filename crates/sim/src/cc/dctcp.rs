@@ -12,7 +12,7 @@
 //! is in tcp/ecn.rs. The PLB (protective load balancing) hooks rehash a
 //! flow's path; the simulated path has one route, so they are left out.
 
-use super::{reno::Reno, CaState, CcInfo, CongestionControl, ConnState, CwndEvent};
+use super::{reno::Reno, CaState, CcInfo, ConnState, CongestionControl, CwndEvent};
 
 /// DCTCP_MAX_ALPHA: alpha is kept in 1/1024.
 pub const DCTCP_MAX_ALPHA: u32 = 1024;
@@ -28,10 +28,7 @@ pub struct DctcpParams {
 
 impl Default for DctcpParams {
     fn default() -> DctcpParams {
-        DctcpParams {
-            shift_g: 4,
-            alpha_on_init: DCTCP_MAX_ALPHA,
-        }
+        DctcpParams { shift_g: 4, alpha_on_init: DCTCP_MAX_ALPHA }
     }
 }
 
@@ -195,21 +192,14 @@ impl CongestionControl for Dctcp {
 
     /// dctcp_get_info().
     fn get_info(&self) -> Option<CcInfo> {
-        Some(CcInfo::Dctcp {
-            enabled: !self.reno_fallback,
-            alpha: self.alpha,
-        })
+        Some(CcInfo::Dctcp { enabled: !self.reno_fallback, alpha: self.alpha })
     }
 
     /// The ops in use: `dctcp`, or `dctcp-reno` after the fallback.
     /// DCTCP's cong_avoid is Reno's either way; `reno` names the fallback
     /// (no ECN: dctcp_ssthresh() becomes tcp_reno_ssthresh()).
     fn state_label(&self, tp: &ConnState) -> &'static str {
-        tp.window_label(if self.reno_fallback {
-            "reno"
-        } else {
-            "cong_avoid"
-        })
+        tp.window_label(if self.reno_fallback { "reno" } else { "cong_avoid" })
     }
 }
 
@@ -321,13 +311,7 @@ mod tests {
         let mut tp = ConnState::new(1448);
         tp.snd_cwnd = 100;
         d.init(&mut tp);
-        assert_eq!(
-            d.state_label(&ConnState {
-                snd_ssthresh: 2,
-                ..tp.clone()
-            }),
-            "reno"
-        );
+        assert_eq!(d.state_label(&ConnState { snd_ssthresh: 2, ..tp.clone() }), "reno");
         assert!(!d.needs_ecn());
         assert_eq!(d.ssthresh(&tp), 50);
         tp.ca_state = CaState::Open;
@@ -338,10 +322,7 @@ mod tests {
 
     #[test]
     fn dctcp_init_starts_alpha_at_dctcp_alpha_on_init() {
-        let mut d = Dctcp::with_params(DctcpParams {
-            alpha_on_init: 512,
-            ..DctcpParams::default()
-        });
+        let mut d = Dctcp::with_params(DctcpParams { alpha_on_init: 512, ..DctcpParams::default() });
         let mut tp = ecn_conn(100);
         d.init(&mut tp);
         assert_eq!(d.alpha(), 512);

@@ -10,7 +10,7 @@
 //! maxRTT and the congestion timer have Linux's millisecond granularity.
 
 use super::jiffies::{jiffies, msecs_to_jiffies, usecs_to_jiffies, HZ};
-use super::{AckSample, CaState, CongestionControl, ConnState};
+use super::{AckSample, CaState, ConnState, CongestionControl};
 /// ALPHA_BASE: 1.0 << 7.
 const ALPHA_BASE: u32 = 1 << 7;
 /// BETA_MIN: 0.5 << 7.
@@ -31,10 +31,7 @@ pub struct HtcpParams {
 
 impl Default for HtcpParams {
     fn default() -> HtcpParams {
-        HtcpParams {
-            use_rtt_scaling: true,
-            use_bandwidth_switch: true,
-        }
+        HtcpParams { use_rtt_scaling: true, use_bandwidth_switch: true }
     }
 }
 
@@ -183,11 +180,7 @@ impl Htcp {
             factor = ((factor << 3) / scale).max(1);
         }
         let a = 2 * factor * (128 - self.beta as u64);
-        self.alpha = if a == 0 {
-            ALPHA_BASE
-        } else {
-            a.min(u32::MAX as u64) as u32
-        };
+        self.alpha = if a == 0 { ALPHA_BASE } else { a.min(u32::MAX as u64) as u32 };
     }
 
     /// htcp_param_update(): at a congestion event, update beta then alpha,
@@ -336,11 +329,7 @@ mod tests {
     }
 
     fn sample(rtt: Time) -> AckSample {
-        AckSample {
-            pkts_acked: 1,
-            rtt: Some(rtt),
-            in_flight: 0,
-        }
+        AckSample { pkts_acked: 1, rtt: Some(rtt), in_flight: 0 }
     }
 
     /// ACK-clocked flow at a fixed RTT: one-segment ACKs spread evenly
@@ -406,7 +395,7 @@ mod tests {
         assert_eq!(factor_at(5000), 45); // 1 + 40 + 4
         assert_eq!(factor_at(11_000), 126); // 1 + 100 + 25
         assert_eq!(factor_at(21_000), 301); // 1 + 200 + 100
-                                            // The increase is 2 (1 - beta) * factor: alpha << 7.
+        // The increase is 2 (1 - beta) * factor: alpha << 7.
         let mut h = Htcp::new();
         h.min_rtt = 100;
         h.beta = BETA_MAX;
@@ -426,7 +415,7 @@ mod tests {
         assert_eq!(factor(200, 3000), 44);
         assert_eq!(factor(50, 3000), 11);
         assert_eq!(factor(20, 3000), 4); // 22 * 8 / 40
-                                         // Ratio 100 ms / minRTT clamped to [0.5, 10].
+        // Ratio 100 ms / minRTT clamped to [0.5, 10].
         assert_eq!(factor(400, 3000), 44, "as 200 ms");
         assert_eq!(factor(5, 3000), 2, "as 10 ms: 22 / 10");
         // Never below 1.
@@ -540,11 +529,7 @@ mod tests {
                 h.pkts_acked(&mut tp, &sample(rtt));
             }
         }
-        assert!(
-            h.bi < 800 && h.bi > 600,
-            "Bi {} after ~3 samples at half rate",
-            h.bi
-        );
+        assert!(h.bi < 800 && h.bi > 600, "Bi {} after ~3 samples at half rate", h.bi);
         assert!(h.max_b >= 990, "maxB keeps the peak");
         // Outside Open/Disorder the interval restarts.
         tp.ca_state = CaState::Recovery;
@@ -563,25 +548,14 @@ mod tests {
         h.alpha_update(0);
         assert_eq!(h.alpha, 256);
         run_until(&mut h, &mut tp, rtt, Time::from_millis(800));
-        assert!(
-            (7..=8).contains(&(tp.snd_cwnd - 100)),
-            "cwnd {}",
-            tp.snd_cwnd
-        );
+        assert!((7..=8).contains(&(tp.snd_cwnd - 100)), "cwnd {}", tp.snd_cwnd);
     }
 
     #[test]
     fn stretch_acks_count_all_segments_they_ack() {
         let mut h = Htcp::new();
         let mut tp = conn(100, 50);
-        h.pkts_acked(
-            &mut tp,
-            &AckSample {
-                pkts_acked: 4,
-                rtt: None,
-                in_flight: 0,
-            },
-        );
+        h.pkts_acked(&mut tp, &AckSample { pkts_acked: 4, rtt: None, in_flight: 0 });
         h.cong_avoid(&mut tp, 4);
         assert_eq!(tp.snd_cwnd_cnt, 4);
         h.cong_avoid(&mut tp, 1);
@@ -595,11 +569,7 @@ mod tests {
         assert_eq!(h.state_label(&tp), "slow_start");
         h.cong_avoid(&mut tp, 4);
         assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (12, 0));
-        assert_eq!(
-            h.state_label(&tp),
-            "cong_avoid",
-            "cwnd reached ssthresh: tcp_in_slow_start() is false"
-        );
+        assert_eq!(h.state_label(&tp), "cong_avoid", "cwnd reached ssthresh: tcp_in_slow_start() is false");
     }
 
     #[test]
@@ -670,10 +640,7 @@ mod tests {
         h.min_rtt = 200;
         h.alpha_update(500);
         assert_eq!(h.alpha, 2 * 2 * (128 - BETA_MIN));
-        let mut h = Htcp::with_params(HtcpParams {
-            use_rtt_scaling: false,
-            ..HtcpParams::default()
-        });
+        let mut h = Htcp::with_params(HtcpParams { use_rtt_scaling: false, ..HtcpParams::default() });
         h.min_rtt = 200;
         h.alpha_update(500);
         assert_eq!(h.alpha, 2 * (128 - BETA_MIN));
@@ -682,34 +649,13 @@ mod tests {
     #[test]
     fn htcp_pkts_acked_measures_throughput_only_with_use_bandwidth_switch() {
         let mut tp = conn(20, 10);
-        let mut h = Htcp::with_params(HtcpParams {
-            use_bandwidth_switch: false,
-            ..HtcpParams::default()
-        });
+        let mut h = Htcp::with_params(HtcpParams { use_bandwidth_switch: false, ..HtcpParams::default() });
         h.init(&mut tp);
-        h.pkts_acked(
-            &mut tp,
-            &AckSample {
-                pkts_acked: 4,
-                rtt: None,
-                in_flight: 0,
-            },
-        );
-        assert_eq!(
-            (h.packetcount, h.params.use_bandwidth_switch),
-            (0, false),
-            "init keeps the parameters"
-        );
+        h.pkts_acked(&mut tp, &AckSample { pkts_acked: 4, rtt: None, in_flight: 0 });
+        assert_eq!((h.packetcount, h.params.use_bandwidth_switch), (0, false), "init keeps the parameters");
         let mut h = Htcp::new();
         h.init(&mut tp);
-        h.pkts_acked(
-            &mut tp,
-            &AckSample {
-                pkts_acked: 4,
-                rtt: None,
-                in_flight: 0,
-            },
-        );
+        h.pkts_acked(&mut tp, &AckSample { pkts_acked: 4, rtt: None, in_flight: 0 });
         assert_eq!(h.packetcount, 4);
     }
 }

@@ -9,7 +9,7 @@
 //! is Reno. The module parameters are [`IllinoisParams`]; undo is
 //! tcp_reno_undo_cwnd (the trait's default). RTTs in µs.
 
-use super::{AckSample, CaState, CcInfo, CongestionControl, ConnState};
+use super::{AckSample, CaState, CcInfo, ConnState, CongestionControl};
 
 /// ALPHA_SHIFT: alpha is in 1/128.
 pub const ALPHA_SHIFT: u32 = 7;
@@ -46,10 +46,7 @@ pub struct IllinoisParams {
 
 impl Default for IllinoisParams {
     fn default() -> IllinoisParams {
-        IllinoisParams {
-            win_thresh: 15,
-            theta: 5,
-        }
+        IllinoisParams { win_thresh: 15, theta: 5 }
     }
 }
 
@@ -257,17 +254,8 @@ impl CongestionControl for Illinois {
 
     /// tcp_illinois_info(): base RTT and the round's average RTT.
     fn get_info(&self) -> Option<CcInfo> {
-        let avg = if self.cnt_rtt > 0 {
-            (self.sum_rtt / self.cnt_rtt as u64) as u32
-        } else {
-            0
-        };
-        Some(CcInfo::Vegas {
-            enabled: true,
-            rttcnt: self.cnt_rtt as u32,
-            rtt_us: avg,
-            minrtt_us: self.base_rtt,
-        })
+        let avg = if self.cnt_rtt > 0 { (self.sum_rtt / self.cnt_rtt as u64) as u32 } else { 0 };
+        Some(CcInfo::Vegas { enabled: true, rttcnt: self.cnt_rtt as u32, rtt_us: avg, minrtt_us: self.base_rtt })
     }
 
     fn state_label(&self, tp: &ConnState) -> &'static str {
@@ -297,14 +285,7 @@ mod tests {
     }
 
     fn sample(c: &mut Illinois, tp: &mut ConnState, us: u64) {
-        c.pkts_acked(
-            tp,
-            &AckSample {
-                pkts_acked: 1,
-                rtt: Some(Time::from_micros(us)),
-                in_flight: 1,
-            },
-        );
+        c.pkts_acked(tp, &AckSample { pkts_acked: 1, rtt: Some(Time::from_micros(us)), in_flight: 1 });
     }
 
     /// Ends the round: the next ACK passes end_seq.
@@ -319,13 +300,7 @@ mod tests {
         assert_eq!((ALPHA_MIN, ALPHA_MAX, ALPHA_BASE), (38, 1280, 128));
         assert_eq!((BETA_MIN, BETA_MAX, BETA_BASE), (8, 32, 32));
         assert_eq!(RTT_MAX, 3_355_443);
-        assert_eq!(
-            IllinoisParams::default(),
-            IllinoisParams {
-                win_thresh: 15,
-                theta: 5
-            }
-        );
+        assert_eq!(IllinoisParams::default(), IllinoisParams { win_thresh: 15, theta: 5 });
     }
 
     #[test]
@@ -339,18 +314,8 @@ mod tests {
         let (mut c, mut tp) = started(100);
         sample(&mut c, &mut tp, 20_000);
         sample(&mut c, &mut tp, 30_000);
-        c.pkts_acked(
-            &mut tp,
-            &AckSample {
-                pkts_acked: 3,
-                rtt: None,
-                in_flight: 1,
-            },
-        );
-        assert_eq!(
-            (c.base_rtt, c.max_rtt, c.sum_rtt, c.cnt_rtt, c.acked),
-            (20_000, 30_000, 50_000, 2, 3)
-        );
+        c.pkts_acked(&mut tp, &AckSample { pkts_acked: 3, rtt: None, in_flight: 1 });
+        assert_eq!((c.base_rtt, c.max_rtt, c.sum_rtt, c.cnt_rtt, c.acked), (20_000, 30_000, 50_000, 2, 3));
         sample(&mut c, &mut tp, 10_000_000);
         assert_eq!(c.max_rtt, RTT_MAX);
     }
@@ -385,10 +350,7 @@ mod tests {
         assert_eq!(Illinois::compute_beta(1_000, 10_000), BETA_MIN);
         assert_eq!(Illinois::compute_beta(8_000, 10_000), BETA_MAX);
         // Linear: at da = 4500, halfway between d2 = 1000 and d3 = 8000.
-        assert_eq!(
-            Illinois::compute_beta(4_500, 10_000),
-            (8 * 8000 - 32 * 1000 + 24 * 4500) / 7000
-        );
+        assert_eq!(Illinois::compute_beta(4_500, 10_000), (8 * 8000 - 32 * 1000 + 24 * 4500) / 7000);
         assert_eq!(Illinois::compute_beta(4_500, 10_000), 20);
     }
 
@@ -417,18 +379,14 @@ mod tests {
     fn tcp_illinois_cong_avoid_adds_alpha_over_cwnd_per_acked_segment() {
         let (mut c, mut tp) = started(100);
         c.end_seq = u64::MAX; // no parameter update
-                              // alpha = 10: +1 segment every cwnd / 10 acked segments. The first
-                              // ACK adds its stored `acked` (0 after init), later ones one each.
+        // alpha = 10: +1 segment every cwnd / 10 acked segments. The first
+        // ACK adds its stored `acked` (0 after init), later ones one each.
         for _ in 0..10 {
             c.cong_avoid(&mut tp, 1);
         }
         assert_eq!(tp.snd_cwnd, 100);
         c.cong_avoid(&mut tp, 1);
-        assert_eq!(
-            (tp.snd_cwnd, tp.snd_cwnd_cnt),
-            (101, 0),
-            "delta = 10 · 10 >= 100"
-        );
+        assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (101, 0), "delta = 10 · 10 >= 100");
         for _ in 0..11 {
             c.cong_avoid(&mut tp, 1);
         }
@@ -473,9 +431,6 @@ mod tests {
         c.set_state(&mut tp, CaState::Recovery);
         assert_eq!(c.alpha, ALPHA_MIN);
         c.set_state(&mut tp, CaState::Loss);
-        assert_eq!(
-            (c.alpha, c.beta, c.rtt_above),
-            (ALPHA_BASE, BETA_BASE, false)
-        );
+        assert_eq!((c.alpha, c.beta, c.rtt_above), (ALPHA_BASE, BETA_BASE, false));
     }
 }

@@ -147,10 +147,7 @@ impl RateSample {
             return None;
         }
         let bytes = (self.delivered as u64).saturating_mul(mss_bytes as u64);
-        Some(Rate::from_bytes_per(
-            crate::units::Bytes(bytes),
-            self.interval,
-        ))
+        Some(Rate::from_bytes_per(crate::units::Bytes(bytes), self.interval))
     }
 }
 
@@ -338,7 +335,10 @@ impl ConnState {
     /// tcp_slow_start(): grow cwnd by the acked count up to ssthresh and
     /// return the acked segments left over (Linux, RFC 5681 §3.1 with ABC).
     pub fn slow_start(&mut self, acked: u32) -> u32 {
-        let cwnd = self.snd_cwnd.saturating_add(acked).min(self.snd_ssthresh);
+        let cwnd = self
+            .snd_cwnd
+            .saturating_add(acked)
+            .min(self.snd_ssthresh);
         let used = cwnd.saturating_sub(self.snd_cwnd);
         self.snd_cwnd = cwnd.min(self.snd_cwnd_clamp);
         acked.saturating_sub(used)
@@ -351,8 +351,7 @@ impl ConnState {
         if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.snd_ssthresh
         } else {
-            self.snd_ssthresh
-                .max((self.snd_cwnd >> 1) + (self.snd_cwnd >> 2))
+            self.snd_ssthresh.max((self.snd_cwnd >> 1) + (self.snd_cwnd >> 2))
         }
     }
 

@@ -10,9 +10,9 @@
 //! defaults. Time in jiffies (`cc::jiffies`), RTTs in µs, rates in 100s of
 //! bit/s, sequence numbers in segments (Linux's bytes / mss_cache).
 
-use super::jiffies::{jiffies, HZ};
 use super::prandom::Prandom;
-use super::{AckSample, CaState, CcInfo, CongestionControl, ConnState};
+use super::jiffies::{jiffies, HZ};
+use super::{AckSample, CaState, CcInfo, ConnState, CongestionControl};
 
 /// NV_INIT_RTT: "no RTT yet".
 pub const NV_INIT_RTT: u32 = u32::MAX;
@@ -188,8 +188,8 @@ impl Nv {
         let p = self.params;
         self.rtt_start_seq = tp.snd_nxt;
         self.rtt_cnt = self.rtt_cnt.saturating_add(1); // at most 0xff
-                                                       // One sample in the RTT: cwnd is too small to measure (TSO, LRO,
-                                                       // interrupt coalescence): raise nv_min_cwnd and skip ahead.
+        // One sample in the RTT: cwnd is too small to measure (TSO, LRO,
+        // interrupt coalescence): raise nv_min_cwnd and skip ahead.
         if self.eval_call_cnt == 1
             && acked_segs >= (self.nv_min_cwnd as u64).saturating_sub(1)
             && self.nv_min_cwnd < NV_TSO_CWND_BOUND + 1
@@ -202,8 +202,8 @@ impl Nv {
         }
         // The ideal cwnd for the round's best rate: rate / slope, with
         // slope = 80000 · mss / min_rtt; max_win adds nv_pad.
-        let cwnd_by_slope = (self.rtt_max_rate as u64 * self.min_rtt as u64
-            / (80_000 * tp.mss_bytes.max(1) as u64)) as u32;
+        let cwnd_by_slope =
+            (self.rtt_max_rate as u64 * self.min_rtt as u64 / (80_000 * tp.mss_bytes.max(1) as u64)) as u32;
         let max_win = cwnd_by_slope.saturating_add(p.pad);
         let cwnd = tp.snd_cwnd;
         let calls = self.eval_call_cnt as u32;
@@ -242,10 +242,7 @@ impl Nv {
             }
             self.allow_cwnd_growth = true;
             self.no_cong_cnt += 1;
-            if self.cwnd_growth_factor < 0
-                && p.cwnd_growth_rate_neg > 0
-                && self.no_cong_cnt > p.cwnd_growth_rate_neg
-            {
+            if self.cwnd_growth_factor < 0 && p.cwnd_growth_rate_neg > 0 && self.no_cong_cnt > p.cwnd_growth_rate_neg {
                 self.cwnd_growth_factor += 1;
                 self.no_cong_cnt = 0;
             } else if self.cwnd_growth_factor >= 0
@@ -277,10 +274,7 @@ impl CongestionControl for Nv {
     /// tcpnv_init(): no BPF base RTT; min RTT first reset after 2 s.
     fn init(&mut self, tp: &mut ConnState) {
         let (params, rng) = (self.params, self.rng.clone());
-        *self = Nv {
-            rng,
-            ..Nv::with_params(params, 0)
-        };
+        *self = Nv { rng, ..Nv::with_params(params, 0) };
         self.nv_reset(tp);
         self.min_rtt_reset_jiffies = jiffies(tp.now) + 2 * HZ;
     }
@@ -305,9 +299,7 @@ impl CongestionControl for Nv {
             }
         }
         let cnt = if self.cwnd_growth_factor < 0 {
-            tp.snd_cwnd
-                .checked_shl((-self.cwnd_growth_factor) as u32)
-                .unwrap_or(u32::MAX)
+            tp.snd_cwnd.checked_shl((-self.cwnd_growth_factor) as u32).unwrap_or(u32::MAX)
         } else {
             (tp.snd_cwnd >> self.cwnd_growth_factor as u32).max(4)
         };
@@ -357,9 +349,8 @@ impl CongestionControl for Nv {
         let rtt_us = rtt.as_micros().min(i32::MAX as u64) as u32;
         let mut avg_rtt = if p.rtt_factor > 0 {
             let avg = if self.last_rtt > 0 {
-                ((rtt_us as u64 * p.rtt_factor as u64
-                    + self.last_rtt as u64 * (256 - p.rtt_factor as u64))
-                    >> 8) as u32
+                ((rtt_us as u64 * p.rtt_factor as u64 + self.last_rtt as u64 * (256 - p.rtt_factor as u64)) >> 8)
+                    as u32
             } else {
                 self.min_rtt = rtt_us << 1;
                 rtt_us

@@ -16,39 +16,17 @@ fn started(cwnd: u32, ssthresh: u32) -> (Nv, ConnState) {
 /// An ACK with an RTT of `us` and `segs` segments delivered since the
 /// acked packet was sent.
 fn ack(nv: &mut Nv, tp: &mut ConnState, us: u64, segs: u32) {
-    let s = AckSample {
-        pkts_acked: 1,
-        rtt: Some(Time::from_micros(us)),
-        in_flight: segs * MSS,
-    };
+    let s = AckSample { pkts_acked: 1, rtt: Some(Time::from_micros(us)), in_flight: segs * MSS };
     nv.pkts_acked(tp, &s);
 }
 
 #[test]
 fn nv_params_default_to_linux() {
     let p = NvParams::default();
-    assert_eq!(
-        (p.pad, p.pad_buffer, p.reset_period_s, p.min_cwnd),
-        (10, 2, 5, 2)
-    );
-    assert_eq!(
-        (
-            p.cong_dec_mult,
-            p.ssthresh_factor,
-            p.rtt_factor,
-            p.loss_dec_factor
-        ),
-        (38, 8, 128, 819)
-    );
+    assert_eq!((p.pad, p.pad_buffer, p.reset_period_s, p.min_cwnd), (10, 2, 5, 2));
+    assert_eq!((p.cong_dec_mult, p.ssthresh_factor, p.rtt_factor, p.loss_dec_factor), (38, 8, 128, 819));
     assert_eq!((p.cwnd_growth_rate_neg, p.cwnd_growth_rate_pos), (8, 0));
-    assert_eq!(
-        (
-            p.dec_eval_min_calls,
-            p.inc_eval_min_calls,
-            p.ssthresh_eval_min_calls
-        ),
-        (60, 20, 30)
-    );
+    assert_eq!((p.dec_eval_min_calls, p.inc_eval_min_calls, p.ssthresh_eval_min_calls), (60, 20, 30));
     assert_eq!((p.stop_rtt_cnt, p.rtt_min_cnt), (10, 2));
 }
 
@@ -64,32 +42,19 @@ fn tcpnv_recalc_ssthresh_keeps_80_percent() {
 fn tcpnv_acked_averages_rtt_by_half_and_tracks_min_and_max_rate() {
     let (mut nv, mut tp) = started(100, 50);
     ack(&mut nv, &mut tp, 10_000, 100);
-    assert_eq!(
-        (nv.last_rtt, nv.min_rtt, nv.min_rtt_new),
-        (10_000, 10_000, 10_000)
-    );
+    assert_eq!((nv.last_rtt, nv.min_rtt, nv.min_rtt_new), (10_000, 10_000, 10_000));
     // rate = 100 000 bytes · 80000 / 10000 µs = 800 000 (100s of bit/s:
     // 80 Mbit/s).
     assert_eq!(nv.rtt_max_rate, 800_000);
     ack(&mut nv, &mut tp, 20_000, 100);
     assert_eq!(nv.last_rtt, 15_000);
-    assert_eq!(
-        (nv.min_rtt, nv.rtt_max_rate, nv.eval_call_cnt),
-        (10_000, 800_000, 2)
-    );
+    assert_eq!((nv.min_rtt, nv.rtt_max_rate, nv.eval_call_cnt), (10_000, 800_000, 2));
 }
 
 #[test]
 fn tcpnv_acked_skips_acks_without_rtt_outside_open_or_with_nothing_in_flight() {
     let (mut nv, mut tp) = started(100, 50);
-    nv.pkts_acked(
-        &mut tp,
-        &AckSample {
-            pkts_acked: 1,
-            rtt: None,
-            in_flight: 1000,
-        },
-    );
+    nv.pkts_acked(&mut tp, &AckSample { pkts_acked: 1, rtt: None, in_flight: 1000 });
     ack(&mut nv, &mut tp, 10_000, 0);
     tp.ca_state = CaState::Recovery;
     ack(&mut nv, &mut tp, 10_000, 10);
@@ -141,10 +106,7 @@ fn tcpnv_acked_leaves_slow_start_after_30_samples() {
     let (mut nv, mut tp) = started(200, crate::cc::TCP_INFINITE_SSTHRESH);
     round(&mut nv, &mut tp, 3, 10_000, 100);
     round(&mut nv, &mut tp, 27, 10_000, 100);
-    assert_eq!(
-        tp.snd_ssthresh, 110,
-        "30 samples over 2 RTTs suffice in slow start"
-    );
+    assert_eq!(tp.snd_ssthresh, 110, "30 samples over 2 RTTs suffice in slow start");
 }
 
 #[test]
@@ -197,15 +159,9 @@ fn tcpnv_state_stops_growth_on_reduction_and_lowers_the_factor_on_rto() {
     let (mut nv, mut tp) = started(100, 50);
     nv.cwnd_growth_factor = 2;
     nv.set_state(&mut tp, CaState::Recovery);
-    assert_eq!(
-        (nv.allow_cwnd_growth, nv.reset, nv.cwnd_growth_factor),
-        (false, true, 2)
-    );
+    assert_eq!((nv.allow_cwnd_growth, nv.reset, nv.cwnd_growth_factor), (false, true, 2));
     nv.set_state(&mut tp, CaState::Loss);
-    assert_eq!(
-        nv.cwnd_growth_factor, -1,
-        "reset to Reno's 0, then one lower"
-    );
+    assert_eq!(nv.cwnd_growth_factor, -1, "reset to Reno's 0, then one lower");
     nv.rtt_cnt = 5;
     tp.snd_una = 77;
     nv.set_state(&mut tp, CaState::Open);

@@ -14,9 +14,7 @@ pub struct Prandom {
 
 impl Prandom {
     pub fn new(seed: u64) -> Prandom {
-        Prandom {
-            state: SplitMix64::new(seed),
-        }
+        Prandom { state: SplitMix64::new(seed) }
     }
 
     /// prandom_u32_max(ep_ro): "a pseudo-random number in interval

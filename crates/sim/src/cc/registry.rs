@@ -4,11 +4,8 @@
 //! `cca_registry()`, the advisor and the report through it) reads this
 //! list.
 
+use super::{bbr, bbr3, bic, cubic, dctcp, highspeed, htcp, illinois, nv, reno, scalable, vegas, westwood, yeah};
 use super::CongestionControl;
-use super::{
-    bbr, bbr3, bic, cubic, dctcp, highspeed, htcp, illinois, nv, reno, scalable, vegas, westwood,
-    yeah,
-};
 
 /// One algorithm the simulator implements: its name, how to build it, and
 /// the facts about it that callers need without running it (the advisor,
@@ -70,104 +67,20 @@ impl Cca {
 /// to extend when an algorithm is added. The order is the order callers
 /// list them in (error messages, `AVAILABLE`, the report's colours).
 pub const REGISTRY: &[Cca] = &[
-    Cca {
-        name: "reno",
-        build: |_| Box::new(reno::Reno),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: true,
-    },
-    Cca {
-        name: "cubic",
-        build: |_| Box::new(cubic::Cubic::new()),
-        linux_mainline: true,
-        linux_default: true,
-        loss_bound: true,
-    },
-    Cca {
-        name: "htcp",
-        build: |_| Box::new(htcp::Htcp::new()),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: true,
-    },
-    Cca {
-        name: "bbr",
-        build: |seed| Box::new(bbr::Bbr::with_seed(seed)),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: false,
-    },
-    Cca {
-        name: "bbr3",
-        build: |seed| Box::new(bbr3::Bbr3::with_seed(seed)),
-        linux_mainline: false,
-        linux_default: false,
-        loss_bound: false,
-    },
-    Cca {
-        name: "dctcp",
-        build: |_| Box::new(dctcp::Dctcp::new()),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: true,
-    },
-    Cca {
-        name: "bic",
-        build: |_| Box::new(bic::Bic::new()),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: true,
-    },
-    Cca {
-        name: "highspeed",
-        build: |_| Box::new(highspeed::HighSpeed::new()),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: true,
-    },
-    Cca {
-        name: "scalable",
-        build: |_| Box::new(scalable::Scalable),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: true,
-    },
-    Cca {
-        name: "westwood",
-        build: |_| Box::new(westwood::Westwood::new()),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: false,
-    },
-    Cca {
-        name: "illinois",
-        build: |_| Box::new(illinois::Illinois::new()),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: true,
-    },
-    Cca {
-        name: "yeah",
-        build: |_| Box::new(yeah::Yeah::new()),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: true,
-    },
-    Cca {
-        name: "vegas",
-        build: |_| Box::new(vegas::Vegas::new()),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: true,
-    },
-    Cca {
-        name: "nv",
-        build: |seed| Box::new(nv::Nv::with_seed(seed)),
-        linux_mainline: true,
-        linux_default: false,
-        loss_bound: true,
-    },
+    Cca { name: "reno", build: |_| Box::new(reno::Reno), linux_mainline: true, linux_default: false, loss_bound: true },
+    Cca { name: "cubic", build: |_| Box::new(cubic::Cubic::new()), linux_mainline: true, linux_default: true, loss_bound: true },
+    Cca { name: "htcp", build: |_| Box::new(htcp::Htcp::new()), linux_mainline: true, linux_default: false, loss_bound: true },
+    Cca { name: "bbr", build: |seed| Box::new(bbr::Bbr::with_seed(seed)), linux_mainline: true, linux_default: false, loss_bound: false },
+    Cca { name: "bbr3", build: |seed| Box::new(bbr3::Bbr3::with_seed(seed)), linux_mainline: false, linux_default: false, loss_bound: false },
+    Cca { name: "dctcp", build: |_| Box::new(dctcp::Dctcp::new()), linux_mainline: true, linux_default: false, loss_bound: true },
+    Cca { name: "bic", build: |_| Box::new(bic::Bic::new()), linux_mainline: true, linux_default: false, loss_bound: true },
+    Cca { name: "highspeed", build: |_| Box::new(highspeed::HighSpeed::new()), linux_mainline: true, linux_default: false, loss_bound: true },
+    Cca { name: "scalable", build: |_| Box::new(scalable::Scalable), linux_mainline: true, linux_default: false, loss_bound: true },
+    Cca { name: "westwood", build: |_| Box::new(westwood::Westwood::new()), linux_mainline: true, linux_default: false, loss_bound: false },
+    Cca { name: "illinois", build: |_| Box::new(illinois::Illinois::new()), linux_mainline: true, linux_default: false, loss_bound: true },
+    Cca { name: "yeah", build: |_| Box::new(yeah::Yeah::new()), linux_mainline: true, linux_default: false, loss_bound: true },
+    Cca { name: "vegas", build: |_| Box::new(vegas::Vegas::new()), linux_mainline: true, linux_default: false, loss_bound: true },
+    Cca { name: "nv", build: |seed| Box::new(nv::Nv::with_seed(seed)), linux_mainline: true, linux_default: false, loss_bound: true },
 ];
 
 /// Names of the algorithms this simulator implements, in registry order.
@@ -210,20 +123,9 @@ mod tests {
     fn every_entry_builds_the_algorithm_of_its_name_once() {
         for (i, c) in REGISTRY.iter().enumerate() {
             assert_eq!((c.build)(1).name(), c.name);
-            assert!(
-                REGISTRY[..i].iter().all(|o| o.name != c.name),
-                "{} listed twice",
-                c.name
-            );
+            assert!(REGISTRY[..i].iter().all(|o| o.name != c.name), "{} listed twice", c.name);
         }
-        assert_eq!(
-            AVAILABLE,
-            REGISTRY
-                .iter()
-                .map(|c| c.name)
-                .collect::<Vec<_>>()
-                .as_slice()
-        );
+        assert_eq!(AVAILABLE, REGISTRY.iter().map(|c| c.name).collect::<Vec<_>>().as_slice());
     }
 
     #[test]
@@ -239,17 +141,9 @@ mod tests {
     fn rate_based_algorithms_are_not_loss_bound_and_one_is_linux_default() {
         for c in REGISTRY {
             let t = c.traits();
-            assert!(
-                !(t.rate_based && t.loss_bound),
-                "{}: a rate-based algorithm is not bound by random loss",
-                c.name
-            );
+            assert!(!(t.rate_based && t.loss_bound), "{}: a rate-based algorithm is not bound by random loss", c.name);
         }
-        let defaults: Vec<_> = REGISTRY
-            .iter()
-            .filter(|c| c.linux_default)
-            .map(|c| c.name)
-            .collect();
+        let defaults: Vec<_> = REGISTRY.iter().filter(|c| c.linux_default).map(|c| c.name).collect();
         assert_eq!(defaults, ["cubic"]);
     }
 

@@ -1,7 +1,7 @@
 //! Reno (RFC 5681) as Linux implements it in net/ipv4/tcp_cong.c
 //! (tcp_reno_cong_avoid, tcp_reno_ssthresh, tcp_reno_undo_cwnd).
 
-use super::{CongestionControl, ConnState};
+use super::{ConnState, CongestionControl};
 
 #[derive(Debug, Default)]
 pub struct Reno;
@@ -73,10 +73,7 @@ mod tests {
         tp.snd_cwnd_clamp = 16;
         let left = tp.slow_start(20);
         assert_eq!(tp.snd_cwnd, 16);
-        assert_eq!(
-            left, 0,
-            "the acks used up to ssthresh are consumed, the clamp does not return them"
-        );
+        assert_eq!(left, 0, "the acks used up to ssthresh are consumed, the clamp does not return them");
     }
 
     /// tcp_cong_avoid_ai(): `tcp_snd_cwnd_set(tp, min(tcp_snd_cwnd(tp), tp->snd_cwnd_clamp))`.
@@ -101,11 +98,7 @@ mod tests {
         assert!(!tp.in_slow_start());
         let mut tp = crate::cc::ConnState::new(1448);
         tp.set_cwnd_clamp(500);
-        assert_eq!(
-            (tp.snd_cwnd, tp.snd_ssthresh),
-            (10, 500),
-            "IW 10 below the clamp stays"
-        );
+        assert_eq!((tp.snd_cwnd, tp.snd_ssthresh), (10, 500), "IW 10 below the clamp stays");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! Linux has no module parameters for it; undo is tcp_reno_undo_cwnd (the
 //! trait's default).
 
-use super::{CongestionControl, ConnState};
+use super::{ConnState, CongestionControl};
 
 /// TCP_SCALABLE_AI_CNT: one segment per this many acked, a = 0.01.
 pub const TCP_SCALABLE_AI_CNT: u32 = 100;
@@ -22,9 +22,7 @@ impl CongestionControl for Scalable {
 
     /// tcp_scalable_ssthresh(): max(cwnd - cwnd >> TCP_SCALABLE_MD_SCALE, 2).
     fn ssthresh(&mut self, tp: &ConnState) -> u32 {
-        tp.snd_cwnd
-            .saturating_sub(tp.snd_cwnd >> TCP_SCALABLE_MD_SCALE)
-            .max(2)
+        tp.snd_cwnd.saturating_sub(tp.snd_cwnd >> TCP_SCALABLE_MD_SCALE).max(2)
     }
 
     /// tcp_scalable_cong_avoid(): only when cwnd-limited; slow start below

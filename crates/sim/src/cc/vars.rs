@@ -148,8 +148,7 @@ impl CcVars {
         let interval_s = rs.interval.as_secs_f64();
         let valid = rs.delivered >= 0 && interval_s > 0.0;
         CcVars {
-            rs_delivery_rate_bps: valid
-                .then(|| rs.delivered as f64 * mss_bytes as f64 * 8.0 / interval_s),
+            rs_delivery_rate_bps: valid.then(|| rs.delivered as f64 * mss_bytes as f64 * 8.0 / interval_s),
             rs_is_app_limited: Some(rs.is_app_limited),
             rs_tx_in_flight_segments: Some(rs.tx_in_flight as i64),
             rs_lost_segments: Some(rs.lost as i64),
@@ -159,11 +158,7 @@ impl CcVars {
 
     /// The fields the state-change log compares.
     pub fn key(&self) -> CcStateKey {
-        CcStateKey {
-            state: self.state,
-            cycle_index: self.cycle_index,
-            full_bw_reached: self.full_bw_reached,
-        }
+        CcStateKey { state: self.state, cycle_index: self.cycle_index, full_bw_reached: self.full_bw_reached }
     }
 }
 
@@ -194,27 +189,11 @@ mod tests {
 
     #[test]
     fn state_keys_compare_the_state_by_text_wherever_it_is_stored() {
-        let key = |state: &'static str| CcStateKey {
-            state,
-            cycle_index: Some(2),
-            full_bw_reached: Some(true),
-        };
+        let key = |state: &'static str| CcStateKey { state, cycle_index: Some(2), full_bw_reached: Some(true) };
         let elsewhere: &'static str = String::from("probe_bw").leak();
         assert_eq!(key("probe_bw"), key(elsewhere));
         assert_ne!(key("probe_bw"), key("probe_rtt"));
-        assert_ne!(
-            key("probe_bw"),
-            CcStateKey {
-                cycle_index: Some(3),
-                ..key("probe_bw")
-            }
-        );
-        assert_ne!(
-            key("probe_bw"),
-            CcStateKey {
-                full_bw_reached: Some(false),
-                ..key("probe_bw")
-            }
-        );
+        assert_ne!(key("probe_bw"), CcStateKey { cycle_index: Some(3), ..key("probe_bw") });
+        assert_ne!(key("probe_bw"), CcStateKey { full_bw_reached: Some(false), ..key("probe_bw") });
     }
 }

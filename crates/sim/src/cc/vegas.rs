@@ -13,7 +13,7 @@
 //! embeds it as Linux's tcp_yeah.c does. Units as Linux: RTTs in µs.
 
 use super::reno::Reno;
-use super::{AckSample, CaState, CcInfo, CongestionControl, ConnState, CwndEvent};
+use super::{AckSample, CaState, CcInfo, ConnState, CongestionControl, CwndEvent};
 
 /// tcp_vegas.c's module parameters, with Linux's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,11 +28,7 @@ pub struct VegasParams {
 
 impl Default for VegasParams {
     fn default() -> VegasParams {
-        VegasParams {
-            alpha: 2,
-            beta: 4,
-            gamma: 1,
-        }
+        VegasParams { alpha: 2, beta: 4, gamma: 1 }
     }
 }
 
@@ -143,6 +139,7 @@ impl VegasState {
     }
 }
 
+
 /// TCP Vegas.
 #[derive(Debug, Clone, Default)]
 pub struct Vegas {
@@ -163,10 +160,7 @@ impl Vegas {
 
     /// Vegas with the given module parameters.
     pub fn with_params(params: VegasParams) -> Vegas {
-        Vegas {
-            params,
-            ..Vegas::default()
-        }
+        Vegas { params, ..Vegas::default() }
     }
 
     /// The shared RTT bookkeeping (tests and traces).
@@ -293,14 +287,7 @@ mod tests {
     }
 
     fn sample(v: &mut Vegas, tp: &mut ConnState, us: u64) {
-        v.pkts_acked(
-            tp,
-            &AckSample {
-                pkts_acked: 1,
-                rtt: Some(Time::from_micros(us)),
-                in_flight: 1,
-            },
-        );
+        v.pkts_acked(tp, &AckSample { pkts_acked: 1, rtt: Some(Time::from_micros(us)), in_flight: 1 });
     }
 
     /// One round with three samples at `us`, ended by an ACK past beg_snd_nxt.
@@ -315,14 +302,7 @@ mod tests {
 
     #[test]
     fn vegas_params_default_to_linux_alpha_2_beta_4_gamma_1() {
-        assert_eq!(
-            VegasParams::default(),
-            VegasParams {
-                alpha: 2,
-                beta: 4,
-                gamma: 1
-            }
-        );
+        assert_eq!(VegasParams::default(), VegasParams { alpha: 2, beta: 4, gamma: 1 });
     }
 
     #[test]
@@ -331,18 +311,8 @@ mod tests {
         sample(&mut v, &mut tp, 40_000);
         sample(&mut v, &mut tp, 30_000);
         sample(&mut v, &mut tp, 35_000);
-        v.pkts_acked(
-            &mut tp,
-            &AckSample {
-                pkts_acked: 1,
-                rtt: None,
-                in_flight: 1,
-            },
-        );
-        assert_eq!(
-            (v.v.base_rtt, v.v.min_rtt, v.v.cnt_rtt),
-            (30_001, 30_001, 3)
-        );
+        v.pkts_acked(&mut tp, &AckSample { pkts_acked: 1, rtt: None, in_flight: 1 });
+        assert_eq!((v.v.base_rtt, v.v.min_rtt, v.v.cnt_rtt), (30_001, 30_001, 3));
         v.v.clear_round();
         sample(&mut v, &mut tp, 0);
         assert_eq!((v.v.base_rtt, v.v.min_rtt), (1, 1), "never zero");
@@ -403,11 +373,7 @@ mod tests {
         tp.snd_cwnd_cnt = 99;
         v.cong_avoid(&mut tp, 1);
         assert_eq!(tp.snd_cwnd, 101, "tcp_reno_cong_avoid's +1 per cwnd acked");
-        assert_eq!(
-            (v.v.cnt_rtt, v.v.min_rtt),
-            (0, VEGAS_RTT_NONE),
-            "the round is wiped"
-        );
+        assert_eq!((v.v.cnt_rtt, v.v.min_rtt), (0, VEGAS_RTT_NONE), "the round is wiped");
         assert_eq!(v.state_label(&tp), "reno");
     }
 

@@ -12,7 +12,7 @@
 
 use super::jiffies::{jiffies, usecs_to_jiffies, HZ};
 use super::reno::Reno;
-use super::{AckSample, CongestionControl, ConnState, CwndEvent, CA_ACK_SLOWPATH};
+use super::{AckSample, ConnState, CongestionControl, CwndEvent, CA_ACK_SLOWPATH};
 
 /// TCP_WESTWOOD_RTT_MIN: the shortest bandwidth-sample window, HZ/20 = 50 ms.
 pub const TCP_WESTWOOD_RTT_MIN: u32 = (HZ / 20) as u32;
@@ -257,11 +257,7 @@ mod tests {
     }
 
     fn rtt_sample(w: &mut Westwood, tp: &mut ConnState, ms: u64) {
-        let s = AckSample {
-            pkts_acked: 1,
-            rtt: Some(Time::from_millis(ms)),
-            in_flight: 1,
-        };
+        let s = AckSample { pkts_acked: 1, rtt: Some(Time::from_millis(ms)), in_flight: 1 };
         w.pkts_acked(tp, &s);
     }
 
@@ -276,11 +272,7 @@ mod tests {
     #[test]
     fn tcp_westwood_pkts_acked_keeps_the_last_rtt_in_jiffies_rounded_up() {
         let (mut w, mut tp) = started();
-        let s = AckSample {
-            pkts_acked: 1,
-            rtt: Some(Time::from_micros(40_100)),
-            in_flight: 1,
-        };
+        let s = AckSample { pkts_acked: 1, rtt: Some(Time::from_micros(40_100)), in_flight: 1 };
         w.pkts_acked(&mut tp, &s);
         assert_eq!(w.rtt, 41);
         w.pkts_acked(&mut tp, &AckSample { rtt: None, ..s });
@@ -295,10 +287,7 @@ mod tests {
         w.in_ack_event(&mut tp, CA_ACK_WIN_UPDATE);
         // The first ACK takes snd_una as the start (first_ack): nothing counted.
         assert_eq!(w.bk, 0);
-        assert_eq!(
-            w.rtt_min, 30,
-            "reset_rtt_min: the first sample replaces 20 s"
-        );
+        assert_eq!(w.rtt_min, 30, "reset_rtt_min: the first sample replaces 20 s");
         tp.snd_una = 8;
         w.in_ack_event(&mut tp, CA_ACK_WIN_UPDATE);
         assert_eq!(w.bk, 3 * MSS);

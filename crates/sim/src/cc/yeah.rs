@@ -15,7 +15,7 @@
 
 use super::scalable::TCP_SCALABLE_AI_CNT;
 use super::vegas::VegasState;
-use super::{AckSample, CaState, CcInfo, CongestionControl, ConnState, CwndEvent};
+use super::{AckSample, CaState, CcInfo, ConnState, CongestionControl, CwndEvent};
 
 /// TCP_YEAH_ALPHA: segments queued at the bottleneck above which YeAH
 /// leaves fast mode and decongests.
@@ -51,13 +51,7 @@ pub struct Yeah {
 
 impl Default for Yeah {
     fn default() -> Yeah {
-        Yeah {
-            vegas: VegasState::default(),
-            last_q: 0,
-            doing_reno_now: 0,
-            reno_count: 2,
-            fast_count: 0,
-        }
+        Yeah { vegas: VegasState::default(), last_q: 0, doing_reno_now: 0, reno_count: 2, fast_count: 0 }
     }
 }
 
@@ -132,9 +126,7 @@ impl CongestionControl for Yeah {
     fn ssthresh(&mut self, tp: &ConnState) -> u32 {
         let cwnd = tp.snd_cwnd;
         let reduction = if self.doing_reno_now < TCP_YEAH_RHO {
-            self.last_q
-                .min((cwnd >> 1).max(2))
-                .max(cwnd >> TCP_YEAH_DELTA)
+            self.last_q.min((cwnd >> 1).max(2)).max(cwnd >> TCP_YEAH_DELTA)
         } else {
             (cwnd >> 1).max(2)
         };
@@ -156,11 +148,7 @@ impl CongestionControl for Yeah {
             acked = tp.slow_start(acked);
         }
         if acked > 0 {
-            let w = if self.doing_reno_now == 0 {
-                tp.snd_cwnd.min(TCP_SCALABLE_AI_CNT)
-            } else {
-                tp.snd_cwnd
-            };
+            let w = if self.doing_reno_now == 0 { tp.snd_cwnd.min(TCP_SCALABLE_AI_CNT) } else { tp.snd_cwnd };
             tp.cong_avoid_ai(w, acked);
         }
         if self.vegas.round_ended(tp) {
@@ -195,11 +183,7 @@ impl CongestionControl for Yeah {
     }
 
     fn state_label(&self, tp: &ConnState) -> &'static str {
-        tp.window_label(if self.doing_reno_now > 0 {
-            "reno"
-        } else {
-            "fast"
-        })
+        tp.window_label(if self.doing_reno_now > 0 { "reno" } else { "fast" })
     }
 }
 
@@ -220,14 +204,7 @@ mod tests {
     /// `rtt_us`; baseRTT and minRTT are `+ 1` (tcp_vegas_pkts_acked).
     fn samples(y: &mut Yeah, tp: &mut ConnState, rtt_us: u64) {
         for _ in 0..3 {
-            y.pkts_acked(
-                tp,
-                &AckSample {
-                    pkts_acked: 1,
-                    rtt: Some(Time::from_micros(rtt_us)),
-                    in_flight: 1,
-                },
-            );
+            y.pkts_acked(tp, &AckSample { pkts_acked: 1, rtt: Some(Time::from_micros(rtt_us)), in_flight: 1 });
         }
     }
 
@@ -250,10 +227,7 @@ mod tests {
     fn tcp_yeah_init_clamps_cwnd_for_the_decrease_arithmetic() {
         let (y, tp) = started(10);
         assert_eq!(tp.snd_cwnd_clamp, u32::MAX / 128);
-        assert_eq!(
-            (y.reno_count, y.doing_reno_now, y.state_label(&tp)),
-            (2, 0, "fast")
-        );
+        assert_eq!((y.reno_count, y.doing_reno_now, y.state_label(&tp)), (2, 0, "fast"));
     }
 
     #[test]
@@ -305,10 +279,7 @@ mod tests {
         y.reno_count = 950;
         base_then(&mut y, &mut tp, 110_000);
         assert_eq!(tp.snd_cwnd, 950);
-        assert_eq!(
-            y.reno_count, 951,
-            "reno_count > 2 grows by one per slow round"
-        );
+        assert_eq!(y.reno_count, 951, "reno_count > 2 grows by one per slow round");
     }
 
     #[test]
@@ -316,10 +287,7 @@ mod tests {
         let (mut y, mut tp) = started(100);
         // 100 segments, delay 20 ms > 100 ms / 8: queue = 100 · 20000 / 120001 = 16.
         base_then(&mut y, &mut tp, 120_000);
-        assert_eq!(
-            (y.last_q, y.state_label(&tp), tp.snd_cwnd),
-            (16, "reno", 100)
-        );
+        assert_eq!((y.last_q, y.state_label(&tp), tp.snd_cwnd), (16, "reno", 100));
     }
 
     #[test]
@@ -361,14 +329,7 @@ mod tests {
     #[test]
     fn yeah_skips_the_queue_estimate_with_two_samples_or_fewer() {
         let (mut y, mut tp) = started(1000);
-        y.pkts_acked(
-            &mut tp,
-            &AckSample {
-                pkts_acked: 1,
-                rtt: Some(Time::from_micros(300_000)),
-                in_flight: 1,
-            },
-        );
+        y.pkts_acked(&mut tp, &AckSample { pkts_acked: 1, rtt: Some(Time::from_micros(300_000)), in_flight: 1 });
         end_round(&mut y, &mut tp);
         assert_eq!((y.last_q, y.doing_reno_now, y.fast_count), (0, 0, 0));
         assert_eq!(y.vegas.cnt_rtt, 0, "the round is wiped");

@@ -29,10 +29,7 @@ impl Net {
     /// Whether the receive ring of `seat`'s core takes `packets` more
     /// received packets; a full ring drops them (`host_drops`).
     fn ring_takes(&mut self, seat: &CpuSeat, packets: u32) -> bool {
-        let room = self
-            .machines
-            .core(seat)
-            .ring_has_room(packets, seat.rx_ring_packets);
+        let room = self.machines.core(seat).ring_has_room(packets, seat.rx_ring_packets);
         if !room {
             self.host_drops += packets as u64;
         }
@@ -47,29 +44,20 @@ impl Sim {
     /// dropped if the host's receive ring is full.
     #[inline(never)]
     pub(super) fn hold_data(&mut self, now: Time) {
-        let Some((at, head)) = self.net.fwd.front_mut() else {
-            return;
-        };
+        let Some((at, head)) = self.net.fwd.front_mut() else { return };
         let unit = *head;
         let unit = if head.n > 1 && !head.gro {
             head.seq += 1;
             head.n -= 1;
             *at += unit.spacing;
-            DataPkt {
-                n: 1,
-                spacing: Time::ZERO,
-                ..unit
-            }
+            DataPkt { n: 1, spacing: Time::ZERO, ..unit }
         } else {
             self.net.fwd.pop_front();
             unit
         };
         if let Some(c) = self.net.rx_coalescer.as_mut() {
             match c.add(now, unit, unit.n) {
-                Batch::Opened(at) => self
-                    .net
-                    .events
-                    .push(at, Event::Interrupt(RECEIVER_INTERRUPT)),
+                Batch::Opened(at) => self.net.events.push(at, Event::Interrupt(RECEIVER_INTERRUPT)),
                 Batch::Joined => {}
                 Batch::Full => self.hand_over(RECEIVER_INTERRUPT, now, false),
             }
@@ -83,16 +71,11 @@ impl Sim {
     fn admit_data(&mut self, unit: DataPkt, now: Time) {
         let i = unit.stream;
         let st = &mut self.streams[i as usize];
-        let host = st
-            .rx_host
-            .as_mut()
-            .expect("held only for a host with a delay");
+        let host = st.rx_host.as_mut().expect("held only for a host with a delay");
         match st.rx_cpu.as_deref() {
             None => {
                 let done = host.admit(now, unit);
-                self.net
-                    .events
-                    .push(done, Event::Timer(i, TimerKind::Host(HostStep::Data)));
+                self.net.events.push(done, Event::Timer(i, TimerKind::Host(HostStep::Data)));
             }
             Some(seat) => {
                 if !self.net.ring_takes(seat, unit.n) {
@@ -100,13 +83,7 @@ impl Sim {
                 }
                 let ready = host.admit(now, unit);
                 let cost = seat.costs.receive(unit.n, st.mss);
-                self.net.machines.core(seat).enqueue(Work {
-                    stream: i,
-                    kind: HostStep::Data,
-                    ready,
-                    cost,
-                    ring_packets: unit.n,
-                });
+                self.net.machines.core(seat).enqueue(Work { stream: i, kind: HostStep::Data, ready, cost, ring_packets: unit.n });
                 let seat = *seat;
                 self.start_core(&seat, now);
             }
@@ -140,9 +117,7 @@ impl Sim {
     /// otherwise the frame count fired it now).
     fn hand_over(&mut self, h: u32, now: Time, scheduled: bool) {
         if h == RECEIVER_INTERRUPT {
-            let Some(c) = self.net.rx_coalescer.as_mut() else {
-                return;
-            };
+            let Some(c) = self.net.rx_coalescer.as_mut() else { return };
             let units = if scheduled { c.due(now) } else { c.take() };
             for unit in units {
                 self.admit_data(unit, now);
@@ -159,17 +134,12 @@ impl Sim {
     /// An ACK reaches the sending host's stack at `now`.
     fn admit_ack(&mut self, i: u32, ack: Ack, now: Time) {
         let st = &mut self.streams[i as usize];
-        let host = st
-            .tx_host
-            .as_mut()
-            .expect("held only for a host with a delay");
+        let host = st.tx_host.as_mut().expect("held only for a host with a delay");
         let sack_blocks = ack.nsacks as usize;
         match st.tx_cpu.as_deref() {
             None => {
                 let ready = host.admit(now, ack);
-                self.net
-                    .events
-                    .push(ready, Event::Timer(i, TimerKind::Host(HostStep::Ack)));
+                self.net.events.push(ready, Event::Timer(i, TimerKind::Host(HostStep::Ack)));
             }
             Some(seat) => {
                 // The ACK waits in the sender's receive ring like any
@@ -178,19 +148,9 @@ impl Sim {
                     return;
                 }
                 let ready = host.admit(now, ack);
-                let walked = if seat.costs.rtx_walk_ps > 0 {
-                    st.sender.list_walk_segments(&ack)
-                } else {
-                    0
-                };
+                let walked = if seat.costs.rtx_walk_ps > 0 { st.sender.list_walk_segments(&ack) } else { 0 };
                 let cost = seat.costs.ack(sack_blocks, walked);
-                self.net.machines.core(seat).enqueue(Work {
-                    stream: i,
-                    kind: HostStep::Ack,
-                    ready,
-                    cost,
-                    ring_packets: 1,
-                });
+                self.net.machines.core(seat).enqueue(Work { stream: i, kind: HostStep::Ack, ready, cost, ring_packets: 1 });
                 let seat = *seat;
                 self.start_core(&seat, now);
             }
@@ -200,21 +160,13 @@ impl Sim {
     /// A timer of stream `i` fires while its sender's core is busy: it
     /// waits its turn (`true`), to run when the core reaches it.
     pub(super) fn queue_timer(&mut self, i: u32, t: SenderTimer, now: Time) -> bool {
-        let Some(seat) = self.streams[i as usize].tx_cpu.as_deref() else {
-            return false;
-        };
+        let Some(seat) = self.streams[i as usize].tx_cpu.as_deref() else { return false };
         let core = self.net.machines.core(seat);
         if !core.is_busy() {
             return false;
         }
         let cost = Time::from_nanos(seat.costs.timer_ns);
-        core.enqueue(Work {
-            stream: i,
-            kind: HostStep::Timer(t),
-            ready: now,
-            cost,
-            ring_packets: 0,
-        });
+        core.enqueue(Work { stream: i, kind: HostStep::Timer(t), ready: now, cost, ring_packets: 0 });
         true
     }
 
@@ -222,9 +174,7 @@ impl Sim {
     /// gets it when done.
     fn start_core(&mut self, seat: &CpuSeat, now: Time) {
         if let Some((w, done)) = self.net.machines.core(seat).start_next(now) {
-            self.net
-                .events
-                .push(done, Event::Timer(w.stream, TimerKind::Host(w.kind)));
+            self.net.events.push(done, Event::Timer(w.stream, TimerKind::Host(w.kind)));
         }
     }
 
@@ -232,12 +182,7 @@ impl Sim {
     /// TCP gets it, the sends it makes are booked on the core, and the
     /// core moves on to its next item.
     #[inline(never)]
-    pub(super) fn release<const ECN: bool, const FQ: bool>(
-        &mut self,
-        i: u32,
-        step: HostStep,
-        now: Time,
-    ) {
+    pub(super) fn release<const ECN: bool, const FQ: bool>(&mut self, i: u32, step: HostStep, now: Time) {
         let st = &self.streams[i as usize];
         let seat = match step {
             HostStep::Data => st.rx_cpu.as_deref().copied(),
@@ -265,21 +210,8 @@ impl Sim {
     /// `Sim::on_data` hands it to TCP (a GRO unit that repeats received
     /// data segment by segment, decided against what TCP has by now).
     fn release_data(&mut self, i: u32, now: Time) {
-        let Some(unit) = self.streams[i as usize]
-            .rx_host
-            .as_mut()
-            .and_then(|h| h.release())
-        else {
-            return;
-        };
-        self.net.fwd.insert_behind(
-            now,
-            DataPkt {
-                processed: true,
-                ..unit
-            },
-            |p| p.processed,
-        );
+        let Some(unit) = self.streams[i as usize].rx_host.as_mut().and_then(|h| h.release()) else { return };
+        self.net.fwd.insert_behind(now, DataPkt { processed: true, ..unit }, |p| p.processed);
     }
 
     /// The sends of the event just handled (`Net::send_work`) keep their
@@ -287,10 +219,7 @@ impl Sim {
     #[inline(never)]
     pub(super) fn book_sends(&mut self, now: Time) {
         let work = std::mem::replace(&mut self.net.send_work, Time::ZERO);
-        if let Some(seat) = self.streams[self.net.send_work_stream as usize]
-            .tx_cpu
-            .as_deref()
-        {
+        if let Some(seat) = self.streams[self.net.send_work_stream as usize].tx_cpu.as_deref() {
             self.net.machines.core(seat).book(now, work);
         }
     }
@@ -298,9 +227,7 @@ impl Sim {
     /// Stream `i`'s sending host hands its oldest held ACK to TCP.
     fn release_ack<const ECN: bool, const FQ: bool>(&mut self, i: u32, now: Time) {
         let st = &mut self.streams[i as usize];
-        let Some(ack) = st.tx_host.as_mut().and_then(|h| h.release()) else {
-            return;
-        };
+        let Some(ack) = st.tx_host.as_mut().and_then(|h| h.release()) else { return };
         let mut tx = super::transmit::Tx::<ECN, FQ>::new(&mut self.net, i, &st.link);
         st.sender.on_ack(now, &ack, &mut tx);
         if FQ {

@@ -30,15 +30,7 @@ impl Net {
     /// the forward delay in effect (with jitter and release slots).
     #[cold]
     #[inline(never)]
-    pub(super) fn send_moving<const ECN: bool>(
-        &mut self,
-        now: Time,
-        stream: u32,
-        link: &Link,
-        seq: u64,
-        mut ecn: SegEcn,
-        tsval: u32,
-    ) {
+    pub(super) fn send_moving<const ECN: bool>(&mut self, now: Time, stream: u32, link: &Link, seq: u64, mut ecn: SegEcn, tsval: u32) {
         self.advance_cross(now);
         let d = self.dynamics.as_deref_mut().expect("a moving path");
         // Drops at chosen instants take their packets before the random
@@ -57,16 +49,13 @@ impl Net {
             self.enqueue_fq(now, stream, link.wire, seq, ecn, tsval);
             return;
         }
-        let Some(a) = self.bottleneck.offer(now, frame, ECN && ecn.is_ect()) else {
-            return;
-        };
+        let Some(a) = self.bottleneck.offer(now, frame, ECN && ecn.is_ect()) else { return };
         if a.ce {
             ecn.codepoint = Codepoint::Ce;
         }
         let d = self.dynamics.as_deref_mut().expect("a moving path");
         let at = d.data_arrival(now, a.departure, frame);
-        self.fwd
-            .push_sorted(at, DataPkt::one(stream, seq, ecn, tsval));
+        self.fwd.push_sorted(at, DataPkt::one(stream, seq, ecn, tsval));
     }
 
     /// Offers the bottleneck the cross traffic due by `now` (the cross
@@ -83,13 +72,7 @@ impl Net {
     /// backward delay in effect plus the pipe's extra delay, jitter and
     /// release slots. `FQ` false compiles the moving path out.
     #[inline(always)]
-    pub(super) fn push_ack<const FQ: bool>(
-        &mut self,
-        pipe: usize,
-        delay: Time,
-        now: Time,
-        item: (u32, Ack),
-    ) {
+    pub(super) fn push_ack<const FQ: bool>(&mut self, pipe: usize, delay: Time, now: Time, item: (u32, Ack)) {
         if FQ {
             if let Some(d) = self.dynamics.as_deref_mut() {
                 let at = d.ack_arrival(pipe, now, ACK_FRAME_BYTES);
@@ -109,9 +92,7 @@ impl Sim {
     #[inline]
     pub(super) fn check_triggers(&mut self, i: u32, now: Time) {
         let st = &self.streams[i as usize];
-        let Some(d) = self.net.dynamics.as_deref_mut() else {
-            return;
-        };
+        let Some(d) = self.net.dynamics.as_deref_mut() else { return };
         let group = st.group as usize;
         if st.index != 0 || !d.triggers.watches(group) {
             return;
@@ -154,14 +135,7 @@ impl Sim {
     /// `advance_cross(now)`): the bytes of its IP packets that left the
     /// bottleneck; its TCP columns are zero (it has no TCP state).
     pub(super) fn cross_rows(&mut self, now: Time) {
-        let Some(c) = self
-            .net
-            .dynamics
-            .as_deref_mut()
-            .and_then(|d| d.cross.as_mut())
-        else {
-            return;
-        };
+        let Some(c) = self.net.dynamics.as_deref_mut().and_then(|d| d.cross.as_mut()) else { return };
         for (group, stream, bytes) in c.delivered(now) {
             self.result.series.push(Row {
                 flow_group: group as i64,

@@ -34,16 +34,7 @@ pub(super) struct DataPkt {
 
 impl DataPkt {
     pub(super) fn one(stream: u32, seq: u64, ecn: SegEcn, tsval: u32) -> DataPkt {
-        DataPkt {
-            stream,
-            n: 1,
-            seq,
-            spacing: Time::ZERO,
-            ecn,
-            gro: false,
-            tsval,
-            processed: false,
-        }
+        DataPkt { stream, n: 1, seq, spacing: Time::ZERO, ecn, gro: false, tsval, processed: false }
     }
 }
 
@@ -72,23 +63,9 @@ pub(super) struct Link {
 
 impl Link {
     /// A stream's link; `hosted` follows from the CPU costs and the NIC.
-    pub(super) fn new(
-        wire: u32,
-        group: usize,
-        gro_segs: u32,
-        timestamps: bool,
-        send_cost: Option<(CpuCosts, u32)>,
-        nic: Option<u32>,
-    ) -> Link {
-        Link {
-            wire,
-            group,
-            gro_segs,
-            timestamps,
-            send_cost,
-            nic,
-            hosted: send_cost.is_some() || nic.is_some(),
-        }
+    pub(super) fn new(wire: u32, group: usize, gro_segs: u32, timestamps: bool, send_cost: Option<(CpuCosts, u32)>,
+                      nic: Option<u32>) -> Link {
+        Link { wire, group, gro_segs, timestamps, send_cost, nic, hosted: send_cost.is_some() || nic.is_some() }
     }
 }
 
@@ -163,19 +140,11 @@ impl<'a, const ECN: bool, const FQ: bool> Tx<'a, ECN, FQ> {
             net.enqueue_fq(now, self.stream, self.link.wire, seq, ecn, tsval);
             return;
         }
-        let Some(a) =
-            net.bottleneck
-                .offer(now, wire::frame_bytes(self.link.wire), ECN && ecn.is_ect())
-        else {
-            return;
-        };
+        let Some(a) = net.bottleneck.offer(now, wire::frame_bytes(self.link.wire), ECN && ecn.is_ect()) else { return };
         if a.ce {
             ecn.codepoint = Codepoint::Ce;
         }
-        net.fwd.push(
-            a.departure + net.prop,
-            DataPkt::one(self.stream, seq, ecn, tsval),
-        );
+        net.fwd.push(a.departure + net.prop, DataPkt::one(self.stream, seq, ecn, tsval));
     }
 }
 
@@ -216,15 +185,7 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
         while left > 0 {
             let k = net.loss[self.link.group].pass(left);
             if k > 0 {
-                net.admit_burst(
-                    now,
-                    self.stream,
-                    seq,
-                    k as u32,
-                    frame,
-                    self.link.gro_segs,
-                    tsval,
-                );
+                net.admit_burst(now, self.stream, seq, k as u32, frame, self.link.gro_segs, tsval);
             }
             seq += k;
             left -= k;
@@ -240,29 +201,15 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
 
     #[inline]
     fn schedule(&mut self, at: Time, timer: SenderTimer) {
-        self.net
-            .events
-            .push(at, Event::Timer(self.stream, TimerKind::Sender(timer)));
+        self.net.events.push(at, Event::Timer(self.stream, TimerKind::Sender(timer)));
     }
 
     #[inline]
-    fn small_queue_room(
-        &mut self,
-        now: Time,
-        pacing_rate: Rate,
-        paced: bool,
-        tso: u32,
-    ) -> SmallQueueRoom {
+    fn small_queue_room(&mut self, now: Time, pacing_rate: Rate, paced: bool, tso: u32) -> SmallQueueRoom {
         if self.link.nic.is_none() {
             return SmallQueueRoom::Unlimited;
         }
-        self.net.small_queues[self.stream as usize].room(
-            now,
-            pacing_rate,
-            paced,
-            tso,
-            wire::frame_bytes(self.link.wire),
-        )
+        self.net.small_queues[self.stream as usize].room(now, pacing_rate, paced, tso, wire::frame_bytes(self.link.wire))
     }
 }
 
@@ -273,32 +220,14 @@ impl Net {
     /// units of at most `gro_segs`, each arriving with its last segment.
     #[inline]
     #[allow(clippy::too_many_arguments)]
-    fn admit_burst(
-        &mut self,
-        now: Time,
-        stream: u32,
-        seq: u64,
-        n: u32,
-        frame: u32,
-        gro_segs: u32,
-        tsval: u32,
-    ) {
+    fn admit_burst(&mut self, now: Time, stream: u32, seq: u64, n: u32, frame: u32, gro_segs: u32, tsval: u32) {
         let a = self.bottleneck.offer_burst(now, frame, n);
         if a.packets == 0 {
             return;
         }
         let first = a.first_departure + self.prop;
         if gro_segs == 0 {
-            let pkt = DataPkt {
-                stream,
-                n: a.packets,
-                seq,
-                spacing: a.spacing,
-                ecn: SegEcn::NOT_ECT,
-                gro: false,
-                tsval,
-                processed: false,
-            };
+            let pkt = DataPkt { stream, n: a.packets, seq, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: false, tsval, processed: false };
             self.fwd.push(first, pkt);
             return;
         }
@@ -306,16 +235,7 @@ impl Net {
         while j < a.packets {
             let m = gro_segs.min(a.packets - j);
             let last = first + a.spacing.mul((j + m - 1) as u64);
-            let pkt = DataPkt {
-                stream,
-                n: m,
-                seq: seq + j as u64,
-                spacing: a.spacing,
-                ecn: SegEcn::NOT_ECT,
-                gro: true,
-                tsval,
-                processed: false,
-            };
+            let pkt = DataPkt { stream, n: m, seq: seq + j as u64, spacing: a.spacing, ecn: SegEcn::NOT_ECT, gro: true, tsval, processed: false };
             self.fwd.push(last, pkt);
             j += m;
         }

@@ -36,13 +36,7 @@ pub enum Batch {
 
 impl<T> Coalescer<T> {
     pub fn new(usecs: Time, frames: Option<u32>) -> Coalescer<T> {
-        Coalescer {
-            usecs,
-            frames: frames.unwrap_or(0),
-            held: Vec::new(),
-            packets: 0,
-            deadline: None,
-        }
+        Coalescer { usecs, frames: frames.unwrap_or(0), held: Vec::new(), packets: 0, deadline: None }
     }
 
     /// A unit of `packets` packets arrives at `now`.
@@ -87,17 +81,11 @@ mod tests {
     #[test]
     fn the_first_arrival_sets_the_interrupt_and_the_rest_join_it() {
         let mut c = Coalescer::new(Time::from_micros(50), None);
-        assert_eq!(
-            c.add(Time::from_micros(10), 1, 1),
-            Batch::Opened(Time::from_micros(60))
-        );
+        assert_eq!(c.add(Time::from_micros(10), 1, 1), Batch::Opened(Time::from_micros(60)));
         assert_eq!(c.add(Time::from_micros(20), 2, 1), Batch::Joined);
         assert_eq!(c.due(Time::from_micros(60)), [1, 2]);
         // The next arrival opens a new batch.
-        assert_eq!(
-            c.add(Time::from_micros(70), 3, 1),
-            Batch::Opened(Time::from_micros(120))
-        );
+        assert_eq!(c.add(Time::from_micros(70), 3, 1), Batch::Opened(Time::from_micros(120)));
     }
 
     #[test]

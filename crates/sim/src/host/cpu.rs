@@ -72,9 +72,7 @@ impl CpuCosts {
     pub fn receive(&self, segments: u32, mss: u32) -> Time {
         let bytes = segments as u64 * mss as u64;
         Time::from_nanos(
-            self.receive_unit_ns
-                + segments as u64 * self.receive_packet_ns
-                + (bytes * self.receive_byte_ps).div_ceil(1000),
+            self.receive_unit_ns + segments as u64 * self.receive_packet_ns + (bytes * self.receive_byte_ps).div_ceil(1000),
         )
     }
 
@@ -82,11 +80,7 @@ impl CpuCosts {
     /// processing walks `walked` segments of a list retransmission queue.
     #[inline]
     pub fn ack(&self, sack_blocks: usize, walked: u64) -> Time {
-        Time::from_nanos(
-            self.ack_ns
-                + sack_blocks as u64 * self.sack_block_ns
-                + (walked * self.rtx_walk_ps).div_ceil(1000),
-        )
+        Time::from_nanos(self.ack_ns + sack_blocks as u64 * self.sack_block_ns + (walked * self.rtx_walk_ps).div_ceil(1000))
     }
 }
 
@@ -131,13 +125,7 @@ pub struct Core<K> {
 
 impl<K> Default for Core<K> {
     fn default() -> Self {
-        Core {
-            free: Time::ZERO,
-            busy: Time::ZERO,
-            serving: false,
-            queue: VecDeque::new(),
-            ring_packets: 0,
-        }
+        Core { free: Time::ZERO, busy: Time::ZERO, serving: false, queue: VecDeque::new(), ring_packets: 0 }
     }
 }
 
@@ -207,12 +195,7 @@ pub struct Machines<K> {
 impl<K: Copy> Machines<K> {
     /// Machines with these numbers of cores.
     pub fn new(cores: &[u32]) -> Machines<K> {
-        Machines {
-            cores: cores
-                .iter()
-                .map(|&n| vec![Core::default(); n as usize])
-                .collect(),
-        }
+        Machines { cores: cores.iter().map(|&n| vec![Core::default(); n as usize]).collect() }
     }
 
     #[inline]
@@ -222,10 +205,7 @@ impl<K: Copy> Machines<K> {
 
     /// CPU time booked on each core of each machine.
     pub fn busy(&self) -> Vec<Vec<Time>> {
-        self.cores
-            .iter()
-            .map(|m| m.iter().map(|c| c.busy()).collect())
-            .collect()
+        self.cores.iter().map(|m| m.iter().map(|c| c.busy()).collect()).collect()
     }
 }
 
@@ -243,13 +223,7 @@ mod tests {
     use super::*;
 
     fn work(stream: u32, ready_us: u64, cost_us: u64, ring_packets: u32) -> Work<()> {
-        Work {
-            stream,
-            kind: (),
-            ready: Time::from_micros(ready_us),
-            cost: Time::from_micros(cost_us),
-            ring_packets,
-        }
+        Work { stream, kind: (), ready: Time::from_micros(ready_us), cost: Time::from_micros(cost_us), ring_packets }
     }
 
     #[test]
@@ -278,15 +252,9 @@ mod tests {
             assert!(c.ring_has_room(1, 3));
             c.enqueue(work(0, k, 10, 1));
         }
-        assert!(
-            !c.ring_has_room(1, 3),
-            "a full ring of 3 has room for a fourth packet"
-        );
+        assert!(!c.ring_has_room(1, 3), "a full ring of 3 has room for a fourth packet");
         c.start_next(Time::ZERO);
-        assert!(
-            !c.ring_has_room(1, 3),
-            "the packet being processed still holds its slot"
-        );
+        assert!(!c.ring_has_room(1, 3), "the packet being processed still holds its slot");
         c.finish();
         assert!(c.ring_has_room(1, 3), "room again once one is processed");
         // An empty ring takes a unit larger than itself.
@@ -299,37 +267,19 @@ mod tests {
         // One thread for all: every stream on the first core.
         assert!((0..8).all(|k| core_of(k, Some(1), 0, 4) == 0));
         // A thread per stream: round robin over the cores.
-        assert_eq!(
-            (0..6).map(|k| core_of(k, None, 0, 4)).collect::<Vec<_>>(),
-            [0, 1, 2, 3, 0, 1]
-        );
+        assert_eq!((0..6).map(|k| core_of(k, None, 0, 4)).collect::<Vec<_>>(), [0, 1, 2, 3, 0, 1]);
         // A second host on the same machine continues after the first's threads.
-        assert_eq!(
-            (0..2).map(|k| core_of(k, None, 1, 2)).collect::<Vec<_>>(),
-            [1, 0]
-        );
+        assert_eq!((0..2).map(|k| core_of(k, None, 1, 2)).collect::<Vec<_>>(), [1, 0]);
     }
 
     #[test]
     fn costs_add_up() {
-        let c = CpuCosts {
-            send_packet_ns: 1000,
-            send_byte_ps: 100,
-            receive_packet_ns: 500,
-            receive_unit_ns: 2000,
-            receive_byte_ps: 200,
-            ack_ns: 700,
-            sack_block_ns: 300,
-            timer_ns: 0,
-            rtx_walk_ps: 0,
-        };
+        let c = CpuCosts { send_packet_ns: 1000, send_byte_ps: 100, receive_packet_ns: 500, receive_unit_ns: 2000,
+                           receive_byte_ps: 200, ack_ns: 700, sack_block_ns: 300, timer_ns: 0, rtx_walk_ps: 0 };
         assert_eq!(c.send(10, 1448), Time::from_nanos(1000 + 1448));
         assert_eq!(c.receive(4, 1000), Time::from_nanos(2000 + 4 * 500 + 800));
         assert_eq!(c.ack(2, 0), Time::from_nanos(1300));
-        let listed = CpuCosts {
-            rtx_walk_ps: 50_000,
-            ..c
-        };
+        let listed = CpuCosts { rtx_walk_ps: 50_000, ..c };
         assert_eq!(listed.ack(2, 1000), Time::from_nanos(1300 + 50_000));
     }
 }

@@ -64,12 +64,7 @@ impl<T> HostDelay<T> {
     /// A host adding an exponential delay of mean `mean` per unit (zero:
     /// no jitter, units are only held until ready).
     pub fn new(mean: Time, rng: Rng) -> HostDelay<T> {
-        HostDelay {
-            rng,
-            mean_ns: mean.as_nanos() as f64,
-            done: Time::ZERO,
-            held: VecDeque::new(),
-        }
+        HostDelay { rng, mean_ns: mean.as_nanos() as f64, done: Time::ZERO, held: VecDeque::new() }
     }
 
     /// A unit ready at `ready` (its arrival, or when the host's core is
@@ -107,10 +102,7 @@ mod tests {
     use super::*;
 
     fn host(seed: u64) -> HostDelay<u32> {
-        HostDelay::new(
-            Time::from_micros(50),
-            Rng::new(seed, jitter_stream(0, false)),
-        )
+        HostDelay::new(Time::from_micros(50), Rng::new(seed, jitter_stream(0, false)))
     }
 
     #[test]
@@ -122,10 +114,7 @@ mod tests {
             // later units often draw less and would overtake.
             let arrival = Time::from_micros(k as u64);
             let done = h.admit(arrival, k);
-            assert!(
-                done >= arrival && done >= last,
-                "unit {k}: done {done:?} after {last:?}"
-            );
+            assert!(done >= arrival && done >= last, "unit {k}: done {done:?} after {last:?}");
             last = done;
         }
         for k in 0..10_000u32 {
@@ -138,9 +127,7 @@ mod tests {
     fn same_seed_same_delays_and_seeds_differ() {
         let run = |seed| {
             let mut h = host(seed);
-            (0..100u32)
-                .map(|k| h.admit(Time::from_millis(k as u64), k))
-                .collect::<Vec<_>>()
+            (0..100u32).map(|k| h.admit(Time::from_millis(k as u64), k)).collect::<Vec<_>>()
         };
         assert_eq!(run(3), run(3));
         assert_ne!(run(3), run(4));
@@ -152,24 +139,17 @@ mod tests {
         // delay is the distribution's.
         let mut h = host(9);
         let n = 20_000u64;
-        let total: u64 = (0..n)
-            .map(|k| {
-                let arrival = Time::from_millis(10 * k);
-                (h.admit(arrival, 0) - arrival).as_nanos()
-            })
-            .sum();
+        let total: u64 = (0..n).map(|k| {
+            let arrival = Time::from_millis(10 * k);
+            (h.admit(arrival, 0) - arrival).as_nanos()
+        }).sum();
         let mean_us = total as f64 / n as f64 / 1e3;
         assert!((mean_us - 50.0).abs() < 2.0, "mean {mean_us} µs");
     }
 
     #[test]
     fn labels_separate_hosts_and_streams() {
-        let labels = [
-            jitter_stream(0, false),
-            jitter_stream(0, true),
-            jitter_stream(1, false),
-            jitter_stream(1, true),
-        ];
+        let labels = [jitter_stream(0, false), jitter_stream(0, true), jitter_stream(1, false), jitter_stream(1, true)];
         for (a, x) in labels.iter().enumerate() {
             for y in &labels[a + 1..] {
                 assert_ne!(x, y);

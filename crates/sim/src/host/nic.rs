@@ -38,10 +38,7 @@ pub struct Nic {
 
 impl Nic {
     pub fn new(rate: Rate) -> Nic {
-        Nic {
-            rate,
-            free: Time::ZERO,
-        }
+        Nic { rate, free: Time::ZERO }
     }
 
     /// A packet of `frame_bytes` on the wire handed down at `now`: when it
@@ -85,14 +82,7 @@ impl SmallQueue {
     /// last one may overshoot the limit), or, over the limit, the instant
     /// its next packet leaves the NIC, when the TSQ handler lets it try
     /// again.
-    pub fn room(
-        &mut self,
-        now: Time,
-        pacing_rate: Rate,
-        paced: bool,
-        tso: u32,
-        frame_bytes: u32,
-    ) -> SmallQueueRoom {
+    pub fn room(&mut self, now: Time, pacing_rate: Rate, paced: bool, tso: u32, frame_bytes: u32) -> SmallQueueRoom {
         while let Some(&(at, n)) = self.queued.front() {
             if at > now {
                 break;
@@ -131,7 +121,7 @@ mod tests {
     fn tsq_holds_about_a_millisecond_at_the_pacing_rate() {
         let mut q = SmallQueue::default();
         let rate = Rate::from_gbps(8); // 1 GB/s: a limit of ~976 KB
-                                       // 64 KB packets, 1 µs apart in the NIC's future.
+        // 64 KB packets, 1 µs apart in the NIC's future.
         let room = q.room(Time::ZERO, rate, false, 40, 1600);
         assert_eq!(room, SmallQueueRoom::Segments((976_562 / 64_000 + 1) * 40));
         let mut t = Time::ZERO;
@@ -141,19 +131,10 @@ mod tests {
             q.push(t, 64_000);
             sent += 64_000;
         }
-        assert!(
-            (976_562..976_562 + 64_000).contains(&sent),
-            "{sent} bytes queued before TSQ stopped"
-        );
+        assert!((976_562..976_562 + 64_000).contains(&sent), "{sent} bytes queued before TSQ stopped");
         // The socket may send again once its first packet has left.
-        assert_eq!(
-            q.room(Time::ZERO, rate, false, 40, 1600),
-            SmallQueueRoom::Wait(Time::from_micros(64))
-        );
-        assert!(matches!(
-            q.room(Time::from_micros(64), rate, false, 40, 1600),
-            SmallQueueRoom::Segments(_)
-        ));
+        assert_eq!(q.room(Time::ZERO, rate, false, 40, 1600), SmallQueueRoom::Wait(Time::from_micros(64)));
+        assert!(matches!(q.room(Time::from_micros(64), rate, false, 40, 1600), SmallQueueRoom::Segments(_)));
     }
 
     #[test]
@@ -163,34 +144,16 @@ mod tests {
         q.push(Time::from_millis(1), 64_000);
         q.push(Time::from_millis(2), 64_000);
         // A slow socket may still queue two packets.
-        assert!(matches!(
-            q.room(Time::ZERO, slow, true, 40, 1600),
-            SmallQueueRoom::Segments(40)
-        ));
+        assert!(matches!(q.room(Time::ZERO, slow, true, 40, 1600), SmallQueueRoom::Segments(40)));
         q.push(Time::from_millis(3), 64_000);
-        assert!(matches!(
-            q.room(Time::ZERO, slow, true, 40, 1600),
-            SmallQueueRoom::Wait(_)
-        ));
+        assert!(matches!(q.room(Time::ZERO, slow, true, 40, 1600), SmallQueueRoom::Wait(_)));
         // An unpaced socket at 100 Gbit/s is capped by tcp_limit_output_bytes.
         let mut big = SmallQueue::default();
         for k in 0..80 {
             big.push(Time::from_millis(1 + k), 64_000);
         }
         let fast = Rate::from_gbps(100);
-        assert!(
-            matches!(
-                big.room(Time::ZERO, fast, false, 40, 1600),
-                SmallQueueRoom::Wait(_)
-            ),
-            "5.1 MB over the 4 MiB cap"
-        );
-        assert!(
-            matches!(
-                big.room(Time::ZERO, fast, true, 40, 1600),
-                SmallQueueRoom::Segments(_)
-            ),
-            "paced: ~12 MB by rate"
-        );
+        assert!(matches!(big.room(Time::ZERO, fast, false, 40, 1600), SmallQueueRoom::Wait(_)), "5.1 MB over the 4 MiB cap");
+        assert!(matches!(big.room(Time::ZERO, fast, true, 40, 1600), SmallQueueRoom::Segments(_)), "paced: ~12 MB by rate");
     }
 }

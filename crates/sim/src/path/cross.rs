@@ -31,11 +31,7 @@ pub enum CrossPattern {
     /// Always on.
     Constant,
     /// On and off periods, each Pareto with its mean and `shape` (> 1).
-    OnOff {
-        on_mean: Time,
-        off_mean: Time,
-        shape: f64,
-    },
+    OnOff { on_mean: Time, off_mean: Time, shape: f64 },
 }
 
 /// One cross-traffic group, validated.
@@ -65,11 +61,7 @@ const CROSS_STREAM: u64 = 0xC055_0000_0000;
 pub fn pareto(rng: &mut Rng, mean: Time, shape: f64) -> Time {
     let scale = mean.as_nanos() as f64 * (shape - 1.0) / shape;
     let u = rng.next_f64_open0();
-    Time(
-        (scale * u.powf(-1.0 / shape))
-            .min(u64::MAX as f64 / 2.0)
-            .round() as u64,
-    )
+    Time((scale * u.powf(-1.0 / shape)).min(u64::MAX as f64 / 2.0).round() as u64)
 }
 
 /// One source's state.
@@ -123,55 +115,28 @@ impl CrossTraffic {
         for spec in specs {
             let gap = spec.rate.transmit_time(Bytes(spec.frame_bytes as u64));
             for stream in 0..spec.streams {
-                let mut rng = Rng::new(
-                    seed,
-                    CROSS_STREAM + ((spec.group as u64) << 16) + stream as u64,
-                );
+                let mut rng = Rng::new(seed, CROSS_STREAM + ((spec.group as u64) << 16) + stream as u64);
                 let first = spec.start + Time((rng.next_f64() * gap.as_nanos() as f64) as u64);
                 let on_until = match spec.pattern {
                     CrossPattern::Constant => Time::MAX,
-                    CrossPattern::OnOff { on_mean, shape, .. } => {
-                        first + pareto(&mut rng, on_mean, shape)
-                    }
+                    CrossPattern::OnOff { on_mean, shape, .. } => first + pareto(&mut rng, on_mean, shape),
                 };
                 let next = if first < spec.stop { first } else { Time::MAX };
-                sources.push(Source {
-                    group: spec.group,
-                    stream,
-                    rng,
-                    next,
-                    on_until,
-                    in_queue: VecDeque::new(),
-                    delivered: 0,
-                });
+                sources.push(Source { group: spec.group, stream, rng, next, on_until, in_queue: VecDeque::new(), delivered: 0 });
             }
         }
-        CrossTraffic {
-            specs: specs.to_vec(),
-            sources,
-            drops: 0,
-            group_drops: specs.iter().map(|s| (s.group, 0)).collect(),
-        }
+        CrossTraffic { specs: specs.to_vec(), sources, drops: 0, group_drops: specs.iter().map(|s| (s.group, 0)).collect() }
     }
 
     fn spec(&self, group: u32) -> &CrossSpec {
-        self.specs
-            .iter()
-            .find(|s| s.group == group)
-            .expect("a source's group")
+        self.specs.iter().find(|s| s.group == group).expect("a source's group")
     }
 
     /// Offers `bottleneck` every packet due at or before `to`, in time
     /// order (ties: the source first in group and stream order).
     pub fn advance(&mut self, to: Time, bottleneck: &mut Bottleneck) {
         loop {
-            let Some((k, at)) = self
-                .sources
-                .iter()
-                .enumerate()
-                .map(|(k, s)| (k, s.next))
-                .filter(|&(_, t)| t <= to)
-                .min_by_key(|&(k, t)| (t, k))
+            let Some((k, at)) = self.sources.iter().enumerate().map(|(k, s)| (k, s.next)).filter(|&(_, t)| t <= to).min_by_key(|&(k, t)| (t, k))
             else {
                 return;
             };
@@ -191,12 +156,7 @@ impl CrossTraffic {
                 }
             }
             let mut next = at + spec.rate.transmit_time(Bytes(spec.frame_bytes as u64));
-            if let CrossPattern::OnOff {
-                on_mean,
-                off_mean,
-                shape,
-            } = spec.pattern
-            {
+            if let CrossPattern::OnOff { on_mean, off_mean, shape } = spec.pattern {
                 if next >= s.on_until {
                     let on_start = s.on_until + pareto(&mut s.rng, off_mean, shape);
                     s.on_until = on_start + pareto(&mut s.rng, on_mean, shape);
@@ -213,11 +173,7 @@ impl CrossTraffic {
     pub fn delivered(&mut self, now: Time) -> Vec<(u32, u32, u64)> {
         let mut out = Vec::new();
         for s in &mut self.sources {
-            if self
-                .specs
-                .iter()
-                .any(|c| c.group == s.group && c.start > now)
-            {
+            if self.specs.iter().any(|c| c.group == s.group && c.start > now) {
                 continue;
             }
             s.count_departed(now);
@@ -232,16 +188,7 @@ mod tests {
     use super::*;
 
     fn spec(rate: Rate, pattern: CrossPattern) -> CrossSpec {
-        CrossSpec {
-            group: 1,
-            streams: 1,
-            rate,
-            packet_bytes: 1500,
-            frame_bytes: 1514,
-            start: Time::ZERO,
-            stop: Time::MAX,
-            pattern,
-        }
+        CrossSpec { group: 1, streams: 1, rate, packet_bytes: 1500, frame_bytes: 1514, start: Time::ZERO, stop: Time::MAX, pattern }
     }
 
     #[test]
@@ -252,26 +199,15 @@ mod tests {
         let n = 200_000;
         let mut rng = Rng::new(7, 7);
         let mean = Time::from_millis(10);
-        let xs: Vec<f64> = (0..n)
-            .map(|_| pareto(&mut rng, mean, 2.5).as_secs_f64() * 1e3)
-            .collect();
+        let xs: Vec<f64> = (0..n).map(|_| pareto(&mut rng, mean, 2.5).as_secs_f64() * 1e3).collect();
         let m = xs.iter().sum::<f64>() / n as f64;
         // Var = x_m² a / ((a − 1)² (a − 2)), x_m = 6 ms, a = 2.5: 80 ms².
         let se = (80.0f64 / n as f64).sqrt();
         assert!((m - 10.0).abs() < 5.0 * se, "mean {m} ms, se {se}");
         let median_ms = 10.0 * 0.5 / 1.5 * 2f64.powf(1.0 / 1.5);
-        let below = (0..n)
-            .filter(|_| pareto(&mut rng, mean, 1.5).as_secs_f64() * 1e3 < median_ms)
-            .count() as f64
-            / n as f64;
-        assert!(
-            (below - 0.5).abs() < 5.0 * (0.25 / n as f64).sqrt(),
-            "{below} below the median"
-        );
-        assert!(
-            xs.iter().all(|&x| x >= 6.0 - 1e-6),
-            "never below the scale x_m"
-        );
+        let below = (0..n).filter(|_| pareto(&mut rng, mean, 1.5).as_secs_f64() * 1e3 < median_ms).count() as f64 / n as f64;
+        assert!((below - 0.5).abs() < 5.0 * (0.25 / n as f64).sqrt(), "{below} below the median");
+        assert!(xs.iter().all(|&x| x >= 6.0 - 1e-6), "never below the scale x_m");
     }
 
     #[test]
@@ -282,11 +218,7 @@ mod tests {
         // of the renewal-reward estimate, and the on periods (runs of
         // back-to-back packets) average 5 ms.
         let rate = Rate::from_mbps(100);
-        let pattern = CrossPattern::OnOff {
-            on_mean: Time::from_millis(5),
-            off_mean: Time::from_millis(15),
-            shape: 2.5,
-        };
+        let pattern = CrossPattern::OnOff { on_mean: Time::from_millis(5), off_mean: Time::from_millis(15), shape: 2.5 };
         let mut cross = CrossTraffic::new(&[spec(rate, pattern)], 3);
         let mut b = Bottleneck::new(Rate::from_gbps(100), Bytes(1 << 40));
         let end = Time::from_secs(400);
@@ -299,10 +231,7 @@ mod tests {
         // error ≈ sqrt(var(on − 0.25·cycle)/n)/20 ms.
         let var = 0.75f64.powi(2) * 20.0 + 0.25f64.powi(2) * 180.0;
         let se = (var / 20_000.0).sqrt() / 20.0;
-        assert!(
-            (frac_on - 0.25).abs() < 5.0 * se + 1514.0 * 8.0 / 100e6 / 0.020,
-            "on {frac_on}, se {se}"
-        );
+        assert!((frac_on - 0.25).abs() < 5.0 * se + 1514.0 * 8.0 / 100e6 / 0.020, "on {frac_on}, se {se}");
     }
 
     #[test]
@@ -313,10 +242,7 @@ mod tests {
         let mut cross = CrossTraffic::new(&[s], 1);
         let mut b = Bottleneck::new(Rate::from_gbps(1), Bytes(1 << 30));
         cross.advance(Time::from_millis(999), &mut b);
-        assert!(
-            cross.delivered(Time::from_millis(999)).is_empty(),
-            "not started: no row"
-        );
+        assert!(cross.delivered(Time::from_millis(999)).is_empty(), "not started: no row");
         cross.advance(Time::from_secs(5), &mut b);
         // 12 Mbit/s of 1514-byte frames: one per 1.00933 ms, 990 or 991 in the second.
         let packets = cross.delivered(Time::from_secs(5))[0].2 / 1500;
@@ -335,15 +261,8 @@ mod tests {
         }
         let sent = 1000 * 20_000_000 / (1514 * 8 * 1000);
         let delivered = cross.delivered(Time::from_secs(1))[0].2 / 1500;
-        assert!(
-            cross.drops > sent * 4 / 10 && cross.drops < sent * 6 / 10,
-            "{} of {sent} dropped",
-            cross.drops
-        );
-        assert!(
-            (delivered as i64 - (sent / 2) as i64).abs() < 20,
-            "{delivered} delivered"
-        );
+        assert!(cross.drops > sent * 4 / 10 && cross.drops < sent * 6 / 10, "{} of {sent} dropped", cross.drops);
+        assert!((delivered as i64 - (sent / 2) as i64).abs() < 20, "{delivered} delivered");
         assert_eq!(cross.drops, b.drops);
         assert_eq!(cross.group_drops, vec![(1, cross.drops)]);
     }

@@ -53,14 +53,7 @@ pub struct Direction {
 
 impl Direction {
     pub fn new(jitter: Option<JitterSpec>, slots: Option<SlotSpec>, rng: Rng) -> Direction {
-        Direction {
-            jitter: jitter.map(|j| (j, rng)),
-            slots,
-            slot: Time::ZERO,
-            slot_bytes: 0,
-            last: Time::ZERO,
-            reordered: 0,
-        }
+        Direction { jitter: jitter.map(|j| (j, rng)), slots, slot: Time::ZERO, slot_bytes: 0, last: Time::ZERO, reordered: 0 }
     }
 
     /// Whether packets may leave out of order (a pipe must then insert by
@@ -103,11 +96,7 @@ impl Direction {
     fn slotted(&mut self, at: Time, frame_bytes: u32, s: SlotSpec) -> Time {
         let i = s.interval.as_nanos().max(1);
         let mut slot = Time(at.as_nanos().div_ceil(i) * i).max(self.slot);
-        if slot == self.slot
-            && self.slot_bytes > 0
-            && s.budget_bytes
-                .is_some_and(|b| self.slot_bytes + frame_bytes as u64 > b)
-        {
+        if slot == self.slot && self.slot_bytes > 0 && s.budget_bytes.is_some_and(|b| self.slot_bytes + frame_bytes as u64 > b) {
             slot += Time(i);
         }
         if slot != self.slot {
@@ -131,11 +120,7 @@ mod tests {
     use super::*;
 
     fn jittered(reorder: bool, distribution: JitterDistribution) -> Direction {
-        let spec = JitterSpec {
-            deviation: Time::from_millis(2),
-            distribution,
-            reorder,
-        };
+        let spec = JitterSpec { deviation: Time::from_millis(2), distribution, reorder };
         Direction::new(Some(spec), None, Rng::new(3, 4))
     }
 
@@ -148,101 +133,53 @@ mod tests {
     #[test]
     fn reordering_happens_only_when_asked() {
         for distribution in [JitterDistribution::Uniform, JitterDistribution::Normal] {
-            let (mut fifo, mut tfifo) =
-                (jittered(false, distribution), jittered(true, distribution));
+            let (mut fifo, mut tfifo) = (jittered(false, distribution), jittered(true, distribution));
             let (mut last_fifo, mut overtaken) = (Time::ZERO, 0);
             let mut last_tfifo = Time::ZERO;
             for k in 0..100_000u64 {
                 // One packet every 10 µs, 10 ms one-way delay, ±2 ms jitter.
                 let a = fifo.arrival(Time(k * 10_000), Time::from_millis(10), 1514);
-                assert!(
-                    a >= last_fifo,
-                    "{distribution:?}: packet {k} overtook without reordering"
-                );
+                assert!(a >= last_fifo, "{distribution:?}: packet {k} overtook without reordering");
                 last_fifo = a;
                 let b = tfifo.arrival(Time(k * 10_000), Time::from_millis(10), 1514);
                 overtaken += (b < last_tfifo) as u64;
                 last_tfifo = last_tfifo.max(b);
             }
             assert_eq!(fifo.reordered, 0);
-            assert!(
-                overtaken > 50_000 && tfifo.reordered == overtaken,
-                "{distribution:?}: {overtaken} overtook"
-            );
+            assert!(overtaken > 50_000 && tfifo.reordered == overtaken, "{distribution:?}: {overtaken} overtook");
         }
     }
 
     #[test]
     fn jitter_has_the_deviation_asked_for() {
-        for (distribution, sd) in [
-            (JitterDistribution::Uniform, 2.0 / 3f64.sqrt()),
-            (JitterDistribution::Normal, 2.0),
-        ] {
+        for (distribution, sd) in [(JitterDistribution::Uniform, 2.0 / 3f64.sqrt()), (JitterDistribution::Normal, 2.0)] {
             let mut d = jittered(true, distribution);
             let n = 200_000;
-            let xs: Vec<f64> = (0..n)
-                .map(|_| {
-                    (d.arrival(Time::ZERO, Time::from_millis(10), 100)
-                        .as_secs_f64()
-                        - 0.010)
-                        * 1e3
-                })
-                .collect();
+            let xs: Vec<f64> = (0..n).map(|_| (d.arrival(Time::ZERO, Time::from_millis(10), 100).as_secs_f64() - 0.010) * 1e3).collect();
             let mean = xs.iter().sum::<f64>() / n as f64;
             let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
             assert!(mean.abs() < 0.02, "{distribution:?}: mean {mean} ms");
-            assert!(
-                (var.sqrt() - sd).abs() < 0.02 * sd,
-                "{distribution:?}: sd {} ms, expected {sd}",
-                var.sqrt()
-            );
+            assert!((var.sqrt() - sd).abs() < 0.02 * sd, "{distribution:?}: sd {} ms, expected {sd}", var.sqrt());
         }
     }
 
     #[test]
     fn a_delay_never_goes_below_zero() {
-        let spec = JitterSpec {
-            deviation: Time::from_millis(5),
-            distribution: JitterDistribution::Uniform,
-            reorder: true,
-        };
+        let spec = JitterSpec { deviation: Time::from_millis(5), distribution: JitterDistribution::Uniform, reorder: true };
         let mut d = Direction::new(Some(spec), None, Rng::new(2, 2));
         assert!((0..10_000).all(|k| d.arrival(Time(k), Time::from_millis(1), 64) >= Time(k)));
     }
 
     #[test]
     fn slots_release_at_multiples_of_the_interval_within_their_budget() {
-        let slots = SlotSpec {
-            interval: Time::from_millis(1),
-            budget_bytes: Some(3_000),
-        };
+        let slots = SlotSpec { interval: Time::from_millis(1), budget_bytes: Some(3_000) };
         let mut d = Direction::new(None, Some(slots), Rng::new(1, 1));
         // Five 1500-byte frames reaching the link at 0.2, 0.3, 0.4, 0.5 and 2.0 ms.
-        let at: Vec<Time> = [200u64, 300, 400, 500, 2_000]
-            .iter()
-            .map(|&us| d.arrival(Time::from_micros(us), Time::ZERO, 1_500))
-            .collect();
+        let at: Vec<Time> = [200u64, 300, 400, 500, 2_000].iter().map(|&us| d.arrival(Time::from_micros(us), Time::ZERO, 1_500)).collect();
         let ms = |m| Time::from_millis(m);
-        assert_eq!(
-            at,
-            [ms(1), ms(1), ms(2), ms(2), ms(3)],
-            "two per slot, the rest wait"
-        );
-        let mut open = Direction::new(
-            None,
-            Some(SlotSpec {
-                interval: Time::from_millis(1),
-                budget_bytes: None,
-            }),
-            Rng::new(1, 1),
-        );
-        assert!(
-            (1..50).all(|k| open.arrival(Time::from_micros(10 * k), Time::ZERO, 1_500) == ms(1))
-        );
-        assert_eq!(
-            open.arrival(Time::from_millis(1), Time::ZERO, 1_500),
-            ms(1),
-            "on the grid: released at once"
-        );
+        assert_eq!(at, [ms(1), ms(1), ms(2), ms(2), ms(3)], "two per slot, the rest wait");
+        let mut open = Direction::new(None, Some(SlotSpec { interval: Time::from_millis(1), budget_bytes: None }), Rng::new(1, 1));
+        assert!((1..50).all(|k| open.arrival(Time::from_micros(10 * k), Time::ZERO, 1_500) == ms(1)));
+        assert_eq!(open.arrival(Time::from_millis(1), Time::ZERO, 1_500), ms(1), "on the grid: released at once");
     }
 }

@@ -48,16 +48,11 @@ impl ScheduledDrops {
     /// such burst paying for it.
     #[inline]
     pub fn drop(&mut self, now: Time, group: Option<usize>) -> bool {
-        let Some(first) = self.pending.first() else {
-            return false;
-        };
+        let Some(first) = self.pending.first() else { return false };
         if first.0.at > now {
             return false;
         }
-        let due = self
-            .pending
-            .iter()
-            .position(|(s, _)| s.at <= now && (s.group.is_none() || s.group == group));
+        let due = self.pending.iter().position(|(s, _)| s.at <= now && (s.group.is_none() || s.group == group));
         let Some(i) = due else { return false };
         self.pending[i].1 -= 1;
         if self.pending[i].1 == 0 {
@@ -74,26 +69,15 @@ mod tests {
 
     #[test]
     fn a_burst_drops_count_packets_from_the_first_at_its_instant() {
-        let mut d = ScheduledDrops::new(&[DropSpec {
-            at: Time(100),
-            count: 3,
-            group: None,
-        }]);
-        let fates: Vec<bool> = [50, 99, 100, 101, 150, 151, 152]
-            .iter()
-            .map(|&t| d.drop(Time(t), Some(0)))
-            .collect();
+        let mut d = ScheduledDrops::new(&[DropSpec { at: Time(100), count: 3, group: None }]);
+        let fates: Vec<bool> = [50, 99, 100, 101, 150, 151, 152].iter().map(|&t| d.drop(Time(t), Some(0))).collect();
         assert_eq!(fates, [false, false, true, true, true, false, false]);
         assert_eq!(d.dropped, 3);
     }
 
     #[test]
     fn a_burst_of_one_group_spares_the_others() {
-        let mut d = ScheduledDrops::new(&[DropSpec {
-            at: Time(10),
-            count: 2,
-            group: Some(1),
-        }]);
+        let mut d = ScheduledDrops::new(&[DropSpec { at: Time(10), count: 2, group: Some(1) }]);
         assert!(!d.drop(Time(10), Some(0)));
         assert!(!d.drop(Time(11), None));
         assert!(d.drop(Time(12), Some(1)));
@@ -106,11 +90,7 @@ mod tests {
     fn a_burst_added_later_drops_from_its_own_instant() {
         let mut d = ScheduledDrops::new(&[]);
         assert!(!d.drop(Time(5), Some(0)));
-        d.add(DropSpec {
-            at: Time(20),
-            count: 1,
-            group: None,
-        });
+        d.add(DropSpec { at: Time(20), count: 1, group: None });
         assert!(!d.drop(Time(19), Some(0)));
         assert!(d.drop(Time(20), Some(0)));
         assert!(!d.drop(Time(21), Some(0)));

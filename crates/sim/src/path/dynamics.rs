@@ -56,11 +56,7 @@ pub struct DynamicsConfig {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Triggered {
     /// A [[path.schedule]] step: the values given, from then on.
-    Step {
-        rate: Option<Rate>,
-        rtt: Option<Time>,
-        loss: Option<f64>,
-    },
+    Step { rate: Option<Rate>, rtt: Option<Time>, loss: Option<f64> },
     /// A [[path.drops]] burst: `count` data packets (of flow `group`, or any).
     Drop { count: u64, group: Option<usize> },
     /// A [[flows.app]] step of flow `group`'s application (every stream's:
@@ -77,8 +73,7 @@ impl DynamicsConfig {
     /// The bottleneck's rate over time, if a timed step changes it (a
     /// triggered step adds to it when it fires: Bottleneck::step_rate).
     pub fn rate_profile(&self, base: Rate) -> Option<RateProfile> {
-        (!self.rate_changes.is_empty())
-            .then(|| RateProfile::new(Steps::new(base, self.rate_changes.iter().copied())))
+        (!self.rate_changes.is_empty()).then(|| RateProfile::new(Steps::new(base, self.rate_changes.iter().copied())))
     }
 }
 
@@ -110,35 +105,16 @@ impl Dynamics {
     /// The state for `cfg` on a path of base RTT `rtt`, random loss `loss`
     /// and corruption `corruption`, with flow groups of `group_mss` bytes
     /// (each group's loss drawn from its own seeded stream).
-    pub fn new(
-        cfg: &DynamicsConfig,
-        seed: u64,
-        rtt: Time,
-        loss: f64,
-        corruption: f64,
-        group_mss: &[u64],
-    ) -> Dynamics {
+    pub fn new(cfg: &DynamicsConfig, seed: u64, rtt: Time, loss: f64, corruption: f64, group_mss: &[u64]) -> Dynamics {
         let loss = group_mss
             .iter()
             .enumerate()
-            .map(|(g, &mss)| {
-                ScheduledLoss::new(
-                    seed,
-                    g as u64,
-                    loss,
-                    corruption,
-                    mss,
-                    cfg.gilbert_elliott,
-                    cfg.loss_changes.clone(),
-                )
-            })
+            .map(|(g, &mss)| ScheduledLoss::new(seed, g as u64, loss, corruption, mss, cfg.gilbert_elliott, cfg.loss_changes.clone()))
             .collect();
         Dynamics {
             rtt: Steps::new(rtt, cfg.rtt_changes.iter().copied()),
             loss,
-            policer: cfg
-                .policer
-                .map(|(rate, burst)| TokenBucket::new(rate, burst)),
+            policer: cfg.policer.map(|(rate, burst)| TokenBucket::new(rate, burst)),
             cross: (!cfg.cross.is_empty()).then(|| CrossTraffic::new(&cfg.cross, seed)),
             drops: ScheduledDrops::new(&cfg.drops),
             triggers: Pending::new(cfg.triggered.iter().cloned()),
@@ -160,14 +136,7 @@ impl Dynamics {
     /// `extra` (the hosts' access links), drawing its jitter from ACK
     /// stream `stream`; returns its index here.
     pub fn add_ack_path(&mut self, stream: u64, extra: Time) -> usize {
-        self.acks.push((
-            Self::direction(
-                &self.cfg,
-                false,
-                Rng::new(self.seed, ACK_JITTER_STREAM + stream),
-            ),
-            extra,
-        ));
+        self.acks.push((Self::direction(&self.cfg, false, Rng::new(self.seed, ACK_JITTER_STREAM + stream)), extra));
         self.acks.len() - 1
     }
 
@@ -221,10 +190,7 @@ impl Dynamics {
     /// The bottleneck's service from the trace, if any; frames are charged
     /// less `overhead_bytes` (the Ethernet header: mahimahi counts IP packets).
     pub fn trace_service(&self, overhead_bytes: u32) -> Option<TraceService> {
-        self.cfg
-            .trace
-            .clone()
-            .map(|t| TraceService::new(t, overhead_bytes))
+        self.cfg.trace.clone().map(|t| TraceService::new(t, overhead_bytes))
     }
 
     /// Carries out what a trigger decided, from `at` on: RTT and loss

@@ -69,6 +69,7 @@ impl LossStage {
     }
 }
 
+
 /// The Gilbert-Elliott chain's parameters other than the chance of
 /// entering the bad state, which follows from the long-run mean asked for
 /// ([`GilbertElliott::enter_bad_probability`]).
@@ -101,12 +102,7 @@ pub struct GilbertElliott {
 impl GilbertElliott {
     /// A chain whose long-run loss is `mean`, starting in the good state.
     pub fn new(mean: f64, params: GeParams, rng: Rng) -> GilbertElliott {
-        GilbertElliott {
-            params,
-            p: Self::enter_bad_probability(mean, params),
-            bad: false,
-            rng,
-        }
+        GilbertElliott { params, p: Self::enter_bad_probability(mean, params), bad: false, rng }
     }
 
     /// netem's p for a long-run loss `mean`: solving
@@ -140,11 +136,7 @@ impl GilbertElliott {
     /// Whether the next packet is lost (two uniform draws, as netem).
     pub fn lose(&mut self) -> bool {
         let g = self.params;
-        let (leave, loss) = if self.bad {
-            (g.r, g.bad_loss)
-        } else {
-            (self.p, g.good_loss)
-        };
+        let (leave, loss) = if self.bad { (g.r, g.bad_loss) } else { (self.p, g.good_loss) };
         if self.rng.next_f64() < leave {
             self.bad = !self.bad;
         }
@@ -196,28 +188,14 @@ impl ScheduledLoss {
     /// changing at `steps`; drawn from the group's seeded stream
     /// ([`loss_stream`]) so that a seed loses the same packets wherever
     /// this code runs.
-    pub fn new(
-        seed: u64,
-        group: u64,
-        loss: f64,
-        corruption: f64,
-        mss_bytes: u64,
-        ge: Option<GeParams>,
-        steps: Vec<(Time, f64)>,
-    ) -> ScheduledLoss {
+    pub fn new(seed: u64, group: u64, loss: f64, corruption: f64, mss_bytes: u64, ge: Option<GeParams>, steps: Vec<(Time, f64)>) -> ScheduledLoss {
         let rng = Rng::new(seed, loss_stream(group));
         let mean = packet_loss_probability(loss, corruption, mss_bytes);
         let process = match ge {
             Some(g) => LossProcess::GilbertElliott(GilbertElliott::new(mean, g, rng)),
             None => LossProcess::Independent(LossStage::new(mean, rng)),
         };
-        ScheduledLoss {
-            process,
-            steps,
-            next: 0,
-            corruption,
-            mss_bytes,
-        }
+        ScheduledLoss { process, steps, next: 0, corruption, mss_bytes }
     }
 
     /// The path's random loss from `at` on (a step a state trigger
@@ -234,11 +212,7 @@ impl ScheduledLoss {
             if at > now {
                 break;
             }
-            self.process.set_mean(packet_loss_probability(
-                loss,
-                self.corruption,
-                self.mss_bytes,
-            ));
+            self.process.set_mean(packet_loss_probability(loss, self.corruption, self.mss_bytes));
             self.next += 1;
         }
         self.process.lose()
@@ -258,10 +232,7 @@ mod tests {
 
     #[test]
     fn a_burst_passes_the_loss_stage_as_its_packets_would_one_by_one() {
-        let (mut one, mut burst) = (
-            LossStage::new(0.05, Rng::new(7, 1)),
-            LossStage::new(0.05, Rng::new(7, 1)),
-        );
+        let (mut one, mut burst) = (LossStage::new(0.05, Rng::new(7, 1)), LossStage::new(0.05, Rng::new(7, 1)));
         for n in [1u64, 3, 45, 7, 64, 2, 45, 45, 30] {
             let by_one: Vec<bool> = (0..n).map(|_| one.lose()).collect();
             let mut by_burst = Vec::new();
@@ -277,11 +248,7 @@ mod tests {
     }
 
     fn ge(r: f64, bad_loss: f64, good_loss: f64) -> GeParams {
-        GeParams {
-            r,
-            bad_loss,
-            good_loss,
-        }
+        GeParams { r, bad_loss, good_loss }
     }
 
     /// Half-width of a 99.9 % interval of a Markov-modulated loss count:
@@ -295,20 +262,13 @@ mod tests {
 
     #[test]
     fn gilbert_elliott_long_run_loss_is_the_mean_asked_for() {
-        for (mean, g) in [
-            (0.01, ge(0.25, 1.0, 0.0)),
-            (0.001, ge(0.5, 0.8, 0.0)),
-            (0.05, ge(0.1, 0.5, 0.01)),
-        ] {
+        for (mean, g) in [(0.01, ge(0.25, 1.0, 0.0)), (0.001, ge(0.5, 0.8, 0.0)), (0.05, ge(0.1, 0.5, 0.01))] {
             let mut c = GilbertElliott::new(mean, g, Rng::new(11, 3));
             assert!((c.mean() - mean).abs() < 1e-12, "{} vs {mean}", c.mean());
             let n = 2_000_000u64;
             let lost = (0..n).filter(|_| c.lose()).count() as f64;
             let half = ge_interval(mean, c.p, g.r, n as f64);
-            assert!(
-                (lost - mean * n as f64).abs() < half,
-                "mean {mean}: lost {lost} of {n}, interval ±{half:.0}"
-            );
+            assert!((lost - mean * n as f64).abs() < half, "mean {mean}: lost {lost} of {n}, interval ±{half:.0}");
         }
     }
 
@@ -325,26 +285,16 @@ mod tests {
             in_burst = l;
         }
         let mean_burst = lost as f64 / bursts as f64;
-        assert!(
-            (mean_burst - 4.0).abs() < 0.15,
-            "mean burst {mean_burst:.2} packets, expected 1/r = 4"
-        );
+        assert!((mean_burst - 4.0).abs() < 0.15, "mean burst {mean_burst:.2} packets, expected 1/r = 4");
     }
 
     #[test]
     fn independent_loss_changes_its_mean_at_a_step() {
-        let mut l =
-            ScheduledLoss::new(1, 0, 0.0, 0.0, 1448, None, vec![(Time::from_secs(1), 0.02)]);
-        assert!(
-            !(0..100_000).any(|_| l.lose(Time::from_millis(999))),
-            "no loss before the step"
-        );
+        let mut l = ScheduledLoss::new(1, 0, 0.0, 0.0, 1448, None, vec![(Time::from_secs(1), 0.02)]);
+        assert!(!(0..100_000).any(|_| l.lose(Time::from_millis(999))), "no loss before the step");
         let lost = (0..100_000).filter(|_| l.lose(Time::from_secs(1))).count() as f64;
         let half = 3.29 * (100_000.0f64 * 0.02 * 0.98).sqrt();
-        assert!(
-            (lost - 2_000.0).abs() < half,
-            "{lost} lost after the step, expected 2000 ± {half:.0}"
-        );
+        assert!((lost - 2_000.0).abs() < half, "{lost} lost after the step, expected 2000 ± {half:.0}");
     }
 
     #[test]

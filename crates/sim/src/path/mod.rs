@@ -108,8 +108,7 @@ impl QueuedRun {
             return 0;
         }
         let gone = (now - self.first_departure).0 / self.tx.0 + 1;
-        self.packets
-            .saturating_sub(gone.min(u32::MAX as u64) as u32)
+        self.packets.saturating_sub(gone.min(u32::MAX as u64) as u32)
     }
 }
 
@@ -183,10 +182,7 @@ impl Bottleneck {
     /// rate to change (the plan refuses a rate step with a trace).
     pub fn step_rate(&mut self, at: Time, rate: Rate) {
         match self.service.as_deref_mut() {
-            None => self.set_rate_profile(RateProfile::new(profile::Steps::new(
-                self.rate,
-                [(at, rate)],
-            ))),
+            None => self.set_rate_profile(RateProfile::new(profile::Steps::new(self.rate, [(at, rate)]))),
             Some(Service::Profile(p)) => p.insert(at, rate),
             Some(Service::Trace(_)) => debug_assert!(false, "a rate step with a delivery trace"),
         }
@@ -230,36 +226,21 @@ impl Bottleneck {
     /// the rest.
     #[inline]
     pub fn offer_burst(&mut self, now: Time, bytes: u32, n: u32) -> AdmittedBurst {
-        debug_assert!(
-            self.service.is_none(),
-            "a burst's spacing needs a constant rate"
-        );
+        debug_assert!(self.service.is_none(), "a burst's spacing needs a constant rate");
         self.drain(now);
         let b = bytes as u64;
         // Packet j is admitted iff the queue it finds is empty or it fits:
         // queued + (j + 1)·bytes <= buffer (the check of `offer`).
-        let fit = if self.queued + b <= self.buffer {
-            (self.buffer - self.queued) / b
-        } else {
-            0
-        };
+        let fit = if self.queued + b <= self.buffer { (self.buffer - self.queued) / b } else { 0 };
         let fit = if self.queued == 0 { fit.max(1) } else { fit };
         let k = fit.min(n as u64) as u32;
         self.drops += (n - k) as u64;
         if k == 0 {
-            return AdmittedBurst {
-                packets: 0,
-                first_departure: Time::ZERO,
-                spacing: Time::ZERO,
-            };
+            return AdmittedBurst { packets: 0, first_departure: Time::ZERO, spacing: Time::ZERO };
         }
         let last = self.admit(now, bytes, k);
         let spacing = self.tx_time(bytes);
-        AdmittedBurst {
-            packets: k,
-            first_departure: last - spacing.mul((k - 1) as u64),
-            spacing,
-        }
+        AdmittedBurst { packets: k, first_departure: last - spacing.mul((k - 1) as u64), spacing }
     }
 
     /// Serialization time of a `bytes` frame (cached for the last size).
@@ -303,12 +284,7 @@ impl Bottleneck {
         let first = self.last_departure.max(now) + tx;
         let last = first + tx.mul((n - 1) as u64);
         self.last_departure = last;
-        self.queue.push_back(QueuedRun {
-            first_departure: first,
-            tx,
-            packets: n,
-            bytes,
-        });
+        self.queue.push_back(QueuedRun { first_departure: first, tx, packets: n, bytes });
         let total = n as u64 * bytes as u64;
         self.queued += total;
         self.queued_packets += n as u64;
@@ -331,12 +307,7 @@ impl Bottleneck {
                 Service::Profile(profile) => profile.finish(start, bytes),
                 Service::Trace(trace) => trace.serve(now, bytes).max(start),
             };
-            self.queue.push_back(QueuedRun {
-                first_departure: done,
-                tx: done - start,
-                packets: 1,
-                bytes,
-            });
+            self.queue.push_back(QueuedRun { first_departure: done, tx: done - start, packets: 1, bytes });
             self.last_departure = done;
             self.busy += done - start;
         }
@@ -481,19 +452,14 @@ mod tests {
 
     /// Offers `n` back-to-back packets at t = 0 and returns which were marked.
     fn marks_of_burst(b: &mut Bottleneck, n: usize, ect: bool) -> Vec<bool> {
-        (0..n)
-            .map(|_| b.offer(Time(0), 1500, ect).expect("room").ce)
-            .collect()
+        (0..n).map(|_| b.offer(Time(0), 1500, ect).expect("room").ce).collect()
     }
 
     #[test]
     fn ce_threshold_in_packets_marks_ect_arrivals_finding_more_than_k_queued() {
         let mut b = ce_path(CeThreshold::Packets(3));
         // Arrivals find 0, 1, 2, 3 packets (unmarked), then 4, 5 (> K).
-        assert_eq!(
-            marks_of_burst(&mut b, 6, true),
-            [false, false, false, false, true, true]
-        );
+        assert_eq!(marks_of_burst(&mut b, 6, true), [false, false, false, false, true, true]);
         assert_eq!(b.ce_marks, 2);
     }
 
@@ -515,11 +481,7 @@ mod tests {
 
     #[test]
     fn ce_threshold_never_marks_non_ect_packets_and_tail_drops_them() {
-        let mut b = Bottleneck::with_aqm(
-            Rate::from_gbps(10),
-            Bytes(3000),
-            Aqm::CeThreshold(CeThreshold::Packets(0)),
-        );
+        let mut b = Bottleneck::with_aqm(Rate::from_gbps(10), Bytes(3000), Aqm::CeThreshold(CeThreshold::Packets(0)));
         assert_eq!(marks_of_burst(&mut b, 2, false), [false, false]);
         assert_eq!(b.offer(Time(0), 1500, false), None);
         assert_eq!((b.ce_marks, b.drops), (0, 1));
@@ -543,29 +505,16 @@ mod tests {
     fn a_burst_is_admitted_and_tail_dropped_as_its_packets_would_be_one_by_one() {
         // Bursts arriving into a queue that drains between them, some
         // finding it part-way through a burst's departures.
-        let arrivals = [
-            (0u64, 5u32),
-            (0, 3),
-            (2_500, 4),
-            (3_000, 40),
-            (60_000, 2),
-            (61_300, 6),
-            (200_000, 1),
-        ];
+        let arrivals = [(0u64, 5u32), (0, 3), (2_500, 4), (3_000, 40), (60_000, 2), (61_300, 6), (200_000, 1)];
         let mut one = Bottleneck::new(Rate::from_gbps(10), Bytes(10_000));
         let mut burst = Bottleneck::new(Rate::from_gbps(10), Bytes(10_000));
         for &(t, n) in &arrivals {
             let deps: Vec<Time> = (0..n).filter_map(|_| one.enqueue(Time(t), 1500)).collect();
             let a = burst.offer_burst(Time(t), 1500, n);
-            let burst_deps: Vec<Time> = (0..a.packets)
-                .map(|j| a.first_departure + a.spacing.mul(j as u64))
-                .collect();
+            let burst_deps: Vec<Time> = (0..a.packets).map(|j| a.first_departure + a.spacing.mul(j as u64)).collect();
             assert_eq!(deps, burst_deps, "burst at {t}");
             assert_eq!(one.drops, burst.drops);
-            assert_eq!(
-                one.occupancy(Time(t + 1_000)),
-                burst.occupancy(Time(t + 1_000))
-            );
+            assert_eq!(one.occupancy(Time(t + 1_000)), burst.occupancy(Time(t + 1_000)));
         }
         assert!(one.drops > 0);
     }
@@ -574,26 +523,11 @@ mod tests {
     fn a_rate_step_changes_the_bottlenecks_service_at_the_scheduled_instant() {
         // 10 Gbit/s, then 1 Gbit/s from 5 µs: 1500-byte frames take 1.2 µs, then 12 µs.
         let mut b = Bottleneck::new(Rate::from_gbps(10), Bytes(1_000_000));
-        b.set_rate_profile(RateProfile::new(profile::Steps::new(
-            Rate::from_gbps(10),
-            [(Time(5_000), Rate::from_gbps(1))],
-        )));
-        let deps: Vec<Time> = (0..6)
-            .map(|_| b.enqueue(Time(0), 1500).expect("room"))
-            .collect();
+        b.set_rate_profile(RateProfile::new(profile::Steps::new(Rate::from_gbps(10), [(Time(5_000), Rate::from_gbps(1))])));
+        let deps: Vec<Time> = (0..6).map(|_| b.enqueue(Time(0), 1500).expect("room")).collect();
         // Four leave by 4.8 µs; the fifth starts at 4.8 µs, sends 250 bytes
         // in 0.2 µs at 10 Gbit/s and 1250 at 1 Gbit/s (10 µs).
-        assert_eq!(
-            deps,
-            [
-                Time(1_200),
-                Time(2_400),
-                Time(3_600),
-                Time(4_800),
-                Time(15_000),
-                Time(27_000)
-            ]
-        );
+        assert_eq!(deps, [Time(1_200), Time(2_400), Time(3_600), Time(4_800), Time(15_000), Time(27_000)]);
         assert_eq!(b.occupancy(Time(4_800)), (2, 3000));
         assert_eq!(b.occupancy(Time(27_000)), (0, 0));
     }
@@ -602,23 +536,12 @@ mod tests {
     fn a_trace_serves_the_bottleneck_whose_buffer_still_tail_drops() {
         // One opportunity every 2 ms; a buffer of three 1514-byte frames.
         let mut b = Bottleneck::new(Rate::from_gbps(1), Bytes(3 * 1514));
-        b.set_trace(TraceService::new(
-            trace::DeliveryTrace::from_timestamps(&[2]).unwrap(),
-            14,
-        ));
+        b.set_trace(TraceService::new(trace::DeliveryTrace::from_timestamps(&[2]).unwrap(), 14));
         let deps: Vec<Option<Time>> = (0..4).map(|_| b.enqueue(Time::ZERO, 1514)).collect();
         let ms = Time::from_millis;
         assert_eq!(deps, [Some(ms(2)), Some(ms(4)), Some(ms(6)), None]);
-        assert_eq!(
-            b.occupancy(ms(2)),
-            (2, 2 * 1514),
-            "the first left at its opportunity"
-        );
-        assert_eq!(
-            b.enqueue(ms(3), 1514),
-            Some(ms(8)),
-            "room again behind the queue"
-        );
+        assert_eq!(b.occupancy(ms(2)), (2, 2 * 1514), "the first left at its opportunity");
+        assert_eq!(b.enqueue(ms(3), 1514), Some(ms(8)), "room again behind the queue");
         assert_eq!(b.drops, 1);
     }
 

@@ -25,13 +25,7 @@ impl TokenBucket {
     /// A full bucket of `burst_bytes` filling at `rate`.
     pub fn new(rate: Rate, burst_bytes: u64) -> TokenBucket {
         let depth = rate.transmit_time(Bytes(burst_bytes));
-        TokenBucket {
-            rate,
-            depth,
-            credit: depth,
-            at: Time::ZERO,
-            drops: 0,
-        }
+        TokenBucket { rate, depth, credit: depth, at: Time::ZERO, drops: 0 }
     }
 
     /// Whether a frame of `bytes` arriving at `now` conforms (and passes).
@@ -70,10 +64,7 @@ mod tests {
         }
         // And it passes what the profile allows, within a frame.
         let allowed = rate.bytes_in(Time(8_256 * 121_120)).0 + burst;
-        assert!(
-            passed + 2 * 1514 >= allowed,
-            "passed {passed}, allowed {allowed}"
-        );
+        assert!(passed + 2 * 1514 >= allowed, "passed {passed}, allowed {allowed}");
         assert!(tb.drops > 7_000);
     }
 

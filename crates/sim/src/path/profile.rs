@@ -17,10 +17,7 @@ impl<T: Copy> Steps<T> {
     pub fn new(initial: T, changes: impl IntoIterator<Item = (Time, T)>) -> Steps<T> {
         let mut steps = vec![(Time::ZERO, initial)];
         for (at, v) in changes {
-            debug_assert!(
-                at >= steps.last().expect("one step").0,
-                "changes must be sorted"
-            );
+            debug_assert!(at >= steps.last().expect("one step").0, "changes must be sorted");
             if at == steps.last().expect("one step").0 {
                 steps.last_mut().expect("one step").1 = v;
             } else {
@@ -116,20 +113,14 @@ mod tests {
 
     fn profile(changes: &[(u64, u64)]) -> RateProfile {
         // Starts at 1 Gbit/s; changes as (ns, bit/s).
-        RateProfile::new(Steps::new(
-            Rate::from_gbps(1),
-            changes.iter().map(|&(t, r)| (Time(t), Rate(r))),
-        ))
+        RateProfile::new(Steps::new(Rate::from_gbps(1), changes.iter().map(|&(t, r)| (Time(t), Rate(r)))))
     }
 
     #[test]
     fn a_constant_rate_serves_as_transmit_time_says() {
         let p = profile(&[]);
         for bytes in [1u32, 64, 1514, 9014, 65_000] {
-            assert_eq!(
-                p.finish(Time(777), bytes),
-                Time(777) + Rate::from_gbps(1).transmit_time(crate::units::Bytes(bytes as u64))
-            );
+            assert_eq!(p.finish(Time(777), bytes), Time(777) + Rate::from_gbps(1).transmit_time(crate::units::Bytes(bytes as u64)));
         }
     }
 
@@ -139,11 +130,7 @@ mod tests {
         // at 1 Gbit/s, 120 µs at 100 Mbit/s).
         let p = profile(&[(10_000, 100_000_000)]);
         assert_eq!(p.finish(Time(0), 1000), Time(8_000), "done before the step");
-        assert_eq!(
-            p.finish(Time(10_000), 1500),
-            Time(130_000),
-            "all after the step"
-        );
+        assert_eq!(p.finish(Time(10_000), 1500), Time(130_000), "all after the step");
         // Straddling: 4 µs at 1 Gbit/s sends 500 bytes, the other 1000 take 80 µs.
         assert_eq!(p.finish(Time(6_000), 1500), Time(90_000));
     }
@@ -160,10 +147,7 @@ mod tests {
     #[test]
     fn steps_give_the_value_in_effect() {
         let s = Steps::new(5u32, [(Time(10), 7), (Time(20), 9)]);
-        assert_eq!(
-            (s.at(Time(0)), s.at(Time(9)), s.at(Time(10)), s.at(Time(25))),
-            (5, 5, 7, 9)
-        );
+        assert_eq!((s.at(Time(0)), s.at(Time(9)), s.at(Time(10)), s.at(Time(25))), (5, 5, 7, 9));
         assert!(s.changes());
         assert_eq!(Steps::new(1u32, [(Time::ZERO, 3)]).at(Time(0)), 3);
     }
@@ -172,15 +156,7 @@ mod tests {
     fn an_inserted_step_holds_until_the_next_scheduled_one() {
         let mut s = Steps::new(5u32, [(Time(10), 7), (Time(20), 9)]);
         s.insert(Time(15), 8);
-        assert_eq!(
-            (
-                s.at(Time(14)),
-                s.at(Time(15)),
-                s.at(Time(19)),
-                s.at(Time(20))
-            ),
-            (7, 8, 8, 9)
-        );
+        assert_eq!((s.at(Time(14)), s.at(Time(15)), s.at(Time(19)), s.at(Time(20))), (7, 8, 8, 9));
         s.insert(Time(20), 1);
         s.insert(Time(30), 2);
         assert_eq!((s.at(Time(20)), s.at(Time(29)), s.at(Time(30))), (1, 1, 2));

@@ -45,11 +45,7 @@ impl DeliveryTrace {
     /// loader refuses an empty trace or one of zero length).
     pub fn from_run_lengths(ms_gaps: &[u64], counts: &[u64]) -> Result<DeliveryTrace, String> {
         if ms_gaps.len() != counts.len() {
-            return Err(format!(
-                "ms_gaps has {} entries but counts {}",
-                ms_gaps.len(),
-                counts.len()
-            ));
+            return Err(format!("ms_gaps has {} entries but counts {}", ms_gaps.len(), counts.len()));
         }
         if ms_gaps.is_empty() {
             return Err("a trace needs at least one delivery opportunity".into());
@@ -58,26 +54,16 @@ impl DeliveryTrace {
         let mut ms = 0u64;
         for (i, (&gap, &count)) in ms_gaps.iter().zip(counts).enumerate() {
             if i > 0 && gap == 0 {
-                return Err(format!(
-                    "ms_gaps[{i}] is 0: distinct milliseconds must increase"
-                ));
+                return Err(format!("ms_gaps[{i}] is 0: distinct milliseconds must increase"));
             }
             if count == 0 || count > u32::MAX as u64 {
-                return Err(format!(
-                    "counts[{i}] must be from 1 to {}, got {count}",
-                    u32::MAX
-                ));
+                return Err(format!("counts[{i}] must be from 1 to {}, got {count}", u32::MAX));
             }
-            ms = ms
-                .checked_add(gap)
-                .filter(|&m| m <= MAX_PERIOD_MS)
-                .ok_or_else(|| format!("the trace exceeds {MAX_PERIOD_MS} ms"))?;
+            ms = ms.checked_add(gap).filter(|&m| m <= MAX_PERIOD_MS).ok_or_else(|| format!("the trace exceeds {MAX_PERIOD_MS} ms"))?;
             slots.push((ms, count as u32));
         }
         if ms == 0 {
-            return Err(
-                "the trace must last a nonzero time (its last timestamp is its period)".into(),
-            );
+            return Err("the trace must last a nonzero time (its last timestamp is its period)".into());
         }
         Ok(DeliveryTrace { slots })
     }
@@ -88,9 +74,7 @@ impl DeliveryTrace {
         let mut last = 0u64;
         for (i, &t) in ms.iter().enumerate() {
             if t < last {
-                return Err(format!(
-                    "timestamp {i} ({t} ms) is before the one before it ({last} ms)"
-                ));
+                return Err(format!("timestamp {i} ({t} ms) is before the one before it ({last} ms)"));
             }
             if i > 0 && t == last {
                 *counts.last_mut().expect("one slot") += 1;
@@ -123,17 +107,9 @@ impl DeliveryTrace {
         if o.k + 1 < self.slots[o.slot].1 {
             Opportunity { k: o.k + 1, ..o }
         } else if o.slot + 1 < self.slots.len() {
-            Opportunity {
-                period: o.period,
-                slot: o.slot + 1,
-                k: 0,
-            }
+            Opportunity { period: o.period, slot: o.slot + 1, k: 0 }
         } else {
-            Opportunity {
-                period: o.period + 1,
-                slot: 0,
-                k: 0,
-            }
+            Opportunity { period: o.period + 1, slot: 0, k: 0 }
         }
     }
 
@@ -144,11 +120,7 @@ impl DeliveryTrace {
         let within = t.as_nanos() - period * period_ns;
         let slot = self.slots.partition_point(|s| s.0 * 1_000_000 <= within);
         if slot == self.slots.len() {
-            Opportunity {
-                period: period + 1,
-                slot: 0,
-                k: 0,
-            }
+            Opportunity { period: period + 1, slot: 0, k: 0 }
         } else {
             Opportunity { period, slot, k: 0 }
         }
@@ -178,11 +150,7 @@ pub struct TraceService {
 
 impl TraceService {
     pub fn new(trace: DeliveryTrace, overhead_bytes: u32) -> TraceService {
-        TraceService {
-            trace,
-            last: None,
-            overhead_bytes,
-        }
+        TraceService { trace, last: None, overhead_bytes }
     }
 
     /// When a frame of `frame_bytes` arriving at `arrival` (behind every
@@ -240,16 +208,10 @@ mod tests {
         let deps: Vec<Time> = (0..10_000).map(|_| s.serve(Time::ZERO, 1518)).collect();
         let in_first_s = deps.iter().filter(|&&d| d <= Time::from_secs(1)).count();
         assert_eq!(in_first_s, 1000);
-        assert_eq!(
-            deps[9_999],
-            Time::from_secs(10),
-            "10 periods carry 10 000 packets"
-        );
+        assert_eq!(deps[9_999], Time::from_secs(10), "10 periods carry 10 000 packets");
         // N·1504 bytes per second of IP packets of any size.
         let mut small = service(&stamps);
-        let deps: Vec<Time> = (0..1504u64 * 1000 / 94)
-            .map(|_| small.serve(Time::ZERO, 94 + 14))
-            .collect();
+        let deps: Vec<Time> = (0..1504u64 * 1000 / 94).map(|_| small.serve(Time::ZERO, 94 + 14)).collect();
         assert_eq!(*deps.last().unwrap(), Time::from_secs(1));
     }
 
@@ -259,24 +221,12 @@ mod tests {
         // Arriving at 0: the first opportunity after, 5 ms.
         assert_eq!(s.serve(ms(0), 1014), ms(5), "1000 bytes at 5 ms (504 left)");
         assert_eq!(s.serve(ms(1), 514), ms(5), "500 more fit in the 504 left");
-        assert_eq!(
-            s.serve(ms(2), 1514),
-            ms(5),
-            "4 bytes, then 1496 of the second opportunity at 5 ms"
-        );
-        assert_eq!(
-            s.serve(ms(3), 1514),
-            ms(7),
-            "the 8 bytes left at 5 ms, the other 1492 at 7 ms"
-        );
+        assert_eq!(s.serve(ms(2), 1514), ms(5), "4 bytes, then 1496 of the second opportunity at 5 ms");
+        assert_eq!(s.serve(ms(3), 1514), ms(7), "the 8 bytes left at 5 ms, the other 1492 at 7 ms");
         // Nothing queued after 7 ms: its 0 bytes left; a packet arriving at
         // 8 ms waits for 20 ms; the next period's 5 ms is 25 ms.
         assert_eq!(s.serve(ms(8), 100), ms(20));
-        assert_eq!(
-            s.serve(ms(21), 100),
-            ms(25),
-            "the 20 ms opportunity's unused bytes are lost"
-        );
+        assert_eq!(s.serve(ms(21), 100), ms(25), "the 20 ms opportunity's unused bytes are lost");
         // Arriving at an opportunity's instant: that one is already gone.
         let mut t = service(&[5, 10]);
         assert_eq!(t.serve(ms(5), 100), ms(10));
@@ -288,33 +238,18 @@ mod tests {
         let mut s = service(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
         // A 9000-byte IP packet needs 6 opportunities (5 full, 9000 - 7520 of the sixth).
         assert_eq!(s.serve(ms(0), 9014), ms(6));
-        assert_eq!(
-            s.serve(ms(0), 1014),
-            ms(7),
-            "the 24 bytes left at 6 ms, then 976 at 7 ms"
-        );
+        assert_eq!(s.serve(ms(0), 1014), ms(7), "the 24 bytes left at 6 ms, then 976 at 7 ms");
     }
 
     #[test]
     fn the_run_length_form_is_checked() {
-        assert!(DeliveryTrace::from_timestamps(&[0, 0])
-            .unwrap_err()
-            .contains("nonzero"));
-        assert!(DeliveryTrace::from_timestamps(&[3, 2])
-            .unwrap_err()
-            .contains("before"));
-        assert!(DeliveryTrace::from_run_lengths(&[1, 0], &[1, 1])
-            .unwrap_err()
-            .contains("ms_gaps[1]"));
-        assert!(DeliveryTrace::from_run_lengths(&[1], &[0])
-            .unwrap_err()
-            .contains("counts[0]"));
+        assert!(DeliveryTrace::from_timestamps(&[0, 0]).unwrap_err().contains("nonzero"));
+        assert!(DeliveryTrace::from_timestamps(&[3, 2]).unwrap_err().contains("before"));
+        assert!(DeliveryTrace::from_run_lengths(&[1, 0], &[1, 1]).unwrap_err().contains("ms_gaps[1]"));
+        assert!(DeliveryTrace::from_run_lengths(&[1], &[0]).unwrap_err().contains("counts[0]"));
         assert!(DeliveryTrace::from_run_lengths(&[], &[]).is_err());
         let t = DeliveryTrace::from_timestamps(&[0, 3, 3, 3, 8]).unwrap();
-        assert_eq!(
-            t,
-            DeliveryTrace::from_run_lengths(&[0, 3, 5], &[1, 3, 1]).unwrap()
-        );
+        assert_eq!(t, DeliveryTrace::from_run_lengths(&[0, 3, 5], &[1, 3, 1]).unwrap());
         assert_eq!((t.period_ms(), t.opportunities()), (8, 5));
     }
 }

@@ -7,8 +7,8 @@ use crate::units::Time;
 use super::chrono::ChronoKind;
 use super::receiver::{Ack, MAX_SACKS};
 use super::scoreboard::{FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED};
-use super::sender::{Sender, SenderEnv};
 use super::timestamps;
+use super::sender::{Sender, SenderEnv};
 
 /// The part of SACK block `block` not already reported by the previous
 /// ACK's blocks (`cache`, tp->recv_sack_cache): its ends are moved past
@@ -232,22 +232,13 @@ impl Sender {
 
         let newly = (self.tp.delivered - prior_delivered) as u32;
         if newly > 0 {
-            let since_sent = self
-                .tp
-                .delivered
-                .saturating_sub(self.rate.rs.prior_delivered);
-            let in_flight =
-                (since_sent.saturating_mul(self.tp.mss_bytes as u64)).min(u32::MAX as u64) as u32;
-            let sample = AckSample {
-                pkts_acked: newly,
-                rtt: ca_rtt,
-                in_flight,
-            };
+            let since_sent = self.tp.delivered.saturating_sub(self.rate.rs.prior_delivered);
+            let in_flight = (since_sent.saturating_mul(self.tp.mss_bytes as u64)).min(u32::MAX as u64) as u32;
+            let sample = AckSample { pkts_acked: newly, rtt: ca_rtt, in_flight };
             self.cc.pkts_acked(&mut self.tp, &sample);
         }
 
-        self.cc
-            .in_ack_event(&mut self.tp, ack_event_flags(ack, una_advanced, ece));
+        self.cc.in_ack_event(&mut self.tp, ack_event_flags(ack, una_advanced, ece));
 
         if let Some(seq) = ack.dsack {
             self.undo_on_dsack(seq);
@@ -326,9 +317,7 @@ impl Sender {
 
     /// tcp_process_tlp_ack(): did a tail loss probe repair a loss?
     fn process_tlp_ack(&mut self, ack: &Ack, una_advanced: bool, sacked: bool) {
-        let Some(high) = self.tlp_high_seq else {
-            return;
-        };
+        let Some(high) = self.tlp_high_seq else { return };
         if ack.ack < high {
             return;
         }
@@ -350,11 +339,7 @@ impl Sender {
     /// tcp_try_keep_open().
     fn try_keep_open(&mut self) {
         let left_out = self.tp.sacked_out + self.tp.lost_out;
-        let st = if left_out > 0 || self.tp.retrans_out > 0 {
-            CaState::Disorder
-        } else {
-            CaState::Open
-        };
+        let st = if left_out > 0 || self.tp.retrans_out > 0 { CaState::Disorder } else { CaState::Open };
         if self.tp.ca_state != st {
             self.set_state(st);
             self.high_seq = self.sb.snd_nxt;
@@ -362,13 +347,7 @@ impl Sender {
     }
 
     /// tcp_fastretrans_alert() for a SACK connection with RACK.
-    fn fastretrans_alert<E: SenderEnv>(
-        &mut self,
-        now: Time,
-        una_advanced: bool,
-        ece: bool,
-        env: &mut E,
-    ) {
+    fn fastretrans_alert<E: SenderEnv>(&mut self, now: Time, una_advanced: bool, ece: bool, env: &mut E) {
         // A. "ECE, hence prohibit cwnd undoing, the reduction is required."
         if ece {
             self.prior_ssthresh = 0;

@@ -65,10 +65,7 @@ pub struct CcLog {
 impl CcLog {
     /// A log starting from the CCA's state at init.
     pub fn new(first: CcStateKey) -> CcLog {
-        CcLog {
-            last: first,
-            events: Vec::new(),
-        }
+        CcLog { last: first, events: Vec::new() }
     }
 
     /// Logs what changed between the last state seen and `v` (the
@@ -78,33 +75,12 @@ impl CcLog {
         let (cwnd_segments, inflight_segments) = window;
         let from_state = self.last.state;
         if v.full_bw_reached == Some(true) && self.last.full_bw_reached != Some(true) {
-            self.events.push(CcEvent {
-                at,
-                kind: "full_bw_reached",
-                from_state,
-                vars: v,
-                cwnd_segments,
-                inflight_segments,
-            });
+            self.events.push(CcEvent { at, kind: "full_bw_reached", from_state, vars: v, cwnd_segments, inflight_segments });
         }
         if v.state != from_state {
-            self.events.push(CcEvent {
-                at,
-                kind: "cc_state",
-                from_state,
-                vars: v,
-                cwnd_segments,
-                inflight_segments,
-            });
+            self.events.push(CcEvent { at, kind: "cc_state", from_state, vars: v, cwnd_segments, inflight_segments });
         } else if v.cycle_index != self.last.cycle_index {
-            self.events.push(CcEvent {
-                at,
-                kind: "cc_cycle",
-                from_state,
-                vars: v,
-                cwnd_segments,
-                inflight_segments,
-            });
+            self.events.push(CcEvent { at, kind: "cc_cycle", from_state, vars: v, cwnd_segments, inflight_segments });
         }
         self.last = v.key();
     }
@@ -114,14 +90,7 @@ impl CcLog {
     /// Logs the sender's event `kind` (the state unchanged by it).
     pub fn mark(&mut self, at: Time, kind: &'static str, v: CcVars, window: (u32, u32)) {
         let (cwnd_segments, inflight_segments) = window;
-        self.events.push(CcEvent {
-            at,
-            kind,
-            from_state: v.state,
-            vars: v,
-            cwnd_segments,
-            inflight_segments,
-        });
+        self.events.push(CcEvent { at, kind, from_state: v.state, vars: v, cwnd_segments, inflight_segments });
     }
 }
 
@@ -135,11 +104,7 @@ impl Sender {
             if self.cc.state_key(&self.tp).is_some_and(|k| k != log.last) {
                 if let Some(v) = self.cc.vars(&self.tp) {
                     let window = (self.tp.snd_cwnd, self.tp.in_flight());
-                    log.note(
-                        now,
-                        v.with_rate_sample(&self.rate.rs, self.tp.mss_bytes),
-                        window,
-                    );
+                    log.note(now, v.with_rate_sample(&self.rate.rs, self.tp.mss_bytes), window);
                 }
             }
         }
@@ -152,10 +117,7 @@ impl Sender {
         if self.cc_log.is_some() {
             if let Some(v) = self.cc_vars() {
                 let window = (self.tp.snd_cwnd, self.tp.in_flight());
-                self.cc_log
-                    .as_deref_mut()
-                    .expect("checked")
-                    .mark(now, kind, v, window);
+                self.cc_log.as_deref_mut().expect("checked").mark(now, kind, v, window);
             }
         }
     }
@@ -168,8 +130,6 @@ impl Sender {
 
     /// The CCA's variables now (cc::CongestionControl::vars).
     pub fn cc_vars(&self) -> Option<CcVars> {
-        self.cc
-            .vars(&self.tp)
-            .map(|v| v.with_rate_sample(&self.rate.rs, self.tp.mss_bytes))
+        self.cc.vars(&self.tp).map(|v| v.with_rate_sample(&self.rate.rs, self.tp.mss_bytes))
     }
 }

@@ -22,11 +22,7 @@ pub struct Chrono {
 
 impl Default for Chrono {
     fn default() -> Self {
-        Chrono {
-            kind: ChronoKind::None,
-            since: Time::ZERO,
-            acc: [Time::ZERO; 4],
-        }
+        Chrono { kind: ChronoKind::None, since: Time::ZERO, acc: [Time::ZERO; 4] }
     }
 }
 

@@ -29,10 +29,7 @@ pub struct SegEcn {
 
 impl SegEcn {
     /// A segment without ECN (what every segment of a non-ECN flow is).
-    pub const NOT_ECT: SegEcn = SegEcn {
-        codepoint: Codepoint::NotEct,
-        cwr: false,
-    };
+    pub const NOT_ECT: SegEcn = SegEcn { codepoint: Codepoint::NotEct, cwr: false };
 
     #[inline]
     pub fn is_ect(self) -> bool {
@@ -93,11 +90,7 @@ pub struct RxEcn {
 
 impl RxEcn {
     pub fn new(ok: bool, accurate: bool) -> RxEcn {
-        RxEcn {
-            ok,
-            accurate: ok && accurate,
-            ..RxEcn::default()
-        }
+        RxEcn { ok, accurate: ok && accurate, ..RxEcn::default() }
     }
 
     /// tcp_ecn_accept_cwr() (from tcp_data_queue()): CWR ends the echo, and
@@ -168,36 +161,18 @@ impl RxEcn {
 mod tests {
     use super::*;
 
-    const ECT: SegEcn = SegEcn {
-        codepoint: Codepoint::Ect0,
-        cwr: false,
-    };
-    const CE: SegEcn = SegEcn {
-        codepoint: Codepoint::Ce,
-        cwr: false,
-    };
-    const ECT_CWR: SegEcn = SegEcn {
-        codepoint: Codepoint::Ect0,
-        cwr: true,
-    };
+    const ECT: SegEcn = SegEcn { codepoint: Codepoint::Ect0, cwr: false };
+    const CE: SegEcn = SegEcn { codepoint: Codepoint::Ce, cwr: false };
+    const ECT_CWR: SegEcn = SegEcn { codepoint: Codepoint::Ect0, cwr: true };
 
     #[test]
     fn negotiation_needs_a_request_and_an_acceptance() {
         assert!(negotiate(TCP_ECN_ON, TCP_ECN_PASSIVE, false));
         assert!(negotiate(TCP_ECN_ON, TCP_ECN_ON, false));
-        assert!(
-            !negotiate(TCP_ECN_PASSIVE, TCP_ECN_ON, false),
-            "2 only accepts"
-        );
+        assert!(!negotiate(TCP_ECN_PASSIVE, TCP_ECN_ON, false), "2 only accepts");
         assert!(!negotiate(TCP_ECN_ON, TCP_ECN_OFF, false), "0 refuses");
-        assert!(
-            negotiate(TCP_ECN_PASSIVE, TCP_ECN_PASSIVE, true),
-            "tcp_ca_needs_ecn requests"
-        );
-        assert!(
-            negotiate(TCP_ECN_OFF, TCP_ECN_OFF, true),
-            "the receiver's DCTCP accepts too"
-        );
+        assert!(negotiate(TCP_ECN_PASSIVE, TCP_ECN_PASSIVE, true), "tcp_ca_needs_ecn requests");
+        assert!(negotiate(TCP_ECN_OFF, TCP_ECN_OFF, true), "the receiver's DCTCP accepts too");
     }
 
     #[test]
@@ -222,10 +197,7 @@ mod tests {
     fn a_ce_segment_carrying_cwr_restarts_the_echo() {
         let mut r = RxEcn::new(true, false);
         r.check_ce(CE, 1, false);
-        let seg = SegEcn {
-            codepoint: Codepoint::Ce,
-            cwr: true,
-        };
+        let seg = SegEcn { codepoint: Codepoint::Ce, cwr: true };
         assert!(r.accept_cwr(seg));
         r.check_ce(seg, 2, false);
         assert!(r.demand_cwr);
@@ -234,10 +206,7 @@ mod tests {
     #[test]
     fn not_ect_after_ecn_was_seen_enters_quickack_mode() {
         let mut r = RxEcn::new(true, false);
-        assert!(
-            !r.check_ce(SegEcn::NOT_ECT, 1, false).quickack,
-            "nothing seen yet"
-        );
+        assert!(!r.check_ce(SegEcn::NOT_ECT, 1, false).quickack, "nothing seen yet");
         r.check_ce(ECT, 2, false);
         assert!(r.check_ce(SegEcn::NOT_ECT, 3, false).quickack);
     }
@@ -253,11 +222,7 @@ mod tests {
     #[test]
     fn dctcp_echo_mirrors_the_ce_state_and_acks_at_once_when_it_flips() {
         let mut r = RxEcn::new(true, true);
-        assert_eq!(
-            r.check_ce(ECT, 1, false),
-            CeEffects::default(),
-            "state 0 stays 0"
-        );
+        assert_eq!(r.check_ce(ECT, 1, false), CeEffects::default(), "state 0 stays 0");
         // 0 -> 1 with a delayed ACK pending: first the ACK of the data up to
         // the previous segment with ECE clear, then this one at once.
         let fx = r.check_ce(CE, 2, true);

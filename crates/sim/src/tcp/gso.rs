@@ -23,27 +23,14 @@ impl Gso {
     /// full packet goes out when the next segment arrives (or at `flush`),
     /// exactly as adding them one at a time.
     #[inline(always)]
-    pub(super) fn add_range<E: SenderEnv>(
-        &mut self,
-        now: Time,
-        first: u64,
-        count: u32,
-        ecn: SegEcn,
-        tso: u32,
-        env: &mut E,
-    ) {
+    pub(super) fn add_range<E: SenderEnv>(&mut self, now: Time, first: u64, count: u32, ecn: SegEcn, tso: u32, env: &mut E) {
         let (mut seq, mut left) = (first, count);
         while left > 0 {
-            if self.n > 0 && (self.n >= tso || ecn != self.ecn || seq != self.first + self.n as u64)
-            {
+            if self.n > 0 && (self.n >= tso || ecn != self.ecn || seq != self.first + self.n as u64) {
                 self.flush(now, env);
             }
             if self.n == 0 {
-                *self = Gso {
-                    first: seq,
-                    n: 0,
-                    ecn,
-                };
+                *self = Gso { first: seq, n: 0, ecn };
             }
             // Here n < tso.
             let take = (tso - self.n).min(left);
@@ -89,19 +76,13 @@ mod tests {
     #[test]
     fn ranges_are_cut_into_tso_sized_packets_as_segments_one_by_one_would_be() {
         let t = Time::ZERO;
-        let ect = SegEcn {
-            codepoint: Codepoint::Ect0,
-            cwr: false,
-        };
+        let ect = SegEcn { codepoint: Codepoint::Ect0, cwr: false };
         let (mut gso, mut wire) = (Gso::default(), Wire::default());
         gso.add_range(t, 0, 1, SegEcn { cwr: true, ..ect }, 4, &mut wire);
         gso.add_range(t, 1, 6, ect, 4, &mut wire);
         gso.add_range(t, 7, 5, ect, 4, &mut wire);
         gso.flush(t, &mut wire);
-        assert_eq!(
-            wire.0,
-            vec![(0, 1, true), (1, 4, false), (5, 4, false), (9, 3, false)]
-        );
+        assert_eq!(wire.0, vec![(0, 1, true), (1, 4, false), (5, 4, false), (9, 3, false)]);
         let (mut one, mut by_one) = (Gso::default(), Wire::default());
         one.add_range(t, 0, 1, SegEcn { cwr: true, ..ect }, 4, &mut by_one);
         for q in 1..12 {

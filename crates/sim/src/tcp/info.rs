@@ -59,9 +59,7 @@ pub struct TcpInfo {
 impl TcpInfo {
     /// tcp_packets_in_flight(): unacked - (sacked + lost) + retrans.
     pub fn packets_in_flight(&self) -> u32 {
-        self.unacked
-            .saturating_sub(self.sacked.saturating_add(self.lost))
-            .saturating_add(self.retrans)
+        self.unacked.saturating_sub(self.sacked.saturating_add(self.lost)).saturating_add(self.retrans)
     }
 
     /// Linux's name of tcpi_ca_state (as `ss -i` and the kernel backend

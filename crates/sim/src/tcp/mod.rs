@@ -14,9 +14,9 @@ pub mod rate;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
+mod segbits;
 #[cfg(test)]
 mod scoreboard_tests;
-mod segbits;
 pub mod sender;
 pub mod timers;
 pub mod timestamps;

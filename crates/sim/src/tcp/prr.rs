@@ -73,9 +73,7 @@ mod tests {
         for _ in 0..8 {
             // One segment delivered (SACKed) per ACK.
             in_flight -= 1;
-            let cwnd = prr
-                .cwnd(ssthresh, prior, in_flight, 1, false, false)
-                .unwrap();
+            let cwnd = prr.cwnd(ssthresh, prior, in_flight, 1, false, false).unwrap();
             let can_send = cwnd.saturating_sub(in_flight);
             prr.on_sent(can_send);
             in_flight += can_send;

@@ -67,13 +67,7 @@ impl Rack {
     /// deadline, so a run piece is judged at once; only where the piece was
     /// sent at rack.mstamp does tcp_skb_sent_after()'s sequence tie-break
     /// cut it at rack.end_seq.
-    pub fn detect_loss(
-        &self,
-        sb: &mut Scoreboard,
-        now: Time,
-        reo_wnd: Time,
-        lost: &mut Vec<(u64, u64)>,
-    ) -> Time {
+    pub fn detect_loss(&self, sb: &mut Scoreboard, now: Time, reo_wnd: Time, lost: &mut Vec<(u64, u64)>) -> Time {
         let mut wait = Time::ZERO;
         let (mstamp, end_seq, rtt) = (self.mstamp, self.end_seq, self.rtt);
         sb.walk_tsorted(lost, |a, b, xmit| {
@@ -106,11 +100,7 @@ mod tests {
     fn rack_marks_a_hole_lost_only_after_rtt_plus_reo_wnd() {
         let mut sb = Scoreboard::default();
         for i in 0..4u64 {
-            sb.push_new(Seg {
-                xmit: Time::from_micros(i),
-                tx_id: 1,
-                ..Seg::default()
-            });
+            sb.push_new(Seg { xmit: Time::from_micros(i), tx_id: 1, ..Seg::default() });
         }
         let mut rack = Rack::default();
         let min_rtt = Time::from_millis(20);

@@ -71,11 +71,7 @@ impl RateState {
 
     /// Starts a new ACK's sample.
     pub fn begin_ack(&mut self, prior_in_flight: u32) {
-        self.rs = RateSample {
-            prior_in_flight,
-            delivered: -1,
-            ..RateSample::default()
-        };
+        self.rs = RateSample { prior_in_flight, delivered: -1, ..RateSample::default() };
         self.rs_has_prior = false;
         self.snd_interval = Time::ZERO;
     }
@@ -147,8 +143,7 @@ impl RateState {
         // Keep the highest non-app-limited sample for tcpi_delivery_rate.
         let d = self.rs.delivered as u128;
         if !self.rs.is_app_limited
-            || d * (self.rate_interval.0 as u128)
-                >= (self.rate_delivered as u128) * (interval.0 as u128)
+            || d * (self.rate_interval.0 as u128) >= (self.rate_delivered as u128) * (interval.0 as u128)
         {
             self.rate_delivered = self.rs.delivered as u64;
             self.rate_interval = interval;

@@ -181,9 +181,7 @@ impl Receiver {
     /// tcp_ecn_check_ce() for segment `ecn` with rcv_nxt as it now is;
     /// returns ICSK_ACK_NOW.
     fn ecn_check_ce(&mut self, ecn: SegEcn) -> bool {
-        let fx = self
-            .ecn
-            .check_ce(ecn, self.rcv_nxt, self.delack_timer.is_armed());
+        let fx = self.ecn.check_ce(ecn, self.rcv_nxt, self.delack_timer.is_armed());
         if fx.quickack {
             self.enter_quickack_mode(2);
         }
@@ -191,13 +189,7 @@ impl Receiver {
             // __tcp_send_ack(sk, prior_rcv_nxt): a special ACK that leaves
             // the delayed-ACK state alone (tcp_event_ack_sent()).
             self.acks_sent += 1;
-            let mut a = Ack {
-                ack,
-                wnd: self.wnd,
-                ece,
-                tsecr: self.ts_recent,
-                ..Ack::default()
-            };
+            let mut a = Ack { ack, wnd: self.wnd, ece, tsecr: self.ts_recent, ..Ack::default() };
             let n = self.sacks.len().min(MAX_SACKS);
             for (slot, r) in a.sacks.iter_mut().zip(self.sacks.iter()) {
                 *slot = *r;
@@ -250,13 +242,7 @@ impl Receiver {
     /// segment is then Not-ECT and `self.ecn.ok` false, so the steps would
     /// do nothing).
     #[inline]
-    pub(crate) fn on_segment<const ECN: bool>(
-        &mut self,
-        seq: u64,
-        now: Time,
-        ecn: SegEcn,
-        tsval: u32,
-    ) -> RxAction {
+    pub(crate) fn on_segment<const ECN: bool>(&mut self, seq: u64, now: Time, ecn: SegEcn, tsval: u32) -> RxAction {
         self.note_arrival(now);
         // tcp_ack() (FLAG_UPDATE_TS_RECENT) runs before tcp_data_queue().
         self.replace_ts_recent(seq, tsval);
@@ -448,11 +434,7 @@ impl Receiver {
         if let Some(i) = self.sacks.iter().position(|&(bs, be)| s <= be && bs <= e) {
             // The block grows in place; a deep one is flushed with it.
             self.sacks[i] = (self.sacks[i].0.min(s), self.sacks[i].1.max(e));
-            let flushed = if i >= SACK_BLOCKS_EXPECTED {
-                self.sack_compress_send_ack()
-            } else {
-                None
-            };
+            let flushed = if i >= SACK_BLOCKS_EXPECTED { self.sack_compress_send_ack() } else { None };
             let mut b = self.sacks.remove(i);
             // tcp_sack_maybe_coalesce(): fold blocks the grown one overlaps.
             self.sacks.retain(|&(os, oe)| {
@@ -465,11 +447,7 @@ impl Receiver {
             self.sacks.push_front(b);
             return flushed;
         }
-        let flushed = if self.sacks.len() >= SACK_BLOCKS_EXPECTED {
-            self.sack_compress_send_ack()
-        } else {
-            None
-        };
+        let flushed = if self.sacks.len() >= SACK_BLOCKS_EXPECTED { self.sack_compress_send_ack() } else { None };
         self.sacks.push_front((s, e));
         self.sacks.truncate(NUM_SACKS);
         flushed
@@ -506,17 +484,11 @@ mod tests {
         let mut r = Receiver::new(1 << 20, 1448, Time::from_millis(200));
         let t = Time::from_millis(1);
         for seq in 0..MAX_QUICKACKS as u64 {
-            assert!(
-                matches!(r.on_data(seq, t, SegEcn::NOT_ECT), RxAction::AckNow(_)),
-                "quick ACK {seq}"
-            );
+            assert!(matches!(r.on_data(seq, t, SegEcn::NOT_ECT), RxAction::AckNow(_)), "quick ACK {seq}");
         }
         let q = MAX_QUICKACKS as u64;
         let t = t + Time::from_millis(1);
-        assert_eq!(
-            r.on_data(q, t, SegEcn::NOT_ECT),
-            RxAction::Schedule(t + DELACK, DelAck)
-        );
+        assert_eq!(r.on_data(q, t, SegEcn::NOT_ECT), RxAction::Schedule(t + DELACK, DelAck));
         match r.on_data(q + 1, t, SegEcn::NOT_ECT) {
             RxAction::AckNow(a) => assert_eq!(a.ack, q + 2),
             x => panic!("expected an ACK, got {x:?}"),
@@ -527,14 +499,8 @@ mod tests {
         let t2 = t + Time::from_millis(5);
         assert_eq!(r.on_data(q + 2, t2, SegEcn::NOT_ECT), RxAction::None);
         assert!(r.delack_armed());
-        assert_eq!(
-            r.on_timer(DelAck, t + DELACK),
-            RxAction::Schedule(t2 + DELACK, DelAck)
-        );
-        assert!(matches!(
-            r.on_data(q + 4, t2, SegEcn::NOT_ECT),
-            RxAction::AckNow(_)
-        )); // out of order
+        assert_eq!(r.on_timer(DelAck, t + DELACK), RxAction::Schedule(t2 + DELACK, DelAck));
+        assert!(matches!(r.on_data(q + 4, t2, SegEcn::NOT_ECT), RxAction::AckNow(_))); // out of order
         assert_eq!(r.on_delack_timer(), None);
     }
 
@@ -553,21 +519,11 @@ mod tests {
         let mut r = receiver_after_a_hole(Time::from_millis(20));
         let t = Time::from_millis(1);
         for seq in 1..=3 {
-            assert!(
-                matches!(r.on_data(seq, t, SegEcn::NOT_ECT), RxAction::AckNow(_)),
-                "dupack {seq}"
-            );
+            assert!(matches!(r.on_data(seq, t, SegEcn::NOT_ECT), RxAction::AckNow(_)), "dupack {seq}");
         }
-        assert_eq!(
-            r.on_data(4, t, SegEcn::NOT_ECT),
-            RxAction::Schedule(t + COMP_SACK_DELAY, SackCompress)
-        );
+        assert_eq!(r.on_data(4, t, SegEcn::NOT_ECT), RxAction::Schedule(t + COMP_SACK_DELAY, SackCompress));
         for seq in 5..=(3 + COMP_SACK_NR as u64) {
-            assert_eq!(
-                r.on_data(seq, t, SegEcn::NOT_ECT),
-                RxAction::None,
-                "compressed {seq}"
-            );
+            assert_eq!(r.on_data(seq, t, SegEcn::NOT_ECT), RxAction::None, "compressed {seq}");
         }
         match r.on_data(4 + COMP_SACK_NR as u64, t, SegEcn::NOT_ECT) {
             RxAction::AckNow(a) => {
@@ -578,10 +534,7 @@ mod tests {
         }
         // Same rcv_nxt: the next arrival is compressed at once (the event
         // pending for the same instant serves).
-        assert_eq!(
-            r.on_data(5 + COMP_SACK_NR as u64, t, SegEcn::NOT_ECT),
-            RxAction::None
-        );
+        assert_eq!(r.on_data(5 + COMP_SACK_NR as u64, t, SegEcn::NOT_ECT), RxAction::None);
         assert_eq!(r.compressed_ack, 1);
         assert!(r.comp_timer.is_armed());
     }
@@ -594,15 +547,10 @@ mod tests {
             let _ = r.on_data(seq, t, SegEcn::NOT_ECT);
         }
         // min(tcp_comp_sack_delay_ns = 1 ms, RTT / 20 = 100 µs).
-        assert_eq!(
-            r.on_data(4, t, SegEcn::NOT_ECT),
-            RxAction::Schedule(t + Time::from_micros(100), SackCompress)
-        );
+        assert_eq!(r.on_data(4, t, SegEcn::NOT_ECT), RxAction::Schedule(t + Time::from_micros(100), SackCompress));
         assert_eq!(r.on_data(5, t, SegEcn::NOT_ECT), RxAction::None);
         let at = t + Time::from_micros(100);
-        let RxAction::AckNow(a) = r.on_timer(SackCompress, at) else {
-            panic!("withheld ACKs are sent")
-        };
+        let RxAction::AckNow(a) = r.on_timer(SackCompress, at) else { panic!("withheld ACKs are sent") };
         assert_eq!((a.ack, a.sack_blocks()[0]), (0, (1, 6)));
         assert_eq!(r.on_sack_compress_timer(), None); // nothing withheld any more
     }
@@ -623,16 +571,10 @@ mod tests {
         let mut r = receiver_after_a_hole(Time::from_millis(20));
         let t = Time::from_millis(1);
         for seq in [1, 3, 5] {
-            assert!(
-                matches!(r.on_data(seq, t, SegEcn::NOT_ECT), RxAction::AckNow(_)),
-                "dupack {seq}"
-            );
+            assert!(matches!(r.on_data(seq, t, SegEcn::NOT_ECT), RxAction::AckNow(_)), "dupack {seq}");
         }
         // Nothing withheld yet: no flush; this block's own ACK is withheld.
-        assert_eq!(
-            r.on_data(7, t, SegEcn::NOT_ECT),
-            RxAction::Schedule(t + COMP_SACK_DELAY, SackCompress)
-        );
+        assert_eq!(r.on_data(7, t, SegEcn::NOT_ECT), RxAction::Schedule(t + COMP_SACK_DELAY, SackCompress));
         assert_eq!(r.on_data(8, t, SegEcn::NOT_ECT), RxAction::None); // extends the front block
         assert_eq!(r.compressed_ack, 2);
         let a = flushed(r.on_data(10, t, SegEcn::NOT_ECT));
@@ -678,9 +620,7 @@ mod tests {
         // rcv_nxt moves (0 arrives, 1..3 join it): a new duplicate-ACK count.
         assert!(matches!(r.on_data(0, t, SegEcn::NOT_ECT), RxAction::AckNow(a) if a.ack == 4));
         // The last hole fills: "SHOULD send immediate ACK" (RFC 5681 §4.2).
-        assert!(
-            matches!(r.on_data(4, t, SegEcn::NOT_ECT), RxAction::AckNow(a) if a.ack == 9 && a.nsacks == 0)
-        );
+        assert!(matches!(r.on_data(4, t, SegEcn::NOT_ECT), RxAction::AckNow(a) if a.ack == 9 && a.nsacks == 0));
     }
 
     #[test]
@@ -724,17 +664,8 @@ mod quickack_tests {
         for seq in 0..40 {
             let _ = r.on_data(seq, Time::from_millis(1), SegEcn::NOT_ECT);
         }
-        assert!(
-            !matches!(
-                r.on_data(40, Time::from_millis(2), SegEcn::NOT_ECT),
-                RxAction::AckNow(_)
-            ),
-            "delayed"
-        );
+        assert!(!matches!(r.on_data(40, Time::from_millis(2), SegEcn::NOT_ECT), RxAction::AckNow(_)), "delayed");
         assert!(r.delack_armed());
-        assert!(matches!(
-            r.on_data(41, Time::from_millis(500), SegEcn::NOT_ECT),
-            RxAction::AckNow(_)
-        ));
+        assert!(matches!(r.on_data(41, Time::from_millis(500), SegEcn::NOT_ECT), RxAction::AckNow(_)));
     }
 }

@@ -109,10 +109,7 @@ impl Run {
     #[inline]
     pub fn seg_at(&self, seq: u64) -> Seg {
         let k = (seq - self.start) as u32;
-        Seg {
-            in_flight: self.seg.in_flight.wrapping_add(k),
-            ..self.seg
-        }
+        Seg { in_flight: self.seg.in_flight.wrapping_add(k), ..self.seg }
     }
 
     /// The state of the run's last segment.
@@ -264,24 +261,12 @@ impl Scoreboard {
             return;
         }
         if r.end - seq <= seq - r.start {
-            let new = self.alloc(Run {
-                start: seq,
-                end: r.end,
-                seg: r.seg_at(seq),
-            });
+            let new = self.alloc(Run { start: seq, end: r.end, seg: r.seg_at(seq) });
             self.run_mut(id).end = seq;
             self.set_ids(seq, r.end, new);
         } else {
-            let new = self.alloc(Run {
-                start: r.start,
-                end: seq,
-                seg: r.seg,
-            });
-            *self.run_mut(id) = Run {
-                start: seq,
-                end: r.end,
-                seg: r.seg_at(seq),
-            };
+            let new = self.alloc(Run { start: r.start, end: seq, seg: r.seg });
+            *self.run_mut(id) = Run { start: seq, end: r.end, seg: r.seg_at(seq) };
             self.set_ids(r.start, seq, new);
         }
     }
@@ -308,21 +293,9 @@ impl Scoreboard {
         if !p.continued_by(&r) {
             return id;
         }
-        let (keep, gone) = if r.len() <= p.len() {
-            (prev, id)
-        } else {
-            (id, prev)
-        };
-        *self.run_mut(keep) = Run {
-            start: p.start,
-            end: r.end,
-            seg: p.seg,
-        };
-        let (a, b) = if keep == prev {
-            (r.start, r.end)
-        } else {
-            (p.start, p.end)
-        };
+        let (keep, gone) = if r.len() <= p.len() { (prev, id) } else { (id, prev) };
+        *self.run_mut(keep) = Run { start: p.start, end: r.end, seg: p.seg };
+        let (a, b) = if keep == prev { (r.start, r.end) } else { (p.start, p.end) };
         self.set_ids(a, b, keep);
         self.release(gone);
         keep
@@ -372,11 +345,7 @@ impl Scoreboard {
         debug_assert!(n >= 1);
         let seq = self.snd_nxt;
         let end = seq + n as u64;
-        let new = Run {
-            start: seq,
-            end,
-            seg,
-        };
+        let new = Run { start: seq, end, seg };
         let id = match self.ids.back() {
             Some(&tail) if self.runs[tail as usize].continued_by(&new) => {
                 self.runs[tail as usize].end = end;
@@ -485,8 +454,7 @@ impl Scoreboard {
         if self.sacked.is_empty() {
             self.sacked_from = self.snd_una;
         }
-        self.sacked
-            .insert_new(self.sacked_from, s, e, &mut self.scratch);
+        self.sacked.insert_new(self.sacked_from, s, e, &mut self.scratch);
         &self.scratch
     }
 
@@ -514,11 +482,7 @@ impl Scoreboard {
             head.seg = r.seg_at(upto);
             head.start = upto;
             self.snd_una = upto;
-            Run {
-                start: r.start,
-                end: upto,
-                seg: r.seg,
-            }
+            Run { start: r.start, end: upto, seg: r.seg }
         }
     }
 
@@ -541,11 +505,7 @@ mod tests {
     fn board(n: u64) -> Scoreboard {
         let mut b = Scoreboard::default();
         for i in 0..n {
-            b.push_new(Seg {
-                xmit: Time(i),
-                tx_id: 1,
-                ..Seg::default()
-            });
+            b.push_new(Seg { xmit: Time(i), tx_id: 1, ..Seg::default() });
         }
         b
     }
@@ -576,20 +536,10 @@ mod tests {
     fn segments_of_one_burst_form_one_run_with_stepping_in_flight() {
         let mut b = Scoreboard::default();
         for k in 0..8u32 {
-            b.push_new(Seg {
-                xmit: Time(5),
-                tx_id: 1,
-                in_flight: 10 + k,
-                ..Seg::default()
-            });
+            b.push_new(Seg { xmit: Time(5), tx_id: 1, in_flight: 10 + k, ..Seg::default() });
         }
         // A different send time starts a new run (a new skb).
-        b.push_new(Seg {
-            xmit: Time(6),
-            tx_id: 1,
-            in_flight: 18,
-            ..Seg::default()
-        });
+        b.push_new(Seg { xmit: Time(6), tx_id: 1, in_flight: 18, ..Seg::default() });
         assert_eq!(b.run_count(), 2);
         assert_eq!(b.get(3).in_flight, 13);
         assert_eq!(b.get(8).xmit, Time(6));
@@ -599,29 +549,11 @@ mod tests {
     fn a_flag_change_inside_a_run_splits_it_at_the_edges_and_undoing_it_merges_back() {
         let mut b = Scoreboard::default();
         for k in 0..10u32 {
-            b.push_new(Seg {
-                xmit: Time(5),
-                tx_id: 1,
-                in_flight: 1 + k,
-                ..Seg::default()
-            });
+            b.push_new(Seg { xmit: Time(5), tx_id: 1, in_flight: 1 + k, ..Seg::default() });
         }
         b.set_flags(3, 6, FLAG_LOST, 0);
         assert_eq!(b.run_count(), 3);
-        assert_eq!(
-            b.run_at(3),
-            &Run {
-                start: 3,
-                end: 6,
-                seg: Seg {
-                    xmit: Time(5),
-                    tx_id: 1,
-                    in_flight: 4,
-                    flags: FLAG_LOST,
-                    ..Seg::default()
-                }
-            }
-        );
+        assert_eq!(b.run_at(3), &Run { start: 3, end: 6, seg: Seg { xmit: Time(5), tx_id: 1, in_flight: 4, flags: FLAG_LOST, ..Seg::default() } });
         assert_eq!(b.get(7).in_flight, 8);
         b.set_flags(3, 6, 0, FLAG_LOST);
         assert_eq!(b.run_count(), 1);
@@ -631,12 +563,7 @@ mod tests {
     fn lost_segments_leave_the_queue_in_marking_order_a_run_at_a_time() {
         let mut b = Scoreboard::default();
         for k in 0..20u32 {
-            b.push_new(Seg {
-                xmit: Time(5),
-                tx_id: 1,
-                in_flight: 1 + k,
-                ..Seg::default()
-            });
+            b.push_new(Seg { xmit: Time(5), tx_id: 1, in_flight: 1 + k, ..Seg::default() });
         }
         // Marked lost in two steps that continue each other, then an
         // earlier stretch: the queue keeps marking order.
@@ -667,18 +594,10 @@ mod tests {
     fn a_partial_cumulative_ack_trims_the_head_run() {
         let mut b = Scoreboard::default();
         for k in 0..10u32 {
-            b.push_new(Seg {
-                xmit: Time(5),
-                tx_id: 1,
-                in_flight: 1 + k,
-                ..Seg::default()
-            });
+            b.push_new(Seg { xmit: Time(5), tx_id: 1, in_flight: 1 + k, ..Seg::default() });
         }
         let r = b.pop_acked(4);
         assert_eq!((r.start, r.end, r.last_seg().in_flight), (0, 4, 4));
-        assert_eq!(
-            (b.snd_una, b.run_at(4).start, b.run_at(4).seg.in_flight),
-            (4, 4, 5)
-        );
+        assert_eq!((b.snd_una, b.run_at(4).start, b.run_at(4).seg.in_flight), (4, 4, 5));
     }
 }

@@ -8,9 +8,7 @@ use crate::units::Time;
 
 use super::rack::Rack;
 use super::rate::RateState;
-use super::scoreboard::{
-    Scoreboard, Seg, FLAG_APP_LIMITED, FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED,
-};
+use super::scoreboard::{Scoreboard, Seg, FLAG_APP_LIMITED, FLAG_EVER_RETRANS, FLAG_LOST, FLAG_RETRANS, FLAG_SACKED};
 
 /// The per-segment model: one `Seg` per segment and one time-sorted entry
 /// per transmission, as the scoreboard was before runs.
@@ -65,10 +63,7 @@ impl Reference {
     }
 
     fn oldest_live(&self) -> Option<(u64, Time)> {
-        self.tsorted
-            .iter()
-            .find(|&&(seq, id)| self.live(seq, id))
-            .map(|&(seq, _)| (seq, self.seg(seq).xmit))
+        self.tsorted.iter().find(|&&(seq, id)| self.live(seq, id)).map(|&(seq, _)| (seq, self.seg(seq).xmit))
     }
 }
 
@@ -99,27 +94,14 @@ fn run_random_sequence(seed: u64) {
                     if pick(10) == 0 {
                         delivered += 1;
                     }
-                    let seg = Seg {
-                        xmit: now,
-                        tx_id: 1,
-                        delivered,
-                        in_flight: (outstanding + k) as u32 + 1,
-                        flags: app,
-                        ..Seg::default()
-                    };
+                    let seg = Seg { xmit: now, tx_id: 1, delivered, in_flight: (outstanding + k) as u32 + 1, flags: app, ..Seg::default() };
                     if !by_range {
                         sb.push_new(seg);
                     } else {
                         stretch = match stretch {
-                            Some((first, len)) if first.delivered == delivered => {
-                                Some((first, len + 1))
-                            }
+                            Some((first, len)) if first.delivered == delivered => Some((first, len + 1)),
                             Some((first, len)) => {
-                                assert_eq!(
-                                    sb.push_new_range(first, len),
-                                    nxt + k - len as u64,
-                                    "seed {seed}: range's first seq"
-                                );
+                                assert_eq!(sb.push_new_range(first, len), nxt + k - len as u64, "seed {seed}: range's first seq");
                                 Some((seg, 1))
                             }
                             None => Some((seg, 1)),
@@ -129,11 +111,7 @@ fn run_random_sequence(seed: u64) {
                     rf.tsorted.push((nxt + k, 1));
                 }
                 if let Some((first, len)) = stretch {
-                    assert_eq!(
-                        sb.push_new_range(first, len),
-                        nxt + n - len as u64,
-                        "seed {seed}: range's first seq"
-                    );
+                    assert_eq!(sb.push_new_range(first, len), nxt + n - len as u64, "seed {seed}: range's first seq");
                 }
             }
             // SACK of a random range: flags change, SACKed snapshots used.
@@ -179,11 +157,7 @@ fn run_random_sequence(seed: u64) {
                         seq += 1;
                         continue;
                     }
-                    let end = if by_range {
-                        b.min(sb.run_at(seq).end)
-                    } else {
-                        seq + 1
-                    };
+                    let end = if by_range { b.min(sb.run_at(seq).end) } else { seq + 1 };
                     let upd = |s: &mut Seg, k: u32| {
                         s.xmit = now;
                         s.tx_id = s.tx_id.wrapping_add(1);
@@ -208,10 +182,7 @@ fn run_random_sequence(seed: u64) {
                 let mut seq = rf.una;
                 while sb.snd_una < upto {
                     let r = sb.pop_acked(upto);
-                    assert_eq!(
-                        r.start, seq,
-                        "seed {seed}: acked run starts where the last ended"
-                    );
+                    assert_eq!(r.start, seq, "seed {seed}: acked run starts where the last ended");
                     for s in r.start..r.end {
                         assert_eq!(r.seg_at(s), *rf.seg(s), "seed {seed}: acked segment {s}");
                     }
@@ -234,11 +205,7 @@ fn run_random_sequence(seed: u64) {
             assert_eq!(r.start, seq, "seed {seed}: runs are contiguous");
             assert!(r.start < r.end, "seed {seed}: empty run");
             for s in r.start..r.end {
-                assert_eq!(
-                    sb.id_at(s),
-                    sb.id_at(seq),
-                    "seed {seed}: segment {s} maps to its run"
-                );
+                assert_eq!(sb.id_at(s), sb.id_at(seq), "seed {seed}: segment {s} maps to its run");
             }
             seq = r.end;
             runs += 1;
@@ -247,18 +214,9 @@ fn run_random_sequence(seed: u64) {
         // RACK's walk and the oldest live transmission are the reference's.
         if rf.nxt() > rf.una && pick(2) == 0 {
             let acked = rf.una + pick(rf.nxt() - rf.una);
-            let rack = Rack {
-                mstamp: rf.seg(acked).xmit,
-                end_seq: acked,
-                rtt: Time::from_micros(pick(200)),
-                ..Rack::default()
-            };
+            let rack = Rack { mstamp: rf.seg(acked).xmit, end_seq: acked, rtt: Time::from_micros(pick(200)), ..Rack::default() };
             let reo = Time::from_micros(pick(3) * 20);
-            assert_eq!(
-                sb.oldest_live(),
-                rf.oldest_live(),
-                "seed {seed}: oldest live"
-            );
+            assert_eq!(sb.oldest_live(), rf.oldest_live(), "seed {seed}: oldest live");
             let (want_lost, want_wait) = rf.rack_walk(&rack, now, reo);
             let mut lost = Vec::new();
             let wait = rack.detect_loss(&mut sb, now, reo, &mut lost);
@@ -268,11 +226,7 @@ fn run_random_sequence(seed: u64) {
             // Mark them as tcp_mark_skb_lost() would, in walk order.
             for seq in got {
                 let f = rf.seg(seq).flags;
-                let (set, clear) = if f & FLAG_LOST != 0 {
-                    (0, FLAG_RETRANS)
-                } else {
-                    (FLAG_LOST, 0)
-                };
+                let (set, clear) = if f & FLAG_LOST != 0 { (0, FLAG_RETRANS) } else { (FLAG_LOST, 0) };
                 sb.set_flags(seq, seq + 1, set, clear);
                 let s = rf.seg_mut(seq);
                 s.flags = (s.flags & !clear) | set;
@@ -297,50 +251,19 @@ fn runs_keep_exactly_the_per_segment_state_and_rack_marks_the_same_segments() {
 fn a_burst_queued_as_one_range_is_one_run_stepping_in_flight_per_segment() {
     let mut one = Scoreboard::default();
     let mut each = Scoreboard::default();
-    let seg = Seg {
-        xmit: Time(7),
-        tx_id: 1,
-        delivered: 3,
-        in_flight: 5,
-        ..Seg::default()
-    };
+    let seg = Seg { xmit: Time(7), tx_id: 1, delivered: 3, in_flight: 5, ..Seg::default() };
     assert_eq!(one.push_new_range(seg, 6), 0);
-    assert_eq!(
-        one.push_new_range(
-            Seg {
-                in_flight: 11,
-                ..seg
-            },
-            4
-        ),
-        6
-    );
+    assert_eq!(one.push_new_range(Seg { in_flight: 11, ..seg }, 4), 6);
     for k in 0..10u32 {
-        each.push_new(Seg {
-            in_flight: 5 + k,
-            ..seg
-        });
+        each.push_new(Seg { in_flight: 5 + k, ..seg });
     }
-    assert_eq!(
-        (one.run_count(), one.tsorted.len(), one.snd_nxt),
-        (1, 1, 10)
-    );
+    assert_eq!((one.run_count(), one.tsorted.len(), one.snd_nxt), (1, 1, 10));
     for s in 0..10 {
         assert_eq!(one.get(s), each.get(s), "segment {s}");
     }
     // A later send time starts a new run and a new time-sorted entry.
-    one.push_new_range(
-        Seg {
-            xmit: Time(8),
-            in_flight: 15,
-            ..seg
-        },
-        3,
-    );
-    assert_eq!(
-        (one.run_count(), one.tsorted.len(), one.get(12).in_flight),
-        (2, 2, 17)
-    );
+    one.push_new_range(Seg { xmit: Time(8), in_flight: 15, ..seg }, 3);
+    assert_eq!((one.run_count(), one.tsorted.len(), one.get(12).in_flight), (2, 2, 17));
 }
 
 /// A split gives the new id to the shorter side and a merge keeps the
@@ -349,15 +272,7 @@ fn a_burst_queued_as_one_range_is_one_run_stepping_in_flight_per_segment() {
 #[test]
 fn splits_and_merges_rewrite_only_the_shorter_sides_run_ids() {
     let mut sb = Scoreboard::default();
-    sb.push_new_range(
-        Seg {
-            xmit: Time(7),
-            tx_id: 1,
-            in_flight: 1,
-            ..Seg::default()
-        },
-        40,
-    );
+    sb.push_new_range(Seg { xmit: Time(7), tx_id: 1, in_flight: 1, ..Seg::default() }, 40);
     let long = sb.id_at(0);
     sb.set_flags(30, 31, FLAG_LOST, 0);
     sb.set_flags(3, 4, FLAG_LOST, 0);
@@ -370,36 +285,22 @@ fn splits_and_merges_rewrite_only_the_shorter_sides_run_ids() {
     sb.set_flags(30, 31, 0, FLAG_LOST);
     assert_eq!(sb.run_count(), 1);
     assert!((0..40).all(|q| sb.id_at(q) == long));
-    assert_eq!(
-        (sb.run_at(0).start, sb.run_at(0).end, sb.get(39).in_flight),
-        (0, 40, 40)
-    );
+    assert_eq!((sb.run_at(0).start, sb.run_at(0).end, sb.get(39).in_flight), (0, 40, 40));
 }
 
 #[test]
 fn a_sack_inside_a_burst_splits_it_at_the_block_edges_only() {
     let mut sb = Scoreboard::default();
     for k in 0..20u32 {
-        sb.push_new(Seg {
-            xmit: Time(7),
-            tx_id: 1,
-            in_flight: k + 1,
-            ..Seg::default()
-        });
+        sb.push_new(Seg { xmit: Time(7), tx_id: 1, in_flight: k + 1, ..Seg::default() });
     }
     assert_eq!(sb.run_count(), 1);
     sb.set_flags(5, 9, FLAG_SACKED, 0);
-    let runs: Vec<(u64, u64)> = [0, 5, 9]
-        .iter()
-        .map(|&s| (sb.run_at(s).start, sb.run_at(s).end))
-        .collect();
+    let runs: Vec<(u64, u64)> = [0, 5, 9].iter().map(|&s| (sb.run_at(s).start, sb.run_at(s).end)).collect();
     assert_eq!((runs, sb.run_count()), (vec![(0, 5), (5, 9), (9, 20)], 3));
     // SACKing the hole below joins the SACKed part (tcp_shifted_skb()).
     sb.set_flags(0, 5, FLAG_SACKED, 0);
-    let runs: Vec<(u64, u64)> = [0, 9]
-        .iter()
-        .map(|&s| (sb.run_at(s).start, sb.run_at(s).end))
-        .collect();
+    let runs: Vec<(u64, u64)> = [0, 9].iter().map(|&s| (sb.run_at(s).start, sb.run_at(s).end)).collect();
     assert_eq!((runs, sb.run_count()), (vec![(0, 9), (9, 20)], 2));
 }
 
@@ -418,16 +319,7 @@ fn delivering_a_run_samples_and_advances_rack_as_its_last_segment() {
         let mut run = super::scoreboard::Run {
             start: run_start,
             end: run_start + n,
-            seg: Seg {
-                xmit,
-                first_tx: Time(90),
-                delivered_mstamp: Time(95),
-                delivered: 40,
-                in_flight: 9,
-                tx_id: 1,
-                flags,
-                ..Seg::default()
-            },
+            seg: Seg { xmit, first_tx: Time(90), delivered_mstamp: Time(95), delivered: 40, in_flight: 9, tx_id: 1, flags, ..Seg::default() },
         };
         if pick(5) == 0 {
             run.seg.delivered_mstamp = Time::ZERO;
@@ -437,18 +329,10 @@ fn delivering_a_run_samples_and_advances_rack_as_its_last_segment() {
         rate.begin_ack(10);
         if pick(2) == 0 {
             let prior_seq = 45 + pick(20);
-            let mut prior = Seg {
-                xmit: Time(100 + pick(4)),
-                delivered_mstamp: Time(93),
-                ..Seg::default()
-            };
+            let mut prior = Seg { xmit: Time(100 + pick(4)), delivered_mstamp: Time(93), ..Seg::default() };
             rate.on_delivered(&mut prior, prior_seq, 60);
         }
-        let mut rack = Rack {
-            mstamp: Time(100 + pick(4)),
-            end_seq: 45 + pick(20),
-            ..Rack::default()
-        };
+        let mut rack = Rack { mstamp: Time(100 + pick(4)), end_seq: 45 + pick(20), ..Rack::default() };
         let (now, min_rtt) = (Time(200), Time(pick(150)));
         let (mut rate_one, mut rack_one) = (rate.clone(), rack.clone());
         let mut per_seg_mstamp = run.seg.delivered_mstamp;
@@ -461,20 +345,9 @@ fn delivering_a_run_samples_and_advances_rack_as_its_last_segment() {
         let mut last = run.last_seg();
         rate_one.on_delivered(&mut last, run.end - 1, 60);
         rack_one.advance(flags, run.end - 1, xmit, now, min_rtt);
-        assert_eq!(
-            format!("{rate:?}"),
-            format!("{rate_one:?}"),
-            "case {case}: rate sample"
-        );
-        assert_eq!(
-            format!("{rack:?}"),
-            format!("{rack_one:?}"),
-            "case {case}: RACK state"
-        );
-        assert_eq!(
-            last.delivered_mstamp, per_seg_mstamp,
-            "case {case}: SACKed snapshot used"
-        );
+        assert_eq!(format!("{rate:?}"), format!("{rate_one:?}"), "case {case}: rate sample");
+        assert_eq!(format!("{rack:?}"), format!("{rack_one:?}"), "case {case}: RACK state");
+        assert_eq!(last.delivered_mstamp, per_seg_mstamp, "case {case}: SACKed snapshot used");
     }
 }
 
@@ -482,22 +355,12 @@ fn delivering_a_run_samples_and_advances_rack_as_its_last_segment() {
 fn rack_judges_a_run_sent_at_rack_mstamp_only_below_rack_end_seq() {
     let mut sb = Scoreboard::default();
     for k in 0..10u32 {
-        sb.push_new(Seg {
-            xmit: Time(5),
-            tx_id: 1,
-            in_flight: k + 1,
-            ..Seg::default()
-        });
+        sb.push_new(Seg { xmit: Time(5), tx_id: 1, in_flight: k + 1, ..Seg::default() });
     }
     // Segment 6 of the burst was delivered: 0..6 were "sent before" it
     // by tcp_skb_sent_after()'s sequence tie-break, 7..10 were not.
     sb.set_flags(6, 7, FLAG_SACKED, 0);
-    let rack = Rack {
-        mstamp: Time(5),
-        end_seq: 6,
-        rtt: Time(1),
-        ..Rack::default()
-    };
+    let rack = Rack { mstamp: Time(5), end_seq: 6, rtt: Time(1), ..Rack::default() };
     let mut lost = Vec::new();
     let wait = rack.detect_loss(&mut sb, Time(100), Time::ZERO, &mut lost);
     assert_eq!((lost, wait), (vec![(0, 6)], Time::ZERO));

@@ -105,11 +105,7 @@ impl SegBits {
         while pos < e {
             let off = pos & 63;
             let n = (64 - off).min(e - pos);
-            let span = if n == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << n) - 1) << off
-            };
+            let span = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << off };
             let mut missing = !self.words[(pos >> 6) as usize & mask] & span;
             let base = pos & !63;
             while missing != 0 {
@@ -121,11 +117,7 @@ impl SegBits {
                     Some(last) if joined && last.1 == rs => last.1 = re,
                     _ => new.push((rs, re)),
                 }
-                missing &= if a + run == 64 {
-                    0
-                } else {
-                    u64::MAX << (a + run)
-                };
+                missing &= if a + run == 64 { 0 } else { u64::MAX << (a + run) };
             }
             pos += n;
         }
@@ -157,11 +149,7 @@ impl SegBits {
         while pos < floor {
             let off = pos & 63;
             let n = (64 - off).min(floor - pos);
-            let span = if n == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << n) - 1) << off
-            };
+            let span = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << off };
             let w = &mut self.words[(pos >> 6) as usize & mask];
             let held = *w & span;
             let before = (held << 1) | ((prev_held as u64) << off);
@@ -233,11 +221,7 @@ impl SegBits {
             // shifted down (its vacated top bits are clear, so at most
             // 64 - off).
             let n = (!(*w >> off)).trailing_zeros() as u64;
-            *w &= !(if n == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << n) - 1) << off
-            });
+            *w &= !(if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << off });
             pos += n;
             if off + n < 64 {
                 break;
@@ -255,10 +239,7 @@ impl SegBits {
     #[cold]
     fn grow(&mut self, floor: u64, end: u64) {
         let span = (((end - 1) >> 6) - (floor >> 6) + 1) as usize;
-        let len = span
-            .next_power_of_two()
-            .max(MIN_WORDS)
-            .max(2 * self.words.len());
+        let len = span.next_power_of_two().max(MIN_WORDS).max(2 * self.words.len());
         let mut words = vec![0u64; len];
         if self.ranges > 0 {
             let old_mask = self.mask();

@@ -46,13 +46,7 @@ pub trait SenderEnv {
     /// in packets of `tso` segments (crate::host::nic). An environment
     /// with nothing queued below TCP never stops it.
     #[inline]
-    fn small_queue_room(
-        &mut self,
-        _now: Time,
-        _sk_pacing_rate: Rate,
-        _paced: bool,
-        _tso: u32,
-    ) -> SmallQueueRoom {
+    fn small_queue_room(&mut self, _now: Time, _sk_pacing_rate: Rate, _paced: bool, _tso: u32) -> SmallQueueRoom {
         SmallQueueRoom::Unlimited
     }
 }
@@ -245,11 +239,7 @@ impl Sender {
     /// (tcp_set_rto).
     pub(super) fn refresh_rto(&mut self) {
         let base = self.rtt.rto();
-        let shifted = if self.backoff >= 32 {
-            RTO_MAX
-        } else {
-            base.mul(1u64 << self.backoff)
-        };
+        let shifted = if self.backoff >= 32 { RTO_MAX } else { base.mul(1u64 << self.backoff) };
         self.rto_cache = shifted.min(RTO_MAX);
     }
 
@@ -297,11 +287,7 @@ impl Sender {
     /// The rate tcp_update_pacing_rate() sets from cwnd and srtt now.
     fn linux_pacing_rate(&self) -> Rate {
         let tp = &self.tp;
-        let ratio: u64 = if tp.snd_cwnd < tp.snd_ssthresh / 2 {
-            200
-        } else {
-            120
-        };
+        let ratio: u64 = if tp.snd_cwnd < tp.snd_ssthresh / 2 { 200 } else { 120 };
         let segs = tp.snd_cwnd.max(tp.packets_out) as u64;
         let bits = (tp.mss_bytes as u128) * 8 * segs as u128 * ratio as u128 / 100;
         let rate = if tp.srtt.0 == 0 {
@@ -387,15 +373,8 @@ impl Sender {
             self.seed_handshake_rtt(rtt);
         }
         self.cc.init(&mut self.tp);
-        self.cc_log = self
-            .cc
-            .state_key(&self.tp)
-            .map(|k| Box::new(super::cc_log::CcLog::new(k)));
-        assert!(
-            self.cc_log.is_none() || self.owns,
-            "{}: vars() without cong_control",
-            self.cc.name()
-        );
+        self.cc_log = self.cc.state_key(&self.tp).map(|k| Box::new(super::cc_log::CcLog::new(k)));
+        assert!(self.cc_log.is_none() || self.owns, "{}: vars() without cong_control", self.cc.name());
         // dctcp_init() may have fallen back to Reno (no TCP_CONG_NEEDS_ECN).
         self.cc_needs_ecn = self.cc.needs_ecn();
         if !self.owns {
@@ -607,18 +586,13 @@ impl Sender {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
             self.note_cc_vars(now);
-            if self.cc_log.is_some()
-                && self.tp.app_limited != 0
+            if self.cc_log.is_some() && self.tp.app_limited != 0
                 && self.cc.vars(&self.tp).and_then(|v| v.idle_restart) == Some(true)
             {
                 self.mark_cc_event(now, super::cc_log::RESTART_FROM_IDLE);
             }
         }
-        let mut seg = Seg {
-            xmit: now,
-            tx_id: 1,
-            ..Seg::default()
-        };
+        let mut seg = Seg { xmit: now, tx_id: 1, ..Seg::default() };
         self.rate.on_sent(&mut seg, &mut self.tp);
         let seq = self.sb.push_new_range(seg, n);
         self.tp.packets_out = self.sb.packets_out();
@@ -631,10 +605,7 @@ impl Sender {
         // tcp_ecn_send(): a new data segment is ECT and takes a queued CWR.
         let ecn = if env_ecn && self.tp.ecn_ok {
             let cwr = std::mem::take(&mut self.queue_cwr);
-            SegEcn {
-                codepoint: Codepoint::Ect0,
-                cwr,
-            }
+            SegEcn { codepoint: Codepoint::Ect0, cwr }
         } else {
             SegEcn::NOT_ECT
         };
@@ -651,13 +622,7 @@ impl Sender {
     /// retransmission yet): exactly `n` retransmissions in order. Per
     /// segment only tcp_set_tx_in_flight() steps (retrans_out grows by one
     /// each), which the run's stepping `in_flight` holds.
-    pub(super) fn retransmit_range<E: SenderEnv>(
-        &mut self,
-        seq: u64,
-        n: u32,
-        now: Time,
-        env: &mut E,
-    ) {
+    pub(super) fn retransmit_range<E: SenderEnv>(&mut self, seq: u64, n: u32, now: Time, env: &mut E) {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
             self.note_cc_vars(now);
@@ -689,10 +654,7 @@ impl Sender {
         // tcp_ecn_send(): a retransmission is not ECT unless the algorithm
         // needs ECN (INET_ECN_dontxmit), and never carries CWR.
         let ecn = if E::ECN && self.tp.ecn_ok && self.cc_needs_ecn {
-            SegEcn {
-                codepoint: Codepoint::Ect0,
-                cwr: false,
-            }
+            SegEcn { codepoint: Codepoint::Ect0, cwr: false }
         } else {
             SegEcn::NOT_ECT
         };
@@ -714,11 +676,7 @@ impl Sender {
         let entered = st != self.tp.ca_state;
         self.tp.ca_state = st;
         if entered && matches!(st, CaState::Recovery | CaState::Loss) {
-            let kind = if st == CaState::Recovery {
-                super::cc_log::RECOVERY_START
-            } else {
-                super::cc_log::LOSS_START
-            };
+            let kind = if st == CaState::Recovery { super::cc_log::RECOVERY_START } else { super::cc_log::LOSS_START };
             self.mark_cc_event(self.tp.now, kind);
         }
     }
@@ -766,9 +724,7 @@ impl Sender {
         if self.owns {
             return;
         }
-        if self.tp.snd_ssthresh < TCP_INFINITE_SSTHRESH
-            && (self.tp.ca_state == CaState::Cwr || self.undo_marker)
-        {
+        if self.tp.snd_ssthresh < TCP_INFINITE_SSTHRESH && (self.tp.ca_state == CaState::Cwr || self.undo_marker) {
             self.tp.snd_cwnd = self.tp.snd_ssthresh;
         }
         self.cc.cwnd_event(&mut self.tp, CwndEvent::CompleteCwr);

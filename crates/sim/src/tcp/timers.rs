@@ -62,30 +62,17 @@ impl Sender {
 
     /// tcp_schedule_loss_probe(): TLP PTO = 2·srtt (+200 ms with a single
     /// packet out, else +2 ms), never later than the RTO (RFC 8985 §7.2).
-    pub(super) fn schedule_loss_probe<E: SenderEnv>(
-        &mut self,
-        now: Time,
-        advancing_rto: bool,
-        env: &mut E,
-    ) -> bool {
+    pub(super) fn schedule_loss_probe<E: SenderEnv>(&mut self, now: Time, advancing_rto: bool, env: &mut E) -> bool {
         if self.tp.packets_out == 0 || !matches!(self.tp.ca_state, CaState::Open | CaState::Cwr) {
             return false;
         }
         let mut timeout = if self.tp.srtt.0 != 0 {
-            let extra = if self.tp.packets_out == 1 {
-                RTO_MIN
-            } else {
-                super::rack::TIMEOUT_MIN
-            };
+            let extra = if self.tp.packets_out == 1 { RTO_MIN } else { super::rack::TIMEOUT_MIN };
             self.tp.srtt.mul(2) + extra
         } else {
             TIMEOUT_INIT
         };
-        let delta = if advancing_rto {
-            self.current_rto()
-        } else {
-            self.rto_delta(now)
-        };
+        let delta = if advancing_rto { self.current_rto() } else { self.rto_delta(now) };
         if delta > Time::ZERO {
             timeout = timeout.min(delta);
         }
@@ -194,10 +181,10 @@ impl Sender {
             self.init_undo();
         }
         self.ecn_queue_cwr(); // tcp_enter_loss()
-                              // Mark the head and every segment whose RACK timeout (with zero
-                              // reordering window) has expired as lost.
-                              // The retransmission queue is rebuilt in sequence order: Linux
-                              // retransmits from the head of the rtx queue after an RTO.
+        // Mark the head and every segment whose RACK timeout (with zero
+        // reordering window) has expired as lost.
+        // The retransmission queue is rebuilt in sequence order: Linux
+        // retransmits from the head of the rtx queue after an RTO.
         let head = self.sb.snd_una;
         let rack_rtt = self.rack.rtt;
         self.sb.clear_lost();
@@ -238,14 +225,9 @@ impl Sender {
                 self.enter_recovery(false);
                 if !self.owns {
                     let in_flight = self.tp.in_flight();
-                    if let Some(c) = self.prr.cwnd(
-                        self.tp.snd_ssthresh,
-                        self.tp.prior_cwnd,
-                        in_flight,
-                        1,
-                        false,
-                        false,
-                    ) {
+                    if let Some(c) =
+                        self.prr.cwnd(self.tp.snd_ssthresh, self.tp.prior_cwnd, in_flight, 1, false, false)
+                    {
                         self.tp.snd_cwnd = c;
                     }
                 }
@@ -270,12 +252,7 @@ impl Sender {
                 }
             }
         }
-        let reo = self.rack.reo_wnd(
-            self.tp.ca_state,
-            self.tp.sacked_out,
-            self.rtt.min_rtt,
-            self.rtt.srtt,
-        );
+        let reo = self.rack.reo_wnd(self.tp.ca_state, self.tp.sacked_out, self.rtt.min_rtt, self.rtt.srtt);
         let mut lost = std::mem::take(&mut self.lost_scratch);
         let wait = self.rack.detect_loss(&mut self.sb, now, reo, &mut lost);
         for &(start, end) in &lost {
@@ -289,6 +266,7 @@ impl Sender {
             self.arm_reo(at, env);
         }
     }
+
 }
 
 /// Rounds up to the next jiffy (1 ms, HZ=1000): Linux's timer wheel fires

@@ -66,19 +66,10 @@ mod tests {
     #[test]
     fn echo_rtt_is_whole_milliseconds_and_at_least_one() {
         let sent = tsval(Time::from_micros(10_900));
-        assert_eq!(
-            echo_rtt(Time::from_micros(31_100), sent),
-            Some(Time::from_millis(21))
-        );
-        assert_eq!(
-            echo_rtt(Time::from_micros(10_950), sent),
-            Some(Time::from_millis(1))
-        );
+        assert_eq!(echo_rtt(Time::from_micros(31_100), sent), Some(Time::from_millis(21)));
+        assert_eq!(echo_rtt(Time::from_micros(10_950), sent), Some(Time::from_millis(1)));
         assert_eq!(echo_rtt(Time::from_millis(5), 0), None);
-        assert_eq!(
-            echo_rtt(Time::from_millis(5), tsval(Time::from_millis(9))),
-            None
-        );
+        assert_eq!(echo_rtt(Time::from_millis(5), tsval(Time::from_millis(9))), None);
     }
 
     #[test]
@@ -123,14 +114,8 @@ mod receiver_tests {
     fn paws_keeps_an_older_tsval_from_replacing_ts_recent() {
         let mut r = Receiver::new(1 << 20, 1000, Time::from_millis(200));
         let t = Time::from_millis(1);
-        assert_eq!(
-            echoed(r.on_segment::<false>(0, t, SegEcn::NOT_ECT, tsval(Time::from_millis(9)))),
-            10
-        );
+        assert_eq!(echoed(r.on_segment::<false>(0, t, SegEcn::NOT_ECT, tsval(Time::from_millis(9)))), 10);
         // A duplicate of segment 0 sent earlier (at 3 ms) arrives late.
-        assert_eq!(
-            echoed(r.on_segment::<false>(0, t, SegEcn::NOT_ECT, tsval(Time::from_millis(3)))),
-            10
-        );
+        assert_eq!(echoed(r.on_segment::<false>(0, t, SegEcn::NOT_ECT, tsval(Time::from_millis(3)))), 10);
     }
 }

@@ -53,12 +53,7 @@ impl Tsorted {
     pub fn note_range(&mut self, start: u64, end: u64, id: u32, xmit: Time) {
         match self.q.back_mut() {
             Some(e) if e.end == start && e.id == id && e.xmit == xmit => e.end = end,
-            _ => self.q.push_back(Entry {
-                start,
-                end,
-                id,
-                xmit,
-            }),
+            _ => self.q.push_back(Entry { start, end, id, xmit }),
         }
     }
 }
@@ -104,11 +99,7 @@ impl Scoreboard {
     /// tcp_mark_skb_lost()); the walk ends at the first segment not sent
     /// before RACK's packet. Dropped from the list: leading entries' stale
     /// and lost parts (the list_del_init() of the walk).
-    pub fn walk_tsorted(
-        &mut self,
-        lost: &mut Vec<(u64, u64)>,
-        mut visit: impl FnMut(u64, u64, Time) -> Verdict,
-    ) {
+    pub fn walk_tsorted(&mut self, lost: &mut Vec<(u64, u64)>, mut visit: impl FnMut(u64, u64, Time) -> Verdict) {
         lost.clear();
         let mut i = 0;
         while i < self.tsorted.q.len() {

@@ -14,11 +14,7 @@ impl Sender {
     pub(super) fn init_undo(&mut self) {
         self.undo_marker = true;
         self.undo_seq = self.sb.snd_una;
-        self.undo_retrans = if self.tp.retrans_out > 0 {
-            self.tp.retrans_out as i64
-        } else {
-            -1
-        };
+        self.undo_retrans = if self.tp.retrans_out > 0 { self.tp.retrans_out as i64 } else { -1 };
     }
 
     /// `n` retransmissions during an undoable episode.

@@ -35,10 +35,7 @@ pub struct AckAggregation {
 impl AckAggregation {
     /// bbr_init()'s reset of the aggregation state, epoch starting `now`.
     pub(crate) fn reset(&mut self, now: Time) {
-        *self = AckAggregation {
-            epoch_mstamp: now,
-            ..AckAggregation::default()
-        };
+        *self = AckAggregation { epoch_mstamp: now, ..AckAggregation::default() };
     }
 
     /// bbr_cwnd_event(CA_EVENT_TX_START): restart the sampling epoch.
@@ -60,8 +57,8 @@ impl AckAggregation {
         if BBR_EXTRA_ACKED_GAIN != 0 {
             let max_aggr_cwnd = (bw as u128 * BBR_EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128)
                 .min(u32::MAX as u128) as u32;
-            aggr_cwnd =
-                ((BBR_EXTRA_ACKED_GAIN as u64 * self.extra_acked_max() as u64) >> BBR_SCALE) as u32;
+            aggr_cwnd = ((BBR_EXTRA_ACKED_GAIN as u64 * self.extra_acked_max() as u64)
+                >> BBR_SCALE) as u32;
             aggr_cwnd = aggr_cwnd.min(max_aggr_cwnd);
         }
         aggr_cwnd
@@ -116,10 +113,7 @@ impl AckAggregation {
         }
 
         // "Compute excess data delivered, beyond what was expected."
-        self.epoch_acked = self
-            .epoch_acked
-            .saturating_add(rs.acked_sacked)
-            .min(0xFFFFF);
+        self.epoch_acked = self.epoch_acked.saturating_add(rs.acked_sacked).min(0xFFFFF);
         let mut extra_acked = self.epoch_acked.saturating_sub(expected_acked);
         extra_acked = extra_acked.min(tp.snd_cwnd);
         if extra_acked > self.extra_acked[self.win_idx] {

@@ -83,8 +83,7 @@ impl Bbr {
     /// bbr_update_ack_aggregation() with v1's fixed 5-round window.
     pub(super) fn update_ack_aggregation(&mut self, tp: &ConnState, rs: &RateSample) {
         let bw = self.bw();
-        self.aggr
-            .update(tp, rs, bw, self.round_start, BBR_EXTRA_ACKED_WIN_RTTS);
+        self.aggr.update(tp, rs, bw, self.round_start, BBR_EXTRA_ACKED_WIN_RTTS);
     }
 
     /// bbr_set_cwnd_to_recover_or_restore(): "On the first round of
@@ -115,7 +114,7 @@ impl Bbr {
             // "Starting 1st round of Recovery, so do packet conservation."
             self.packet_conservation = true;
             self.next_rtt_delivered = tp.delivered; // start round now
-                                                    // "Cut unused cwnd from app behavior, TSQ, or TSO deferral:"
+            // "Cut unused cwnd from app behavior, TSQ, or TSO deferral:"
             cwnd = tp.in_flight().saturating_add(acked);
         } else if prev_state >= CaState::Recovery && state < CaState::Recovery {
             // "Exiting loss recovery; restore cwnd saved before recovery."

@@ -137,11 +137,7 @@ impl<B: RoundCounter> Synth<B> {
         tp.delivered_mstamp = tp.now;
         tp.ecn_ok = ecn_ok;
         bbr.init(&mut tp);
-        Synth {
-            tp,
-            bbr,
-            default_in_flight,
-        }
+        Synth { tp, bbr, default_in_flight }
     }
 
     /// Applies one ACK as the engine does: counters, in_ack_event, then
@@ -162,11 +158,7 @@ impl<B: RoundCounter> Synth<B> {
         self.tp.lost += u64::from(a.losses);
         self.tp.packets_out = in_flight;
         if let Some(rtt) = a.rtt {
-            self.tp.srtt = if self.tp.srtt == Time::ZERO {
-                rtt
-            } else {
-                Time((self.tp.srtt.0 * 7 + rtt.0) / 8)
-            };
+            self.tp.srtt = if self.tp.srtt == Time::ZERO { rtt } else { Time((self.tp.srtt.0 * 7 + rtt.0) / 8) };
             self.tp.min_rtt = self.tp.min_rtt.min(rtt);
         }
         if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {

@@ -47,8 +47,7 @@ impl Bbr {
             // do we have bw from a previous interval?
             // "Is new bw close to the lt_bw from the previous interval?"
             let diff = bw.abs_diff(self.lt_bw);
-            if (diff as u128) * (BBR_UNIT as u128)
-                <= (BBR_LT_BW_RATIO as u128) * (self.lt_bw as u128)
+            if (diff as u128) * (BBR_UNIT as u128) <= (BBR_LT_BW_RATIO as u128) * (self.lt_bw as u128)
                 || Self::rate_bytes_per_sec(tp, diff, BBR_UNIT) <= BBR_LT_BW_DIFF
             {
                 // "All criteria are met; estimate we're policed."

@@ -45,10 +45,7 @@ pub use minmax::Minmax;
 use super::jiffies::{USEC_PER_MSEC, USEC_PER_SEC};
 use super::prandom::Prandom;
 use super::vars::{bbr_bw_bps, bbr_gain, bbr_min_rtt_s, jiffies_s};
-use super::{
-    CaState, CcStateKey, CcVars, CongestionControl, ConnState, CwndEvent, RateSample,
-    TCP_INFINITE_SSTHRESH, TCP_INIT_CWND,
-};
+use super::{CaState, CcStateKey, CcVars, CongestionControl, ConnState, CwndEvent, RateSample, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND};
 use crate::units::{Rate, Time};
 use ack_aggregation::AckAggregation;
 
@@ -301,8 +298,8 @@ impl Bbr {
     }
     /// bbr_bw() converted to bits per second for traces.
     pub fn bw_rate(&self, mss_bytes: u32) -> Rate {
-        let bps =
-            ((self.bw() as u128) * (mss_bytes as u128) * 8 * (USEC_PER_SEC as u128)) >> BW_SCALE;
+        let bps = ((self.bw() as u128) * (mss_bytes as u128) * 8 * (USEC_PER_SEC as u128))
+            >> BW_SCALE;
         Rate(bps.min(u64::MAX as u128) as u64)
     }
 

@@ -8,8 +8,8 @@
 //! comparisons happen in Linux's unit.
 
 use super::{
-    Bbr, BBR_HIGH_GAIN, BBR_MIN_TSO_RATE, BBR_PACING_MARGIN_PERCENT, BBR_SCALE, BW_SCALE, BW_UNIT,
-    USEC_PER_MSEC, USEC_PER_SEC,
+    Bbr, BBR_HIGH_GAIN, BBR_MIN_TSO_RATE, BBR_PACING_MARGIN_PERCENT, BBR_SCALE, BW_SCALE,
+    BW_UNIT, USEC_PER_MSEC, USEC_PER_SEC,
 };
 use crate::cc::{ConnState, GSO_MAX_SIZE, SK_PACING_SHIFT};
 use crate::units::{Rate, Time};

@@ -7,7 +7,9 @@
 //! > and at least one packet-timed round trip elapsed with that flight size
 //! > <= 4, we leave PROBE_RTT mode and re-enter the previous mode.
 
-use super::{Bbr, Mode, BBR_CWND_MIN_TARGET, BBR_MIN_RTT_WIN_SEC, BBR_PROBE_RTT_MODE_MS};
+use super::{
+    Bbr, Mode, BBR_CWND_MIN_TARGET, BBR_MIN_RTT_WIN_SEC, BBR_PROBE_RTT_MODE_MS,
+};
 use crate::cc::jiffies::{msecs_to_jiffies, HZ};
 use crate::cc::{ConnState, RateSample};
 
@@ -33,10 +35,8 @@ impl Bbr {
         let now = Self::jiffies(tp);
 
         // after(tcp_jiffies32, bbr->min_rtt_stamp + bbr_min_rtt_win_sec * HZ)
-        let filter_expired = now
-            > self
-                .min_rtt_stamp
-                .saturating_add(BBR_MIN_RTT_WIN_SEC.saturating_mul(HZ));
+        let filter_expired =
+            now > self.min_rtt_stamp.saturating_add(BBR_MIN_RTT_WIN_SEC.saturating_mul(HZ));
         // rs->is_ack_delayed is not part of RateSample: treated as false.
         let is_ack_delayed = false;
         if let Some(rtt) = rs.rtt {

@@ -47,9 +47,7 @@ impl Bbr3 {
             return u32::MAX;
         };
         // "At what prefix of this lost skb did losss rate exceed loss_thresh?"
-        let loss_budget = (u64::from(inflight_prev) * u64::from(LOSS_THRESH) + u64::from(BBR_UNIT)
-            - 1)
-            >> BBR_SCALE;
+        let loss_budget = (u64::from(inflight_prev) * u64::from(LOSS_THRESH) + u64::from(BBR_UNIT) - 1) >> BBR_SCALE;
         let lost_prefix = if u64::from(lost_prev) >= loss_budget {
             0 // previous losses crossed loss_thresh
         } else {
@@ -66,12 +64,9 @@ impl Bbr3 {
         if self.inflight_hi == NO_INFLIGHT_BOUND {
             return NO_INFLIGHT_BOUND;
         }
-        let headroom =
-            ((u64::from(self.inflight_hi) * u64::from(INFLIGHT_HEADROOM)) >> BBR_SCALE) as u32;
+        let headroom = ((u64::from(self.inflight_hi) * u64::from(INFLIGHT_HEADROOM)) >> BBR_SCALE) as u32;
         let headroom = headroom.max(1);
-        self.inflight_hi
-            .saturating_sub(headroom)
-            .max(CWND_MIN_TARGET)
+        self.inflight_hi.saturating_sub(headroom).max(CWND_MIN_TARGET)
     }
 
     /// bbr_handle_inflight_too_high(): "Loss and/or ECN rate is too high
@@ -81,11 +76,10 @@ impl Bbr3 {
     pub(crate) fn handle_inflight_too_high(&mut self, tp: &ConnState, rs: &RateSample) {
         self.prev_probe_too_high = true;
         self.bw_probe_samples = false; // only react once per probe
-                                       // "If we are app-limited then we are not robustly probing the max
-                                       // volume of inflight data we think might be safe"
+        // "If we are app-limited then we are not robustly probing the max
+        // volume of inflight data we think might be safe"
         if !rs.is_app_limited {
-            let cut = ((u64::from(self.target_inflight(tp)) * u64::from(BBR_UNIT - BETA))
-                >> BBR_SCALE) as u32;
+            let cut = ((u64::from(self.target_inflight(tp)) * u64::from(BBR_UNIT - BETA)) >> BBR_SCALE) as u32;
             self.inflight_hi = rs.tx_in_flight.max(cut);
         }
         if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
@@ -155,9 +149,7 @@ impl Bbr3 {
         if self.mode == Mode::ProbeBw && self.cycle_idx != Phase::Cruise {
             // "Probe to see if more packets fit in the path."
             cap = self.inflight_hi;
-        } else if self.mode == Mode::ProbeRtt
-            || (self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Cruise)
-        {
+        } else if self.mode == Mode::ProbeRtt || (self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Cruise) {
             cap = self.inflight_with_headroom();
         }
         // "Adapt to any loss/ECN since our last bw probe."
@@ -180,8 +172,7 @@ impl Bbr3 {
     /// but not below the latest round's delivered rate and volume.
     fn loss_lower_bounds(&mut self) {
         let loss_cut = u128::from(BBR_UNIT - BETA);
-        let bw =
-            ((u128::from(self.bw_lo) * loss_cut) >> BBR_SCALE).min(u128::from(u64::MAX)) as u64;
+        let bw = ((u128::from(self.bw_lo) * loss_cut) >> BBR_SCALE).min(u128::from(u64::MAX)) as u64;
         self.bw_lo = self.bw_latest.max(bw);
         let inflight = ((u64::from(self.inflight_lo) * loss_cut as u64) >> BBR_SCALE) as u32;
         self.inflight_lo = self.inflight_latest.max(inflight);

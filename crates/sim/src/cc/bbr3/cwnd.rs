@@ -9,12 +9,11 @@ use super::{
     Bbr3, Mode, Phase, BBR_SCALE, BW_SCALE, BW_UNIT, CWND_MIN_TARGET, PACING_MARGIN_PERCENT,
     STARTUP_PACING_GAIN, TSO_RTT_SHIFT,
 };
-use crate::cc::bbr::pacing::{
-    max_pacing_bytes, pacing_bytes, rate_bytes_per_sec, set_pacing_bytes, MAX_TCP_HEADER,
-};
+use crate::cc::bbr::pacing::{max_pacing_bytes, pacing_bytes, rate_bytes_per_sec, set_pacing_bytes, MAX_TCP_HEADER};
 use crate::cc::jiffies::USEC_PER_MSEC;
 use crate::cc::{ConnState, GSO_MAX_SIZE, TCP_MIN_TSO_SEGS};
 use crate::units::{Rate, Time};
+
 
 impl Bbr3 {
     /// bbr_bdp(): "bdp = ceil(bw * min_rtt * gain)"; before any RTT sample
@@ -110,9 +109,7 @@ impl Bbr3 {
     /// bbr_bw_to_pacing_rate(): bytes/s with the 1 % margin, capped by
     /// sk_max_pacing_rate.
     fn bw_to_pacing_rate(tp: &ConnState, bw: u64, gain: u32) -> u64 {
-        rate_bytes_per_sec(tp, bw, gain, PACING_MARGIN_PERCENT)
-            .max(1)
-            .min(max_pacing_bytes(tp))
+        rate_bytes_per_sec(tp, bw, gain, PACING_MARGIN_PERCENT).max(1).min(max_pacing_bytes(tp))
     }
 
     /// bbr_init_pacing_rate_from_rtt(): "Initialize pacing rate to:
@@ -145,13 +142,7 @@ impl Bbr3 {
     /// min_rtt-based allowance of 64 KB / 2^(min_rtt / 512 us), at most
     /// gso_max_size - 1 - MAX_TCP_HEADER bytes, at least
     /// sysctl_tcp_min_tso_segs segments.
-    pub(crate) fn tso_segs_generic(
-        &self,
-        _tp: &ConnState,
-        pacing_rate: Rate,
-        mss: u32,
-        gso_max_size: u64,
-    ) -> u32 {
+    pub(crate) fn tso_segs_generic(&self, _tp: &ConnState, pacing_rate: Rate, mss: u32, gso_max_size: u64) -> u32 {
         // "Budget a TSO/GSO burst size allowance based on bw (pacing_rate)."
         let mut bytes = (pacing_rate.bps() / 8) >> crate::cc::SK_PACING_SHIFT;
         // "Budget a TSO/GSO burst size allowance based on min_rtt."
@@ -159,9 +150,7 @@ impl Bbr3 {
         if r < 32 {
             bytes = bytes.saturating_add(GSO_MAX_SIZE >> r);
         }
-        bytes = bytes
-            .min(gso_max_size - 1 - MAX_TCP_HEADER)
-            .min(u64::from(u32::MAX));
+        bytes = bytes.min(gso_max_size - 1 - MAX_TCP_HEADER).min(u64::from(u32::MAX));
         ((bytes / u64::from(mss.max(1))) as u32).max(TCP_MIN_TSO_SEGS)
     }
 

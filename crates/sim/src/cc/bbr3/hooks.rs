@@ -4,13 +4,12 @@
 //! bbr_get_info, bbr_get_phase).
 
 use super::{
-    AckPhase, Bbr3, Mode, Phase, BBR_UNIT, BBR_VERSION, ECN_ALPHA_INIT, NO_BW_BOUND,
-    NO_INFLIGHT_BOUND,
+    AckPhase, Bbr3, Mode, Phase, BBR_UNIT, BBR_VERSION, ECN_ALPHA_INIT, NO_BW_BOUND, NO_INFLIGHT_BOUND,
 };
 use crate::cc::vars::{bbr_bw_bps, bbr_gain, bbr_min_rtt_s, jiffies_s};
 use crate::cc::{
-    CaState, CcInfo, CcStateKey, CcVars, CongestionControl, ConnState, CwndEvent, RateSample,
-    TxSnapshot, CA_ACK_ECE, GSO_MAX_SIZE, TCP_INFINITE_SSTHRESH,
+    CaState, CcInfo, CcStateKey, CcVars, CongestionControl, ConnState, CwndEvent, RateSample, TxSnapshot, CA_ACK_ECE, GSO_MAX_SIZE,
+    TCP_INFINITE_SSTHRESH,
 };
 use crate::units::{Rate, Time};
 
@@ -209,8 +208,7 @@ impl CongestionControl for Bbr3 {
             full_bw_now: Some(self.full_bw_now),
             bw_probe_up_rounds: Some(self.bw_probe_up_rounds as i64),
             prev_probe_too_high: Some(self.prev_probe_too_high),
-            undo_bw_lo_bps: (self.undo_bw_lo != NO_BW_BOUND)
-                .then(|| bbr_bw_bps(tp, self.undo_bw_lo)),
+            undo_bw_lo_bps: (self.undo_bw_lo != NO_BW_BOUND).then(|| bbr_bw_bps(tp, self.undo_bw_lo)),
             undo_inflight_lo_segments: bound(self.undo_inflight_lo),
             undo_inflight_hi_segments: bound(self.undo_inflight_hi),
             lt_bw_bps: None,
@@ -231,15 +229,7 @@ impl CongestionControl for Bbr3 {
     }
 
     fn state_labels(&self) -> &'static [&'static str] {
-        &[
-            "startup",
-            "drain",
-            "probe_rtt",
-            "probe_bw_up",
-            "probe_bw_down",
-            "probe_bw_cruise",
-            "probe_bw_refill",
-        ]
+        &["startup", "drain", "probe_rtt", "probe_bw_up", "probe_bw_down", "probe_bw_cruise", "probe_bw_refill"]
     }
 
     /// bbr_get_phase() spelled as the kernel's BBR_PHASE_* names.
@@ -255,3 +245,4 @@ impl CongestionControl for Bbr3 {
         }
     }
 }
+

@@ -62,11 +62,9 @@ mod tests;
 
 use super::bbr::ack_aggregation::AckAggregation;
 use super::bbr::pacing::rate_bytes_per_sec;
-use super::bbr::{
-    BBR_EXTRA_ACKED_WIN_RTTS, BBR_FULL_BW_CNT, BBR_FULL_BW_THRESH, BBR_PACING_MARGIN_PERCENT,
-};
-pub use super::bbr::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
 use super::prandom::Prandom;
+pub use super::bbr::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
+use super::bbr::{BBR_EXTRA_ACKED_WIN_RTTS, BBR_FULL_BW_CNT, BBR_FULL_BW_THRESH, BBR_PACING_MARGIN_PERCENT};
 use super::{CaState, ConnState, RateSample};
 use crate::units::{Rate, Time};
 
@@ -498,11 +496,7 @@ impl Bbr3 {
     /// bbr_update_model().
     fn update_model(&mut self, tp: &mut ConnState, rs: &RateSample, ctx: &Ctx) {
         self.update_congestion_signals(tp, rs, ctx);
-        let thresh = if self.full_bw_reached {
-            BBR_EXTRA_ACKED_WIN_RTTS
-        } else {
-            1
-        };
+        let thresh = if self.full_bw_reached { BBR_EXTRA_ACKED_WIN_RTTS } else { 1 };
         let bw = self.bw();
         self.aggr.update(tp, rs, bw, self.round_start, thresh);
         self.check_loss_too_high_in_startup(tp, rs);

@@ -33,11 +33,7 @@ impl Bbr3 {
     /// bbr_has_elapsed_in_phase(): "Has the given amount of time elapsed
     /// since we marked the phase start?"
     pub(crate) fn has_elapsed_in_phase(&self, tp: &ConnState, interval_us: u32) -> bool {
-        tp.now.as_micros()
-            > self
-                .cycle_mstamp
-                .as_micros()
-                .saturating_add(u64::from(interval_us))
+        tp.now.as_micros() > self.cycle_mstamp.as_micros().saturating_add(u64::from(interval_us))
     }
 
     /// bbr_target_inflight(): "How much do we want in flight? Our BDP,
@@ -143,17 +139,11 @@ impl Bbr3 {
         {
             let target = (u64::from(self.inflight_hi) * u64::from(ECN_REPROBE_GAIN)) >> BBR_SCALE;
             // ilog2(); ilog2(0) is undefined in Linux, taken as 0 here.
-            let n = if target == 0 {
-                0
-            } else {
-                63 - target.leading_zeros()
-            };
+            let n = if target == 0 { 0 } else { 63 - target.leading_zeros() };
             self.start_bw_probe_refill(tp, n);
             return true;
         }
-        if self.has_elapsed_in_phase(tp, self.probe_wait_us)
-            || self.is_reno_coexistence_probe_time(tp)
-        {
+        if self.has_elapsed_in_phase(tp, self.probe_wait_us) || self.is_reno_coexistence_probe_time(tp) {
             self.start_bw_probe_refill(tp, 0);
             return true;
         }

@@ -59,9 +59,7 @@ impl Bbr3 {
         let now = Self::jiffies(tp);
 
         // "Track min RTT in probe_rtt_win_ms to time next PROBE_RTT state."
-        let expire = self
-            .probe_rtt_min_stamp
-            .saturating_add(msecs_to_jiffies(PROBE_RTT_WIN_MS));
+        let expire = self.probe_rtt_min_stamp.saturating_add(msecs_to_jiffies(PROBE_RTT_WIN_MS));
         let probe_rtt_expired = now > expire;
         // rs->is_ack_delayed is not part of RateSample: treated as false.
         let is_ack_delayed = false;
@@ -80,11 +78,7 @@ impl Bbr3 {
             self.min_rtt_stamp = self.probe_rtt_min_stamp;
         }
 
-        if PROBE_RTT_MODE_MS > 0
-            && probe_rtt_expired
-            && !self.idle_restart
-            && self.mode != Mode::ProbeRtt
-        {
+        if PROBE_RTT_MODE_MS > 0 && probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
             self.mode = Mode::ProbeRtt; // dip, drain queue
             self.save_cwnd(tp); // note cwnd so we can restore it
             self.probe_rtt_done_stamp = 0;

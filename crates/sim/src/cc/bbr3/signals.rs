@@ -29,9 +29,7 @@ impl Bbr3 {
             if rs.delivered < 0 {
                 return;
             }
-            ctx.sample_bw = (rs.delivered as u64)
-                .saturating_mul(BW_UNIT)
-                .div_ceil(interval_us);
+            ctx.sample_bw = (rs.delivered as u64).saturating_mul(BW_UNIT).div_ceil(interval_us);
         }
     }
 
@@ -53,12 +51,7 @@ impl Bbr3 {
 
     /// bbr_update_latest_delivery_signals(): "Update rate and volume of
     /// delivered data from latest round trip."
-    pub(super) fn update_latest_delivery_signals(
-        &mut self,
-        tp: &ConnState,
-        rs: &RateSample,
-        ctx: &Ctx,
-    ) {
+    pub(super) fn update_latest_delivery_signals(&mut self, tp: &ConnState, rs: &RateSample, ctx: &Ctx) {
         self.loss_round_start = false;
         if rs.interval.as_micros() == 0 || rs.acked_sacked == 0 {
             return; // Not a valid observation

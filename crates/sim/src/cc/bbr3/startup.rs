@@ -101,14 +101,13 @@ impl Bbr3 {
     pub(crate) fn check_drain(&mut self, tp: &mut ConnState) {
         if self.mode == Mode::Startup && self.full_bw_reached {
             self.mode = Mode::Drain; // drain queue we created
-                                     // "Set ssthresh to export purely for monitoring, to signal
-                                     // completion of initial STARTUP"
+            // "Set ssthresh to export purely for monitoring, to signal
+            // completion of initial STARTUP"
             tp.snd_ssthresh = self.inflight(tp, self.max_bw(), BBR_UNIT);
             self.reset_congestion_signals();
         } // fall through to check if in-flight is already small:
         if self.mode == Mode::Drain
-            && self.packets_in_net_at_edt(tp, tp.in_flight())
-                <= self.inflight(tp, self.max_bw(), BBR_UNIT)
+            && self.packets_in_net_at_edt(tp, tp.in_flight()) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
         {
             self.mode = Mode::ProbeBw;
             self.start_bw_probe_down(tp);

@@ -21,11 +21,7 @@ fn max_bw_filter_forgets_after_10_rounds() {
     }
     s.ack(Ack::round(PKTS_PER_RTT));
     assert_eq!(s.bbr.rtt_cnt(), peak_round + 11);
-    assert_eq!(
-        s.bbr.max_bw(),
-        BW_10_PER_MS,
-        "peak forgotten 11 rounds later"
-    );
+    assert_eq!(s.bbr.max_bw(), BW_10_PER_MS, "peak forgotten 11 rounds later");
 }
 
 /// bbr_update_bw(): "we filter out app-limited samples unless they describe

@@ -41,11 +41,7 @@ fn tx_start_after_idle_paces_at_bw_in_probe_bw() {
     let mut s = Synth::new();
     s.enter_probe_bw();
     s.pin_phase(0);
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(Time::from_millis(1)),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(Time::from_millis(1)));
     let probing = s.pacing_bytes();
     assert_eq!(probing, Bbr::rate_bytes_per_sec(&s.tp, BW_10_PER_MS, 320));
 
@@ -77,10 +73,7 @@ fn idle_restart_defers_probe_rtt_until_data_acked() {
     s.tp.packets_out = 0;
     s.tp.now += Time::from_secs(11);
     s.bbr.cwnd_event(&mut s.tp, CwndEvent::TxStart);
-    let mut a = Ack::round(0)
-        .dt(Time::from_millis(1))
-        .acked(0)
-        .app_limited();
+    let mut a = Ack::round(0).dt(Time::from_millis(1)).acked(0).app_limited();
     a.rtt = None;
     s.ack(a);
     assert_eq!(s.bbr.mode(), Mode::ProbeBw, "idle restart: no PROBE_RTT");
@@ -90,11 +83,6 @@ fn idle_restart_defers_probe_rtt_until_data_acked() {
     s.ack(a);
     assert!(!s.bbr.idle_restart, "data acked");
     assert_eq!(s.bbr.mode(), Mode::ProbeBw);
-    s.ack(
-        Ack::round(10)
-            .dt(Time::from_millis(1))
-            .app_limited()
-            .rtt(RTT.mul(2)),
-    );
+    s.ack(Ack::round(10).dt(Time::from_millis(1)).app_limited().rtt(RTT.mul(2)));
     assert_eq!(s.bbr.mode(), Mode::ProbeRtt);
 }

@@ -6,12 +6,7 @@ use super::*;
 /// One policed round: 100 packets delivered and 30 lost per 20 ms (loss
 /// rate 30/100 >= 50/256), i.e. a policed rate of 5 pkts/ms.
 fn policed_round(s: &mut Synth, losses: u32) {
-    s.ack(
-        Ack::round(PKTS_PER_RTT / 2)
-            .acked(100)
-            .losses(losses)
-            .in_flight(300),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT / 2).acked(100).losses(losses).in_flight(300));
 }
 
 /// bbr_lt_bw_sampling(): two consecutive 4-round intervals, each ending in
@@ -94,23 +89,13 @@ fn lt_bw_needs_consistent_intervals() {
     let first = s.bbr.lt_bw;
     // Second interval delivers 100 -> 150 packets per round (+50%).
     for _ in 0..4 {
-        s.ack(
-            Ack::round(PKTS_PER_RTT)
-                .acked(150)
-                .losses(45)
-                .in_flight(300),
-        );
+        s.ack(Ack::round(PKTS_PER_RTT).acked(150).losses(45).in_flight(300));
     }
     assert!(!s.bbr.lt_use_bw());
     assert!(s.bbr.lt_bw > first + first / 8);
     // A third interval consistent with the second: policed.
     for _ in 0..4 {
-        s.ack(
-            Ack::round(PKTS_PER_RTT)
-                .acked(150)
-                .losses(45)
-                .in_flight(300),
-        );
+        s.ack(Ack::round(PKTS_PER_RTT).acked(150).losses(45).in_flight(300));
     }
     assert!(s.bbr.lt_use_bw());
 }

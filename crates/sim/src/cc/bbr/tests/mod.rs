@@ -17,8 +17,8 @@ use super::*;
 use crate::cc::{CaState, CongestionControl, ConnState, RateSample};
 use crate::units::Time;
 
-use super::harness::RoundCounter;
 pub(super) use super::harness::{Ack, MSS, PKTS_PER_RTT, RTT};
+use super::harness::RoundCounter;
 
 /// bw in Linux units for 10 pkts/ms: floor(200 << 24 / 20000 us).
 pub(super) const BW_10_PER_MS: u64 = (200u64 << 24) / 20_000;

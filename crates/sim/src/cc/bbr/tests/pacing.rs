@@ -9,11 +9,7 @@ use crate::units::Rate;
 fn pacing_rate_has_1_percent_margin() {
     let mut s = Synth::new();
     s.enter_probe_bw();
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(Time::from_millis(1)),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(Time::from_millis(1)));
     assert_eq!(s.bbr.pacing_gain(), BBR_UNIT);
     // 10 pkts/ms.mul(1448) B = 14.48 MB/s; 99% of it = 14 335 200 B/s. Linux's
     // fixed point (bw = 167772 in 2^-24 pkt/us) lands 14 B/s below.
@@ -32,11 +28,7 @@ fn pacing_rate_capped_by_max_pacing_rate() {
     let mut s = Synth::new();
     s.enter_probe_bw();
     s.tp.max_pacing_rate = Rate::from_mbps(50);
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(Time::from_millis(1)),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(Time::from_millis(1)));
     assert_eq!(s.tp.pacing_rate, Rate::from_mbps(50));
 }
 
@@ -56,16 +48,8 @@ fn pacing_rate_only_increases_before_full_bw_reached() {
     assert_eq!(s.pacing_bytes(), startup_rate, "raised in STARTUP");
     s.enter_probe_bw();
     s.tp.pacing_rate = high;
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(Time::from_millis(1)),
-    );
-    assert_eq!(
-        s.pacing_bytes(),
-        14_335_186,
-        "lowered once the pipe is full"
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(Time::from_millis(1)));
+    assert_eq!(s.pacing_bytes(), 14_335_186, "lowered once the pipe is full");
 }
 
 /// bbr_init_pacing_rate_from_rtt(): high_gain * cwnd / srtt once an RTT

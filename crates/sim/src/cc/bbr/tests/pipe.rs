@@ -73,8 +73,8 @@ impl Pipe {
         let end = self.tp.now + d;
         loop {
             let next_ack = self.flight.iter().find_map(|p| p.ack_at);
-            let next_send =
-                (self.tp.in_flight() < self.tp.snd_cwnd).then(|| self.tp.now.max(self.next_send));
+            let next_send = (self.tp.in_flight() < self.tp.snd_cwnd)
+                .then(|| self.tp.now.max(self.next_send));
             let t = match (next_ack, next_send) {
                 (Some(a), Some(s)) => a.min(s),
                 (Some(a), None) => a,
@@ -115,8 +115,7 @@ impl Pipe {
     fn send(&mut self) {
         let now = self.tp.now;
         if self.tp.in_flight() == 0 {
-            self.bbr
-                .cwnd_event(&mut self.tp, crate::cc::CwndEvent::TxStart);
+            self.bbr.cwnd_event(&mut self.tp, crate::cc::CwndEvent::TxStart);
         }
         // tcp_rate_skb_sent()
         if self.tp.packets_out == 0 {
@@ -210,11 +209,7 @@ fn pipe_startup_drain_probe_bw_models_the_path() {
             modes.push(p.bbr.mode());
         }
     });
-    assert_eq!(
-        &modes[..3],
-        &[Mode::Startup, Mode::Drain, Mode::ProbeBw],
-        "{modes:?}"
-    );
+    assert_eq!(&modes[..3], &[Mode::Startup, Mode::Drain, Mode::ProbeBw], "{modes:?}");
     let delivered_before = p.tp.delivered;
     let mut max_rtt = Time::ZERO;
     p.run_for(Time::from_secs(2), |p| max_rtt = max_rtt.max(p.tp.srtt));
@@ -228,11 +223,7 @@ fn pipe_startup_drain_probe_bw_models_the_path() {
     let goodput = (p.tp.delivered - delivered_before) as f64 * f64::from(MSS) * 8.0 / 2.0;
     assert!(goodput > 0.95 * 100e6, "goodput {goodput}");
     // cwnd ~ 2 x BDP (BDP ~ 173 packets) plus the quantization budget.
-    assert!(
-        (340..=420).contains(&p.tp.snd_cwnd),
-        "cwnd {}",
-        p.tp.snd_cwnd
-    );
+    assert!((340..=420).contains(&p.tp.snd_cwnd), "cwnd {}", p.tp.snd_cwnd);
     // The queue stays bounded: smoothed RTT well below 2 x base RTT.
     assert!(max_rtt < RTT.mul(2), "max srtt {max_rtt}");
 }
@@ -261,11 +252,7 @@ fn pipe_probe_rtt_remeasures_min_rtt_after_10s() {
     });
     let (entered, left) = (entered.expect("PROBE_RTT entered"), left.expect("and left"));
     assert!(entered > Time::from_secs(10), "entered at {entered}");
-    assert!(
-        left - entered > Time::from_millis(200),
-        "lasted {}",
-        left - entered
-    );
+    assert!(left - entered > Time::from_millis(200), "lasted {}", left - entered);
     assert_eq!(cwnd_in_probe_rtt, 4);
     assert_eq!(p.bbr.min_rtt_us() / 1000, 30, "min_rtt re-measured");
 }
@@ -274,8 +261,8 @@ fn pipe_probe_rtt_remeasures_min_rtt_after_10s() {
 /// detected (lt_use_bw) and modelled within 10%.
 #[test]
 fn pipe_policer_detected_by_lt_bw() {
-    let mut p =
-        Pipe::new(Rate::from_mbps(100), RTT).with_policer(Rate::from_mbps(10), Bytes(100_000));
+    let mut p = Pipe::new(Rate::from_mbps(100), RTT)
+        .with_policer(Rate::from_mbps(10), Bytes(100_000));
     let mut detected = None;
     p.run_for(Time::from_secs(5), |p| {
         if p.bbr.lt_use_bw() && detected.is_none() {

@@ -69,23 +69,12 @@ fn probe_bw_5_4_phase_waits_for_inflight_target_or_loss() {
     let ms = Time::from_millis(1);
     // 40 ms (twice min_rtt) at in flight 200, below the 5/4 target.
     for _ in 0..8 {
-        s.ack(
-            Ack::round(PKTS_PER_RTT)
-                .same_round()
-                .dt(ms.mul(5))
-                .in_flight(200),
-        );
+        s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms.mul(5)).in_flight(200));
     }
     assert_eq!(s.bbr.cycle_idx(), 0);
     assert_eq!(s.bbr.pacing_gain(), 320);
     // A loss ends it.
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms)
-            .in_flight(200)
-            .losses(1),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms).in_flight(200).losses(1));
     assert_eq!(s.bbr.cycle_idx(), 1);
     assert_eq!(s.bbr.pacing_gain(), 192);
 
@@ -93,29 +82,14 @@ fn probe_bw_5_4_phase_waits_for_inflight_target_or_loss() {
     let mut s = Synth::new();
     s.enter_probe_bw();
     s.pin_phase(0);
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms.mul(21))
-            .in_flight(200),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms.mul(21)).in_flight(200));
     assert_eq!(s.bbr.cycle_idx(), 0);
     let target = s.bbr.inflight(&s.tp, s.bbr.max_bw(), 320);
     let edt = Bbr::tso_segs_goal(&s.tp);
     let need = target - edt; // prior_in_flight = in_flight + acked (10)
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms)
-            .in_flight(need - 11),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms).in_flight(need - 11));
     assert_eq!(s.bbr.cycle_idx(), 0, "one short of the target");
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms)
-            .in_flight(need - 10),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms).in_flight(need - 10));
     assert_eq!(s.bbr.cycle_idx(), 1);
 }
 
@@ -132,24 +106,10 @@ fn probe_bw_3_4_phase_ends_early_when_inflight_at_target() {
     assert_eq!(s.bbr.cycle_idx(), 1);
     // The target as of the 3/4 pacing rate (the TSO budget depends on it).
     let target = s.bbr.inflight(&s.tp, s.bbr.max_bw(), BBR_UNIT);
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms)
-            .in_flight(target - 9),
-    ); // prior = target+1
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms).in_flight(target - 9)); // prior = target+1
     assert_eq!(s.bbr.cycle_idx(), 1);
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms)
-            .in_flight(target - 10),
-    );
-    assert_eq!(
-        s.bbr.cycle_idx(),
-        2,
-        "ended after 3 ms, well before min_rtt"
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms).in_flight(target - 10));
+    assert_eq!(s.bbr.cycle_idx(), 2, "ended after 3 ms, well before min_rtt");
     assert_eq!(s.bbr.pacing_gain(), BBR_UNIT);
 }
 
@@ -160,12 +120,7 @@ fn probe_bw_cwnd_is_two_bdp_plus_quantization_budget() {
     let mut s = Synth::new();
     s.enter_probe_bw();
     s.tp.snd_cwnd = 5000;
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(Time::from_millis(1))
-            .in_flight(300),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(Time::from_millis(1)).in_flight(300));
     let tso = Bbr::tso_segs_goal(&s.tp);
     let aggr = s.bbr.ack_aggregation_cwnd();
     assert_eq!(s.bbr.bdp(s.bbr.bw(), BBR_CWND_GAIN), 400);

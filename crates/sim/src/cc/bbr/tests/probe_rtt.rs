@@ -15,12 +15,7 @@ fn probe_rtt_sets_cwnd_to_4_for_200ms_after_min_rtt_expires_10s() {
     let ms = Time::from_millis(1);
     // Let cwnd settle at its PROBE_BW target.
     for _ in 0..10 {
-        s.ack(
-            Ack::round(PKTS_PER_RTT)
-                .dt(ms.mul(10))
-                .acked(100)
-                .in_flight(300),
-        );
+        s.ack(Ack::round(PKTS_PER_RTT).dt(ms.mul(10)).acked(100).in_flight(300));
     }
     let stamp = s.bbr.min_rtt_stamp; // jiffies (ms) of the last 20 ms RTT
     let steady_cwnd = s.tp.snd_cwnd;
@@ -29,73 +24,36 @@ fn probe_rtt_sets_cwnd_to_4_for_200ms_after_min_rtt_expires_10s() {
     // RTT samples above min_rtt (a standing queue) do not refresh it.
     let slow = RTT + ms;
     while Bbr::jiffies(&s.tp) + 10 <= stamp + 10_000 {
-        s.ack(
-            Ack::round(PKTS_PER_RTT)
-                .dt(ms.mul(10))
-                .in_flight(300)
-                .rtt(slow),
-        );
+        s.ack(Ack::round(PKTS_PER_RTT).dt(ms.mul(10)).in_flight(300).rtt(slow));
         assert_ne!(s.bbr.mode(), Mode::ProbeRtt, "entered at {}", s.tp.now);
         assert_eq!(s.bbr.min_rtt_us(), 20_000);
     }
     // After(jiffies, stamp + 10 s): PROBE_RTT.
     let cwnd_before = s.tp.snd_cwnd;
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .dt(ms.mul(10))
-            .in_flight(300)
-            .rtt(slow),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).dt(ms.mul(10)).in_flight(300).rtt(slow));
     assert!(Bbr::jiffies(&s.tp) > stamp + 10_000);
     assert_eq!(s.bbr.mode(), Mode::ProbeRtt);
     assert_eq!(s.bbr.state_label(&s.tp), "probe_rtt");
     assert_eq!(s.tp.snd_cwnd, 4);
-    assert_eq!(
-        (s.bbr.pacing_gain(), s.bbr.cwnd_gain()),
-        (BBR_UNIT, BBR_UNIT)
-    );
+    assert_eq!((s.bbr.pacing_gain(), s.bbr.cwnd_gain()), (BBR_UNIT, BBR_UNIT));
     assert_eq!(s.bbr.prior_cwnd, cwnd_before, "cwnd saved");
-    assert_eq!(
-        s.bbr.min_rtt_us(),
-        21_000,
-        "expired filter takes the new RTT"
-    );
+    assert_eq!(s.bbr.min_rtt_us(), 21_000, "expired filter takes the new RTT");
     assert_ne!(s.tp.app_limited, 0, "PROBE_RTT marks samples app-limited");
 
     // In flight not yet down to 4: the 200 ms have not started.
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .dt(ms.mul(10))
-            .in_flight(100)
-            .rtt(slow),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).dt(ms.mul(10)).in_flight(100).rtt(slow));
     assert_eq!(s.bbr.probe_rtt_done_stamp, 0);
     // In flight at 4: the 200 ms start now.
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .dt(ms.mul(10))
-            .in_flight(4)
-            .rtt(slow),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).dt(ms.mul(10)).in_flight(4).rtt(slow));
     let start = s.tp.now;
     assert_eq!(s.bbr.probe_rtt_done_stamp, Bbr::jiffies(&s.tp) + 200);
     // Rounds keep completing, but for 200 ms cwnd stays at 4.
     while s.tp.now + ms.mul(10) <= start + ms.mul(200) {
-        s.ack(
-            Ack::round(PKTS_PER_RTT)
-                .dt(ms.mul(10))
-                .in_flight(4)
-                .rtt(slow),
-        );
+        s.ack(Ack::round(PKTS_PER_RTT).dt(ms.mul(10)).in_flight(4).rtt(slow));
         assert_eq!(s.bbr.mode(), Mode::ProbeRtt, "left early at {}", s.tp.now);
         assert_eq!(s.tp.snd_cwnd, 4);
     }
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .dt(ms.mul(10))
-            .in_flight(4)
-            .rtt(slow),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).dt(ms.mul(10)).in_flight(4).rtt(slow));
     assert_eq!(s.tp.now - start, ms.mul(210), "first ACK after 200 ms");
     assert_eq!(s.bbr.mode(), Mode::ProbeBw, "full pipe: back to PROBE_BW");
     // cwnd = max(cwnd, prior_cwnd), then bbr_set_cwnd's min(cwnd + acked,
@@ -105,11 +63,7 @@ fn probe_rtt_sets_cwnd_to_4_for_200ms_after_min_rtt_expires_10s() {
         "cwnd {} restored from {cwnd_before}",
         s.tp.snd_cwnd
     );
-    assert_eq!(
-        s.bbr.min_rtt_stamp,
-        Bbr::jiffies(&s.tp),
-        "next PROBE_RTT in 10 s"
-    );
+    assert_eq!(s.bbr.min_rtt_stamp, Bbr::jiffies(&s.tp), "next PROBE_RTT in 10 s");
 }
 
 /// bbr_update_min_rtt(): "Maintain min packets in flight for max(200 ms,
@@ -120,22 +74,12 @@ fn probe_rtt_lasts_at_least_one_round() {
     s.enter_probe_bw();
     let ms = Time::from_millis(1);
     // 10 s + 1 ms later, with no RTT sample in between.
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .dt(Time::from_secs(10) + ms)
-            .in_flight(4)
-            .rtt(RTT + ms),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).dt(Time::from_secs(10) + ms).in_flight(4).rtt(RTT + ms));
     assert_eq!(s.bbr.mode(), Mode::ProbeRtt);
     assert_ne!(s.bbr.probe_rtt_done_stamp, 0);
     // 300 ms of ACKs for packets sent before the round began.
     for _ in 0..30 {
-        s.ack(
-            Ack::round(PKTS_PER_RTT)
-                .same_round()
-                .dt(ms.mul(10))
-                .in_flight(4),
-        );
+        s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms.mul(10)).in_flight(4));
         assert_eq!(s.bbr.mode(), Mode::ProbeRtt);
     }
     s.ack(Ack::round(PKTS_PER_RTT).dt(ms.mul(10)).in_flight(4));
@@ -163,11 +107,7 @@ fn min_rtt_refreshed_by_equal_sample_postpones_probe_rtt() {
     let mut s = Synth::new();
     s.enter_probe_bw();
     for _ in 0..1200 {
-        s.ack(
-            Ack::round(PKTS_PER_RTT)
-                .dt(Time::from_millis(10))
-                .in_flight(300),
-        );
+        s.ack(Ack::round(PKTS_PER_RTT).dt(Time::from_millis(10)).in_flight(300));
         assert_ne!(s.bbr.mode(), Mode::ProbeRtt);
     }
 }

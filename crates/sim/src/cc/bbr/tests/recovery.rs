@@ -7,12 +7,7 @@ fn in_probe_bw_at_steady_cwnd() -> Synth {
     let mut s = Synth::new();
     s.enter_probe_bw();
     for _ in 0..3 {
-        s.ack(
-            Ack::round(PKTS_PER_RTT)
-                .same_round()
-                .dt(Time::from_millis(1))
-                .in_flight(300),
-        );
+        s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(Time::from_millis(1)).in_flight(300));
     }
     s
 }
@@ -40,43 +35,17 @@ fn packet_conservation_in_first_recovery_round() {
 
     let ms = Time::from_millis(1);
     // First recovery ACK: acked 2, 1 lost, 150 left in flight.
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms)
-            .acked(2)
-            .losses(1)
-            .in_flight(150),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms).acked(2).losses(1).in_flight(150));
     assert!(s.bbr.packet_conservation);
     assert_eq!(s.tp.snd_cwnd, 152, "in_flight + acked");
     assert_eq!(s.bbr.next_rtt_delivered, s.tp.delivered, "round restarted");
 
     // Same round: P packets out per P acked.
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms)
-            .acked(3)
-            .in_flight(149),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms).acked(3).in_flight(149));
     assert_eq!(s.tp.snd_cwnd, 152);
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms)
-            .acked(1)
-            .losses(2)
-            .in_flight(140),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms).acked(1).losses(2).in_flight(140));
     assert_eq!(s.tp.snd_cwnd, 150, "max(cwnd - losses, in_flight + acked)");
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms)
-            .acked(1)
-            .in_flight(100),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms).acked(1).in_flight(100));
     assert_eq!(s.tp.snd_cwnd, 150, "never below cwnd");
 
     // The next round: conservation off, slow start by acked.
@@ -93,24 +62,11 @@ fn cwnd_restored_after_recovery() {
     let cwnd0 = s.tp.snd_cwnd;
     enter_recovery(&mut s);
     let ms = Time::from_millis(1);
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms)
-            .acked(2)
-            .losses(10)
-            .in_flight(50),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms).acked(2).losses(10).in_flight(50));
     assert_eq!(s.tp.snd_cwnd, 52);
 
     s.tp.ca_state = CaState::Open;
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(ms)
-            .acked(2)
-            .in_flight(50),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(ms).acked(2).in_flight(50));
     // max(cwnd, prior_cwnd), then min(cwnd + acked, target).
     assert!(
         (cwnd0..=cwnd0 + 2).contains(&s.tp.snd_cwnd),
@@ -153,23 +109,11 @@ fn rto_loss_state_resets_full_bw_and_starts_lt_sampling() {
     assert!(s.bbr.round_start);
     assert!(s.bbr.lt_is_sampling, "the RTO's loss starts LT sampling");
     s.tp.snd_cwnd = 1; // tcp_enter_loss()
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(Time::from_millis(1))
-            .acked(1)
-            .in_flight(1),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(Time::from_millis(1)).acked(1).in_flight(1));
     // min(1 + acked, target), then max(.., bbr_cwnd_min_target).
     assert_eq!(s.tp.snd_cwnd, 4, "at least 4 after the RTO");
     s.tp.ca_state = CaState::Open;
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .dt(Time::from_millis(1))
-            .acked(1)
-            .in_flight(1),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().dt(Time::from_millis(1)).acked(1).in_flight(1));
     assert!((cwnd0..=cwnd0 + 1).contains(&s.tp.snd_cwnd));
 }
 

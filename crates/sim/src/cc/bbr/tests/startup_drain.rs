@@ -22,10 +22,7 @@ fn startup_pacing_gain_is_2_885() {
     // nominal 1 ms times high_gain, less the 1% margin.
     let expected = 10.0 * f64::from(MSS) / 1e-3 * 739.0 / 256.0 * 0.99;
     let got = s.pacing_bytes() as f64;
-    assert!(
-        (got / expected - 1.0).abs() < 1e-4,
-        "init pacing {got} vs {expected}"
-    );
+    assert!((got / expected - 1.0).abs() < 1e-4, "init pacing {got} vs {expected}");
 
     // Each STARTUP ACK keeps the high gain and paces at 2.885 x max_bw.
     s.ack(Ack::round(PKTS_PER_RTT));
@@ -117,21 +114,11 @@ fn drain_ends_when_inflight_below_bdp() {
 
     // Above the target: still draining, pacing at 1/high_gain.
     for n in [900, 500, target + 1] {
-        s.ack(
-            Ack::round(PKTS_PER_RTT)
-                .same_round()
-                .in_flight(n)
-                .dt(Time::from_millis(1)),
-        );
+        s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(n).dt(Time::from_millis(1)));
         assert_eq!(s.bbr.mode(), Mode::Drain, "in flight {n}");
     }
     // At the target: the queue is estimated drained.
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .in_flight(target)
-            .dt(Time::from_millis(1)),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(target).dt(Time::from_millis(1)));
     assert_eq!(s.bbr.mode(), Mode::ProbeBw);
     assert_eq!(s.bbr.cwnd_gain(), BBR_CWND_GAIN);
 }

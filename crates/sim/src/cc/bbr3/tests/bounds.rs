@@ -25,12 +25,7 @@ fn inflight_hi_cut_by_beta_when_probe_loss_exceeds_two_percent() {
     let mut s = Synth::new();
     enter_up(&mut s);
     let target = u64::from(s.bbr.target_inflight(&s.tp));
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .in_flight(200)
-            .marked_lost(0, 10, 100),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(200).marked_lost(0, 10, 100));
     assert_eq!(u64::from(s.bbr.inflight_hi()), times_0_7(target).max(100));
     assert!(s.bbr.prev_probe_too_high);
     assert!(!s.bbr.bw_probe_samples, "only react once per probe");
@@ -42,12 +37,7 @@ fn probe_loss_at_two_percent_or_below_is_tolerated() {
     let mut s = Synth::new();
     enter_up(&mut s);
     // 3 of 200 = 1.5 %; bbr_loss_thresh is 5/256 = 1.95 %
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .in_flight(200)
-            .marked_lost(0, 3, 200),
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(200).marked_lost(0, 3, 200));
     assert_eq!(s.bbr.inflight_hi(), NO_INFLIGHT_BOUND);
     assert_eq!(s.bbr.phase(), Phase::Up);
 }
@@ -65,20 +55,12 @@ fn inflight_hi_rises_to_any_tx_in_flight_delivered_without_high_loss() {
 
 #[test]
 fn inflight_hi_from_lost_skb_finds_where_loss_crossed_two_percent() {
-    let rs = |tx_in_flight, lost| RateSample {
-        tx_in_flight,
-        lost,
-        ..RateSample::default()
-    };
+    let rs = |tx_in_flight, lost| RateSample { tx_in_flight, lost, ..RateSample::default() };
     // earlier losses (4 of 99) already crossed the threshold: prefix 0
     assert_eq!(Bbr3::inflight_hi_from_lost_skb(&rs(100, 5), 1), 99);
     // budget ceil(999 * 5 / 256) = 20, 2 lost before: (20 - 2) * 256 / 251 = 18
     assert_eq!(Bbr3::inflight_hi_from_lost_skb(&rs(1000, 3), 1), 1017);
-    assert_eq!(
-        Bbr3::inflight_hi_from_lost_skb(&rs(0, 3), 1),
-        u32::MAX,
-        "inconsistent sample"
-    );
+    assert_eq!(Bbr3::inflight_hi_from_lost_skb(&rs(0, 3), 1), u32::MAX, "inconsistent sample");
 }
 
 #[test]
@@ -86,11 +68,7 @@ fn skb_marked_lost_while_probing_cuts_inflight_hi() {
     let mut s = Synth::new();
     enter_up(&mut s);
     s.tp.lost += 30;
-    let tx = TxSnapshot {
-        in_flight: 1000,
-        lost: s.tp.lost - 30,
-        ..TxSnapshot::default()
-    };
+    let tx = TxSnapshot { in_flight: 1000, lost: s.tp.lost - 30, ..TxSnapshot::default() };
     let target = u64::from(s.bbr.target_inflight(&s.tp));
     s.bbr.skb_marked_lost(&mut s.tp, 0, &tx);
     // 30 of 1000 > 1.95 %; lost_prev 29 of 999 already over budget 20
@@ -103,11 +81,7 @@ fn skb_marked_lost_outside_a_probe_only_notes_the_loss() {
     let mut s = Synth::new();
     s.enter_cruise();
     s.tp.lost += 50;
-    let tx = TxSnapshot {
-        in_flight: 100,
-        lost: s.tp.lost - 50,
-        ..TxSnapshot::default()
-    };
+    let tx = TxSnapshot { in_flight: 100, lost: s.tp.lost - 50, ..TxSnapshot::default() };
     s.bbr.skb_marked_lost(&mut s.tp, 0, &tx);
     assert!(s.bbr.loss_in_round && s.bbr.loss_in_cycle, "bbr_note_loss");
     assert_eq!(s.bbr.inflight_hi(), NO_INFLIGHT_BOUND);
@@ -139,11 +113,7 @@ fn inflight_lo_and_bw_lo_cut_by_beta_per_loss_round_while_cruising() {
     assert_eq!(s.bbr.bw_lo, times_0_7(max_bw));
     assert_eq!(s.bbr.bw(), s.bbr.bw_lo, "bbr_bw() is min(max_bw, bw_lo)");
     s.bbr.adapt_lower_bounds(&s.tp);
-    assert_eq!(
-        u64::from(s.bbr.inflight_lo()),
-        times_0_7(times_0_7(cwnd)),
-        "again next loss round"
-    );
+    assert_eq!(u64::from(s.bbr.inflight_lo()), times_0_7(times_0_7(cwnd)), "again next loss round");
 }
 
 #[test]
@@ -164,12 +134,7 @@ fn a_lossy_round_while_cruising_caps_cwnd_at_inflight_lo() {
     let mut s = Synth::new();
     s.enter_cruise();
     let cwnd = s.tp.snd_cwnd;
-    s.ack(
-        Ack::round(100)
-            .same_round()
-            .in_flight(150)
-            .marked_lost(3, 3, 150),
-    );
+    s.ack(Ack::round(100).same_round().in_flight(150).marked_lost(3, 3, 150));
     s.ack(Ack::round(100).in_flight(100));
     let lo = s.bbr.inflight_lo();
     assert_eq!(u64::from(lo), times_0_7(u64::from(cwnd)), "cwnd {cwnd}");
@@ -204,16 +169,8 @@ fn recovery_uses_no_packet_conservation() {
     s.enter_cruise();
     let cwnd = s.tp.snd_cwnd;
     s.tp.ca_state = CaState::Recovery;
-    s.ack(
-        Ack::round(PKTS_PER_RTT)
-            .same_round()
-            .in_flight(20)
-            .marked_lost(1, 1, 200),
-    );
-    assert_eq!(
-        s.tp.snd_cwnd, cwnd,
-        "v1 would cut cwnd to in-flight + acked (30)"
-    );
+    s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(20).marked_lost(1, 1, 200));
+    assert_eq!(s.tp.snd_cwnd, cwnd, "v1 would cut cwnd to in-flight + acked (30)");
 }
 
 #[test]
@@ -226,10 +183,7 @@ fn rto_seeds_inflight_lo_with_the_cwnd_before_it() {
     s.tp.snd_cwnd = 1;
     assert_eq!(s.bbr.inflight_lo(), cwnd);
     s.bbr.set_state(&mut s.tp, CaState::Open);
-    assert_eq!(
-        s.tp.snd_cwnd, cwnd,
-        "bbr_exit_loss_recovery restores prior_cwnd"
-    );
+    assert_eq!(s.tp.snd_cwnd, cwnd, "bbr_exit_loss_recovery restores prior_cwnd");
 }
 
 #[test]
@@ -243,9 +197,5 @@ fn undo_restores_the_bounds_saved_when_recovery_began() {
     let prior = s.bbr.prior_cwnd;
     assert_eq!(s.bbr.undo_cwnd(&mut s.tp), prior);
     assert_eq!(s.bbr.inflight_hi(), 300);
-    assert_eq!(
-        s.bbr.inflight_lo(),
-        NO_INFLIGHT_BOUND,
-        "max with the unset bound"
-    );
+    assert_eq!(s.bbr.inflight_lo(), NO_INFLIGHT_BOUND, "max with the unset bound");
 }

@@ -14,13 +14,7 @@ fn low_rtt_cruise() -> Synth {
         }
         s.ack(Ack::round(20).round_trip(rtt).dt(rtt).in_flight(20));
     }
-    s.ack(
-        Ack::round(20)
-            .same_round()
-            .round_trip(rtt)
-            .dt(Time::from_micros(100))
-            .in_flight(10),
-    );
+    s.ack(Ack::round(20).same_round().round_trip(rtt).dt(Time::from_micros(100)).in_flight(10));
     assert_eq!(s.bbr.phase(), Phase::Cruise);
     assert!(s.bbr.ecn_eligible);
     s
@@ -61,13 +55,7 @@ fn ecn_round_cuts_inflight_lo_by_alpha_over_three() {
 #[test]
 fn ece_marks_the_round_only_when_ecn_eligible() {
     let mut s = low_rtt_cruise();
-    s.ack(
-        Ack::round(20)
-            .same_round()
-            .round_trip(Time::from_millis(2))
-            .in_flight(10)
-            .ce(1),
-    );
+    s.ack(Ack::round(20).same_round().round_trip(Time::from_millis(2)).in_flight(10).ce(1));
     assert!(s.bbr.ecn_in_round);
     let mut far = Synth::new(); // no ECN: never eligible
     far.enter_cruise();
@@ -79,17 +67,9 @@ fn ece_marks_the_round_only_when_ecn_eligible() {
 fn ce_above_half_of_a_probe_sample_cuts_inflight_hi() {
     let mut s = low_rtt_cruise();
     s.bbr.start_bw_probe_refill(&s.tp, 0);
-    s.ack(
-        Ack::round(20)
-            .round_trip(Time::from_millis(2))
-            .in_flight(20),
-    );
+    s.ack(Ack::round(20).round_trip(Time::from_millis(2)).in_flight(20));
     assert_eq!(s.bbr.phase(), Phase::Up);
-    let mut a = Ack::round(20)
-        .same_round()
-        .round_trip(Time::from_millis(2))
-        .in_flight(20)
-        .ce(11);
+    let mut a = Ack::round(20).same_round().round_trip(Time::from_millis(2)).in_flight(20).ce(11);
     a.tx_in_flight = 20;
     s.ack(a); // 11 of 20 delivered were CE: > 50 %
     assert!(s.bbr.inflight_hi() != NO_INFLIGHT_BOUND);

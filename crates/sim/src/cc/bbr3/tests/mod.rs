@@ -79,16 +79,9 @@ fn tso_segs_add_a_min_rtt_allowance_halved_every_512_us() {
     s.bbr.min_rtt_us = 0;
     let rate = Rate::from_mbps(100); // 12.5 MB/s >> 10 = 12207 bytes
     let lan = s.bbr.tso_segs(&s.tp, rate);
-    assert_eq!(
-        lan,
-        ((65_536 - 1 - 320) / 1448) as u32,
-        "capped at gso_max_size - 1 - MAX_TCP_HEADER"
-    );
+    assert_eq!(lan, ((65_536 - 1 - 320) / 1448) as u32, "capped at gso_max_size - 1 - MAX_TCP_HEADER");
     s.bbr.min_rtt_us = 1024; // 64 KB >> 2
-    assert_eq!(
-        s.bbr.tso_segs(&s.tp, rate),
-        ((12_207 + 16_384) / 1448) as u32
-    );
+    assert_eq!(s.bbr.tso_segs(&s.tp, rate), ((12_207 + 16_384) / 1448) as u32);
     s.bbr.min_rtt_us = 40_000; // no allowance: r >= 32
     assert_eq!(s.bbr.tso_segs(&s.tp, rate), (12_207 / 1448) as u32);
 }
@@ -103,8 +96,5 @@ fn app_limited_ack_below_max_bw_takes_the_fast_path() {
     s.ack(Ack::round(50).same_round().in_flight(150).app_limited());
     assert_eq!(s.tp.pacing_rate, Rate(1), "model and control skipped");
     s.ack(Ack::round(50).same_round().in_flight(150));
-    assert!(
-        s.tp.pacing_rate > Rate(1),
-        "not app-limited: the slow path sets pacing"
-    );
+    assert!(s.tp.pacing_rate > Rate(1), "not app-limited: the slow path sets pacing");
 }

@@ -22,11 +22,7 @@ fn probe_bw_cycles_down_cruise_refill_up() {
     assert_eq!(s.bbr.phase(), Phase::Down);
     assert_eq!(s.bbr.pacing_gain(), 232, "DOWN paces at 0.91");
     s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(150));
-    assert_eq!(
-        s.bbr.phase(),
-        Phase::Cruise,
-        "in-flight below the BDP: cruise"
-    );
+    assert_eq!(s.bbr.phase(), Phase::Cruise, "in-flight below the BDP: cruise");
     s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(150));
     assert_eq!(s.bbr.pacing_gain(), BBR_UNIT, "CRUISE paces at 1.0");
     until_refill(&mut s, RTT);
@@ -77,10 +73,7 @@ fn probe_bw_probes_on_the_2_to_3_s_wall_clock_when_rounds_are_long() {
     s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(150));
     until_refill(&mut s, Time::from_millis(100)); // 63 rounds = 6.3 s
     let waited = s.tp.now.saturating_sub(down_start);
-    assert!(
-        waited > Time::from_secs(2) && waited <= Time::from_millis(3_100),
-        "{waited}"
-    );
+    assert!(waited > Time::from_secs(2) && waited <= Time::from_millis(3_100), "{waited}");
 }
 
 #[test]

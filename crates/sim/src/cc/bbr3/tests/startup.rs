@@ -21,10 +21,7 @@ fn startup_paces_at_gain_2_77_with_cwnd_gain_2() {
     assert_eq!(s.bbr.mode(), Mode::Startup);
     assert_eq!(s.bbr.pacing_gain(), 710, "BBR_UNIT * 277 / 100 + 1");
     assert_eq!(s.bbr.cwnd_gain(), 512);
-    assert_eq!(
-        s.tp.snd_cwnd, 20,
-        "cwnd grows by the acked count below target"
-    );
+    assert_eq!(s.tp.snd_cwnd, 20, "cwnd grows by the acked count below target");
 }
 
 #[test]
@@ -33,11 +30,7 @@ fn startup_exits_on_a_bw_plateau_after_three_rounds() {
     for _ in 0..3 {
         s.ack(Ack::round(PKTS_PER_RTT).in_flight(400));
     }
-    assert_eq!(
-        s.bbr.mode(),
-        Mode::Startup,
-        "two rounds without 25 % growth"
-    );
+    assert_eq!(s.bbr.mode(), Mode::Startup, "two rounds without 25 % growth");
     s.ack(Ack::round(PKTS_PER_RTT).in_flight(400));
     assert!(s.bbr.full_bw_reached());
     assert_eq!(s.bbr.mode(), Mode::Drain);
@@ -57,12 +50,7 @@ fn lossy_startup_round(events: u32, lost: u32) -> Synth {
     let d = grow(&mut s, 4);
     s.tp.ca_state = CaState::Recovery;
     for _ in 0..events {
-        s.ack(
-            Ack::round(d)
-                .same_round()
-                .dt(Time::from_millis(1))
-                .marked_lost(1, 1, 200),
-        );
+        s.ack(Ack::round(d).same_round().dt(Time::from_millis(1)).marked_lost(1, 1, 200));
     }
     s.ack(Ack::round(d * 2).marked_lost(0, lost, 200));
     s
@@ -73,10 +61,7 @@ fn startup_exits_when_loss_exceeds_two_percent() {
     let s = lossy_startup_round(6, 5); // 5/200 = 2.5 % > 2 %
     assert!(s.bbr.full_bw_reached());
     assert_ne!(s.bbr.mode(), Mode::Startup);
-    assert!(
-        s.bbr.inflight_hi() != NO_INFLIGHT_BOUND,
-        "inflight_hi starts at the BDP"
-    );
+    assert!(s.bbr.inflight_hi() != NO_INFLIGHT_BOUND, "inflight_hi starts at the BDP");
 }
 
 #[test]
@@ -136,9 +121,5 @@ fn drain_paces_at_0_35_until_inflight_fits_the_bdp() {
     s.ack(Ack::round(PKTS_PER_RTT).same_round().in_flight(200));
     assert_eq!(s.bbr.mode(), Mode::ProbeBw);
     assert_eq!(s.bbr.phase(), Phase::Down, "PROBE_BW starts in DOWN");
-    assert_eq!(
-        s.tp.snd_ssthresh,
-        Synth::BDP,
-        "ssthresh exports the BDP for monitoring"
-    );
+    assert_eq!(s.tp.snd_ssthresh, Synth::BDP, "ssthresh exports the BDP for monitoring");
 }
