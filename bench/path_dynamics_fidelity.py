@@ -36,12 +36,14 @@ from fatpipe.backends.base import (
     PathDynamics,
     PathStep,
     Policer,
+    Reorder,
     RunPlan,
 )
 from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.sim import SimBackend
 from fatpipe.compare import paired_ratio_ci
 from fatpipe.goodput import total_goodput_bps
+from fatpipe.pathspec import staircase
 from fatpipe.pathtrace import read_trace
 from fatpipe.schema import emulator_late
 
@@ -69,8 +71,16 @@ def features(rate_bps: float, seconds: float) -> dict[str, tuple[PathDynamics, f
         "cross traffic 0.4 x rate, on/off 100 ms": (PathDynamics(), 0.0),
         "trace: synthetic wandering 12 Mbit/s": (PathDynamics(trace=read_trace(str(TRACE))), 0.0),
         "drops: 10 packets at T/3": (PathDynamics(drops=(PathDrop(at_s=third, count=10),)), 0.0),
+        "reorder knob 1 %": (PathDynamics(reorder=Reorder(probability=0.01)), 0.0),
+        "rate ramp /5 over T/3": (PathDynamics(schedule=ramp(rate_bps, third)), 0.0),
         "app-limited 0.4 x rate, 1 s pause at T/3": (PathDynamics(), 0.0),  # the flow's app (app_limit)
     }
+
+
+def ramp(rate_bps: float, third: float) -> tuple[PathStep, ...]:
+    """The rate falling linearly to a fifth from T/3 over T/3, as
+    path.schedule's `ramp` plans it."""
+    return tuple(staircase(third, third, {"rate_bps": rate_bps}, {"rate_bps": rate_bps / 5}))
 
 
 def app_limit(name: str, rate_bps: float, seconds: float) -> AppLimit | None:

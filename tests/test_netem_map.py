@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from fatpipe import spec as spec_mod
-from fatpipe.backends.base import Aggregation, GilbertElliott, Jitter, PathDynamics, PathStep, Policer, Trace
+from fatpipe.backends.base import Aggregation, GilbertElliott, Jitter, PathDynamics, PathStep, Policer, Reorder, Trace
 from fatpipe.backends.hosts import plan_problems
 from fatpipe.backends.kernel import KernelBackend
 from fatpipe.backends.sim import plan_json
@@ -160,6 +160,19 @@ def test_every_feature_at_once_in_the_order_tc_reads_them():
         "100.000000000%", "0.000000000%", "rate", "32000000000bit", "slot", "2.000000ms", "2.000000ms", "bytes", "3028"]
 
 
+@pytest.mark.parametrize(("reorder", "data", "ack"), [
+    (Reorder(0.25, 5), ["reorder", "25.000000000%", "gap", "5"], []),
+    (Reorder(0.01, 1, "both"), ["reorder", "1.000000000%", "gap", "1"], ["reorder", "1.000000000%", "gap", "1"]),
+    (Reorder(0.5, 2, "ack"), [], ["reorder", "50.000000000%", "gap", "2"]),
+])
+def test_the_reorder_knob_is_reorder_p_gap_g_on_its_direction(reorder, data, ack):
+    dyn = PathDynamics(reorder=reorder)
+    base = ["delay", "10.000000ms", "loss", "0.000000000%"]
+    assert direction_options("data", 0.01, 0.0, dyn) == base + data
+    assert direction_options("ack", 0.01, 0.0, dyn) == base + ack
+    assert refusal(dyn, []) is None
+
+
 def test_a_direction_is_data_or_ack():
     with pytest.raises(ValueError, match="direction 'both'"):
         direction_options("both", 0.01, 0.0, PathDynamics())
@@ -179,15 +192,15 @@ def test_netem_refuses_what_it_cannot_express_naming_the_keys_and_linkem(dynamic
     msg = refusal(dynamics, [])
     them = "them" if "," in keys else "it"
     assert msg.startswith(f'{keys} with path.emulator = "netem": netem has no option for {them} (its options '
-                          "express path.loss_model, path.jitter, path.aggregation;"), msg
+                          "express path.loss_model, path.jitter, path.reorder, path.aggregation;"), msg
     assert f'path.emulator = "auto" or "linkem" applies {them} in fatpipe-linkem' in msg
 
 
 def test_netem_refuses_every_moving_key_it_does_not_express():
     # A key that moves the path and that netem_map does not map is refused, never silently dropped.
     every = PathDynamics(schedule=(PathStep(at_s=1.0, loss=0.1),), gilbert_elliott=GilbertElliott(r=0.3, bad_loss=1.0),
-                         jitter=Jitter(0.001), policer=Policer(1e7, 20000), aggregation=Aggregation("ack", 0.001),
-                         trace=Trace((1,), (1,)))
+                         jitter=Jitter(0.001), reorder=Reorder(0.01), policer=Policer(1e7, 20000),
+                         aggregation=Aggregation("ack", 0.001), trace=Trace((1,), (1,)))
     assert set(EXPRESSED) < set(every.keys())
     assert refusal(every, []).startswith('path.schedule, path.policer, path.trace with path.emulator = "netem"')
 

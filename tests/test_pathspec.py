@@ -20,6 +20,7 @@ from fatpipe.backends.base import (
     PathDynamics,
     PathStep,
     Policer,
+    Reorder,
 )
 from fatpipe.backends.hosts import plan_problems
 from fatpipe.backends.kernel import KernelBackend
@@ -223,6 +224,39 @@ def test_every_loss_a_step_sets_is_held_to_the_models_range(tmp_path):
 
 
 # ---- path.jitter ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("written, reorder", [
+    ("0.01", Reorder(probability=0.01)),
+    ('"25%:gap=5"', Reorder(probability=0.25, gap=5)),
+    ('{probability = 0.5, gap = 3, direction = "both"}', Reorder(probability=0.5, gap=3, direction="both")),
+])
+def test_reorder_forms(tmp_path, written, reorder):
+    (plan,) = plans(tmp_path, path=f"reorder = {written}")
+    assert plan.dynamics.reorder == reorder and plan.dynamics.keys() == ["path.reorder"]
+
+
+@pytest.mark.parametrize("written, key, says", [
+    ("0", "path.reorder.probability", "above 0 and at most 1"),
+    ("1.5", "path.reorder.probability", "above 0 and at most 1"),
+    ('"2 percent"', "path.reorder.probability", "write 0.01 or '1%'"),
+    ("{probability = 0.1, gap = 0}", "path.reorder.gap", "greater than or equal to 1"),
+    ('{probability = 0.1, direction = "up"}', "path.reorder.direction", "'data', 'ack' or 'both'"),
+    ("true", "path.reorder", "a probability such as 0.01"),
+])
+def test_bad_reorder_is_refused_naming_the_key(tmp_path, written, key, says):
+    got = problems(tmp_path, path=f"reorder = {written}")
+    assert key in got and says in got[key], got
+
+
+def test_the_reorder_knob_reorders_in_the_simulator(tmp_path):
+    # 2 % of data packets sent at once skip the 10 ms one-way delay and
+    # overtake those in flight: the path counts them, and the sender sees
+    # reordering (SACKs above holes), though nothing is lost.
+    (plan,) = plans(tmp_path, path="reorder = 0.02")
+    out = SimBackend().run(replace(plan, duration_s=3.0), tmp_path / "run")
+    assert out.path.reordered > 0, out.path
+    assert out.path.random_drops == 0
 
 
 @pytest.mark.parametrize("written, jitter", [

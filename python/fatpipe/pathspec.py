@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # spec.py imports this module
     from .spec import PathSection, Spec
 
 # The path keys of this module.
-KEYS = ("schedule", "loss_model", "jitter", "policer", "aggregation", "drops")
+KEYS = ("schedule", "loss_model", "jitter", "reorder", "policer", "aggregation", "drops")
 # Longest jitter deviation and aggregation interval: far beyond any real
 # path's, short of what would stall a run.
 MAX_JITTER_S = 1.0
@@ -384,6 +384,51 @@ class JitterSpec(_Strict):
                            direction=self.direction)
 
 
+def _share(value: Any) -> float:
+    """A probability above 0 and at most 1, written 0.25 or "25%" (as tc
+    writes netem's percentages)."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            raise ValueError(f"cannot read {value!r} as a probability; write 0.01 or '1%'") from None
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        share = float(value)
+    else:
+        raise ValueError(f"a probability such as 0.01 or '1%', got {toml_type(value)}")
+    if not 0 < share <= 1:
+        raise ValueError(f"{value!r} is not a probability above 0 and at most 1 (leave path.reorder out for none)")
+    return share
+
+
+class ReorderSpec(_Strict):
+    """``path.reorder``: netem's reorder knob (``reorder P gap G``): after
+    `gap` - 1 packets taken with their delay, the next is sent at once,
+    skipping the one-way delay, with `probability` (else it waits its
+    delay and the count goes on)."""
+
+    probability: Annotated[float, BeforeValidator(_share)]
+    gap: Annotated[int, Field(ge=1, le=2**32 - 1)] = 1
+    direction: Literal["data", "ack", "both"] = "data"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _as_written(cls, value: Any) -> Any:
+        if isinstance(value, (str, float, int)) and not isinstance(value, bool):
+            if not isinstance(value, str):
+                return {"probability": value}
+            probability, _, rest = value.partition(":")
+            return {"probability": probability.strip()} | key_values(value, rest, "25%:gap=5", numbers=True)
+        if not isinstance(value, (dict, ReorderSpec)):
+            raise ValueError("path.reorder is a probability such as 0.01 or '1%', or a table such as "
+                             f'{{probability = 0.25, gap = 5}}, got {toml_type(value)}')
+        return value
+
+    def plan(self) -> run_plan.Reorder:
+        return run_plan.Reorder(probability=self.probability, gap=self.gap, direction=self.direction)
+
+
 class PolicerSpec(_Strict):
     """``path.policer``: a token bucket in front of the bottleneck."""
 
@@ -521,6 +566,18 @@ RAMP_STEPS = 100
 RAMP_STEP_S = 0.01
 
 
+def staircase(at_s: float, ramp_s: float, before: dict[str, float | None],
+              after: dict[str, float | None]) -> list[run_plan.PathStep]:
+    """A linear change over `ramp_s` from `at_s` as plan steps: n equal
+    steps (one per RAMP_STEP_S, at most RAMP_STEPS), the k-th (k = 1..n)
+    at at_s + (k-1)·ramp_s/n with k/n of the change of each PathStep field
+    `after` sets (from its value in `before`)."""
+    n = max(1, min(RAMP_STEPS, round(ramp_s / RAMP_STEP_S)))
+    return [run_plan.PathStep(at_s=at_s + (k - 1) * ramp_s / n, **{
+        key: None if value is None else before[key] + (value - before[key]) * k / n
+        for key, value in after.items()}) for k in range(1, n + 1)]
+
+
 def ramp_steps(path: PathSection) -> list[run_plan.PathStep]:
     """The plan's steps of `path.schedule`: a step with `ramp` becomes n
     steps from the values in force before it (the path's, or the last
@@ -534,12 +591,7 @@ def ramp_steps(path: PathSection) -> list[run_plan.PathStep]:
         if s.ramp is None:
             out.append(step)
         else:
-            n = max(1, min(RAMP_STEPS, round(s.ramp / RAMP_STEP_S)))
-            target = {k: getattr(step, k) for k in now}
-            for k in range(1, n + 1):
-                out.append(run_plan.PathStep(at_s=s.at + (k - 1) * s.ramp / n, **{
-                    key: None if value is None else now[key] + (value - now[key]) * k / n
-                    for key, value in target.items()}))
+            out += staircase(s.at, s.ramp, now, {k: getattr(step, k) for k in now})
         if s.at is not None:
             now |= {k: v for k in now if (v := getattr(step, k)) is not None}
     return out
@@ -555,6 +607,7 @@ def plan_dynamics(path: PathSection) -> run_plan.PathDynamics:
                     for d in path.drops),
         gilbert_elliott=path.loss_model.plan(),
         jitter=path.jitter.plan() if path.jitter else None,
+        reorder=path.reorder.plan() if path.reorder else None,
         policer=path.policer.plan() if path.policer else None,
         aggregation=path.aggregation.plan() if path.aggregation else None,
         trace=path.trace.plan() if path.trace else None,

@@ -181,7 +181,7 @@ class PathReport:
     host_drops: int = 0
     # Data packets the path's policer dropped (path.policer), and packets
     # (data and ACKs) that arrived before one sent earlier on the same path
-    # (path.jitter with reordering); 0 on a path without them.
+    # (path.jitter with reordering, path.reorder); 0 on a path without them.
     policer_drops: int = 0
     reordered: int = 0
 

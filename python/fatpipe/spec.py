@@ -246,6 +246,7 @@ class PathSection(_Strict):
     schedule: pathspec.Schedule = []
     loss_model: pathspec.LossModel = pathspec.INDEPENDENT
     jitter: pathspec.JitterSpec | None = None
+    reorder: pathspec.ReorderSpec | None = None  # netem's reorder knob
     policer: pathspec.PolicerSpec | None = None
     aggregation: pathspec.AggregationSpec | None = None
     drops: pathspec.Drops = []  # data packets dropped at chosen instants

@@ -43,7 +43,7 @@ from .units import toml_type
 # sweep key names one value, never a whole section.
 SWEEPABLE = {
     "study": ("duration", "warmup"),
-    "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm", "loss_model", "jitter", "policer",
+    "path": ("rate", "rtt", "loss", "corruption", "buffer", "mtu", "aqm", "loss_model", "jitter", "reorder", "policer",
              "aggregation", "emulator"),
     "path.schedule.<index>": ("at", "rate", "rtt", "loss", "ramp"),
     "hosts.<host>": ("rmem_max", "wmem_max", "stream_rate_cap", "extra_rtt", "ecn", "processing_jitter",

@@ -3,7 +3,7 @@
 //! (`dynamics.schedule[1].rate_bps`) and what is allowed.
 
 use crate::path::cross::{CrossPattern, CrossSpec};
-use crate::path::direction::{JitterDistribution, JitterSpec, SlotSpec};
+use crate::path::direction::{JitterDistribution, JitterSpec, ReorderSpec, SlotSpec};
 use crate::path::drops::DropSpec;
 use crate::path::dynamics::{Directions, DynamicsConfig, Triggered};
 use crate::path::loss::GeParams;
@@ -104,6 +104,9 @@ pub fn dynamics(p: Option<&plan::PathDynamics>, loss: f64, flows: usize, states:
     }
     if let Some(j) = &p.jitter {
         cfg.jitter = Some(jitter(j)?);
+    }
+    if let Some(r) = &p.reorder {
+        cfg.reorder = Some(reorder(r)?);
     }
     if let Some(pol) = &p.policer {
         let rate = positive(pol.rate_bps, "dynamics.policer.rate_bps")?;
@@ -233,14 +236,35 @@ fn jitter(j: &plan::Jitter) -> Result<(JitterSpec, Directions), ConfigError> {
         "normal" => JitterDistribution::Normal,
         d => return err("dynamics.jitter.distribution", format!("unknown distribution '{d}'; expected uniform or normal")),
     };
-    let dir = match j.direction.as_deref().unwrap_or("data") {
-        "data" => Directions { data: true, ack: false },
-        "ack" => Directions { data: false, ack: true },
-        "both" => Directions { data: true, ack: true },
-        d => return err("dynamics.jitter.direction", format!("unknown direction '{d}'; expected data, ack or both")),
-    };
+    let dir = directions(j.direction.as_deref(), "dynamics.jitter.direction")?;
     let spec = JitterSpec { deviation: Time::from_secs_f64(deviation), distribution, reorder: j.reorder.unwrap_or(false) };
     Ok((spec, dir))
+}
+
+/// A jitter's or reorder knob's `direction` (data when null), the field
+/// named `field`.
+fn directions(d: Option<&str>, field: &str) -> Result<Directions, ConfigError> {
+    match d.unwrap_or("data") {
+        "data" => Ok(Directions { data: true, ack: false }),
+        "ack" => Ok(Directions { data: false, ack: true }),
+        "both" => Ok(Directions { data: true, ack: true }),
+        d => err(field, format!("unknown direction '{d}'; expected data, ack or both")),
+    }
+}
+
+/// netem's reorder knob: a probability above 0, at most 1; gap at least 1
+/// (tc's default when only a probability is given).
+fn reorder(r: &plan::Reorder) -> Result<(ReorderSpec, Directions), ConfigError> {
+    let probability = positive(r.probability, "dynamics.reorder.probability")?;
+    if probability > 1.0 {
+        return err("dynamics.reorder.probability", format!("a probability, at most 1, got {probability}"));
+    }
+    let gap = whole(r.gap).unwrap_or(1);
+    if gap == 0 || gap > u64::from(u32::MAX) {
+        return err("dynamics.reorder.gap", format!("from 1 to {}, got {gap}", u32::MAX));
+    }
+    let dir = directions(r.direction.as_deref(), "dynamics.reorder.direction")?;
+    Ok((ReorderSpec { probability, gap: gap as u32 }, dir))
 }
 
 #[cfg(test)]
@@ -349,5 +373,17 @@ mod tests {
         assert_eq!(e.field, "dynamics.aggregation.direction");
         let e = parse(r#"{"policer": {"rate_bps": 1e6, "burst_bytes": 0}}"#, 0.0).unwrap_err();
         assert_eq!(e.field, "dynamics.policer.burst_bytes");
+    }
+
+    #[test]
+    fn the_reorder_knob_is_read_and_checked() {
+        let cfg = parse(r#"{"reorder": {"probability": 0.25, "gap": 5, "direction": "both"}}"#, 0.0).unwrap();
+        assert_eq!(cfg.reorder, Some((ReorderSpec { probability: 0.25, gap: 5 }, Directions { data: true, ack: true })));
+        let cfg = parse(r#"{"reorder": {"probability": 0.01, "gap": null, "direction": null}}"#, 0.0).unwrap();
+        assert_eq!(cfg.reorder, Some((ReorderSpec { probability: 0.01, gap: 1 }, Directions { data: true, ack: false })));
+        let e = parse(r#"{"reorder": {"probability": 1.5}}"#, 0.0).unwrap_err();
+        assert!(e.field == "dynamics.reorder.probability" && e.message.contains("at most 1"), "{e}");
+        let e = parse(r#"{"reorder": {"probability": 0.5, "gap": 0}}"#, 0.0).unwrap_err();
+        assert_eq!(e.field, "dynamics.reorder.gap");
     }
 }

@@ -260,6 +260,7 @@ pub struct PathDynamics {
     pub schedule: Option<Vec<PathStep>>,
     pub gilbert_elliott: Option<GilbertElliott>,
     pub jitter: Option<Jitter>,
+    pub reorder: Option<Reorder>,
     pub policer: Option<Policer>,
     pub aggregation: Option<Aggregation>,
     pub trace: Option<Trace>,
@@ -338,6 +339,20 @@ pub struct Jitter {
 }
 
 impl PlanStruct for Jitter {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// netem's reorder knob (base.py Reorder): after `gap` - 1 packets taken
+/// with their delay, the next skips the delay with `probability`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reorder {
+    pub probability: Option<f64>,
+    pub gap: Option<Whole>,
+    pub direction: Option<String>,
+}
+
+impl PlanStruct for Reorder {
     const IGNORED: &'static [&'static str] = &[];
 }
 
@@ -592,6 +607,7 @@ pub fn plan_fields() -> Vec<PlanFields> {
         dataclass::<StateTrigger>(),
         dataclass::<GilbertElliott>(),
         dataclass::<Jitter>(),
+        dataclass::<Reorder>(),
         dataclass::<Policer>(),
         dataclass::<Aggregation>(),
         dataclass::<Trace>(),

@@ -28,6 +28,7 @@ fn dynamics() -> Value {
            "drops": [{"at_s": 0.2, "count": 2, "flow": 0, "on": null}],
            "gilbert_elliott": {"r": 0.5, "bad_loss": 0.5, "good_loss": 0.0},
            "jitter": {"deviation_s": 0.001, "distribution": "normal", "reorder": true, "direction": "both"},
+           "reorder": {"probability": 0.01, "gap": 5, "direction": "data"},
            "policer": {"rate_bps": 8e6, "burst_bytes": 30_000},
            "aggregation": {"direction": "ack", "interval_s": 0.001, "bytes": 10_000},
            "trace": {"ms_gaps": [1, 2], "counts": [1, 3]}})
@@ -122,6 +123,7 @@ fn the_full_plan_has_every_field_of_every_struct() {
     assert_eq!(keys(&p["dynamics"]["schedule"][0]), sorted(field_names::<PathStep>()));
     assert_eq!(keys(&p["dynamics"]["gilbert_elliott"]), sorted(field_names::<GilbertElliott>()));
     assert_eq!(keys(&p["dynamics"]["jitter"]), sorted(field_names::<Jitter>()));
+    assert_eq!(keys(&p["dynamics"]["reorder"]), sorted(field_names::<Reorder>()));
     assert_eq!(keys(&p["dynamics"]["policer"]), sorted(field_names::<Policer>()));
     assert_eq!(keys(&p["dynamics"]["aggregation"]), sorted(field_names::<Aggregation>()));
     assert_eq!(keys(&p["dynamics"]["trace"]), sorted(field_names::<Trace>()));
@@ -179,6 +181,7 @@ fn exactly_the_ignored_fields_are_ignored_and_the_others_read() {
     check_fields(&p, &["dynamics", "schedule", "0"], "dynamics.schedule[0].", field_names::<PathStep>(), PathStep::IGNORED);
     check_fields(&p, &["dynamics", "gilbert_elliott"], "dynamics.gilbert_elliott.", field_names::<GilbertElliott>(), GilbertElliott::IGNORED);
     check_fields(&p, &["dynamics", "jitter"], "dynamics.jitter.", field_names::<Jitter>(), Jitter::IGNORED);
+    check_fields(&p, &["dynamics", "reorder"], "dynamics.reorder.", field_names::<Reorder>(), Reorder::IGNORED);
     check_fields(&p, &["dynamics", "policer"], "dynamics.policer.", field_names::<Policer>(), Policer::IGNORED);
     check_fields(&p, &["dynamics", "aggregation"], "dynamics.aggregation.", field_names::<Aggregation>(), Aggregation::IGNORED);
     check_fields(&p, &["dynamics", "trace"], "dynamics.trace.", field_names::<Trace>(), Trace::IGNORED);
@@ -219,6 +222,7 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
             "StateTrigger",
             "GilbertElliott",
             "Jitter",
+            "Reorder",
             "Policer",
             "Aggregation",
             "Trace",
@@ -233,8 +237,8 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
     let mut both: Vec<&str> = run_plan.read.iter().chain(&run_plan.ignored).copied().collect();
     both.sort_unstable();
     assert_eq!(both, sorted(field_names::<RunPlan>()));
-    assert_eq!(all[16].read, ["kind"]);
-    assert_eq!(all[18].read[0], "kind");
+    assert_eq!(all[17].read, ["kind"]);
+    assert_eq!(all[19].read[0], "kind");
 }
 
 #[test]

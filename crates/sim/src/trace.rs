@@ -430,7 +430,7 @@ facts_struct! {
     clock_uncertainty_s: Option<f64>, "s", "how far a host's clock may have been off the controller's during the run (None: one clock)";
     host_drops: u64, "packets", "packets lost outside the emulated path where fatpipe can count them (kernel: ACKs a full veth NAPI ring dropped); a run with any is flagged host_drops";
     policer_drops: u64, "packets", "data packets the path's policer dropped for exceeding its rate and burst (path.policer)";
-    reordered: u64, "packets", "packets (data and ACKs) that arrived before one sent earlier on the same path (path.jitter with reordering)";
+    reordered: u64, "packets", "packets (data and ACKs) that arrived before one sent earlier on the same path (path.jitter with reordering, path.reorder)";
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -20,7 +20,7 @@ from ..testbed import Testbed
 
 __all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Aggregation", "Backend", "BackendUnavailable", "CpuReport",
            "CrossFlow", "DoctorReport", "FlowPlan", "GilbertElliott", "HostCpu", "HostLimits", "Jitter",
-           "PathDrop", "PathDynamics", "PathReport", "PathStep", "Policer", "RunOutcome", "RunPlan",
+           "PathDrop", "PathDynamics", "PathReport", "PathStep", "Policer", "Reorder", "RunOutcome", "RunPlan",
            "StateTrigger", "Trace"]
 
 
@@ -130,6 +130,17 @@ class Jitter:
 
 
 @dataclass(frozen=True)
+class Reorder:
+    """netem's reorder knob (path.reorder, `reorder P gap G`): after gap - 1
+    packets taken with their delay, the next skips the delay (it is sent at
+    once, overtaking those in flight) with `probability`."""
+
+    probability: float
+    gap: int = 1  # tc's default when only a probability is given
+    direction: str = "data"  # "data" | "ack" | "both"
+
+
+@dataclass(frozen=True)
 class Policer:
     """A token bucket in front of the bottleneck (path.policer): a data
     packet passes when the bucket holds its frame's bytes, else it is
@@ -172,6 +183,7 @@ class PathDynamics:
     schedule: tuple[PathStep, ...] = ()  # by at_s, strictly increasing
     gilbert_elliott: GilbertElliott | None = None  # None: independent loss
     jitter: Jitter | None = None
+    reorder: Reorder | None = None  # netem's reorder knob
     policer: Policer | None = None
     aggregation: Aggregation | None = None
     trace: Trace | None = None  # None: the bottleneck serves at its rate
@@ -183,7 +195,8 @@ class PathDynamics:
     def keys(self) -> list[str]:
         """The spec keys that make this path move (for backends that refuse them)."""
         names = {"schedule": "path.schedule", "gilbert_elliott": "path.loss_model",
-                 "jitter": "path.jitter", "policer": "path.policer", "aggregation": "path.aggregation",
+                 "jitter": "path.jitter", "reorder": "path.reorder", "policer": "path.policer",
+                 "aggregation": "path.aggregation",
                  "trace": "path.trace", "drops": "path.drops"}
         return [key for name, key in names.items() if getattr(self, name) != getattr(PathDynamics(), name)]
 

@@ -197,8 +197,10 @@ def dynamics_refusal(cfg: PathConfig, emulator: str, bottleneck: str) -> str | N
         return (f"{keys} with path.aqm = {cfg.aqm.get('kind')!r}: that discipline is a qdisc below tbf, and "
                 "only linkem's own bottleneck moves")
     jitter = cfg.dynamics.jitter
-    if cfg.receiver_gro and jitter is not None and jitter.reorder:
-        return ("path.jitter with reorder = true and hosts.receiver.gro = true: linkem carries a GRO receiver's "
+    reordering = ("path.jitter with reorder = true" if jitter is not None and jitter.reorder else
+                  "path.reorder" if cfg.dynamics.reorder is not None else None)
+    if cfg.receiver_gro and reordering:
+        return (f"{reordering} and hosts.receiver.gro = true: linkem carries a GRO receiver's "
                 "TSO packets as units, which cannot overtake each other segment by segment")
     return None
 

@@ -23,6 +23,11 @@ Each option follows sch_netem.c (Linux 6.x) and tc-netem(8):
   the last queued packet's time to send as the reference, so a packet
   leaves no earlier than the one before it, plus its transmission time at
   that rate (:data:`IN_ORDER_RATE_BPS`).
+* **Reorder** (``path.reorder``) → ``reorder P gap G``: netem_enqueue()
+  sends a packet at once (time to send now, at the head of the queue)
+  when the last G − 1 packets took their delay and a draw falls below P,
+  as the simulator's reorder knob does (crates/sim/src/path/direction.rs),
+  with netem's own draws.
 * **Aggregation** (``path.aggregation``) → ``slot I I [bytes B]``: netem
   holds due packets until the slot's time; get_slot_next() opens the next
   slot I after the dequeue that found the last one spent (its bytes gone)
@@ -51,7 +56,7 @@ from .qdisc import QDISC_CONFIG, netem_percent, netem_time
 IN_ORDER_RATE_BPS = 32e9
 DIRECTIONS = ("data", "ack")
 # The keys of a moving path that netem options express (PathDynamics.keys()).
-EXPRESSED = ("path.loss_model", "path.jitter", "path.aggregation")
+EXPRESSED = ("path.loss_model", "path.jitter", "path.reorder", "path.aggregation")
 
 
 def gemodel_p(mean_loss: float, model: GilbertElliott) -> float:
@@ -101,6 +106,9 @@ def direction_options(direction: str, delay_s: float, loss: float, dynamics: Pat
         options += ["loss", netem_percent(loss)]
     if jitter is not None and not jitter.reorder:
         options += ["rate", f"{int(IN_ORDER_RATE_BPS)}bit"]
+    reorder = dynamics.reorder if dynamics.reorder and dynamics.reorder.direction in (direction, "both") else None
+    if reorder is not None:
+        options += ["reorder", netem_percent(reorder.probability), "gap", str(reorder.gap)]
     slot = dynamics.aggregation if dynamics.aggregation and dynamics.aggregation.direction == direction else None
     if slot is not None:
         options += ["slot", netem_time(slot.interval_s), netem_time(slot.interval_s)]

@@ -26,6 +26,20 @@ pub struct JitterSpec {
     pub reorder: bool,
 }
 
+/// netem's reorder knob (`reorder P gap G`, netem_enqueue()): after
+/// `gap` - 1 packets taken with their delay, the next is sent at once
+/// (time_to_send = now, put at the head of the queue) with `probability`,
+/// and the count starts again; otherwise it too takes its delay. A packet
+/// sent at once skips the direction's whole delay, jitter and slots, as it
+/// skips netem's (which holds the path's delay), so it overtakes those
+/// sent before it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReorderSpec {
+    pub probability: f64,
+    /// At least 1 (tc's default when only a probability is given).
+    pub gap: u32,
+}
+
 /// A link that releases what reached it at multiples of `interval` from
 /// the run's start, each release carrying at most `budget_bytes` of frames
 /// (what does not fit waits for the next): netem's `slot` with a fixed
@@ -42,6 +56,9 @@ pub struct SlotSpec {
 #[derive(Clone, Debug)]
 pub struct Direction {
     jitter: Option<(JitterSpec, Rng)>,
+    /// The reorder knob, its draws and packets counted since the last
+    /// packet sent at once (netem's q->counter).
+    reorder: Option<(ReorderSpec, Rng, u32)>,
     slots: Option<SlotSpec>,
     /// The slot now filling and the bytes it carries.
     slot: Time,
@@ -53,13 +70,34 @@ pub struct Direction {
 
 impl Direction {
     pub fn new(jitter: Option<JitterSpec>, slots: Option<SlotSpec>, rng: Rng) -> Direction {
-        Direction { jitter: jitter.map(|j| (j, rng)), slots, slot: Time::ZERO, slot_bytes: 0, last: Time::ZERO, reordered: 0 }
+        Direction { jitter: jitter.map(|j| (j, rng)), reorder: None, slots, slot: Time::ZERO, slot_bytes: 0, last: Time::ZERO, reordered: 0 }
+    }
+
+    /// This direction with netem's reorder knob, drawing from `rng`.
+    pub fn with_reorder(mut self, reorder: Option<ReorderSpec>, rng: Rng) -> Direction {
+        self.reorder = reorder.map(|r| (r, rng, 0));
+        self
     }
 
     /// Whether packets may leave out of order (a pipe must then insert by
     /// time rather than append).
     pub fn reorders(&self) -> bool {
-        self.jitter.as_ref().is_some_and(|(j, _)| j.reorder)
+        self.jitter.as_ref().is_some_and(|(j, _)| j.reorder) || self.reorder.is_some()
+    }
+
+    /// netem_enqueue()'s reorder test for the next packet: true when it is
+    /// sent at once. The draw is taken only once the gap has passed, as
+    /// netem's condition short-circuits.
+    fn at_once(&mut self) -> bool {
+        let Some((r, rng, counter)) = self.reorder.as_mut() else {
+            return false;
+        };
+        if *counter + 1 < r.gap || rng.next_f64() >= r.probability {
+            *counter += 1;
+            return false;
+        }
+        *counter = 0;
+        true
     }
 
     /// The arrival of a `frame_bytes` packet that left the bottleneck (or
@@ -68,6 +106,10 @@ impl Direction {
     /// next release slot that has room, never before the previous arrival
     /// unless the direction reorders.
     pub fn arrival(&mut self, leave: Time, delay: Time, frame_bytes: u32) -> Time {
+        if self.at_once() {
+            self.reordered += u64::from(leave < self.last);
+            return leave;
+        }
         let mut at = leave + delay;
         if let Some((j, rng)) = self.jitter.as_mut() {
             let d = j.deviation.as_nanos() as f64;
@@ -161,6 +203,39 @@ mod tests {
             assert!(mean.abs() < 0.02, "{distribution:?}: mean {mean} ms");
             assert!((var.sqrt() - sd).abs() < 0.02 * sd, "{distribution:?}: sd {} ms, expected {sd}", var.sqrt());
         }
+    }
+
+    #[test]
+    fn the_reorder_knob_sends_one_packet_in_gap_at_once_with_its_probability() {
+        // reorder 25% gap 5 (netem_enqueue()): after 4 delayed packets,
+        // the next goes at once with probability 0.25, else waits its
+        // delay and the count goes on; a packet at once skips the 10 ms
+        // delay and so overtakes the packets still in flight.
+        let r = ReorderSpec { probability: 0.25, gap: 5 };
+        let mut d = Direction::new(None, None, Rng::new(1, 1)).with_reorder(Some(r), Rng::new(7, 7));
+        assert!(d.reorders());
+        let (mut at_once, mut since, mut shortest_gap) = (0u64, 0u32, u32::MAX);
+        let n = 200_000u64;
+        for k in 0..n {
+            let leave = Time(k * 10_000);
+            let a = d.arrival(leave, Time::from_millis(10), 1514);
+            if a == leave {
+                at_once += 1;
+                shortest_gap = shortest_gap.min(since + 1);
+                since = 0;
+            } else {
+                assert_eq!(a, leave + Time::from_millis(10));
+                since += 1;
+            }
+        }
+        assert!(shortest_gap >= 5, "a packet at once after {shortest_gap} packets, not before the gap");
+        // Each cycle: 4 packets, then a geometric number of trials with
+        // p = 0.25 (mean 4): 8 packets per packet at once.
+        let share = at_once as f64 / n as f64;
+        assert!((share - 1.0 / 8.0).abs() < 0.005, "{share} of the packets at once, expected 1/8");
+        assert_eq!(d.reordered, at_once, "each packet at once overtakes one still in flight");
+        let mut off = Direction::new(None, None, Rng::new(1, 1)).with_reorder(None, Rng::new(7, 7));
+        assert!(!off.reorders() && (0..1000).all(|k| off.arrival(Time(k), Time(100), 64) == Time(k + 100)));
     }
 
     #[test]

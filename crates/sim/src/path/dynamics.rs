@@ -12,7 +12,7 @@ use crate::rng::Rng;
 use crate::units::{Rate, Time};
 
 use super::cross::{CrossSpec, CrossTraffic};
-use super::direction::{Direction, JitterSpec, SlotSpec};
+use super::direction::{Direction, JitterSpec, ReorderSpec, SlotSpec};
 use super::drops::{DropSpec, ScheduledDrops};
 use super::loss::{GeParams, ScheduledLoss};
 use super::policer::TokenBucket;
@@ -39,6 +39,8 @@ pub struct DynamicsConfig {
     pub loss_changes: Vec<(Time, f64)>,
     pub gilbert_elliott: Option<GeParams>,
     pub jitter: Option<(JitterSpec, Directions)>,
+    /// netem's reorder knob, and the directions it applies to.
+    pub reorder: Option<(ReorderSpec, Directions)>,
     /// Rate and burst (bytes of frames) of a policer before the bottleneck.
     pub policer: Option<(Rate, u64)>,
     pub aggregation: Option<(SlotSpec, Directions)>,
@@ -80,6 +82,9 @@ impl DynamicsConfig {
 /// RNG stream labels: the data direction's jitter, and each ACK path's.
 const DATA_JITTER_STREAM: u64 = 0x7177_E000;
 const ACK_JITTER_STREAM: u64 = 0x7177_E100;
+/// The reorder knob's draws: the data direction's, and each ACK path's.
+const DATA_REORDER_STREAM: u64 = 0x7E0D_E000;
+const ACK_REORDER_STREAM: u64 = 0x7E0D_E100;
 
 /// The state of a path that moves, beside the bottleneck.
 #[derive(Clone, Debug)]
@@ -118,25 +123,28 @@ impl Dynamics {
             cross: (!cfg.cross.is_empty()).then(|| CrossTraffic::new(&cfg.cross, seed)),
             drops: ScheduledDrops::new(&cfg.drops),
             triggers: Pending::new(cfg.triggered.iter().cloned()),
-            data: Self::direction(cfg, true, Rng::new(seed, DATA_JITTER_STREAM)),
+            data: Self::direction(cfg, true, Rng::new(seed, DATA_JITTER_STREAM), Rng::new(seed, DATA_REORDER_STREAM)),
             acks: Vec::new(),
             cfg: cfg.clone(),
             seed,
         }
     }
 
-    fn direction(cfg: &DynamicsConfig, data: bool, rng: Rng) -> Direction {
+    fn direction(cfg: &DynamicsConfig, data: bool, rng: Rng, reorder_rng: Rng) -> Direction {
         let on = |d: Directions| if data { d.data } else { d.ack };
         let jitter = cfg.jitter.filter(|&(_, d)| on(d)).map(|(j, _)| j);
         let slots = cfg.aggregation.filter(|&(_, d)| on(d)).map(|(s, _)| s);
-        Direction::new(jitter, slots, rng)
+        let reorder = cfg.reorder.filter(|&(_, d)| on(d)).map(|(r, _)| r);
+        Direction::new(jitter, slots, rng).with_reorder(reorder, reorder_rng)
     }
 
     /// Adds an ACK path whose delay exceeds the base backward delay by
     /// `extra` (the hosts' access links), drawing its jitter from ACK
     /// stream `stream`; returns its index here.
     pub fn add_ack_path(&mut self, stream: u64, extra: Time) -> usize {
-        self.acks.push((Self::direction(&self.cfg, false, Rng::new(self.seed, ACK_JITTER_STREAM + stream)), extra));
+        let (jitter_rng, reorder_rng) =
+            (Rng::new(self.seed, ACK_JITTER_STREAM + stream), Rng::new(self.seed, ACK_REORDER_STREAM + stream));
+        self.acks.push((Self::direction(&self.cfg, false, jitter_rng, reorder_rng), extra));
         self.acks.len() - 1
     }
 
