@@ -419,7 +419,10 @@ class ReorderSpec(_Strict):
             if not isinstance(value, str):
                 return {"probability": value}
             probability, _, rest = value.partition(":")
-            return {"probability": probability.strip()} | key_values(value, rest, "25%:gap=5", numbers=True)
+            keys = key_values(value, rest, "25%:gap=5", numbers=True)
+            if isinstance(keys.get("gap"), float) and keys["gap"].is_integer():
+                keys["gap"] = int(keys["gap"])  # the string form's numbers are read as floats
+            return {"probability": probability.strip()} | keys
         if not isinstance(value, (dict, ReorderSpec)):
             raise ValueError("path.reorder is a probability such as 0.01 or '1%', or a table such as "
                              f'{{probability = 0.25, gap = 5}}, got {toml_type(value)}')
