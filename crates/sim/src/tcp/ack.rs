@@ -61,6 +61,8 @@ impl Sender {
         let prior_delivered = self.tp.delivered;
         let prior_lost = self.tp.lost;
         let prior_una = self.sb.snd_una;
+        // tcp_ack()'s prior_fack: the highest SACKed sequence, else snd_una.
+        let prior_fack = self.sb.highest_sacked().max(prior_una);
         self.rate.begin_ack(prior_in_flight);
         self.snd_wnd_end = ack.ack + ack.wnd as u64; // tcp_ack_update_window()
         let min_rtt = self.rtt.min_rtt;
@@ -147,6 +149,9 @@ impl Sender {
         let mut last_ackt: Option<Time> = None;
         let mut retrans_acked = false;
         let mut newly_acked = 0u32;
+        // The lowest never-retransmitted segment this ACK acks cumulatively
+        // (tcp_clean_rtx_queue()'s `reord`).
+        let mut reord: Option<u64> = None;
         while self.sb.snd_una < ack.ack {
             // A fully acked run is freed, a partly acked one trimmed
             // (tcp_tso_acked()); its segments are treated alike.
@@ -168,6 +173,7 @@ impl Sender {
                 } else {
                     first_ackt = first_ackt.or(Some(xmit));
                     last_ackt = Some(xmit);
+                    reord = reord.or(Some(run.start));
                 }
                 let last = run.end - 1;
                 let mut seg = run.last_seg();
@@ -175,6 +181,11 @@ impl Sender {
                 self.rack.advance(flags, last, xmit, now, min_rtt);
                 newly_acked += n;
             }
+        }
+        // tcp_clean_rtx_queue(): "Non-retransmitted hole got filled? That's
+        // reordering" (tcp_check_sack_reordering(): reord_seen).
+        if reord.is_some_and(|r| r < prior_fack) {
+            self.rack.reord_seen = true;
         }
         let una_advanced = self.sb.snd_una > prior_una;
         if una_advanced {
@@ -242,7 +253,16 @@ impl Sender {
 
         if let Some(seq) = ack.dsack {
             self.undo_on_dsack(seq);
+            // tcp_dsack_seen(): RACK widens its window on D-SACKs that may
+            // answer its own spurious retransmissions: once reordering was
+            // seen, and not for a tail loss probe's (FLAG_DSACK_TLP, the
+            // D-SACK ending at tlp_high_seq).
+            if self.rack.reord_seen && self.tlp_high_seq != Some(seq + 1) {
+                self.rack.dsack_seen = true;
+            }
         }
+        let prior = self.rate.rs_has_prior.then_some(self.rate.rs.prior_delivered);
+        self.rack.update_reo_wnd(prior, self.tp.delivered);
         self.process_tlp_ack(ack, una_advanced, newly_sacked > 0);
 
         // tcp_fastretrans_alert(): loss detection and CA state machine.

@@ -10,8 +10,10 @@ use super::tsorted::Verdict;
 pub const TIMEOUT_MIN: Time = Time::from_millis(2);
 /// Default tp->reordering (sysctl_tcp_reordering, the DupThresh).
 pub const REORDERING: u32 = 3;
+/// TCP_RACK_RECOVERY_THRESH: recoveries a widened reo_wnd persists for.
+pub const RECOVERY_THRESH: u32 = 16;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Rack {
     /// Send time of the most recently sent delivered packet (rack.mstamp).
     pub mstamp: Time,
@@ -23,6 +25,31 @@ pub struct Rack {
     pub advanced: bool,
     /// Reordering has been observed (tp->reord_seen).
     pub reord_seen: bool,
+    /// reo_wnd in steps of min_rtt/4 (rack.reo_wnd_steps, from 1).
+    pub reo_wnd_steps: u32,
+    /// A D-SACK arrived that may come from RACK's own spurious
+    /// retransmission (rack.dsack_seen).
+    pub dsack_seen: bool,
+    /// tp->delivered when reo_wnd last grew (rack.last_delivered).
+    pub last_delivered: u64,
+    /// Recoveries the widened reo_wnd is kept for (rack.reo_wnd_persist).
+    pub reo_wnd_persist: u32,
+}
+
+impl Default for Rack {
+    fn default() -> Rack {
+        Rack {
+            mstamp: Time::ZERO,
+            end_seq: 0,
+            rtt: Time::ZERO,
+            advanced: false,
+            reord_seen: false,
+            reo_wnd_steps: 1, // tcp_init_sock(): tp->rack.reo_wnd_steps = 1
+            dsack_seen: false,
+            last_delivered: 0,
+            reo_wnd_persist: 0,
+        }
+    }
 }
 
 #[inline]
@@ -48,8 +75,8 @@ impl Rack {
     }
 
     /// tcp_rack_reo_wnd(): zero when no reordering was seen and we are in
-    /// recovery or already have DupThresh SACKed segments; else min_rtt/4,
-    /// capped by srtt.
+    /// recovery or already have DupThresh SACKed segments; else
+    /// min_rtt · reo_wnd_steps / 4, capped by srtt.
     pub fn reo_wnd(&self, ca_state: CaState, sacked_out: u32, min_rtt: Time, srtt: Time) -> Time {
         if !self.reord_seen && (ca_state >= CaState::Recovery || sacked_out >= REORDERING) {
             return Time::ZERO;
@@ -57,7 +84,31 @@ impl Rack {
         if min_rtt == Time::MAX {
             return Time::ZERO;
         }
-        min_rtt.div(4).min(srtt)
+        Time(min_rtt.as_nanos().saturating_mul(u64::from(self.reo_wnd_steps)) / 4).min(srtt)
+    }
+
+    /// tcp_rack_update_reo_wnd(), on each ACK before loss detection: a
+    /// D-SACK seen (and no reo_wnd change within the last round trip:
+    /// `prior_delivered`, the newest delivered packet's snapshot, before
+    /// `last_delivered`) widens reo_wnd by a step (at most 0xFF) and keeps
+    /// it for RECOVERY_THRESH recoveries; once those have passed without
+    /// one it returns to one step. `prior_delivered` None: this ACK
+    /// delivered no packet with a snapshot (rs->prior_delivered 0).
+    pub fn update_reo_wnd(&mut self, prior_delivered: Option<u64>, delivered: u64) {
+        let Some(prior) = prior_delivered.filter(|&p| p != 0) else {
+            return;
+        };
+        if prior < self.last_delivered {
+            self.dsack_seen = false; // "a rtt has not passed since we adjusted reo_wnd"
+        }
+        if self.dsack_seen {
+            self.reo_wnd_steps = (self.reo_wnd_steps + 1).min(0xFF);
+            self.dsack_seen = false;
+            self.last_delivered = delivered;
+            self.reo_wnd_persist = RECOVERY_THRESH;
+        } else if self.reo_wnd_persist == 0 {
+            self.reo_wnd_steps = 1;
+        }
     }
 
     /// tcp_rack_detect_loss(): marks (into `lost`, as ranges in walk
@@ -128,5 +179,37 @@ mod tests {
         assert_eq!(rack.reo_wnd(CaState::Recovery, 0, m, m), Time::ZERO);
         assert_eq!(rack.reo_wnd(CaState::Open, 3, m, m), Time::ZERO);
         assert_eq!(rack.reo_wnd(CaState::Open, 2, m, m), Time::from_millis(5));
+    }
+
+    #[test]
+    fn a_dsack_widens_reo_wnd_by_a_quarter_min_rtt_at_most_once_per_round_trip() {
+        // tcp_rack_update_reo_wnd(): steps of min_rtt/4, capped by srtt.
+        let (m, srtt) = (Time::from_millis(20), Time::from_millis(30));
+        let mut rack = Rack { reord_seen: true, ..Rack::default() };
+        assert_eq!(rack.reo_wnd(CaState::Open, 0, m, srtt), Time::from_millis(5));
+        rack.dsack_seen = true;
+        rack.update_reo_wnd(Some(100), 150);
+        assert_eq!((rack.reo_wnd_steps, rack.reo_wnd_persist, rack.last_delivered), (2, RECOVERY_THRESH, 150));
+        assert_eq!(rack.reo_wnd(CaState::Open, 0, m, srtt), Time::from_millis(10));
+        // A D-SACK for a packet sent before the last widening (its
+        // snapshot below last_delivered) is disregarded.
+        rack.dsack_seen = true;
+        rack.update_reo_wnd(Some(149), 160);
+        assert_eq!(rack.reo_wnd_steps, 2);
+        assert!(!rack.dsack_seen);
+        // An ACK that delivered nothing with a snapshot changes nothing.
+        rack.dsack_seen = true;
+        rack.update_reo_wnd(None, 170);
+        assert!(rack.dsack_seen && rack.reo_wnd_steps == 2);
+        for _ in 0..6 {
+            rack.dsack_seen = true;
+            let d = rack.last_delivered + 10;
+            rack.update_reo_wnd(Some(d), d);
+        }
+        assert_eq!(rack.reo_wnd(CaState::Open, 0, m, srtt), srtt, "capped by srtt");
+        // Once the widened window has persisted its recoveries, one step again.
+        rack.reo_wnd_persist = 0;
+        rack.update_reo_wnd(Some(1_000), 1_000);
+        assert_eq!(rack.reo_wnd_steps, 1);
     }
 }

@@ -19,7 +19,8 @@ pub struct RateState {
     pub rate_app_limited: bool,
     /// Per-ACK accumulation (the `struct rate_sample` being built).
     pub rs: RateSample,
-    rs_has_prior: bool,
+    /// This ACK delivered a packet with a snapshot (rs.prior_delivered is set).
+    pub rs_has_prior: bool,
     /// rs->last_end_seq (segment number) of the packet the sample uses.
     last_seq: u64,
     /// tx.delivered_ce and tx.lost of that packet (rs->prior_delivered_ce,

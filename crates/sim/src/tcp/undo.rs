@@ -58,16 +58,23 @@ impl Sender {
 
     /// tcp_try_undo_recovery() at the end of Recovery or Loss: undo if
     /// spurious, then open.
+    /// A recovery that is not undone counts down the widened RACK
+    /// reordering window's persistence (rack.reo_wnd_persist).
     pub(super) fn try_undo_recovery(&mut self) {
         if self.may_undo() {
             self.undo_cwnd_reduction();
+        } else {
+            self.rack.reo_wnd_persist = self.rack.reo_wnd_persist.saturating_sub(1);
         }
         self.set_state(CaState::Open);
     }
 
-    /// tcp_try_undo_dsack() during Recovery.
+    /// tcp_try_undo_dsack() during Recovery; an undo keeps the widened RACK
+    /// window one recovery longer (reo_wnd_persist + 1, at most
+    /// TCP_RACK_RECOVERY_THRESH).
     pub(super) fn try_undo_dsack(&mut self) -> bool {
         if self.may_undo() {
+            self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(super::rack::RECOVERY_THRESH);
             self.undo_cwnd_reduction();
             return true;
         }
