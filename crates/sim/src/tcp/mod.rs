@@ -3,6 +3,7 @@
 //! delayed ACKs, socket-buffer limits).
 
 pub mod ack;
+pub mod ca_state;
 pub mod cc_log;
 pub mod chrono;
 pub mod ecn;
