@@ -83,9 +83,9 @@ def loss_rate(t: Tables, rows: np.ndarray) -> float | None:
     return retrans / sent if sent > 0 else None
 
 
-def _probe_up_spans(t: Tables, since_s: float) -> list[tuple[float, float, int]]:
-    """(enter_s, leave_s, rounds) of each PROBE_UP visit after `since_s`,
-    rounds counted by bbr's round counter (cc_round) at its ends."""
+def _probe_up_spans(t: Tables, since_s: float) -> list[tuple[float, float, int, int]]:
+    """(enter_s, leave_s, enter_round, leave_round) of each PROBE_UP visit
+    after `since_s`, rounds as bbr's round counter (cc_round) reads them."""
     ev = t.events
     spans, enter = [], None
     for i in range(len(ev.get("t_s", []))):
@@ -94,8 +94,8 @@ def _probe_up_spans(t: Tables, since_s: float) -> list[tuple[float, float, int]]
         if ev["to_state"][i] == "probe_bw_up" and ev["from_state"][i] != "probe_bw_up":
             enter = i
         elif ev["from_state"][i] == "probe_bw_up" and enter is not None:
-            spans.append((float(ev["t_s"][enter]), float(ev["t_s"][i]),
-                          int(ev["cc_round"][i]) - int(ev["cc_round"][enter])))
+            spans.append((float(ev["t_s"][enter]), float(ev["t_s"][i]), int(ev["cc_round"][enter]),
+                          int(ev["cc_round"][i])))
             enter = None
     return spans
 
@@ -114,16 +114,10 @@ def probe_up_rounds_until(t: Tables, step: int, rate_bps: float, within: float) 
         return None, f"max_bw never came within {within:.0%} of {rate_bps:.4g} bit/s after step {step}"
     reached_s, reached_round = float(ts[hits[0]]), t.series["cc_round"][hits[0]]
     rounds = 0.0
-    for enter_s, leave_s, n in _probe_up_spans(t, at):
+    for enter_s, leave_s, enter_round, leave_round in _probe_up_spans(t, at):
         if enter_s >= reached_s:
             break
-        if leave_s <= reached_s:
-            rounds += n
-        else:
-            ev = t.events
-            start = next(float(ev["cc_round"][i]) for i in range(len(ev["t_s"]))
-                         if float(ev["t_s"][i]) == enter_s and ev["kind"][i] == "cc_state")
-            rounds += float(reached_round) - start
+        rounds += (leave_round if leave_s <= reached_s else float(reached_round)) - enter_round
     return rounds, f"reached at {reached_s:.3f} s"
 
 
@@ -144,7 +138,7 @@ def slope_doubles_each_round(t: Tables, rows: np.ndarray) -> tuple[bool | None, 
 
     idx = [i for i in np.flatnonzero(rows) if s["cc_state"][i] == "probe_bw_up" and using_bound(i)]
     pairs = [(a, b) for a, b in zip(idx, idx[1:], strict=False) if b == a + 1]
-    checked, bad = 0, []
+    checked, bad = 0, []  # bad: (t_s, counter growth, growth expected, rounds)
     for a, b in pairs:
         if s["cc_bw_probe_up_rounds"][a] is None or s["cc_round"][a] is None:
             return None, "this CCA has no PROBE_UP slope counter"
@@ -153,16 +147,20 @@ def slope_doubles_each_round(t: Tables, rows: np.ndarray) -> tuple[bool | None, 
         expected = min(int(s["cc_bw_probe_up_rounds"][a]) + rounds, SLOPE_CAP) - int(s["cc_bw_probe_up_rounds"][a])
         checked += 1
         if slope != expected:
-            bad.append(f"{float(s['t_s'][b]):.3f} s: +{slope} over {rounds} rounds")
+            bad.append((float(s["t_s"][b]), slope, expected, rounds))
     if not checked:
         return None, "no two consecutive samples in PROBE_UP using inflight_hi in the window"
-    faster = [b for b in bad if int(b.split("+")[1].split(" ")[0]) > int(b.split(" over ")[1].split(" ")[0])]
+
+    def shown(pairs_off: list[tuple[float, int, int, int]]) -> str:
+        return ", ".join(f"{t_s:.3f} s: +{slope} over {rounds} rounds" for t_s, slope, _, rounds in pairs_off[:3])
+
+    faster = [x for x in bad if x[1] > x[2]]
     if faster:
-        return False, f"{checked} sample pairs in PROBE_UP; faster than doubling: {', '.join(faster[:3])}"
+        return False, f"{checked} sample pairs in PROBE_UP; faster than doubling: {shown(faster)}"
     if bad:
         # Slower: a round whose start found the flow not cwnd-limited does
         # not raise the slope, and the samples do not tell those rounds.
-        return None, (f"{len(bad)} of {checked} sample pairs in PROBE_UP grew slower ({', '.join(bad[:3])}): "
+        return None, (f"{len(bad)} of {checked} sample pairs in PROBE_UP grew slower ({shown(bad)}): "
                       "the rule applies to rounds whose first ACK finds the flow cwnd-limited "
                       "(tcp_is_cwnd_limited()), which the tables do not record")
     return True, f"{checked} sample pairs in PROBE_UP, each +1 per round"
