@@ -17,6 +17,8 @@
 //! the study records that one run as failed and goes on (the release
 //! profile keeps panic = "unwind" for this).
 
+mod conform;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::create_exception;
@@ -233,6 +235,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("SimulationPanic", m.py().get_type::<SimulationPanic>())?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_class::<conform::ConformSocket>()?;
     m.add_function(wrap_pyfunction!(available_ccas, m)?)?;
     m.add_function(wrap_pyfunction!(cca_registry, m)?)?;
     m.add_function(wrap_pyfunction!(state_trigger_problem, m)?)?;

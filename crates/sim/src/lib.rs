@@ -80,6 +80,7 @@ pub mod app;
 pub mod app_rate;
 pub mod cc;
 pub mod codel;
+pub mod conform;
 pub mod engine;
 pub mod event;
 pub mod fq_codel;

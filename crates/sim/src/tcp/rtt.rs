@@ -45,6 +45,11 @@ impl Default for RttEstimator {
 }
 
 impl RttEstimator {
+    /// tcpi_rttvar: the mean deviation (tp->mdev_us >> 2).
+    pub fn mdev(&self) -> Time {
+        Time(self.mdev / 4)
+    }
+
     /// tcp_rtt_estimator(): Jacobson/Karels with Linux's mdev_max window.
     pub fn sample(&mut self, m: Time, snd_una: u64, snd_nxt: u64) {
         let m = m.0.max(1) as i64;

@@ -159,6 +159,9 @@ pub struct Sender {
     /// The log of the CCA's state changes (tcp/cc_log.rs); `None` when
     /// the CCA exposes no variables.
     pub(super) cc_log: Option<Box<super::cc_log::CcLog>>,
+    /// net.ipv4.tcp_slow_start_after_idle (Linux's default 1): whether
+    /// cwnd restarts after an idle period (tcp_cwnd_restart()).
+    pub slow_start_after_idle: bool,
 }
 
 impl Sender {
@@ -215,6 +218,7 @@ impl Sender {
             cc_needs_ecn,
             cc_marks_lost,
             cc_log: None,
+            slow_start_after_idle: true,
         };
         s.handshake_rtt = cfg.handshake_rtt;
         s
@@ -340,7 +344,7 @@ impl Sender {
     /// (net.ipv4.tcp_slow_start_after_idle = 1): after an idle period longer
     /// than the RTO, cwnd halves per RTO idle, down to min(IW, cwnd).
     fn slow_start_after_idle_check(&mut self, now: Time) {
-        if self.tp.packets_out > 0 || self.owns || self.stats.segs_out == 0 {
+        if !self.slow_start_after_idle || self.tp.packets_out > 0 || self.owns || self.stats.segs_out == 0 {
             return;
         }
         let rto = self.current_rto();
@@ -662,6 +666,16 @@ impl Sender {
         // the skb whole, up to the cwnd): the same as segment by segment,
         // but a GRO receiver merges it (tcp/receiver/gro.rs).
         env.transmit_burst(now, seq, n, true, ecn);
+    }
+
+    /// icsk_retransmits: RTOs since the last forward progress (tcpi_retransmits).
+    pub fn rto_retransmits(&self) -> u32 {
+        self.rto_retransmits
+    }
+
+    /// snd_una + the peer's window (tcp_wnd_end()), in segments.
+    pub fn snd_wnd_end(&self) -> u64 {
+        self.snd_wnd_end
     }
 
     /// Scoreboard entries held (memory-bound checks).
