@@ -278,6 +278,35 @@ def _add_bbr_cases(sub) -> None:
     bc.set_defaults(func=cmd_bbr_cases)
 
 
+def cmd_conform(args: argparse.Namespace) -> int:
+    from .conform.suite import format_text, run_all, to_json
+    try:
+        outcomes = run_all([Path(p) for p in args.scripts])
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        Path(args.json).write_text(to_json(outcomes)) if args.json != "-" else print(to_json(outcomes))
+    if args.json != "-":
+        print(format_text(outcomes, verbose=args.verbose))
+    failed = any(o.status == "fail" for o in outcomes)
+    unsupported = any(o.status == "unsupported" for o in outcomes)
+    return 1 if failed or (args.strict and unsupported) else 0
+
+
+def _add_conform(sub) -> None:
+    cf = sub.add_parser("conform", help="run packetdrill scripts against the simulator's TCP",
+                        description="Run scripts in packetdrill's language (Linux's own TCP test language) "
+                                    "against the simulator's sender: pass, fail (first differing line, "
+                                    "expected vs produced) or unsupported (the construct outside the model), "
+                                    "with counts per directory (docs/conformance.md).")
+    cf.add_argument("scripts", nargs="+", help=".pkt scripts or directories of them")
+    cf.add_argument("--json", help="write the results as JSON to this file ('-': standard output only)")
+    cf.add_argument("--strict", action="store_true", help="exit 1 when a script is unsupported, too")
+    cf.add_argument("-v", "--verbose", action="store_true", help="list passing scripts as well")
+    cf.set_defaults(func=cmd_conform)
+
+
 def cmd_import_iperf3(args: argparse.Namespace) -> int:
     from .importers.iperf3 import Iperf3FormatError
     from .importers.study import import_iperf3
@@ -348,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_advise(sub)
     _add_bbr_cases(sub)
+    _add_conform(sub)
     imp = sub.add_parser("import", help="bring results made elsewhere into a study directory")
     imp_sub = imp.add_subparsers(dest="format", required=True)
     ip3 = imp_sub.add_parser("iperf3", help="`iperf3 -J` client outputs -> a study (compare it with `fatpipe "

@@ -351,7 +351,15 @@ class ScriptRun:
                 raise Unsupported(ev.line, f"{name}: a tcp_info field the simulator does not model") from None
             raise Unsupported(ev.line, f"Python name {name} in an assertion: not defined") from None
         except AssertionError as exc:
-            raise Mismatch(ev.line, f"assertion failed: {str(exc) or ev.body.strip()}", ev.body.strip(),
+            # The failing statement: the innermost frame of the script's code.
+            tb, lineno = exc.__traceback__, None
+            while tb is not None:
+                if tb.tb_frame.f_code.co_filename == f"{self.path.name}:{ev.line}":
+                    lineno = tb.tb_lineno
+                tb = tb.tb_next
+            code = textwrap.dedent(ev.body).strip().splitlines()
+            statement = code[lineno - 1].strip() if lineno and lineno <= len(code) else ev.body.strip()
+            raise Mismatch(ev.line, f"assertion failed: {statement} (value {exc})", statement,
                            ", ".join(f"{k}={v}" for k, v in sorted(info.items()))) from None
         except Exception as exc:  # noqa: BLE001 (the script's code is the user's)
             raise Unsupported(ev.line, f"assertion code raised {type(exc).__name__}: {exc}") from None

@@ -153,8 +153,18 @@ impl Sender {
         }
         self.stats.rto_fired += 1;
         self.enter_loss(now);
-        // Retransmit the head at once, ignoring cwnd.
-        if let Some(seq) = self.sb.next_lost() {
+        // tcp_retransmit_timer() → tcp_retransmit_skb(tcp_rtx_queue_head()):
+        // the head goes again at once, ignoring cwnd, even when it is
+        // already a retransmission in flight (a tail loss probe's, which
+        // tcp_mark_skb_lost() leaves TCPCB_SACKED_RETRANS, so it is not in
+        // the lost queue).
+        let head = self.sb.snd_una;
+        if !self.sb.get(head).has(FLAG_SACKED) {
+            if self.sb.next_lost() == Some(head) {
+                self.sb.pop_lost();
+            }
+            self.retransmit(head, now, env);
+        } else if let Some(seq) = self.sb.next_lost() {
             self.sb.pop_lost();
             self.retransmit(seq, now, env);
         }
