@@ -104,11 +104,13 @@ def read_commands(text: str, base: Path, depth: int = 0) -> list[tuple[str, str]
             for w in words[1:]:
                 path, _, value = w.partition("=")
                 settings.append((_proc_key(path), value))
-        elif cmd.endswith(".sh"):
+        elif cmd.endswith(".sh") and not cmd.startswith("/tmp/sysctl_restore_"):
             path = (base / cmd).resolve()
             if not path.is_file():
                 raise CommandError(f"sources {cmd}, which does not exist next to the script")
             settings += read_commands(path.read_text(), path.parent, depth + 1)
+        elif re.fullmatch(r"/tmp/sysctl_restore_\S*\.sh", cmd):
+            continue  # set_sysctls.py's undo script: the simulated socket leaves nothing to undo
         elif cmd == "ip" and words[1:3] == ["tcp_metrics", "flush"]:
             continue  # no route-metrics cache in the model
         elif cmd == "tc" and words[1:2] == ["qdisc"] and words[2:3] in (["add"], ["replace"]) and "root" in words:

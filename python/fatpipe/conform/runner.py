@@ -203,12 +203,12 @@ class ScriptRun:
             raise Unsupported(ev.line, f"packetdrill option --{key}: not read")
 
     def command(self, ev: Event) -> None:
-        if self.sock is not None:
-            raise Unsupported(ev.line, "a shell command after the socket exists: only settings before it are read")
         try:
             settings = read_commands(ev.body, self.path.parent)
         except CommandError as exc:
             raise Unsupported(ev.line, str(exc)) from None
+        if self.sock is not None and settings:
+            raise Unsupported(ev.line, "a setting changed after the socket exists: only settings before it are read")
         for key, value in settings:
             try:
                 _native.ConformSocket.check_sysctl(key, value)

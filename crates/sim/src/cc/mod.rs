@@ -242,6 +242,9 @@ pub struct ConnState {
     /// advanced by tcp_update_skb_after_send()); what BBR's
     /// bbr_packets_in_net_at_edt() reads as the EDT.
     pub tcp_wstamp: Time,
+    /// net.ipv4.tcp_min_tso_segs: the floor of tcp_tso_autosize() for
+    /// algorithms without their own `min_tso_segs`.
+    pub min_tso_segs: u32,
 }
 
 impl ConnState {
@@ -279,6 +282,7 @@ impl ConnState {
             delivered_ce: 0,
             ecn_ok: false,
             tcp_wstamp: Time::ZERO,
+            min_tso_segs: TCP_MIN_TSO_SEGS,
         }
     }
 
@@ -457,8 +461,8 @@ pub trait CongestionControl: Send {
 
     /// `min_tso_segs`: the smallest burst tcp_tso_segs() may build
     /// (Linux's default is sysctl_tcp_min_tso_segs).
-    fn min_tso_segs(&self, _tp: &ConnState) -> u32 {
-        TCP_MIN_TSO_SEGS
+    fn min_tso_segs(&self, tp: &ConnState) -> u32 {
+        tp.min_tso_segs
     }
 
     /// `tso_segs` (BBRv3's hook): segments per burst while the stack

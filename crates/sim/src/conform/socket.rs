@@ -312,6 +312,7 @@ impl ScriptedSocket {
         let mut s = Sender::new(&cfg, cc);
         s.write_seq = 0;
         s.slow_start_after_idle = self.sys.tcp_slow_start_after_idle;
+        s.tp.min_tso_segs = self.sys.tcp_min_tso_segs;
         s.start(now, &mut self.wire);
         self.sender = Some(s);
         self.state = State::Established;
@@ -372,6 +373,9 @@ impl ScriptedSocket {
         }
         if (ack_byte.wrapping_sub(data_end) as i32) > 0 {
             return Err(format!("ack {} beyond what was sent ({data_end})", p.ack));
+        }
+        if p.win == 0 {
+            return Err("a zero window: the persist timer's window probes (tcp_probe_timer()) are not modelled".into());
         }
         let ack_seg = self.seg_of(ack_byte, "ack")?;
         let mut blocks: Vec<(u64, u64)> = Vec::new();

@@ -24,6 +24,8 @@ pub struct Sysctls {
     pub tcp_congestion_control: String,
     /// net.ipv4.tcp_slow_start_after_idle.
     pub tcp_slow_start_after_idle: bool,
+    /// net.ipv4.tcp_min_tso_segs: tcp_tso_autosize()'s floor.
+    pub tcp_min_tso_segs: u32,
     /// net.core.rmem_max: bounds the window scale (tcp_select_initial_window()).
     pub rmem_max: u64,
     /// Not a sysctl: the test device's root qdisc (`tc qdisc ... root
@@ -44,6 +46,7 @@ impl Default for Sysctls {
             tcp_congestion_control: "cubic".to_string(),
             tcp_slow_start_after_idle: true,
             rmem_max: 212_992,
+            tcp_min_tso_segs: crate::cc::TCP_MIN_TSO_SEGS,
             root_qdisc_paces: false,
         }
     }
@@ -77,7 +80,6 @@ const FIXED: &[(&str, &str, &str)] = &[
     ("net.ipv4.tcp_recovery", "1", "RACK loss detection (RFC 8985)"),
     ("net.ipv4.tcp_pacing_ss_ratio", "200", "tcp_update_pacing_rate()'s slow-start ratio"),
     ("net.ipv4.tcp_pacing_ca_ratio", "120", "tcp_update_pacing_rate()'s ratio after slow start"),
-    ("net.ipv4.tcp_min_tso_segs", "2", "tcp_tso_autosize()'s floor"),
     ("net.ipv4.tcp_adv_win_scale", "1", "the receive window from the buffer"),
     ("net.ipv4.tcp_mtu_probing", "0", "no path MTU probing"),
     ("net.ipv4.tcp_moderate_rcvbuf", "1", "receive-buffer autotuning"),
@@ -129,6 +131,12 @@ impl Sysctls {
                     return Err(format!("{key} = {value:?}: the simulator has no such algorithm"));
                 }
                 self.tcp_congestion_control = value.to_string();
+            }
+            "net.ipv4.tcp_min_tso_segs" => {
+                self.tcp_min_tso_segs = match value.parse::<u32>() {
+                    Ok(n @ 1..=255) => n,
+                    _ => return Err(format!("{key} = {value:?}: allowed 1 to 255")),
+                }
             }
             "net.core.rmem_max" => {
                 self.rmem_max = value.parse().map_err(|_| format!("{key} = {value:?}: allowed a byte count"))?

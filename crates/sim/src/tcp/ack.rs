@@ -54,8 +54,12 @@ impl Sender {
     /// tcp_ack(): process one ACK arriving at `now`.
     pub fn on_ack<E: SenderEnv>(&mut self, now: Time, ack: &Ack, env: &mut E) {
         self.tp.now = now;
-        if ack.ack > self.sb.snd_nxt || ack.ack < self.sb.snd_una {
-            return; // acks unsent data, or an old ACK (not reordered here)
+        if ack.ack > self.sb.snd_nxt {
+            return; // acks unsent data
+        }
+        if ack.ack < self.sb.snd_una {
+            self.old_ack(now, ack, env);
+            return;
         }
         let prior_in_flight = self.tp.in_flight();
         let prior_delivered = self.tp.delivered;
@@ -67,80 +71,9 @@ impl Sender {
         self.snd_wnd_end = ack.ack + ack.wnd as u64; // tcp_ack_update_window()
         let min_rtt = self.rtt.min_rtt;
 
-        // tcp_sacktag_write_queue().
-        let mut first_sackt: Option<Time> = None;
-        let mut last_sackt: Option<Time> = None;
-        let mut newly_sacked = 0u32;
-        let mut ranges = std::mem::take(&mut self.range_scratch);
-        let cache = self.sack_cache;
-        // tcp_sacktag_write_queue(): "order SACK blocks to allow in order
-        // walk of the retrans queue", so a block below the highest one is
-        // tagged before that one raises the highest SACK.
-        let mut blocks = [(0u64, 0u64); MAX_SACKS];
-        let nblocks = ack.sack_blocks().len();
-        blocks[..nblocks].copy_from_slice(ack.sack_blocks());
-        blocks[..nblocks].sort_unstable_by_key(|b| b.0);
-        for &(s0, e0) in &blocks[..nblocks] {
-            // tcp_sacktag_write_queue()'s recv_sack_cache: parts of a block
-            // already reported by the previous ACK are fully tagged; skip them.
-            let (s, e) = untagged_part((s0, e0), &cache);
-            if s >= e {
-                continue;
-            }
-            let fack = self.sb.highest_sacked();
-            ranges.clear();
-            ranges.extend_from_slice(self.sb.sack_block(s, e));
-            for &(rs, re) in &ranges {
-                // tcp_sacktag_walk(): the block's edges split runs
-                // (tcp_match_skb_to_sack() -> tcp_fragment()); every
-                // segment of a run inside it is tagged alike
-                // (tcp_sacktag_one() per skb, pcount segments at once).
-                self.sb.isolate(rs, re);
-                let mut seq = rs;
-                while seq < re {
-                    let id = self.sb.id_at(seq);
-                    let run = self.sb.run_mut(id);
-                    let n = run.len();
-                    let flags = run.seg.flags;
-                    let xmit = run.seg.xmit;
-                    if flags & FLAG_RETRANS != 0 {
-                        self.tp.retrans_out = self.tp.retrans_out.saturating_sub(n);
-                    }
-                    if flags & FLAG_LOST != 0 {
-                        self.tp.lost_out = self.tp.lost_out.saturating_sub(n);
-                    }
-                    run.seg.flags = (flags & !(FLAG_RETRANS | FLAG_LOST)) | FLAG_SACKED;
-                    if flags & FLAG_EVER_RETRANS == 0 {
-                        // tcp_check_sack_reordering(): a never-retransmitted
-                        // segment below the highest SACK arrived late.
-                        if run.start < fack {
-                            self.rack.reord_seen = true;
-                        }
-                        first_sackt = first_sackt.or(Some(xmit));
-                        last_sackt = Some(last_sackt.map_or(xmit, |t: Time| t.max(xmit)));
-                    }
-                    // Per segment in order, tcp_rate_skb_delivered() and
-                    // tcp_rack_advance() keep the last one of a run sent at
-                    // one time (tcp_skb_sent_after()'s sequence tie-break).
-                    let last = run.end - 1;
-                    let mut seg = run.last_seg();
-                    self.rate.on_delivered(&mut seg, last, self.tp.delivered);
-                    run.seg.delivered_mstamp = seg.delivered_mstamp;
-                    self.rack.advance(flags, last, xmit, now, min_rtt);
-                    newly_sacked += n;
-                    // tcp_shifted_skb(): SACKed neighbours sharing their
-                    // state become one run.
-                    let id = self.sb.merge_back(id);
-                    seq = self.sb.run(id).end;
-                }
-                self.sb.merge_at(re);
-            }
-        }
-        self.range_scratch = ranges;
+        let (newly_sacked, first_sackt, last_sackt) = self.sacktag(now, ack, min_rtt);
         // tcp_ecn_rcv_ecn_echo(): ECE counts on an ECN connection (FLAG_ECE).
         let ece = E::ECN && ack.ece && self.tp.ecn_ok;
-        self.sack_cache = [(0, 0); MAX_SACKS];
-        self.sack_cache[..ack.sack_blocks().len()].copy_from_slice(ack.sack_blocks());
         self.tp.sacked_out += newly_sacked;
         self.count_delivered(newly_sacked, ece);
 
@@ -281,6 +214,107 @@ impl Sender {
         if self.tp.packets_out == 0 {
             self.chrono.set(now, ChronoKind::None);
         }
+        self.push(now, env);
+    }
+
+    /// tcp_sacktag_write_queue(): tags the SACK blocks of `ack`; returns
+    /// the segments newly SACKed and the send times of the first and last
+    /// never-retransmitted ones (the SACK RTT sample).
+    #[inline(always)]
+    fn sacktag(&mut self, now: Time, ack: &Ack, min_rtt: Time) -> (u32, Option<Time>, Option<Time>) {
+        let mut first_sackt: Option<Time> = None;
+        let mut last_sackt: Option<Time> = None;
+        let mut newly_sacked = 0u32;
+        let mut ranges = std::mem::take(&mut self.range_scratch);
+        let cache = self.sack_cache;
+        // tcp_sacktag_write_queue(): "order SACK blocks to allow in order
+        // walk of the retrans queue", so a block below the highest one is
+        // tagged before that one raises the highest SACK.
+        let mut blocks = [(0u64, 0u64); MAX_SACKS];
+        let nblocks = ack.sack_blocks().len();
+        blocks[..nblocks].copy_from_slice(ack.sack_blocks());
+        blocks[..nblocks].sort_unstable_by_key(|b| b.0);
+        for &(s0, e0) in &blocks[..nblocks] {
+            // tcp_sacktag_write_queue()'s recv_sack_cache: parts of a block
+            // already reported by the previous ACK are fully tagged; skip them.
+            let (s, e) = untagged_part((s0, e0), &cache);
+            if s >= e {
+                continue;
+            }
+            let fack = self.sb.highest_sacked();
+            ranges.clear();
+            ranges.extend_from_slice(self.sb.sack_block(s, e));
+            for &(rs, re) in &ranges {
+                // tcp_sacktag_walk(): the block's edges split runs
+                // (tcp_match_skb_to_sack() -> tcp_fragment()); every
+                // segment of a run inside it is tagged alike
+                // (tcp_sacktag_one() per skb, pcount segments at once).
+                self.sb.isolate(rs, re);
+                let mut seq = rs;
+                while seq < re {
+                    let id = self.sb.id_at(seq);
+                    let run = self.sb.run_mut(id);
+                    let n = run.len();
+                    let flags = run.seg.flags;
+                    let xmit = run.seg.xmit;
+                    if flags & FLAG_RETRANS != 0 {
+                        self.tp.retrans_out = self.tp.retrans_out.saturating_sub(n);
+                    }
+                    if flags & FLAG_LOST != 0 {
+                        self.tp.lost_out = self.tp.lost_out.saturating_sub(n);
+                    }
+                    run.seg.flags = (flags & !(FLAG_RETRANS | FLAG_LOST)) | FLAG_SACKED;
+                    if flags & FLAG_EVER_RETRANS == 0 {
+                        // tcp_check_sack_reordering(): a never-retransmitted
+                        // segment below the highest SACK arrived late.
+                        if run.start < fack {
+                            self.rack.reord_seen = true;
+                        }
+                        first_sackt = first_sackt.or(Some(xmit));
+                        last_sackt = Some(last_sackt.map_or(xmit, |t: Time| t.max(xmit)));
+                    }
+                    // Per segment in order, tcp_rate_skb_delivered() and
+                    // tcp_rack_advance() keep the last one of a run sent at
+                    // one time (tcp_skb_sent_after()'s sequence tie-break).
+                    let last = run.end - 1;
+                    let mut seg = run.last_seg();
+                    self.rate.on_delivered(&mut seg, last, self.tp.delivered);
+                    run.seg.delivered_mstamp = seg.delivered_mstamp;
+                    self.rack.advance(flags, last, xmit, now, min_rtt);
+                    newly_sacked += n;
+                    // tcp_shifted_skb(): SACKed neighbours sharing their
+                    // state become one run.
+                    let id = self.sb.merge_back(id);
+                    seq = self.sb.run(id).end;
+                }
+                self.sb.merge_at(re);
+            }
+        }
+        self.range_scratch = ranges;
+        self.sack_cache = [(0, 0); MAX_SACKS];
+        self.sack_cache[..ack.sack_blocks().len()].copy_from_slice(ack.sack_blocks());
+        (newly_sacked, first_sackt, last_sackt)
+    }
+
+    /// tcp_ack()'s old_ack path: an ACK below snd_una (one overtaken by a
+    /// later ACK) moves nothing cumulatively, but "if data was SACKed, tag
+    /// it and see if we should send more data. If data was DSACKed, see if
+    /// we can undo a cwnd reduction": tcp_sacktag_write_queue(),
+    /// tcp_fastretrans_alert(), tcp_xmit_recovery(); no window update, RTT
+    /// sample or congestion control.
+    fn old_ack<E: SenderEnv>(&mut self, now: Time, ack: &Ack, env: &mut E) {
+        if ack.nsacks == 0 && ack.dsack.is_none() {
+            return;
+        }
+        let min_rtt = self.rtt.min_rtt;
+        self.rate.begin_ack(self.tp.in_flight());
+        let (newly_sacked, _, _) = self.sacktag(now, ack, min_rtt);
+        self.tp.sacked_out += newly_sacked;
+        self.count_delivered(newly_sacked, false);
+        if let Some(seq) = ack.dsack {
+            self.undo_on_dsack(seq);
+        }
+        self.fastretrans_alert(now, false, false, env);
         self.push(now, env);
     }
 

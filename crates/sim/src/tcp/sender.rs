@@ -410,7 +410,10 @@ impl Sender {
             None if self.owns => self.tp.pacing_rate,
             None => self.linux_pacing_rate(),
         };
-        let tso = self.cc.tso_segs(&self.tp, sk_pacing_rate).max(1);
+        // tcp_cwnd_test(): one skb takes at most half of cwnd ("ensure we
+        // have at least 2 GSO packets in flight"), whatever the TSO goal.
+        let half_cwnd = (self.tp.snd_cwnd >> 1).max(1);
+        let tso = self.cc.tso_segs(&self.tp, sk_pacing_rate).max(1).min(half_cwnd);
         let mut gso = Gso::default();
         loop {
             if pacing.is_some() && self.tp.tcp_wstamp > now {
@@ -437,7 +440,7 @@ impl Sender {
             let quota = self.tp.snd_cwnd - in_flight;
             let burst = match pacing {
                 // tcp_tso_segs(): the algorithm's TSO goal.
-                Some(r) => self.cc.tso_segs(&self.tp, r).min(quota),
+                Some(r) => self.cc.tso_segs(&self.tp, r).min(quota).min(half_cwnd),
                 None => quota,
             }
             .min(tsq_room);
