@@ -138,9 +138,9 @@ pub struct Cubic {
     found: bool,
     /// µs clock at the start of the current HyStart round.
     round_start: u64,
-    /// Engine round counter at the start of the HyStart round (Linux keeps
-    /// end_seq = snd_nxt and ends the round when snd_una passes it).
-    end_round: u64,
+    /// snd_nxt (segments) when the HyStart round started (ca->end_seq):
+    /// the round ends when snd_una passes it.
+    end_seq: u64,
     /// µs clock of the last ACK of the current ACK train.
     last_ack: u64,
     /// Minimum RTT (µs) of the current round.
@@ -160,9 +160,9 @@ impl Cubic {
     /// bictcp_reset(): clear everything up to the HyStart round fields
     /// (the module parameters stay).
     fn reset(&mut self) {
-        let keep = (self.round_start, self.end_round, self.last_ack, self.curr_rtt, self.sample_cnt);
+        let keep = (self.round_start, self.end_seq, self.last_ack, self.curr_rtt, self.sample_cnt);
         *self = Cubic::with_params(self.params);
-        (self.round_start, self.end_round, self.last_ack, self.curr_rtt, self.sample_cnt) = keep;
+        (self.round_start, self.end_seq, self.last_ack, self.curr_rtt, self.sample_cnt) = keep;
         self.found = false;
     }
 
@@ -171,7 +171,7 @@ impl Cubic {
         let now_us = tp.now.as_micros();
         self.round_start = now_us;
         self.last_ack = now_us;
-        self.end_round = tp.round_count;
+        self.end_seq = tp.snd_nxt;
         self.curr_rtt = u32::MAX;
         self.sample_cnt = 0;
     }
@@ -286,8 +286,15 @@ impl Cubic {
     /// longer than delay_min/2, or a round whose min RTT exceeds delay_min
     /// by clamp(delay_min/8, 4 ms, 16 ms).
     fn hystart_update(&mut self, tp: &mut ConnState, delay: u32) {
-        if tp.round_count != self.end_round {
+        // A round ends once snd_una passes the snd_nxt of its start
+        // (after(tp->snd_una, ca->end_seq)), whatever cwnd is; only the
+        // detectors wait for hystart_low_window (commit 25c1a9ca53db,
+        // "tcp_cubic: fix incorrect HyStart round start detection").
+        if tp.snd_una > self.end_seq {
             self.hystart_reset(tp);
+        }
+        if tp.snd_cwnd < self.params.hystart_low_window {
+            return;
         }
         // HYSTART_ACK_TRAIN: ACKs spaced <= hystart_ack_delta_us (2 ms) form a train.
         let now_us = tp.now.as_micros();
@@ -392,7 +399,7 @@ impl CongestionControl for Cubic {
     }
 
     /// cubictcp_acked(): track delay_min (µs) and run HyStart in slow start
-    /// once cwnd >= hystart_low_window.
+    /// (its detectors once cwnd >= hystart_low_window).
     fn pkts_acked(&mut self, tp: &mut ConnState, sample: &AckSample) {
         // Calls without an RTT sample (rtt_us < 0) are ignored.
         let Some(rtt) = sample.rtt else { return };
@@ -407,7 +414,7 @@ impl CongestionControl for Cubic {
         if self.delay_min == 0 || self.delay_min > delay {
             self.delay_min = delay;
         }
-        if !self.found && tp.in_slow_start() && tp.snd_cwnd >= self.params.hystart_low_window {
+        if !self.found && tp.in_slow_start() {
             self.hystart_update(tp, delay);
         }
     }

@@ -393,14 +393,26 @@ pub const GSO_MAX_SIZE: u64 = 65_536;
 /// about 1 ms of data.
 pub const SK_PACING_SHIFT: u32 = 10;
 
+/// net.ipv4.tcp_tso_rtt_log default: the min RTT (µs) is shifted right by
+/// this to size tcp_tso_autosize()'s bonus for short paths (Linux 5.18+).
+pub const TCP_TSO_RTT_LOG: u32 = 9;
+
 /// tcp_tso_autosize(): segments per burst, ~1 ms of data at `pacing_rate`
-/// (sk_pacing_rate >> sk_pacing_shift), at most a GSO_MAX_SIZE packet and
-/// at least `min_tso_segs`.
+/// (sk_pacing_rate >> sk_pacing_shift) plus GSO_MAX_SIZE >> (min_rtt_us >>
+/// tcp_tso_rtt_log) (a full 64 KB below 512 µs of min RTT, halving every
+/// 512 µs more, nothing from 16 ms up or before an RTT sample), at most a
+/// GSO_MAX_SIZE packet and at least `min_tso_segs`.
 #[inline]
-pub fn tso_autosize(mss_bytes: u32, pacing_rate: Rate, min_tso_segs: u32) -> u32 {
+pub fn tso_autosize(mss_bytes: u32, pacing_rate: Rate, min_rtt: Time, min_tso_segs: u32) -> u32 {
     let mss = mss_bytes.max(1) as u64;
-    let bytes = ((pacing_rate.bps() / 8) >> SK_PACING_SHIFT).min(GSO_MAX_SIZE);
-    ((bytes / mss) as u32).max(min_tso_segs)
+    let mut bytes = (pacing_rate.bps() / 8) >> SK_PACING_SHIFT;
+    if min_rtt != Time::MAX {
+        let r = (min_rtt.as_micros() >> TCP_TSO_RTT_LOG).min(u32::MAX as u64);
+        if r < 32 {
+            bytes += GSO_MAX_SIZE >> r;
+        }
+    }
+    ((bytes.min(GSO_MAX_SIZE) / mss) as u32).max(min_tso_segs)
 }
 
 /// One congestion control algorithm. Default hooks do nothing, like the
@@ -469,7 +481,7 @@ pub trait CongestionControl: Send {
     /// paces at `pacing_rate`. The default is tcp_tso_segs():
     /// tcp_tso_autosize() with this algorithm's `min_tso_segs`.
     fn tso_segs(&self, tp: &ConnState, pacing_rate: Rate) -> u32 {
-        tso_autosize(tp.mss_bytes, pacing_rate, self.min_tso_segs(tp))
+        tso_autosize(tp.mss_bytes, pacing_rate, tp.min_rtt, self.min_tso_segs(tp))
     }
 
     /// `undo_cwnd`: cwnd to restore after a spurious reduction. Linux's

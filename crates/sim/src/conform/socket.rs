@@ -107,6 +107,8 @@ pub struct ScriptedSocket {
     fin_seq: Option<u32>,
     fin_acked: bool,
     rcv_wnd: u32,
+    /// connect() opened the connection (our SYN took a sequence number).
+    active_open: bool,
 }
 
 impl ScriptedSocket {
@@ -130,6 +132,7 @@ impl ScriptedSocket {
             fin_seq: None,
             fin_acked: false,
             rcv_wnd: 0,
+            active_open: false,
         }
     }
 
@@ -213,6 +216,7 @@ impl ScriptedSocket {
             codepoint: Codepoint::NotEct,
         });
         self.syn_time = now;
+        self.active_open = true;
         self.state = State::SynSent;
         Ok(())
     }
@@ -230,9 +234,14 @@ impl ScriptedSocket {
         match self.state {
             State::Listen if p.has(SYN) && !p.has(ACK) => self.on_syn(now, p),
             State::SynSent if p.has(SYN) && p.has(ACK) => self.on_synack(now, p),
+            // tcp_rcv_state_process(): the ACK completing the handshake is
+            // processed (tcp_ack()) before tcp_init_transfer() initialises
+            // the congestion control, so the CCA never sees it as an ACK.
             State::SynReceived if p.has(ACK) && !p.has(SYN) => {
-                self.establish(now, p)?;
-                self.on_segment(now, p)
+                if let Some((val, _)) = p.timestamp() {
+                    self.ts_recent = val;
+                }
+                self.establish(now, p)
             }
             State::Established if !p.has(SYN) => self.on_segment(now, p),
             s => Err(format!("a {} packet in state {s:?}: not modelled", p.flag_string())),
@@ -311,6 +320,10 @@ impl ScriptedSocket {
         };
         let mut s = Sender::new(&cfg, cc);
         s.write_seq = 0;
+        // The handshake delivered one packet: tcp_rcv_synsent_state_process()
+        // and tcp_rcv_state_process() count the SYN or SYN-ACK in
+        // tp->delivered ("SYN-ACK delivery isn't tracked in tcp_ack").
+        s.tp.delivered = 1;
         s.slow_start_after_idle = self.sys.tcp_slow_start_after_idle;
         s.tp.min_tso_segs = self.sys.tcp_min_tso_segs;
         s.start(now, &mut self.wire);
@@ -590,7 +603,9 @@ impl ScriptedSocket {
             ("tcpi_total_retrans", info.total_retrans),
             ("tcpi_pacing_rate", rate_bytes(info.pacing_rate)),
             ("tcpi_max_pacing_rate", rate_bytes(s.tp.max_pacing_rate)),
-            ("tcpi_bytes_acked", info.bytes_acked.0),
+            // The active side's SYN was acked through tcp_ack()
+            // (tcp_snd_una_update() counts its sequence number).
+            ("tcpi_bytes_acked", info.bytes_acked.0 + self.active_open as u64),
             ("tcpi_bytes_sent", info.data_segs_out * mss),
             ("tcpi_bytes_retrans", info.total_retrans * mss),
             ("tcpi_data_segs_out", info.data_segs_out),

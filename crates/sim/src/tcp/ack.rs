@@ -27,6 +27,16 @@ fn untagged_part(block: (u64, u64), cache: &[(u64, u64); MAX_SACKS]) -> (u64, u6
     (s, e)
 }
 
+/// What tcp_process_loss() reads of an ACK besides FLAG_SND_UNA_ADVANCED.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LossAck {
+    /// FLAG_ORIG_SACK_ACKED: never-retransmitted data sent before high_seq
+    /// was SACKed or acked.
+    pub orig_acked: bool,
+    /// FLAG_DATA_SACKED or a duplicate ACK (num_dupack > 0).
+    pub sacked_or_dupack: bool,
+}
+
 impl Sender {
     /// Segments of the retransmission queue the SACK processing of `ack`
     /// walks where that queue is a linked list (Linux before 4.15; the
@@ -68,14 +78,16 @@ impl Sender {
         // tcp_ack()'s prior_fack: the highest SACKed sequence, else snd_una.
         let prior_fack = self.sb.highest_sacked().max(prior_una);
         self.rate.begin_ack(prior_in_flight);
+        let prior_wnd_end = self.snd_wnd_end;
         self.snd_wnd_end = ack.ack + ack.wnd as u64; // tcp_ack_update_window()
         let min_rtt = self.rtt.min_rtt;
 
-        let (newly_sacked, first_sackt, last_sackt) = self.sacktag(now, ack, min_rtt);
+        let (newly_sacked, first_sackt, last_sackt, mut orig_acked) = self.sacktag(now, ack, min_rtt);
         // tcp_ecn_rcv_ecn_echo(): ECE counts on an ECN connection (FLAG_ECE).
         let ece = E::ECN && ack.ece && self.tp.ecn_ok;
         self.tp.sacked_out += newly_sacked;
         self.count_delivered(newly_sacked, ece);
+        self.count_dsack_delivered(ack, ece);
 
         // tcp_clean_rtx_queue(): cumulatively acked segments.
         let mut first_ackt: Option<Time> = None;
@@ -107,6 +119,9 @@ impl Sender {
                     first_ackt = first_ackt.or(Some(xmit));
                     last_ackt = Some(xmit);
                     reord = reord.or(Some(run.start));
+                    // FLAG_ORIG_SACK_ACKED: never-retransmitted data sent
+                    // before the episode's high_seq was acked.
+                    orig_acked |= run.end <= self.high_seq;
                 }
                 let last = run.end - 1;
                 let mut seg = run.last_seg();
@@ -199,7 +214,11 @@ impl Sender {
         self.process_tlp_ack(ack, una_advanced, newly_sacked > 0);
 
         // tcp_fastretrans_alert(): loss detection and CA state machine.
-        self.fastretrans_alert(now, una_advanced, ece, env);
+        // A duplicate ACK (num_dupack): nothing acked, SACKed or D-SACKed,
+        // the window unchanged (FLAG_NOT_DUP, FLAG_DSACKING_ACK).
+        let dupack = !una_advanced && newly_sacked == 0 && ack.dsack.is_none() && self.snd_wnd_end == prior_wnd_end;
+        let frto = LossAck { orig_acked, sacked_or_dupack: newly_sacked > 0 || dupack };
+        self.fastretrans_alert(now, una_advanced, ece, frto, env);
 
         if newly > 0 {
             self.set_xmit_timer(now, env); // FLAG_SET_XMIT_TIMER
@@ -214,14 +233,15 @@ impl Sender {
         if self.tp.packets_out == 0 {
             self.chrono.set(now, ChronoKind::None);
         }
-        self.push(now, env);
+        self.xmit_recovery(now, env);
     }
 
     /// tcp_sacktag_write_queue(): tags the SACK blocks of `ack`; returns
     /// the segments newly SACKed and the send times of the first and last
     /// never-retransmitted ones (the SACK RTT sample).
     #[inline(always)]
-    fn sacktag(&mut self, now: Time, ack: &Ack, min_rtt: Time) -> (u32, Option<Time>, Option<Time>) {
+    fn sacktag(&mut self, now: Time, ack: &Ack, min_rtt: Time) -> (u32, Option<Time>, Option<Time>, bool) {
+        let mut orig_sacked = false;
         let mut first_sackt: Option<Time> = None;
         let mut last_sackt: Option<Time> = None;
         let mut newly_sacked = 0u32;
@@ -271,6 +291,7 @@ impl Sender {
                             self.rack.reord_seen = true;
                         }
                         first_sackt = first_sackt.or(Some(xmit));
+                        orig_sacked |= run.end <= self.high_seq; // FLAG_ORIG_SACK_ACKED
                         last_sackt = Some(last_sackt.map_or(xmit, |t: Time| t.max(xmit)));
                     }
                     // Per segment in order, tcp_rate_skb_delivered() and
@@ -293,7 +314,7 @@ impl Sender {
         self.range_scratch = ranges;
         self.sack_cache = [(0, 0); MAX_SACKS];
         self.sack_cache[..ack.sack_blocks().len()].copy_from_slice(ack.sack_blocks());
-        (newly_sacked, first_sackt, last_sackt)
+        (newly_sacked, first_sackt, last_sackt, orig_sacked)
     }
 
     /// tcp_ack()'s old_ack path: an ACK below snd_una (one overtaken by a
@@ -308,14 +329,30 @@ impl Sender {
         }
         let min_rtt = self.rtt.min_rtt;
         self.rate.begin_ack(self.tp.in_flight());
-        let (newly_sacked, _, _) = self.sacktag(now, ack, min_rtt);
+        let (newly_sacked, _, _, orig_sacked) = self.sacktag(now, ack, min_rtt);
         self.tp.sacked_out += newly_sacked;
         self.count_delivered(newly_sacked, false);
+        self.count_dsack_delivered(ack, false);
         if let Some(seq) = ack.dsack {
             self.undo_on_dsack(seq);
         }
-        self.fastretrans_alert(now, false, false, env);
+        let frto = LossAck { orig_acked: orig_sacked, sacked_or_dupack: true };
+        self.fastretrans_alert(now, false, false, frto, env);
         self.push(now, env);
+    }
+
+    /// tcp_dsack_seen(): a D-SACKed segment was a spurious retransmission
+    /// and "is delivered" (state->sack_delivered), unless more duplicates
+    /// were reported than segments retransmitted (tp->dsack_dups against
+    /// tp->total_retrans: the peer's duplicates were not ours).
+    #[inline]
+    fn count_dsack_delivered(&mut self, ack: &Ack, ece: bool) {
+        if ack.dsack.is_some() {
+            self.dsack_dups += 1;
+            if self.dsack_dups <= self.stats.retrans {
+                self.count_delivered(1, ece);
+            }
+        }
     }
 
     /// tcp_count_delivered(): delivered, and delivered_ce when the ACK
@@ -401,7 +438,7 @@ impl Sender {
     }
 
     /// tcp_fastretrans_alert() for a SACK connection with RACK.
-    fn fastretrans_alert<E: SenderEnv>(&mut self, now: Time, una_advanced: bool, ece: bool, env: &mut E) {
+    fn fastretrans_alert<E: SenderEnv>(&mut self, now: Time, una_advanced: bool, ece: bool, frto: LossAck, env: &mut E) {
         // A. "ECE, hence prohibit cwnd undoing, the reduction is required."
         if ece {
             self.prior_ssthresh = 0;
@@ -438,14 +475,7 @@ impl Sender {
                 return;
             }
             CaState::Loss => {
-                // tcp_process_loss(): tcp_try_undo_loss() on forward
-                // progress, else recovered once high_seq is acked.
-                if una_advanced && self.may_undo() {
-                    self.undo_cwnd_reduction();
-                    self.set_state(CaState::Open);
-                } else if self.sb.snd_una >= self.high_seq {
-                    self.try_undo_recovery();
-                }
+                self.process_loss(una_advanced, frto);
                 if self.rack.advanced {
                     self.rack.advanced = false;
                     self.rack_detect(now, env);

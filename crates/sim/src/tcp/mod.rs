@@ -9,6 +9,7 @@ pub mod chrono;
 pub mod ecn;
 mod gso;
 pub mod info;
+mod loss;
 pub mod prr;
 pub mod rack;
 pub mod rate;

@@ -3,7 +3,7 @@
 use crate::cc::CaState;
 use crate::units::Time;
 
-use super::scoreboard::{Scoreboard, FLAG_RETRANS};
+use super::scoreboard::{Scoreboard, FLAG_EVER_RETRANS, FLAG_RETRANS};
 use super::tsorted::Verdict;
 
 /// TCP_TIMEOUT_MIN (2 jiffies at HZ=1000), added to RACK's reordering timer.
@@ -63,7 +63,8 @@ impl Rack {
         let rtt = now.saturating_sub(xmit);
         // A retransmission acked faster than min RTT was probably acked by the
         // original transmission: ignore it (RFC 8985 §6.2 step 2).
-        if flags & FLAG_RETRANS != 0 && rtt < min_rtt {
+        // TCPCB_RETRANS is both TCPCB_SACKED_RETRANS and TCPCB_EVER_RETRANS.
+        if flags & (FLAG_RETRANS | FLAG_EVER_RETRANS) != 0 && rtt < min_rtt {
             return;
         }
         self.advanced = true;

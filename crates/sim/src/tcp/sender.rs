@@ -162,6 +162,13 @@ pub struct Sender {
     /// net.ipv4.tcp_slow_start_after_idle (Linux's default 1): whether
     /// cwnd restarts after an idle period (tcp_cwnd_restart()).
     pub slow_start_after_idle: bool,
+    /// F-RTO is running for the current Loss episode (tp->frto).
+    pub(super) frto: bool,
+    /// F-RTO step 2.b: this ACK's transmission sends new data only
+    /// (tcp_xmit_recovery()'s REXMIT_NEW).
+    pub(super) frto_new_data: bool,
+    /// Segments the peer reported as duplicates (tp->dsack_dups).
+    pub(super) dsack_dups: u64,
 }
 
 impl Sender {
@@ -219,6 +226,9 @@ impl Sender {
             cc_marks_lost,
             cc_log: None,
             slow_start_after_idle: true,
+            frto: false,
+            frto_new_data: false,
+            dsack_dups: 0,
         };
         s.handshake_rtt = cfg.handshake_rtt;
         s
@@ -446,7 +456,7 @@ impl Sender {
             .min(tsq_room);
             let mut n = 0u32;
             while n < burst {
-                if let Some(seq) = self.sb.next_lost() {
+                if let Some(seq) = if self.frto_new_data { None } else { self.sb.next_lost() } {
                     gso.flush(now, env);
                     // tcp_xmit_retransmit_queue() retransmits a lost skb
                     // whole (tcp_retransmit_skb(), up to the cwnd quota):
@@ -499,10 +509,7 @@ impl Sender {
             sent += n;
             if let Some(r) = pacing {
                 if n > 0 {
-                    // tcp_update_skb_after_send(): the next departure is one
-                    // burst's serialization time at the pacing rate later.
-                    let len = Bytes(n as u64 * self.tp.mss_bytes as u64);
-                    self.tp.tcp_wstamp = self.tp.tcp_wstamp.max(now) + r.transmit_time(len);
+                    self.advance_departure(now, r, n);
                 }
             }
             if n < burst || n == 0 {
@@ -541,6 +548,23 @@ impl Sender {
                 self.rearm_rto(now, env);
             }
             self.schedule_loss_probe(now, false, env);
+        }
+    }
+
+    /// __tcp_transmit_skb() then tcp_update_skb_after_send() for a burst
+    /// of `n` segments paced at `rate`: the departure clock catches up
+    /// with now, then moves one burst's serialization time later, less
+    /// up to half of it as credit for the time the clock lagged ("take
+    /// into account OS jitter"); not before the connection has sent 10
+    /// segments ("Original sch_fq does not pace first 10 MSS").
+    fn advance_departure(&mut self, now: Time, rate: Rate, n: u32) {
+        let prior = self.tp.tcp_wstamp;
+        let start = prior.max(now);
+        self.tp.tcp_wstamp = start;
+        if self.stats.segs_out >= 10 {
+            let len = rate.transmit_time(Bytes(n as u64 * self.tp.mss_bytes as u64));
+            let credit = start - prior;
+            self.tp.tcp_wstamp = start + (len - Time(len.0 / 2).min(credit));
         }
     }
 
@@ -630,6 +654,22 @@ impl Sender {
     /// segment only tcp_set_tx_in_flight() steps (retrans_out grows by one
     /// each), which the run's stepping `in_flight` holds.
     pub(super) fn retransmit_range<E: SenderEnv>(&mut self, seq: u64, n: u32, now: Time, env: &mut E) {
+        self.resend::<true, E>(seq, n, now, env);
+    }
+
+    /// A tail loss probe's retransmission of `seq` (tcp_send_loss_probe()
+    /// calls __tcp_retransmit_skb(), not tcp_retransmit_skb()): sent and
+    /// counted in total_retrans, marked TCPCB_EVER_RETRANS, but neither
+    /// TCPCB_SACKED_RETRANS nor counted in retrans_out, so it does not
+    /// add to the packets in flight.
+    pub(super) fn retransmit_probe<E: SenderEnv>(&mut self, seq: u64, now: Time, env: &mut E) {
+        self.resend::<false, E>(seq, 1, now, env);
+    }
+
+    /// __tcp_retransmit_skb(), and with `IN_FLIGHT` tcp_retransmit_skb()'s
+    /// TCPCB_SACKED_RETRANS mark and retrans_out count.
+    #[inline(always)]
+    fn resend<const IN_FLIGHT: bool, E: SenderEnv>(&mut self, seq: u64, n: u32, now: Time, env: &mut E) {
         if self.tp.in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
             self.note_cc_vars(now);
@@ -645,9 +685,9 @@ impl Sender {
         seg.tx_id = seg.tx_id.wrapping_add(1);
         let was_retrans = seg.has(FLAG_RETRANS);
         debug_assert!(n == 1 || !was_retrans);
-        seg.flags |= FLAG_RETRANS | FLAG_EVER_RETRANS;
+        seg.flags |= if IN_FLIGHT { FLAG_RETRANS | FLAG_EVER_RETRANS } else { FLAG_EVER_RETRANS };
         self.rate.on_sent(seg, &mut self.tp);
-        if !was_retrans {
+        if IN_FLIGHT && !was_retrans {
             self.tp.retrans_out += n;
         }
         self.sb.note_retransmit(seq, end);

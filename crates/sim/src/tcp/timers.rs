@@ -138,7 +138,7 @@ impl Sender {
                 self.rearm_rto(now, env);
                 return;
             }
-            self.retransmit(last, now, env);
+            self.retransmit_probe(last, now, env);
             self.tlp_retrans = true;
         }
         self.stats.tlp_probes += 1;
@@ -190,6 +190,7 @@ impl Sender {
             self.cc.cwnd_event(&mut self.tp, CwndEvent::Loss);
             self.init_undo();
         }
+        self.frto_on_entering_loss(st);
         self.ecn_queue_cwr(); // tcp_enter_loss()
         // Mark the head and every segment whose RACK timeout (with zero
         // reordering window) has expired as lost.
