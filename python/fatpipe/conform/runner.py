@@ -117,6 +117,15 @@ def format_expected(pkt: TcpPacket, t: float) -> str:
     return text
 
 
+def code_text(body: str) -> str:
+    """A %{ }% block as Python: dedented, without the trailing line
+    continuation scripts leave before the closing }%."""
+    code = textwrap.dedent(body).strip()
+    while code.endswith("\\"):
+        code = code[:-1].rstrip()
+    return code
+
+
 def _ns(seconds: float) -> int:
     return int(round(seconds * 1e9))
 
@@ -343,7 +352,7 @@ class ScriptRun:
         out = io.StringIO()
         try:
             with contextlib.redirect_stdout(out):
-                exec(compile(textwrap.dedent(ev.body).strip(), f"{self.path.name}:{ev.line}", "exec"),  # noqa: S102 (the script's own assertions)
+                exec(compile(code_text(ev.body), f"{self.path.name}:{ev.line}", "exec"),  # noqa: S102 (the script's own assertions)
                      {"__builtins__": CODE_BUILTINS}, ns)
         except NameError as exc:
             name = str(exc).split("'")[1] if "'" in str(exc) else str(exc)
@@ -357,7 +366,7 @@ class ScriptRun:
                 if tb.tb_frame.f_code.co_filename == f"{self.path.name}:{ev.line}":
                     lineno = tb.tb_lineno
                 tb = tb.tb_next
-            code = textwrap.dedent(ev.body).strip().splitlines()
+            code = code_text(ev.body).splitlines()
             statement = code[lineno - 1].strip() if lineno and lineno <= len(code) else ev.body.strip()
             raise Mismatch(ev.line, f"assertion failed: {statement} (value {exc})", statement,
                            ", ".join(f"{k}={v}" for k, v in sorted(info.items()))) from None

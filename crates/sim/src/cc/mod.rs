@@ -406,11 +406,10 @@ pub const TCP_TSO_RTT_LOG: u32 = 9;
 pub fn tso_autosize(mss_bytes: u32, pacing_rate: Rate, min_rtt: Time, min_tso_segs: u32) -> u32 {
     let mss = mss_bytes.max(1) as u64;
     let mut bytes = (pacing_rate.bps() / 8) >> SK_PACING_SHIFT;
-    if min_rtt != Time::MAX {
-        let r = (min_rtt.as_micros() >> TCP_TSO_RTT_LOG).min(u32::MAX as u64);
-        if r < 32 {
-            bytes += GSO_MAX_SIZE >> r;
-        }
+    // r = min_rtt_us >> 9 < 32 only below 16.384 ms (and never before a
+    // sample, min_rtt = Time::MAX): test that first, as most paths are longer.
+    if min_rtt.0 < (32u64 << TCP_TSO_RTT_LOG) * 1000 {
+        bytes += GSO_MAX_SIZE >> (min_rtt.as_micros() >> TCP_TSO_RTT_LOG);
     }
     ((bytes.min(GSO_MAX_SIZE) / mss) as u32).max(min_tso_segs)
 }

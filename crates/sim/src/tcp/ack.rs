@@ -82,7 +82,7 @@ impl Sender {
         self.snd_wnd_end = ack.ack + ack.wnd as u64; // tcp_ack_update_window()
         let min_rtt = self.rtt.min_rtt;
 
-        let (newly_sacked, first_sackt, last_sackt, mut orig_acked) = self.sacktag(now, ack, min_rtt);
+        let (newly_sacked, first_sackt, last_sackt, orig_sacked) = self.sacktag(now, ack, min_rtt);
         // tcp_ecn_rcv_ecn_echo(): ECE counts on an ECN connection (FLAG_ECE).
         let ece = E::ECN && ack.ece && self.tp.ecn_ok;
         self.tp.sacked_out += newly_sacked;
@@ -119,9 +119,6 @@ impl Sender {
                     first_ackt = first_ackt.or(Some(xmit));
                     last_ackt = Some(xmit);
                     reord = reord.or(Some(run.start));
-                    // FLAG_ORIG_SACK_ACKED: never-retransmitted data sent
-                    // before the episode's high_seq was acked.
-                    orig_acked |= run.end <= self.high_seq;
                 }
                 let last = run.end - 1;
                 let mut seg = run.last_seg();
@@ -214,10 +211,20 @@ impl Sender {
         self.process_tlp_ack(ack, una_advanced, newly_sacked > 0);
 
         // tcp_fastretrans_alert(): loss detection and CA state machine.
-        // A duplicate ACK (num_dupack): nothing acked, SACKed or D-SACKed,
+        // What tcp_process_loss() reads, in Loss only. FLAG_ORIG_SACK_ACKED:
+        // never-retransmitted data sent before high_seq was SACKed, or
+        // acked (the lowest such acked segment, `reord`, lies below it). A
+        // duplicate ACK (num_dupack): nothing acked, SACKed or D-SACKed,
         // the window unchanged (FLAG_NOT_DUP, FLAG_DSACKING_ACK).
-        let dupack = !una_advanced && newly_sacked == 0 && ack.dsack.is_none() && self.snd_wnd_end == prior_wnd_end;
-        let frto = LossAck { orig_acked, sacked_or_dupack: newly_sacked > 0 || dupack };
+        let frto = if self.tp.ca_state == CaState::Loss {
+            let dupack = !una_advanced && newly_sacked == 0 && ack.dsack.is_none() && self.snd_wnd_end == prior_wnd_end;
+            LossAck {
+                orig_acked: orig_sacked || reord.is_some_and(|r| r < self.high_seq),
+                sacked_or_dupack: newly_sacked > 0 || dupack,
+            }
+        } else {
+            LossAck { orig_acked: false, sacked_or_dupack: false }
+        };
         self.fastretrans_alert(now, una_advanced, ece, frto, env);
 
         if newly > 0 {
@@ -367,6 +374,9 @@ impl Sender {
 
     /// tcp_cong_control().
     fn cong_control(&mut self, acked_sacked: u32, una_advanced: bool, newly_lost: bool) {
+        // tcp_is_cwnd_limited() is evaluated now, against the cwnd of this
+        // moment (an RTO may have cut it since the last transmission).
+        self.tp.is_cwnd_limited = self.is_cwnd_limited();
         if self.owns {
             let rs = self.rate.rs;
             self.cc.cong_control(&mut self.tp, &rs);
@@ -437,7 +447,9 @@ impl Sender {
         }
     }
 
-    /// tcp_fastretrans_alert() for a SACK connection with RACK.
+    /// tcp_fastretrans_alert() for a SACK connection with RACK (inlined
+    /// into both callers: on the hot ACK path a call costs ~2 % of a run).
+    #[inline(always)]
     fn fastretrans_alert<E: SenderEnv>(&mut self, now: Time, una_advanced: bool, ece: bool, frto: LossAck, env: &mut E) {
         // A. "ECE, hence prohibit cwnd undoing, the reduction is required."
         if ece {

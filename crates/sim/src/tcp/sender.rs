@@ -569,7 +569,7 @@ impl Sender {
     }
 
     /// tcp_is_cwnd_limited().
-    fn is_cwnd_limited(&self) -> bool {
+    pub(super) fn is_cwnd_limited(&self) -> bool {
         if self.cwnd_limited_flag {
             return true;
         }
