@@ -59,8 +59,10 @@
 //!   one ACK per coalesced super-packet of up to 64 KB (tcp/receiver/gro.rs).
 //! * **Loss recovery**: SACK + RACK-TLP (RFC 8985) with Linux's reo_wnd
 //!   rules, PRR (RFC 6937), RTO = srtt + max(4·mdev, 200 ms) with
-//!   exponential backoff, timers on a 1 ms jiffy grid, D-SACK undo. No
-//!   F-RTO, no timestamp-based undo (Eifel).
+//!   exponential backoff, timers on a 1 ms jiffy grid, D-SACK undo,
+//!   F-RTO after an RTO (RFC 5682 §3.1, tcp/loss.rs). No timestamp-based
+//!   undo (Eifel). `conform/` runs the sender under packetdrill scripts
+//!   (docs/conformance.md).
 //! * **Timestamps** (RFC 7323, tcp/timestamps.rs) when the option fits the
 //!   MTU: segments carry a millisecond TSval, ACKs echo ts_recent, and an
 //!   ACK of retransmitted data is timed by its echo (tcp_ack_update_rtt).

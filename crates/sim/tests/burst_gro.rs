@@ -38,7 +38,7 @@ fn unpaced_new_data_leaves_in_tso_bursts_of_tcp_tso_autosize_segments() {
     s.tp.snd_cwnd = 2000;
     env.bursts.clear();
     s.on_ack(Time::from_millis(20), &Ack { ack: 10, wnd: 1 << 20, ..Ack::default() }, &mut env);
-    let goal = tso_autosize(1448, Rate::from_gbps(100), 2);
+    let goal = tso_autosize(1448, Rate::from_gbps(100), Time::MAX, 2);
     assert_eq!(goal, 45);
     assert!(env.bursts.len() > 10);
     assert!(env.bursts.iter().all(|&(_, n)| n <= goal), "{:?}", env.bursts);

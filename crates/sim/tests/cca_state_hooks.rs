@@ -83,7 +83,7 @@ impl CongestionControl for Probe {
         self.min_tso.unwrap_or(cc::TCP_MIN_TSO_SEGS)
     }
     fn tso_segs(&self, tp: &ConnState, pacing_rate: Rate) -> u32 {
-        self.tso.unwrap_or_else(|| cc::tso_autosize(tp.mss_bytes, pacing_rate, self.min_tso_segs(tp)))
+        self.tso.unwrap_or_else(|| cc::tso_autosize(tp.mss_bytes, pacing_rate, tp.min_rtt, self.min_tso_segs(tp)))
     }
 }
 
@@ -203,11 +203,19 @@ fn delivered_mstamp_is_stamped_by_delivering_acks_and_restarted_by_a_send_after_
     assert_eq!(s.tp.delivered_mstamp, Time::from_millis(500));
 }
 
+/// Segments of the first paced burst: tcp_update_skb_after_send() starts
+/// pacing once data_segs_out reaches 10, so the bursts that carry the
+/// first 10 segments leave at once and the next instant's burst is the
+/// first one the pacing timer releases.
 fn first_burst(probe: Probe) -> usize {
     let mut s = sender(Box::new(probe));
     let mut env = Env::default();
     s.start(Time::ZERO, &mut env);
-    env.sent.iter().take_while(|x| x.0 == Time::ZERO).count()
+    let unpaced = env.sent.iter().take_while(|x| x.0 == Time::ZERO).count();
+    assert!(unpaced >= 10, "the first 10 segments go unpaced, {unpaced} did");
+    env.fire_next(&mut s, Time::MAX).expect("pacing timer");
+    let t = env.sent[unpaced].0;
+    env.sent[unpaced..].iter().take_while(|x| x.0 == t).count()
 }
 
 #[test]

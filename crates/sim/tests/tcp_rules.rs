@@ -177,6 +177,9 @@ fn lost_segments_of_one_run_are_retransmitted_together_with_per_segment_counts()
     let (head, nxt) = (s.sb.snd_una, s.sb.snd_nxt);
     assert_eq!(env.sent.last().map(|&(_, q, r)| (q, r)), Some((head, true)));
     // The head's ACK: slow start lets cwnd = 2 more out, all lost ones.
+    // The application has nothing unsent, so F-RTO (RFC 5682 step 2b,
+    // tcp_process_loss()) has no new data to try and retransmits.
+    s.write_seq = s.sb.snd_nxt;
     let t = env.sent.last().unwrap().0 + Time::from_millis(1);
     let (before, retrans_before) = (env.sent.len(), s.stats.retrans);
     s.on_ack(t, &ack(head + 1), &mut env);

@@ -115,9 +115,10 @@ def _strip_comment(line: str) -> str:
     return line
 
 
-def _balanced(text: str) -> bool:
-    depth = 0
-    quoted = False
+def _nesting(text: str):
+    """Each character with the bracket depth and quoting around it (after
+    the character itself)."""
+    depth, quoted = 0, False
     for ch in text:
         if ch == '"':
             quoted = not quoted
@@ -125,6 +126,13 @@ def _balanced(text: str) -> bool:
             depth += 1
         elif not quoted and ch in ")]}":
             depth -= 1
+        yield ch, depth, quoted
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for _, depth, _ in _nesting(text):
+        pass
     return depth <= 0
 
 
@@ -169,14 +177,8 @@ def split_events(text: str) -> list[tuple[int, str | None, str]]:
 
 
 def _split_args(text: str) -> list[str]:
-    args, depth, cur, quoted = [], 0, "", False
-    for ch in text:
-        if ch == '"':
-            quoted = not quoted
-        if not quoted and ch in "([{":
-            depth += 1
-        elif not quoted and ch in ")]}":
-            depth -= 1
+    args, cur = [], ""
+    for ch, depth, quoted in _nesting(text):
         if ch == "," and depth == 0 and not quoted:
             args.append(cur.strip())
             cur = ""

@@ -458,8 +458,15 @@ mod tests {
                     return;
                 }
             }
-            tp.round_count += 1;
+            next_round(tp);
         }
+    }
+
+    /// snd_una passes the snd_nxt of the HyStart round's start (ca->end_seq):
+    /// the next ACK starts a new round.
+    fn next_round(tp: &mut ConnState) {
+        tp.snd_una = tp.snd_nxt + 1;
+        tp.snd_nxt = tp.snd_una + 1000;
     }
 
     /// A flow in congestion avoidance right after a loss at `w_max`.
@@ -633,14 +640,14 @@ mod tests {
         assert_eq!(c.delay_min, 100_000);
         assert_eq!(tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
         // Round 1: +10 ms is below clamp(100/8, 4, 16) = 12.5 ms.
-        tp.round_count += 1;
+        next_round(&mut tp);
         for _ in 0..12 {
             tp.now += Time::from_millis(5);
             c.pkts_acked(&mut tp, &s(Time::from_millis(110)));
         }
         assert_eq!(tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
         // Round 2: +15 ms; fires on the first sample after the 8 needed.
-        tp.round_count += 1;
+        next_round(&mut tp);
         for i in 1..=9 {
             tp.now += Time::from_millis(5);
             c.pkts_acked(&mut tp, &s(Time::from_millis(115)));
@@ -668,7 +675,7 @@ mod tests {
         }
         // New round: ACKs 1 ms apart (<= 2 ms) form a train; without pacing
         // it ends slow start once it lasts longer than delay_min / 2.
-        tp.round_count += 1;
+        next_round(&mut tp);
         tp.now += Time::from_millis(5);
         c.pkts_acked(&mut tp, &s); // round_start here
         for i in 1..=51 {

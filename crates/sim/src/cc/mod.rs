@@ -610,3 +610,21 @@ pub(crate) mod test_support {
         tp
     }
 }
+
+#[cfg(test)]
+mod tso_tests {
+    use super::*;
+
+    #[test]
+    fn tcp_tso_autosize_adds_gso_max_size_shifted_by_min_rtt_over_512_us() {
+        let rate = Rate::from_mbps(16); // 2 MB/s >> 10 = 1953 bytes: 1 segment of 1448
+        assert_eq!(tso_autosize(1448, rate, Time::MAX, 2), 2); // no sample: no bonus
+        assert_eq!(tso_autosize(1448, rate, Time::from_millis(20), 2), 2); // 20000 >> 9 = 39: none
+        // 2.2 ms: 2200 >> 9 = 4, 65536 >> 4 = 4096 more bytes: (1953 + 4096) / 1448 = 4.
+        assert_eq!(tso_autosize(1448, rate, Time::from_micros(2200), 2), 4);
+        // Under 512 us the bonus is a whole GSO packet, capped at 64 KB: 45 segments.
+        assert_eq!(tso_autosize(1448, rate, Time::from_micros(300), 2), 45);
+        // 16.383 ms is the last min RTT with a bonus (65536 >> 31 = 0 bytes).
+        assert_eq!(tso_autosize(1448, rate, Time::from_micros(16_383), 2), 2);
+    }
+}
