@@ -44,8 +44,8 @@ def test_the_projects_own_scripts_all_pass():
     scripts = find_scripts([CONFORMANCE])
     assert len(scripts) >= 15, f"expected the project's conformance scripts, found {len(scripts)}"
     bad = [o for o in run_all([CONFORMANCE]) if o.status != "pass"]
-    assert not bad, "\n".join(f"{o.script}:{o.line}: {o.status}: {o.reason}\n  expected {o.expected}\n  produced {o.produced}"
-                              for o in bad)
+    assert not bad, "\n".join(f"{o.script}:{o.line}: {o.status}: {o.reason}\n"
+                              f"  expected {o.expected}\n  produced {o.produced}" for o in bad)
 
 
 def test_initial_window_and_slow_start_step_pass(tmp_path):
@@ -140,7 +140,8 @@ def test_parser_reads_packetdrills_timing_forms():
 
 
 def test_shell_commands_are_read_not_run(tmp_path):
-    (tmp_path / "d.sh").write_text('sysctl -q net.ipv4.tcp_rmem="4096 $((2*1024)) 8192"\nip tcp_metrics flush all > /dev/null 2>&1\n')
+    (tmp_path / "d.sh").write_text('sysctl -q net.ipv4.tcp_rmem="4096 $((2*1024)) 8192"\n'
+                                   'ip tcp_metrics flush all > /dev/null 2>&1\n')
     got = read_commands("./d.sh\necho 3 > /sys/module/tcp_cubic/parameters/hystart_detect\n"
                         "tc qdisc replace dev tun0 root fq", tmp_path)
     assert got == [("net.ipv4.tcp_rmem", "4096 2048 8192"), ("dev.root_qdisc", "fq")]
@@ -160,5 +161,6 @@ def test_cli_prints_a_summary_writes_json_and_fails_on_a_failing_script(tmp_path
     data = json.loads(out.read_text())
     assert data["total"] == {"pass": 1, "fail": 1, "unsupported": 0}
     assert "bad.pkt:11" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "fatpipe", "conform", str(good)], capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run([sys.executable, "-m", "fatpipe", "conform", str(good)],
+                       capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0 and "total" in r.stdout, r.stdout + r.stderr

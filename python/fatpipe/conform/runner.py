@@ -261,8 +261,8 @@ class ScriptRun:
         got = self.take_packets(pkt.length, deadline if not any_time else t + LATE_SEARCH_S)
         expected = format_expected(pkt, t)
         if not got:
-            raise Mismatch(ev.line, f"expected an outbound packet by {deadline:.6f} s; the socket sent none within {LATE_SEARCH_S:.0f} s more",
-                           expected, None)
+            raise Mismatch(ev.line, f"expected an outbound packet by {deadline:.6f} s; "
+                                    f"the socket sent none within {LATE_SEARCH_S:.0f} s more", expected, None)
         first, last = got[0], got[-1]
         total = sum(p["len"] for p in got)
         actual = dict(last)
@@ -327,7 +327,7 @@ class ScriptRun:
     def check_options(self, want: list, have: list, fail) -> None:
         if [o[0] for o in want] != [o[0] for o in have]:
             fail(f"TCP options: expected {format_options(want)}, the socket sent {format_options(have)}")
-        for w, h in zip(want, have):
+        for w, h in zip(want, have, strict=True):
             if w[0] == "TS":
                 self.ts_map[w[1]] = h[1]
                 if self.ts_first is None:
@@ -352,7 +352,7 @@ class ScriptRun:
         out = io.StringIO()
         try:
             with contextlib.redirect_stdout(out):
-                exec(compile(code_text(ev.body), f"{self.path.name}:{ev.line}", "exec"),  # noqa: S102 (the script's own assertions)
+                exec(compile(code_text(ev.body), f"{self.path.name}:{ev.line}", "exec"),
                      {"__builtins__": CODE_BUILTINS}, ns)
         except NameError as exc:
             name = str(exc).split("'")[1] if "'" in str(exc) else str(exc)

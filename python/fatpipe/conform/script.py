@@ -130,10 +130,10 @@ def _nesting(text: str):
 
 
 def _balanced(text: str) -> bool:
-    depth = 0
-    for _, depth, _ in _nesting(text):
+    final = 0
+    for _, final, _ in _nesting(text):  # noqa: B007 (the depth after the last character)
         pass
-    return depth <= 0
+    return final <= 0
 
 
 def split_events(text: str) -> list[tuple[int, str | None, str]]:

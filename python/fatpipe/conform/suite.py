@@ -31,7 +31,7 @@ def run_all(paths: list[Path]) -> list[Outcome]:
     return [run_script(s) for s in find_scripts(paths)]
 
 
-def by_directory(outcomes: list[Outcome]) -> "OrderedDict[str, dict[str, int]]":
+def by_directory(outcomes: list[Outcome]) -> OrderedDict[str, dict[str, int]]:
     table: OrderedDict[str, dict[str, int]] = OrderedDict()
     for o in outcomes:
         row = table.setdefault(str(Path(o.script).parent), {s: 0 for s in STATUSES})

@@ -47,7 +47,8 @@ class SyscallRunner:
     def _fd(self, ev: Event, index: int = 0) -> int:
         fd = _int_arg(ev.syscall.args[index]) if len(ev.syscall.args) > index else None
         if fd is None or fd not in (self.listen_fd, self.conn_fd):
-            raise self._unsupported(ev, f"{ev.syscall.name}() on fd {ev.syscall.args[index] if ev.syscall.args else '?'}: not the script's socket")
+            named = ev.syscall.args[index] if ev.syscall.args else "?"
+            raise self._unsupported(ev, f"{ev.syscall.name}() on fd {named}: not the script's socket")
         return fd
 
     def _expect(self, ev: Event, value: int) -> None:
@@ -60,7 +61,8 @@ class SyscallRunner:
         run = self.run_state
         now_ns = int(round(run.now * 1e9))
         if call.errno and call.errno != "EINPROGRESS":
-            raise self._unsupported(ev, f"{call.name}() expected to fail with {call.errno}: error paths are not modelled")
+            raise self._unsupported(ev, f"{call.name}() expected to fail with {call.errno}: "
+                                        "error paths are not modelled")
         handler = getattr(self, f"call_{call.name}", None)
         if handler is None:
             raise self._unsupported(ev, f"system call {call.name}(): not modelled")
@@ -69,7 +71,7 @@ class SyscallRunner:
         except ValueError as exc:
             raise self._unsupported(ev, str(exc)) from None
 
-    def call_socket(self, ev: Event, now_ns: int) -> None:
+    def call_socket(self, ev: Event, _now_ns: int) -> None:
         run = self.run_state
         if run.sock is not None:
             raise self._unsupported(ev, "a second socket: the simulator runs one connection per script")
@@ -78,7 +80,7 @@ class SyscallRunner:
         run.sock = _native.ConformSocket(run.sysctls)
         self.listen_fd = _int_arg(ev.syscall.result)
 
-    def call_setsockopt(self, ev: Event, now_ns: int) -> None:
+    def call_setsockopt(self, ev: Event, _now_ns: int) -> None:
         self._fd(ev)
         args = ev.syscall.args
         if len(args) < 4:
@@ -95,7 +97,7 @@ class SyscallRunner:
             raise self._unsupported(ev, f"socket option {name}: not modelled")
         self._expect(ev, 0)
 
-    def call_getsockopt(self, ev: Event, now_ns: int) -> None:
+    def call_getsockopt(self, ev: Event, _now_ns: int) -> None:
         self._fd(ev)
         args = ev.syscall.args
         name = args[2] if len(args) > 2 else "?"
@@ -110,11 +112,11 @@ class SyscallRunner:
             raise self._mismatch(ev, f"{name} is {have}, expected {want}", str(have))
         self._expect(ev, 0)
 
-    def call_bind(self, ev: Event, now_ns: int) -> None:
+    def call_bind(self, ev: Event, _now_ns: int) -> None:
         self._fd(ev)
         self._expect(ev, 0)
 
-    def call_fcntl(self, ev: Event, now_ns: int) -> None:
+    def call_fcntl(self, ev: Event, _now_ns: int) -> None:
         self._fd(ev)
         # O_NONBLOCK changes only whether calls wait, and no modelled call
         # waits: connect() and accept() are checked against the script.
@@ -122,12 +124,12 @@ class SyscallRunner:
         if want is None:
             raise self._unsupported(ev, f"fcntl() returning {ev.syscall.result}")
 
-    def call_listen(self, ev: Event, now_ns: int) -> None:
+    def call_listen(self, ev: Event, _now_ns: int) -> None:
         self._fd(ev)
         self.run_state.sock.listen()
         self._expect(ev, 0)
 
-    def call_accept(self, ev: Event, now_ns: int) -> None:
+    def call_accept(self, ev: Event, _now_ns: int) -> None:
         self._fd(ev)
         if not self.run_state.sock.is_established():
             raise self._mismatch(ev, "accept(): no connection has completed its handshake", "no connection")
@@ -145,7 +147,8 @@ class SyscallRunner:
             raise self._unsupported(ev, f"{ev.syscall.name}() on the listening socket")
         size = _int_arg(ev.syscall.args[size_arg]) if len(ev.syscall.args) > size_arg else None
         if size is None:
-            raise self._unsupported(ev, f"{ev.syscall.name}() size {ev.syscall.args[size_arg:size_arg + 1]}: expected a number")
+            raise self._unsupported(ev, f"{ev.syscall.name}() size {ev.syscall.args[size_arg:size_arg + 1]}: "
+                                        "expected a number")
         wrote = self.run_state.sock.write(now_ns, size)
         self._expect(ev, wrote)
 

@@ -336,7 +336,7 @@ impl ScriptedSocket {
     fn seg_of(&self, byte: u32, what: &str) -> Result<u64, String> {
         let mss = self.mss();
         let off = byte.wrapping_sub(1);
-        if off % mss != 0 {
+        if !off.is_multiple_of(mss) {
             return Err(format!("{what} {byte} is not on a segment boundary (MSS {mss}): the simulator's sender counts whole segments"));
         }
         Ok((off / mss) as u64)
@@ -357,7 +357,7 @@ impl ScriptedSocket {
             self.rcv_nxt = self.rcv_nxt.wrapping_add(1);
         }
         if p.has(ACK) && self.sender.is_some() {
-            let ack = self.to_ack(p)?;
+            let ack = self.sender_ack(p)?;
             if let Some(ack) = ack {
                 let s = self.sender.as_mut().unwrap();
                 s.on_ack(now, &ack, &mut self.wire);
@@ -373,7 +373,7 @@ impl ScriptedSocket {
 
     /// The peer's ACK in the sender's terms, or None for one the sender
     /// ignores (it acks nothing new and nothing sent: the FIN's own ACK).
-    fn to_ack(&mut self, p: &Packet) -> Result<Option<Ack>, String> {
+    fn sender_ack(&mut self, p: &Packet) -> Result<Option<Ack>, String> {
         let neg = self.neg.unwrap();
         let s = self.sender.as_ref().unwrap();
         let data_end = 1 + s.sb.snd_nxt as u32 * neg.mss;
@@ -431,7 +431,7 @@ impl ScriptedSocket {
             return Err("write() after close()/shutdown()".into());
         }
         let mss = self.mss() as u64;
-        if bytes % mss != 0 {
+        if !bytes.is_multiple_of(mss) {
             return Err(format!(
                 "write of {bytes} bytes is not a whole number of segments (MSS {mss}): the simulator's sender counts whole segments"
             ));
