@@ -619,6 +619,8 @@ impl ScriptedSocket {
             ("tcpi_rwnd_limited", us(info.rwnd_limited)),
             ("tcpi_sndbuf_limited", us(info.sndbuf_limited)),
             ("tcpi_snd_wnd", s.snd_wnd_end().saturating_sub(s.sb.snd_una) * mss),
+            ("tcpi_reordering", s.reordering().0 as u64),
+            ("tcpi_reord_seen", s.reordering().1 as u64),
         ]);
         f
     }

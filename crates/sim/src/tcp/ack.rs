@@ -37,6 +37,9 @@ pub(super) struct LossAck {
     pub sacked_or_dupack: bool,
 }
 
+/// net.ipv4.tcp_max_reordering default.
+const TCP_MAX_REORDERING: u32 = 300;
+
 impl Sender {
     /// Segments of the retransmission queue the SACK processing of `ack`
     /// walks where that queue is a linked list (Linux before 4.15; the
@@ -129,8 +132,9 @@ impl Sender {
         }
         // tcp_clean_rtx_queue(): "Non-retransmitted hole got filled? That's
         // reordering" (tcp_check_sack_reordering(): reord_seen).
-        if reord.is_some_and(|r| r < prior_fack) {
+        if let Some(r) = reord.filter(|&r| r < prior_fack) {
             self.rack.reord_seen = true;
+            self.check_sack_reordering(r, prior_fack.max(self.sb.highest_sacked()));
         }
         let una_advanced = self.sb.snd_una > prior_una;
         if una_advanced {
@@ -249,6 +253,9 @@ impl Sender {
     #[inline(always)]
     fn sacktag(&mut self, now: Time, ack: &Ack, min_rtt: Time) -> (u32, Option<Time>, Option<Time>, bool) {
         let mut orig_sacked = false;
+        // The lowest never-retransmitted segment SACKed below the highest
+        // SACK (tcp_sacktag_one()'s state->reord).
+        let mut reord_low = u64::MAX;
         let mut first_sackt: Option<Time> = None;
         let mut last_sackt: Option<Time> = None;
         let mut newly_sacked = 0u32;
@@ -296,6 +303,7 @@ impl Sender {
                         // segment below the highest SACK arrived late.
                         if run.start < fack {
                             self.rack.reord_seen = true;
+                            reord_low = reord_low.min(run.start);
                         }
                         first_sackt = first_sackt.or(Some(xmit));
                         orig_sacked |= run.end <= self.high_seq; // FLAG_ORIG_SACK_ACKED
@@ -321,6 +329,9 @@ impl Sender {
         self.range_scratch = ranges;
         self.sack_cache = [(0, 0); MAX_SACKS];
         self.sack_cache[..ack.sack_blocks().len()].copy_from_slice(ack.sack_blocks());
+        if reord_low != u64::MAX {
+            self.check_sack_reordering(reord_low, self.sb.highest_sacked());
+        }
         (newly_sacked, first_sackt, last_sackt, orig_sacked)
     }
 
@@ -346,6 +357,20 @@ impl Sender {
         let frto = LossAck { orig_acked: orig_sacked, sacked_or_dupack: true };
         self.fastretrans_alert(now, false, false, frto, env);
         self.push(now, env);
+    }
+
+    /// tcp_check_sack_reordering(): data below `fack` (the highest SACK)
+    /// from `low` arrived late: tp->reordering grows to that distance in
+    /// segments (at most net.ipv4.tcp_max_reordering, 300) and
+    /// tp->reord_seen counts the event. With RACK the degree is reported
+    /// (tcpi_reordering) but decides nothing once reordering was seen.
+    #[cold]
+    fn check_sack_reordering(&mut self, low: u64, fack: u64) {
+        let metric = fack.saturating_sub(low);
+        if metric > self.reordering as u64 {
+            self.reordering = metric.min(TCP_MAX_REORDERING as u64) as u32;
+        }
+        self.reord_events += 1;
     }
 
     /// tcp_dsack_seen(): a D-SACKed segment was a spurious retransmission

@@ -169,6 +169,10 @@ pub struct Sender {
     pub(super) frto_new_data: bool,
     /// Segments the peer reported as duplicates (tp->dsack_dups).
     pub(super) dsack_dups: u64,
+    /// tp->reordering: the reordering degree seen, in segments.
+    pub(super) reordering: u32,
+    /// tp->reord_seen: reordering events.
+    pub(super) reord_events: u32,
 }
 
 impl Sender {
@@ -229,6 +233,8 @@ impl Sender {
             frto: false,
             frto_new_data: false,
             dsack_dups: 0,
+            reordering: super::rack::REORDERING,
+            reord_events: 0,
         };
         s.handshake_rtt = cfg.handshake_rtt;
         s
@@ -714,6 +720,11 @@ impl Sender {
     /// icsk_retransmits: RTOs since the last forward progress (tcpi_retransmits).
     pub fn rto_retransmits(&self) -> u32 {
         self.rto_retransmits
+    }
+
+    /// tp->reordering and tp->reord_seen (tcpi_reordering, tcpi_reord_seen).
+    pub fn reordering(&self) -> (u32, u32) {
+        (self.reordering, self.reord_events)
     }
 
     /// snd_una + the peer's window (tcp_wnd_end()), in segments.

@@ -191,6 +191,11 @@ impl Sender {
             self.init_undo();
         }
         self.frto_on_entering_loss(st);
+        // "Timeout in disordered state after receiving substantial DUPACKs
+        // suggests that the degree of reordering is over-estimated."
+        if st <= CaState::Disorder && self.tp.sacked_out >= super::rack::REORDERING {
+            self.reordering = self.reordering.min(super::rack::REORDERING);
+        }
         self.ecn_queue_cwr(); // tcp_enter_loss()
         // Mark the head and every segment whose RACK timeout (with zero
         // reordering window) has expired as lost.
