@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,41 @@ def test_cleanup_only_kills_a_dead_agents_marked_group_and_removes_its_directory
 def test_the_remote_probe_asks_for_the_qdiscs_the_linux_path_may_use():
     # remote_probe.py runs on the host and imports nothing from fatpipe: its table must equal the model's.
     assert remote_probe.QDISCS == QDISC_CONFIG
+
+
+# ---- the agent client's renewal loop ----------------------------------------------
+
+
+def test_closing_ends_the_renewal_loop_even_if_its_cancellation_is_swallowed():
+    """close() must not wait forever on a renewer whose cancellation was
+    taken for a renewal's own timeout (asyncio.wait_for before 3.12): here
+    renew() turns every CancelledError into the AgentError the loop
+    suppresses, the worst case of that race."""
+    from fatpipe.backends.hosts.agent_client import AgentClient, AgentError
+
+    async def scenario() -> bool:
+        client = AgentClient.__new__(AgentClient)
+        client.lease_s, client._gone, client._closing, client._proc = 0.03, None, False, None
+        renewals = []
+
+        async def renew() -> None:
+            renewals.append(1)
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                raise AgentError("h", "t", "renew: no answer") from None
+
+        client.renew = renew
+        client._renewer = asyncio.create_task(client._renew_loop())
+        await asyncio.sleep(0.02)  # inside the first renewal
+        await client.close()
+        return client._renewer.done() and len(renewals) >= 1
+
+    # A close() that hangs would hang asyncio.run: run it in a thread that
+    # the test waits for a bounded time.
+    result: list[bool] = []
+    worker = threading.Thread(target=lambda: result.append(asyncio.run(scenario())), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "close() still waits for the renewal loop after 10 s"
+    assert result == [True]

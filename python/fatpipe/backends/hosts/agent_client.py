@@ -48,6 +48,8 @@ class AgentClient:
         self._lock = asyncio.Lock()
         self._reader: asyncio.Task | None = None
         self._renewer: asyncio.Task | None = None
+        # Set by close(): the renewal loop ends at its next turn.
+        self._closing = False
         self._gone: str | None = None  # why the agent can no longer answer
         self._ready: asyncio.Future = asyncio.get_running_loop().create_future()
 
@@ -221,7 +223,7 @@ class AgentClient:
 
     async def _renew_loop(self) -> None:
         # Three renewals per lease: one lost or late answer does not end the run.
-        while self._gone is None:
+        while self._gone is None and not self._closing:
             await asyncio.sleep(self.lease_s / 3)
             with contextlib.suppress(AgentError):
                 await self.renew()
@@ -233,6 +235,12 @@ class AgentClient:
         clean up and exit; the agent's report, or None if the channel was
         already gone."""
         if self._renewer is not None:
+            # A cancellation that meets a renewal's own answer timeout can be
+            # taken for that timeout (asyncio.wait_for before Python 3.12,
+            # gh-86296), and the renewal's AgentError is suppressed: the
+            # loop would sleep on with nobody to cancel it again. The flag
+            # ends it at its next turn whatever happens to the cancellation.
+            self._closing = True
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewer
