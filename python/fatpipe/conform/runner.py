@@ -18,15 +18,16 @@ model (the sender counts segments, not the application's writes).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import io
 import textwrap
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import _native
 from .commands import CommandError, read_commands
-from .script import FLAG_BITS, Event, ScriptError, TcpPacket, parse
+from .outcome import Mismatch, Outcome, Unsupported
+from .script import FLAG_BITS, Event, ScriptError, TcpPacket, flag_string, parse
 from .syscalls import SyscallRunner
 
 TOLERANCE_US = 4000
@@ -43,37 +44,9 @@ CODE_CONSTANTS = {
     "TCP_CA_Open": 0, "TCP_CA_Disorder": 1, "TCP_CA_CWR": 2, "TCP_CA_Recovery": 3, "TCP_CA_Loss": 4,
     "TCPI_OPT_TIMESTAMPS": 1, "TCPI_OPT_SACK": 2, "TCPI_OPT_WSCALE": 4, "TCPI_OPT_ECN": 8,
 }
-CODE_BUILTINS = {n: __builtins__[n] if isinstance(__builtins__, dict) else getattr(__builtins__, n)
+CODE_BUILTINS = {n: getattr(builtins, n)
                  for n in ("abs", "min", "max", "int", "float", "round", "len", "range", "print", "str",
                            "AssertionError", "NameError", "bool", "sum", "hex")}
-
-
-@dataclass
-class Outcome:
-    """One script's result: pass, fail (the first differing line) or
-    unsupported (the construct outside the model)."""
-
-    script: str
-    status: str
-    line: int | None = None
-    reason: str = ""
-    expected: str | None = None
-    produced: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-class Unsupported(Exception):
-    def __init__(self, line: int | None, reason: str):
-        super().__init__(reason)
-        self.line, self.reason = line, reason
-
-
-class Mismatch(Exception):
-    def __init__(self, line: int, reason: str, expected: str | None = None, produced: str | None = None):
-        super().__init__(reason)
-        self.line, self.reason, self.expected, self.produced = line, reason, expected, produced
 
 
 def format_options(opts: list) -> str:
@@ -88,33 +61,28 @@ def format_options(opts: list) -> str:
     return "<" + ",".join(parts) + ">"
 
 
-def flag_string(flags: int) -> str:
-    return "".join(c for c, b in FLAG_BITS.items() if flags & b)
-
-
-def format_produced(p: dict, t0: float = 0.0) -> str:
-    text = f"{p['time_ns'] / 1e9 - t0:.6f} {flag_string(p['flags'])} {p['seq']}:{p['seq'] + p['len']}({p['len']})"
-    if p["flags"] & FLAG_BITS["."]:
-        text += f" ack {p['ack']}"
-    text += f" win {p['win']}"
-    if p["options"]:
-        text += " " + format_options(p["options"])
-    if p["ecn"] != "noecn":
-        text = f"[{p['ecn']}] " + text
+def format_packet(t: float, flags: int, seq: int, length: int, ack: int | None, win: int | None,
+                  options: list | None, codepoint: str | None) -> str:
+    """A packet as packetdrill prints it; None leaves a field out."""
+    text = f"{t:.6f} {flag_string(flags)} {seq}:{seq + length}({length})"
+    if ack is not None:
+        text += f" ack {ack}"
+    if win is not None:
+        text += f" win {win}"
+    if options:
+        text += " " + format_options(options)
+    if codepoint and codepoint != "noecn":
+        text = f"[{codepoint}] " + text
     return text
+
+
+def format_produced(p: dict) -> str:
+    ack = p["ack"] if p["flags"] & FLAG_BITS["."] else None
+    return format_packet(p["time_ns"] / 1e9, p["flags"], p["seq"], p["len"], ack, p["win"], p["options"], p["ecn"])
 
 
 def format_expected(pkt: TcpPacket, t: float) -> str:
-    text = f"{t:.6f} {pkt.flag_string()} {pkt.seq}:{pkt.end}({pkt.length})"
-    if pkt.ack is not None:
-        text += f" ack {pkt.ack}"
-    if pkt.win is not None:
-        text += f" win {pkt.win}"
-    if pkt.options:
-        text += " " + format_options(pkt.options)
-    if pkt.codepoint:
-        text = f"[{pkt.codepoint}] " + text
-    return text
+    return format_packet(t, pkt.flags, pkt.seq, pkt.length, pkt.ack, pkt.win, pkt.options, pkt.codepoint)
 
 
 def code_text(body: str) -> str:
@@ -278,7 +246,7 @@ class ScriptRun:
             fail(f"payload: expected {pkt.length} bytes, the socket sent {total}")
         diff = (actual["flags"] ^ pkt.flags) & ~PSH
         if diff:
-            fail(f"flags: expected {pkt.flag_string()}, the socket sent {flag_string(actual['flags'])}")
+            fail(f"flags: expected {flag_string(pkt.flags)}, the socket sent {flag_string(actual['flags'])}")
         if actual["seq"] != pkt.seq:
             fail(f"sequence number: expected {pkt.seq}, the socket sent {actual['seq']}")
         if pkt.ack is not None and actual["flags"] & FLAG_BITS["."] and actual["ack"] != pkt.ack:

@@ -20,6 +20,11 @@ FLAG_BITS = {"F": 0x01, "S": 0x02, "R": 0x04, "P": 0x08, ".": 0x10, "U": 0x20, "
 CODEPOINTS = ("noecn", "ect0", "ect1", "ect01", "ce")
 
 
+def flag_string(flags: int) -> str:
+    """TCP header flags as packetdrill writes them (`S.`, `P.`, `SEW`)."""
+    return "".join(c for c, b in FLAG_BITS.items() if flags & b)
+
+
 class ScriptError(Exception):
     """A construct outside what the interpreter reads, at a line."""
 
@@ -54,7 +59,7 @@ class TcpPacket:
     codepoint: str | None  # None: not given, not checked
 
     def flag_string(self) -> str:
-        return "".join(c for c, b in FLAG_BITS.items() if self.flags & b)
+        return flag_string(self.flags)
 
 
 @dataclass

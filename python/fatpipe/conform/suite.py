@@ -8,7 +8,8 @@ import json
 from collections import OrderedDict
 from pathlib import Path
 
-from .runner import Outcome, run_script
+from .outcome import Outcome
+from .runner import run_script
 
 STATUSES = ("pass", "fail", "unsupported")
 

@@ -6,8 +6,10 @@ set, or one expected to fail, is refused as unsupported, naming it."""
 from __future__ import annotations
 
 import re
+import weakref
 
 from .. import _native
+from .outcome import Mismatch, Unsupported
 from .script import Event
 
 # Socket options the simulated socket applies, by name, with how the
@@ -30,18 +32,17 @@ def _str_arg(text: str) -> str | None:
 
 class SyscallRunner:
     def __init__(self, run):
-        self.run_state = run
+        # A weak reference: the run owns this runner, and a cycle would let
+        # the cyclic collector drop the socket (a thread-bound native
+        # object) on whatever thread it happens to run.
+        self.run_state = weakref.proxy(run)
         self.listen_fd: int | None = None
         self.conn_fd: int | None = None
 
-    def _unsupported(self, ev: Event, reason: str):
-        from .runner import Unsupported
-
+    def _unsupported(self, ev: Event, reason: str) -> Unsupported:
         return Unsupported(ev.line, reason)
 
-    def _mismatch(self, ev: Event, reason: str, produced: str):
-        from .runner import Mismatch
-
+    def _mismatch(self, ev: Event, reason: str, produced: str) -> Mismatch:
         return Mismatch(ev.line, reason, ev.text, produced)
 
     def _fd(self, ev: Event, index: int = 0) -> int:

@@ -2,11 +2,8 @@
 //! peer's ACKs turned into the sender's segment-numbered `Ack`s, and the
 //! sender's transmissions turned back into byte-numbered packets.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use crate::cc as registry;
-use crate::event::SenderTimer;
+use crate::event::{Event, EventQueue, SenderTimer, TimerKind};
 use crate::tcp::receiver::{Ack, MAX_SACKS};
 use crate::tcp::{timestamps, Codepoint, SegEcn, Sender, SenderConfig, SenderEnv};
 use crate::units::{Rate, Time};
@@ -41,27 +38,11 @@ enum State {
 
 /// What the sender handed to the wire, kept in segment numbers until the
 /// socket turns it into packets.
+/// Its timers wait in the simulator's own event queue (one stream, 0).
 #[derive(Default)]
 struct Wire {
     sent: Vec<(Time, u64, u32, SegEcn)>,
-    timers: BinaryHeap<Reverse<(Time, u64, u8)>>,
-    timer_seq: u64,
-}
-
-fn timer_code(t: SenderTimer) -> u8 {
-    match t {
-        SenderTimer::Rto => 0,
-        SenderTimer::Reo => 1,
-        SenderTimer::Pace => 2,
-    }
-}
-
-fn timer_of(code: u8) -> SenderTimer {
-    match code {
-        0 => SenderTimer::Rto,
-        1 => SenderTimer::Reo,
-        _ => SenderTimer::Pace,
-    }
+    timers: EventQueue,
 }
 
 impl SenderEnv for Wire {
@@ -74,8 +55,7 @@ impl SenderEnv for Wire {
     }
 
     fn schedule(&mut self, at: Time, timer: SenderTimer) {
-        self.timer_seq += 1;
-        self.timers.push(Reverse((at, self.timer_seq, timer_code(timer))));
+        self.timers.push(at, Event::Timer(0, TimerKind::Sender(timer)));
     }
 }
 
@@ -523,7 +503,7 @@ impl ScriptedSocket {
 
     /// When the sender's next timer is due, if one is armed.
     pub fn next_timer(&self) -> Option<Time> {
-        self.wire.timers.peek().map(|Reverse((t, _, _))| *t)
+        self.wire.timers.peek_time()
     }
 
     /// Runs the sender's timers due by `until` in time order, stopping
@@ -534,9 +514,9 @@ impl ScriptedSocket {
             if at > until {
                 break;
             }
-            let Reverse((at, _, code)) = self.wire.timers.pop().unwrap();
-            if let Some(s) = self.sender.as_mut() {
-                s.on_timer(timer_of(code), at, &mut self.wire);
+            let (at, ev) = self.wire.timers.pop().expect("a timer is due");
+            if let (Some(s), Event::Timer(_, TimerKind::Sender(kind))) = (self.sender.as_mut(), ev) {
+                s.on_timer(kind, at, &mut self.wire);
             }
             self.collect();
             if !self.out.is_empty() {
@@ -583,6 +563,7 @@ impl ScriptedSocket {
             return f;
         };
         let info = s.tcp_info(now);
+        let (reordering, reord_seen) = s.reordering();
         let mss = s.tp.mss_bytes as u64;
         let us = |t: Time| t.as_micros();
         let rate_bytes = |r: Rate| if r.bps() == u64::MAX { u64::MAX } else { r.bps() / 8 };
@@ -619,8 +600,8 @@ impl ScriptedSocket {
             ("tcpi_rwnd_limited", us(info.rwnd_limited)),
             ("tcpi_sndbuf_limited", us(info.sndbuf_limited)),
             ("tcpi_snd_wnd", s.snd_wnd_end().saturating_sub(s.sb.snd_una) * mss),
-            ("tcpi_reordering", s.reordering().0 as u64),
-            ("tcpi_reord_seen", s.reordering().1 as u64),
+            ("tcpi_reordering", reordering as u64),
+            ("tcpi_reord_seen", reord_seen as u64),
         ]);
         f
     }

@@ -27,8 +27,9 @@ fn untagged_part(block: (u64, u64), cache: &[(u64, u64); MAX_SACKS]) -> (u64, u6
     (s, e)
 }
 
-/// What tcp_process_loss() reads of an ACK besides FLAG_SND_UNA_ADVANCED.
-#[derive(Clone, Copy, Debug)]
+/// What tcp_process_loss() reads of an ACK besides FLAG_SND_UNA_ADVANCED
+/// (all false outside Loss, where nothing reads it).
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct LossAck {
     /// FLAG_ORIG_SACK_ACKED: never-retransmitted data sent before high_seq
     /// was SACKed or acked.
@@ -227,7 +228,7 @@ impl Sender {
                 sacked_or_dupack: newly_sacked > 0 || dupack,
             }
         } else {
-            LossAck { orig_acked: false, sacked_or_dupack: false }
+            LossAck::default()
         };
         self.fastretrans_alert(now, una_advanced, ece, frto, env);
 

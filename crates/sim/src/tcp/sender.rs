@@ -115,7 +115,7 @@ pub struct Sender {
     /// snd_nxt when the current recovery/loss episode began (tp->high_seq).
     pub(super) high_seq: u64,
     /// snd_nxt when the current round trip began: the round ends once
-    /// snd_una passes it (HyStart's ca->end_seq in tcp_cubic.c).
+    /// snd_una passes it (ConnState.round_count's rounds).
     pub(super) round_end_seq: u64,
     pub(super) undo_marker: bool,
     /// snd_una when the episode began (tp->undo_marker's value).
