@@ -355,7 +355,9 @@ impl Sender {
         if let Some(seq) = ack.dsack {
             self.undo_on_dsack(seq);
         }
-        let frto = LossAck { orig_acked: orig_sacked, sacked_or_dupack: true };
+        // FLAG_DATA_SACKED; the old_ack path counts no duplicate ACK
+        // (num_dupack stays 0).
+        let frto = LossAck { orig_acked: orig_sacked, sacked_or_dupack: newly_sacked > 0 };
         self.fastretrans_alert(now, false, false, frto, env);
         self.push(now, env);
     }
