@@ -146,7 +146,7 @@ def test_the_rule_finds(rel, line):
     ("x.py", "html = f'<td>{x}</td></tr></table>'"),
     ("x.py", 'glob("libbpf-sys-*/out/include/bpf/bpf_helpers.h")'),
     ("docs/x.md", "[studies](../studies/README.md) and [talks](talks.md)"),
-    ("crates/ccaload/build.rs", f'manifest.join("{up(2)}bpf/cca")'),
+    ("crates/bpfports/build.rs", f'manifest.join("{up(2)}bpf/cca")'),
     ("x.md", f"a/{up(2)}x is a name inside a path, not a climb from here"),
     ("x.md", 'seeds = "per-run"; --seed 2, seeds 5, seed=1'),
     ("x.py", f'std::string s = "{absolute("work", "x")}";  // {EXEMPT}: a namespace'),

@@ -30,7 +30,7 @@ def _missing() -> str | None:
 
 def libbpf_include() -> Path:
     """The BPF-side libbpf headers the loader's objects were built with
-    (libbpf-sys's, crates/ccaload/build.rs): the same headers give the same
+    (libbpf-sys's, crates/bpfports/build.rs): the same headers give the same
     instructions, so the same kernel tags."""
     found = sorted((REPO / "target" / "release" / "build").glob("libbpf-sys-*/out/include/bpf/bpf_helpers.h"),
                    key=lambda p: p.stat().st_mtime)

@@ -23,7 +23,7 @@
 //! `--parent-pid`, PR_SET_PDEATHSIG makes the kernel SIGKILL this process
 //! when the thread that started it exits (as fatpipe-linkem does).
 
-mod ports;
+use fatpipe_bpfports as ports;
 
 use libbpf_rs::{Link, MapCore, MapType, Object, ObjectBuilder};
 use std::os::fd::{AsFd, AsRawFd, RawFd};

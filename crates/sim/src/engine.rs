@@ -73,6 +73,8 @@ pub struct StreamSpec {
 #[derive(Clone, Debug)]
 pub struct SimConfig {
     pub seed: u64,
+    /// The BPF congestion controls the streams may name (`bpf:…`).
+    pub bpf: crate::bpf::Catalog,
     pub duration: Time,
     pub sample_interval: Time,
     pub rate: Rate,
@@ -335,8 +337,8 @@ fn host_delay<T>(jitter: Option<Time>, holds: bool, seed: u64, stream: u64) -> O
 
 /// Builds an algorithm with its own seed; the scenario has already
 /// validated the names.
-fn build_cc(name: &str, seed: u64) -> Box<dyn CongestionControl> {
-    crate::cc::by_name_seeded(name, seed).unwrap_or_else(|| panic!("unknown congestion control {name:?}"))
+fn build_cc(name: &str, seed: u64, bpf: &crate::bpf::Catalog) -> Box<dyn CongestionControl> {
+    crate::cc::build_named(name, seed, bpf).unwrap_or_else(|| panic!("unknown congestion control {name:?}"))
 }
 
 impl Sim {
@@ -399,7 +401,7 @@ impl Sim {
                 }
             };
             // The receiver's RTO from its handshake sample: srtt + 200 ms.
-            let cc = build_cc(&s.cc, Rng::new(cfg.seed, 0xCC00_0000 + i as u64).next_u64());
+            let cc = build_cc(&s.cc, Rng::new(cfg.seed, 0xCC00_0000 + i as u64).next_u64(), &cfg.bpf);
             // The receiver runs the flow's algorithm for its half: DCTCP's
             // CE echo when it needs ECN (tcp_ca_needs_ecn).
             let receiver = Receiver::new(s.rmem_bytes, s.mss, cfg.rtt + s.extra_rtt + crate::tcp::rtt::RTO_MIN)

@@ -78,6 +78,7 @@
 //! * **Pacing** (tcp_wstamp_ns) when the CCA sets `pacing_enabled` or the
 //!   host has `stream_rate_cap_bps` (sk_max_pacing_rate), in TSO bursts of
 //!   ~1 ms of data (tcp_tso_autosize, 2..64 KB).
+pub mod bpf;
 pub mod app;
 pub mod app_rate;
 pub mod cc;

@@ -397,6 +397,8 @@ pub struct Scenario {
     pub flows: Vec<FlowPlan>,
     /// How the path moves (path_plan.rs); the default: it does not.
     pub dynamics: DynamicsConfig,
+    /// The BPF congestion controls the flows may name (`bpf:…`), loaded.
+    pub bpf: crate::bpf::Catalog,
 }
 
 /// Largest number of streams accepted in one run (a guard against typos).
@@ -410,8 +412,21 @@ impl Scenario {
         Scenario::from_plan(plan::from_value::<RunPlan>(v)?)
     }
 
+    /// As [`Scenario::from_json`], with the BPF congestion controls the
+    /// flows may name.
+    pub fn from_json_with(text: &str, bpf: crate::bpf::Catalog) -> Result<Scenario, ConfigError> {
+        let v: Value = serde_json::from_str(text).map_err(|e| ConfigError { field: String::new(), message: format!("invalid JSON: {e}") })?;
+        Scenario::from_plan_with(plan::from_value::<RunPlan>(v)?, bpf)
+    }
+
     /// Validates a deserialised RunPlan.
     pub fn from_plan(p: RunPlan) -> Result<Scenario, ConfigError> {
+        Scenario::from_plan_with(p, crate::bpf::Catalog::default())
+    }
+
+    /// Validates a deserialised RunPlan whose flows may name the BPF
+    /// congestion controls of `bpf`.
+    pub fn from_plan_with(p: RunPlan, bpf: crate::bpf::Catalog) -> Result<Scenario, ConfigError> {
         let run_id = p.run_id.unwrap_or_default();
         let seed = p.seed.map_or(0, |s| s.0);
         let duration_s = positive(p.duration_s, "duration_s")?;
@@ -431,7 +446,7 @@ impl Scenario {
                 return Err(format!("flow {g} is cross traffic, which has no sender state to watch"));
             }
             let cc = cc.as_deref().unwrap_or_default();
-            let labels = crate::cc::by_name(cc).map_or(&[][..], |c| c.state_labels());
+            let labels = crate::cc::build_named(cc, 0, &bpf).map_or(&[][..], |c| c.state_labels());
             if labels.is_empty() {
                 return Err(format!("flow {g}'s congestion control '{cc}' exposes no state to watch; bbr and bbr3 do"));
             }
@@ -478,10 +493,16 @@ impl Scenario {
                 return err(at("cross"), format!("only a flow of kind cross takes a cross table (this one is {kind})"));
             }
             let cc = required(f.cc, at("cc"))?;
-            if crate::cc::by_name(&cc).is_none() {
+            if cc.starts_with(crate::bpf::PREFIX) && bpf.program(&cc).is_none() {
                 return err(
                     at("cc"),
-                    format!("unknown congestion control '{cc}'; available: {}", crate::cc::AVAILABLE.join(", ")),
+                    format!("BPF congestion control '{cc}' was not loaded for this run (loaded: {})", bpf.keys().join(", ")),
+                );
+            }
+            if crate::cc::build_named(&cc, 0, &bpf).is_none() {
+                return err(
+                    at("cc"),
+                    format!("unknown congestion control '{cc}'; available: {}, or bpf:<object>", crate::cc::AVAILABLE.join(", ")),
                 );
             }
             let streams = required(whole(f.streams), at("streams"))?;
@@ -537,6 +558,7 @@ impl Scenario {
             receiver,
             flows,
             dynamics,
+            bpf,
         };
         scenario.place_streams()?;
         Ok(scenario)
@@ -600,7 +622,7 @@ impl Scenario {
             }
             let host = &self.senders[&f.sender];
             let spread = Time::from_secs_f64(host.start_spread_s);
-            let needs_ecn = crate::cc::by_name(&f.cc).is_some_and(|c| c.needs_ecn());
+            let needs_ecn = crate::cc::build_named(&f.cc, 0, &self.bpf).is_some_and(|c| c.needs_ecn());
             let ecn = negotiate(f.ecn.unwrap_or(host.ecn), self.receiver.ecn, needs_ecn);
             for s in 0..f.streams {
                 streams.push(StreamSpec {
@@ -633,6 +655,7 @@ impl Scenario {
         }
         SimConfig {
             seed: self.seed,
+            bpf: self.bpf.clone(),
             duration: Time::from_secs_f64(self.duration_s),
             sample_interval: Time::from_secs_f64(self.sample_interval_s),
             rate: Rate(self.rate_bps.round() as u64),

@@ -49,7 +49,7 @@ pub mod yeah;
 
 use crate::units::{Rate, Time};
 
-pub use registry::{by_name, by_name_seeded, lookup, Cca, CcaTraits, AVAILABLE, REGISTRY};
+pub use registry::{build_named, by_name, by_name_seeded, lookup, Cca, CcaTraits, AVAILABLE, REGISTRY};
 pub use vars::{CcStateKey, CcVars};
 
 /// `enum tcp_ca_state` (include/uapi/linux/tcp.h).
@@ -204,8 +204,15 @@ pub struct ConnState {
     pub app_limited: u64,
     /// Congestion-avoidance state (icsk_ca_state).
     pub ca_state: CaState,
-    /// Whether the last transmit was limited by cwnd (tcp_is_cwnd_limited).
+    /// Whether the last transmit was limited by cwnd (tcp_is_cwnd_limited()'s
+    /// answer, which the sender refreshes after each transmit and ACK).
     pub is_cwnd_limited: bool,
+    /// tp->is_cwnd_limited, the flag tcp_cwnd_validate() keeps (what
+    /// tcp_is_cwnd_limited() reads first).
+    pub cwnd_limited_flag: bool,
+    /// tp->max_packets_out: packets_out at the last tcp_cwnd_validate()
+    /// update (tcp_is_cwnd_limited()'s slow-start rule reads it).
+    pub max_packets_out: u32,
     /// Pacing rate (sk->sk_pacing_rate). Only honoured when
     /// `pacing_enabled` (SK_PACING_NEEDED, set by BBR at init).
     pub pacing_rate: Rate,
@@ -269,6 +276,8 @@ impl ConnState {
             app_limited: 0,
             ca_state: CaState::Open,
             is_cwnd_limited: false,
+            cwnd_limited_flag: false,
+            max_packets_out: 0,
             pacing_rate: Rate::ZERO,
             pacing_enabled: false,
             qdisc_paces: false,

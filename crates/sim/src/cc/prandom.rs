@@ -17,6 +17,11 @@ impl Prandom {
         Prandom { state: SplitMix64::new(seed) }
     }
 
+    /// get_random_u32() / prandom_u32(): the top half of the next output.
+    pub fn next_u32(&mut self) -> u32 {
+        (self.state.next_u64() >> 32) as u32
+    }
+
     /// prandom_u32_max(ep_ro): "a pseudo-random number in interval
     /// [0, ep_ro)", computed as Linux does: (u64)rand_u32 * ep_ro >> 32,
     /// with rand_u32 the top half of the next SplitMix64 output.

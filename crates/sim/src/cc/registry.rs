@@ -106,6 +106,16 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
     by_name_seeded(name, bbr::DEFAULT_SEED)
 }
 
+/// Builds the algorithm named `name`: a BPF object of `bpf` for a name
+/// starting with `bpf:` (crate::bpf), else a native one
+/// ([`by_name_seeded`]).
+pub fn build_named(name: &str, seed: u64, bpf: &crate::bpf::Catalog) -> Option<Box<dyn CongestionControl>> {
+    if name.starts_with(crate::bpf::PREFIX) {
+        return bpf.build(name, seed).map(|c| Box::new(c) as Box<dyn CongestionControl>);
+    }
+    by_name_seeded(name, seed)
+}
+
 /// Builds the algorithm named `name` with a per-connection `seed` for the
 /// algorithms that draw random numbers (BBR's probe_bw start phase, as
 /// Linux's prandom_u32_max; BBRv3's probe waits, as get_random_u32_below;

@@ -142,9 +142,7 @@ pub struct Sender {
     /// Segments the application has written so far.
     pub write_seq: u64,
     pub(super) rate_cap: Option<Rate>,
-    pub(super) max_packets_out: u32,
     pub(super) cwnd_usage_seq: u64,
-    pub(super) cwnd_limited_flag: bool,
     pub(super) lost_scratch: Vec<(u64, u64)>,
     pub(super) range_scratch: Vec<(u64, u64)>,
     /// SACK blocks of the previous ACK (tp->recv_sack_cache).
@@ -218,9 +216,7 @@ impl Sender {
             snd_wnd_end: cfg.initial_rwnd as u64,
             write_seq: u64::MAX,
             rate_cap: cfg.rate_cap,
-            max_packets_out: 0,
             cwnd_usage_seq: 0,
-            cwnd_limited_flag: false,
             lost_scratch: Vec::new(),
             range_scratch: Vec::new(),
             sack_cache: [(0, 0); super::receiver::MAX_SACKS],
@@ -530,10 +526,10 @@ impl Sender {
             let is_cwnd_limited = cwnd_limited || self.tp.in_flight() >= self.tp.snd_cwnd;
             if self.sb.snd_una >= self.cwnd_usage_seq
                 || is_cwnd_limited
-                || (!self.cwnd_limited_flag && self.tp.packets_out > self.max_packets_out)
+                || (!self.tp.cwnd_limited_flag && self.tp.packets_out > self.tp.max_packets_out)
             {
-                self.cwnd_limited_flag = is_cwnd_limited;
-                self.max_packets_out = self.tp.packets_out;
+                self.tp.cwnd_limited_flag = is_cwnd_limited;
+                self.tp.max_packets_out = self.tp.packets_out;
                 self.cwnd_usage_seq = self.sb.snd_nxt;
             }
         }
@@ -576,11 +572,11 @@ impl Sender {
 
     /// tcp_is_cwnd_limited().
     pub(super) fn is_cwnd_limited(&self) -> bool {
-        if self.cwnd_limited_flag {
+        if self.tp.cwnd_limited_flag {
             return true;
         }
         if self.tp.in_slow_start() {
-            return self.tp.snd_cwnd < 2 * self.max_packets_out;
+            return self.tp.snd_cwnd < 2 * self.tp.max_packets_out;
         }
         false
     }

@@ -40,7 +40,7 @@ FATPIPE_BPF = "fatpipe-bpf"
 class Port:
     name: str  # the CCA name it registers
     file: str  # under bpf/cca/
-    source_sha256: str  # the port's source, then the shared headers (crates/ccaload/build.rs)
+    source_sha256: str  # the port's source, then the shared headers (crates/bpfports/build.rs)
 
 
 def parse_port_list(text: str) -> dict[str, Port]:
@@ -95,7 +95,7 @@ def find_loader() -> Path | None:
 
 
 def build_loader() -> Path:
-    """Build the loader (and so the BPF objects, crates/ccaload/build.rs) with cargo."""
+    """Build the loader (and so the BPF objects, crates/bpfports/build.rs) with cargo."""
     return build_binary(BINARY, "ccaload", timeout_s=900)
 
 

