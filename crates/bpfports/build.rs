@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::{env, fs};
 
+include!("src/clang_args.rs");
+
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let src_dir = manifest.join("../../bpf/cca");
@@ -61,13 +63,27 @@ fn main() {
         }
     }
     table.push_str("];\n");
+    // The headers a user's CCA is compiled with (fatpipe-ccaload --compile):
+    // libbpf's BPF-side headers and fatpipe's own.
+    table.push_str("pub const HEADERS: &[(&str, &[u8])] = &[\n");
+    for h in ["bpf_helpers.h", "bpf_helper_defs.h", "bpf_tracing.h", "bpf_core_read.h", "bpf_endian.h"] {
+        let p = Path::new(&include).join("bpf").join(h);
+        if p.exists() {
+            let _ = writeln!(table, "    (\"bpf/{h}\", include_bytes!({:?})),", p.display().to_string());
+        }
+    }
+    for h in &headers {
+        let name = h.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let _ = writeln!(table, "    ({name:?}, include_bytes!({:?})),", h.display().to_string());
+    }
+    table.push_str("];\n");
     let _ = writeln!(table, "pub const NOT_BUILT: &str = {:?};", missing.trim_end_matches("; "));
     fs::write(out_dir.join("ports.rs"), table).expect("write ports.rs");
 }
 
 fn compile(clang: &str, include: &str, src_dir: &Path, src: &Path, out: &Path) -> Result<(), String> {
     let mut cmd = Command::new(clang);
-    cmd.args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror", "-D__TARGET_ARCH_x86"]);
+    cmd.args(CLANG_ARGS).arg("-Werror");
     if !include.is_empty() {
         cmd.arg(format!("-I{include}"));
     }

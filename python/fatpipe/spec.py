@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import appspec, crossspec, hostcpu, pathspec, pathtrace
+from . import appspec, bpfcc, crossspec, hostcpu, pathspec, pathtrace
 from . import references as references_mod
 from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
@@ -340,7 +340,8 @@ class HostSection(_Strict):
 
 class FlowSection(_Strict):
     kind: Literal["bulk", "rpc", "cross"] = "bulk"
-    cc: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = None  # required but for kind = "cross"
+    # Required but for kind = "cross": a CCA's name, or bpf:NAME|FILE.bpf.c|FILE.o (bpfcc.py).
+    cc: Annotated[str, Field(pattern=r"^([a-z0-9_]+|bpf:\S+)$")] | None = None
     streams: Annotated[int, Field(ge=1, le=1000)] = 1
     mss: Annotated[int, Field(ge=TCP_MIN_MSS, le=65495)] | None = None  # TCP_MAXSEG
     sender: Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,8}$")] = "s1"
@@ -771,7 +772,8 @@ def load_raw(path: str | Path) -> dict[str, Any]:
 def load(path: str | Path, imported_from: str | None = None) -> tuple[Spec, dict[str, Any]]:
     """Load and validate a study file (`imported_from` as for :func:`validate`);
     returns the spec and its raw mapping."""
-    raw = pathtrace.relative_to(load_raw(path), Path(path).resolve().parent)
+    base_dir = Path(path).resolve().parent
+    raw = bpfcc.relative_to(pathtrace.relative_to(load_raw(path), base_dir), base_dir)
     return validate(raw, str(path), imported_from), raw
 
 

@@ -14,6 +14,7 @@ pub struct Port {
 }
 
 include!(concat!(env!("OUT_DIR"), "/ports.rs"));
+include!("clang_args.rs");
 
 pub fn find(name: &str) -> Option<&'static Port> {
     PORTS.iter().find(|p| p.name == name)

@@ -5,7 +5,12 @@
 //! fatpipe-ccaload --list
 //! fatpipe-ccaload --tags NAME...
 //! fatpipe-ccaload [--parent-pid PID] NAME...
+//! fatpipe-ccaload --object NAME
+//! fatpipe-ccaload --compile SRC OUT
 //! ```
+//!
+//! `--object` and `--compile` serve the simulator (compile.rs): a port's
+//! object on standard output, or a user's `.bpf.c` compiled as the ports are.
 //!
 //! `--list` prints one line per built-in port: name, source file, source
 //! SHA-256 (tab-separated). `--tags` loads each named port into the kernel
@@ -22,6 +27,8 @@
 //! reason, SIGKILL included, the kernel unregisters the CCAs. With
 //! `--parent-pid`, PR_SET_PDEATHSIG makes the kernel SIGKILL this process
 //! when the thread that started it exits (as fatpipe-linkem does).
+
+mod compile;
 
 use fatpipe_bpfports as ports;
 
@@ -182,6 +189,14 @@ fn hold(parent_pid: Option<i32>) {
 }
 
 fn run(argv: &[String]) -> Result<(), String> {
+    match argv {
+        [flag, name] if flag == "--object" => return compile::object(name),
+        [flag, src, out] if flag == "--compile" => return compile::compile(src.as_ref(), out.as_ref()),
+        [flag, ..] if flag == "--object" || flag == "--compile" => {
+            return Err("usage: fatpipe-ccaload --object NAME | --compile SRC OUT".into())
+        }
+        _ => {}
+    }
     let args = parse_args(argv)?;
     if args.list {
         for p in ports::PORTS {

@@ -123,9 +123,22 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// input and SimulationPanic if the simulator panics. The simulator keeps
 /// no state across runs (each run builds its own `Sim`), so nothing
 /// half-updated outlives a caught panic: AssertUnwindSafe holds.
+///
+/// `bpf_objects` maps each `bpf:…` congestion control the plan's flows name
+/// to its BPF object's bytes (crates/sim/src/bpf); a bad object raises
+/// ValueError naming it.
 #[pyfunction]
-fn simulate<'py>(py: Python<'py>, plan_json: &str) -> PyResult<Bound<'py, PyDict>> {
-    let scenario = Scenario::from_json(plan_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+#[pyo3(signature = (plan_json, bpf_objects = None))]
+fn simulate<'py>(
+    py: Python<'py>,
+    plan_json: &str,
+    bpf_objects: Option<std::collections::BTreeMap<String, Vec<u8>>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut catalog = fatpipe_sim::bpf::Catalog::default();
+    for (name, elf) in bpf_objects.unwrap_or_default() {
+        catalog.add(&name, &elf).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    }
+    let scenario = Scenario::from_json_with(plan_json, catalog).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let result = py
         .allow_threads(move || catch_unwind(AssertUnwindSafe(|| scenario.run())))
         .map_err(|payload| SimulationPanic::new_err(format!("simulator panicked: {}", panic_message(payload.as_ref()))))?;

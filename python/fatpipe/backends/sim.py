@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .. import bpfcc
 from ..schema import CPU_SATURATED_FRAC, CpuReport, cpu_saturated
 from .base import Backend, BackendUnavailable, PathReport, RunOutcome, RunPlan
 
@@ -89,7 +90,12 @@ class SimBackend(Backend):
         available = set(native.available_ccas())
         for plan in plans:
             for flow in plan.flows:
-                if flow.kind != "cross" and flow.cc not in available:
+                if flow.kind != "cross" and bpfcc.is_bpf(flow.cc):
+                    try:
+                        bpfcc.resolve(flow.cc)
+                    except bpfcc.BpfCcaError as e:
+                        raise BackendUnavailable(f"flows.{flow.group}.cc: {e}") from None
+                elif flow.kind != "cross" and flow.cc not in available:
                     raise BackendUnavailable(
                         f"flows.{flow.group}.cc = {flow.cc!r} is not implemented by the sim "
                         f"backend; available: {', '.join(sorted(available))}"
@@ -111,8 +117,12 @@ class SimBackend(Backend):
         return packets / per_s * (SIM_HOST_DELAY_COST if any(h.processing_jitter_s for h in hosts) else 1.0)
 
     def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:  # noqa: ARG002 - a simulation writes no files
-        result = _native().simulate(plan_json(plan))
+        bpf = {f.cc: bpfcc.resolve(f.cc) for f in plan.flows if f.kind != "cross" and bpfcc.is_bpf(f.cc)}
+        result = _native().simulate(plan_json(plan), {cc: o.elf for cc, o in bpf.items()} or None)
         facts: dict[str, Any] = {"stats": result.get("stats", {})}
+        if bpf:
+            # Which object ran, as the kernel backend records a port's source.
+            facts["ccas"] = {cc: o.facts() for cc, o in bpf.items()}
         cpu = CpuReport()
         if result.get("host_cpu"):
             facts["cpu"], cpu = host_cpu_measurement(result["host_cpu"])
