@@ -81,7 +81,7 @@ def run(cc, tmp_path):
 def goodput_bps(outcome):
     series = outcome.series
     last = {}
-    for s, d in zip(series["stream"], series["delivered_bytes"]):
+    for s, d in zip(series["stream"], series["delivered_bytes"], strict=True):
         last[s] = d
     return sum(last.values()) * 8 / 4.0
 
@@ -117,7 +117,8 @@ def test_a_field_the_simulator_lacks_is_named(tmp_path):
     src = USER_CCA.replace("__u32 w = tcp_sk(sk)->snd_cwnd * 7 / 10;",
                            "__u32 w = tcp_sk(sk)->snd_cwnd * 7 / 10 + BPF_CORE_READ(tcp_sk(sk), rcv_wnd);")
     src = src.replace("struct mine { __u32 losses; };",
-                      "struct mine { __u32 losses; };\nstruct tcp_sock___x { __u32 rcv_wnd; } __attribute__((preserve_access_index));")
+                      "struct mine { __u32 losses; };\n"
+                      "struct tcp_sock___x { __u32 rcv_wnd; } __attribute__((preserve_access_index));")
     src = src.replace("BPF_CORE_READ(tcp_sk(sk), rcv_wnd)", "((struct tcp_sock___x *)sk)->rcv_wnd")
     (tmp_path / "lacks.bpf.c").write_text(src)
     with pytest.raises(ValueError, match=r"tcp_sock\.rcv_wnd is a field the simulator does not model"):
