@@ -127,10 +127,10 @@ def test_a_simulator_panic_fails_that_run_with_its_reason_and_the_study_goes_on(
     plans = study_mod.plan_runs(spec, raw)
     real = native.simulate
 
-    def simulate(plan_json):
+    def simulate(plan_json, bpf_objects=None):
         if json.loads(plan_json)["run_id"] == plans[1].run_id:
             raise native.SimulationPanic("simulator panicked: index out of bounds")
-        return real(plan_json)
+        return real(plan_json, bpf_objects)
 
     monkeypatch.setattr(sim_backend, "_native", lambda: type("N", (), {"simulate": staticmethod(simulate)}))
     store = StudyStore(tmp_path / "out")
