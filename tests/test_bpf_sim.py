@@ -109,7 +109,7 @@ def test_a_users_source_is_compiled_and_runs(tmp_path):
 def test_a_write_linux_forbids_is_refused_at_load(tmp_path):
     bad = USER_CCA.replace("ca->losses++;", "ca->losses++; tcp_sk(sk)->srtt_us = 1;")
     (tmp_path / "bad.bpf.c").write_text(bad)
-    with pytest.raises(ValueError, match=r"writes tcp_sock\.srtt_us.*may not write"):
+    with pytest.raises(BackendUnavailable, match=r"writes tcp_sock\.srtt_us.*may not write"):
         run("bpf:bad.bpf.c", tmp_path)
 
 
@@ -121,7 +121,7 @@ def test_a_field_the_simulator_lacks_is_named(tmp_path):
                       "struct tcp_sock___x { __u32 rcv_wnd; } __attribute__((preserve_access_index));")
     src = src.replace("BPF_CORE_READ(tcp_sk(sk), rcv_wnd)", "((struct tcp_sock___x *)sk)->rcv_wnd")
     (tmp_path / "lacks.bpf.c").write_text(src)
-    with pytest.raises(ValueError, match=r"tcp_sock\.rcv_wnd is a field the simulator does not model"):
+    with pytest.raises(BackendUnavailable, match=r"tcp_sock\.rcv_wnd is a field the simulator does not model"):
         run("bpf:lacks.bpf.c", tmp_path)
 
 
@@ -145,3 +145,45 @@ def test_relative_paths_follow_the_study_file(tmp_path):
     assert out["flows"][0]["cc"] == f"bpf:{tmp_path / 'a' / 'x.bpf.c'}"
     assert out["flows"][1]["cc"] == "bpf:htcp" and out["flows"][2]["cc"] == "cubic"
     assert out["sweep"]["flows.0.cc"] == [f"bpf:{tmp_path / 'y.o'}", "reno"]
+
+
+# A CCA made of the kernel's CUBIC, through the kfuncs tcp_cubic.c exports
+# (tcp_cubic_check_kfunc_ids), as the kernel's selftest bpf_cc_cubic.c
+# does: in the simulator they run its own CUBIC.
+KERNEL_CUBIC_CCA = r"""
+#include "fp_kernel.h"
+char _license[] SEC("license") = "GPL";
+extern void cubictcp_init(struct sock *sk) __ksym;
+extern __u32 cubictcp_recalc_ssthresh(struct sock *sk) __ksym;
+extern void cubictcp_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
+extern void cubictcp_state(struct sock *sk, __u8 new_state) __ksym;
+extern void cubictcp_cwnd_event(struct sock *sk, int event) __ksym;
+extern void cubictcp_acked(struct sock *sk, const struct ack_sample *sample) __ksym;
+extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
+
+SEC("struct_ops") void BPF_PROG(k_init, struct sock *sk) { cubictcp_init(sk); }
+SEC("struct_ops") __u32 BPF_PROG(k_ssthresh, struct sock *sk) { return cubictcp_recalc_ssthresh(sk); }
+SEC("struct_ops") void BPF_PROG(k_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+{ cubictcp_cong_avoid(sk, ack, acked); }
+SEC("struct_ops") void BPF_PROG(k_state, struct sock *sk, __u8 s) { cubictcp_state(sk, s); }
+SEC("struct_ops") void BPF_PROG(k_event, struct sock *sk, int ev) { cubictcp_cwnd_event(sk, ev); }
+SEC("struct_ops") void BPF_PROG(k_acked, struct sock *sk, const struct ack_sample *sample)
+{ cubictcp_acked(sk, sample); }
+SEC("struct_ops") __u32 BPF_PROG(k_undo, struct sock *sk) { return tcp_reno_undo_cwnd(sk); }
+
+SEC(".struct_ops.link")
+struct tcp_congestion_ops kcubic = {
+	.init = (void *)k_init, .ssthresh = (void *)k_ssthresh, .cong_avoid = (void *)k_cong_avoid,
+	.set_state = (void *)k_state, .cwnd_event = (void *)k_event, .pkts_acked = (void *)k_acked,
+	.undo_cwnd = (void *)k_undo, .name = "kcubic",
+};
+"""
+
+
+def test_the_kernels_cubic_kfuncs_run_the_simulators_cubic(tmp_path):
+    (tmp_path / "kcubic.bpf.c").write_text(KERNEL_CUBIC_CCA)
+    _, bpf = run("bpf:kcubic.bpf.c", tmp_path)
+    _, native = run("cubic", tmp_path)
+    # cubictcp_* are CUBIC's own functions: the same run as the native
+    # algorithm (undo_cwnd is tcp_reno_undo_cwnd, as CUBIC's own).
+    assert goodput_bps(bpf) == pytest.approx(goodput_bps(native), rel=1e-6)

@@ -13,7 +13,7 @@ import hashlib
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +35,25 @@ class BpfObject:
     file: str  # the port's file under bpf/cca/, or the path given
     object_sha256: str
     elf: bytes = b""
+    name: str = ""  # the name it registers (tcp_congestion_ops.name)
 
     def facts(self) -> dict[str, Any]:
-        return {"source": "bpf", "kind": self.kind, "file": self.file, "object_sha256": self.object_sha256}
+        return {"source": "bpf", "kind": self.kind, "file": self.file, "name": self.name,
+                "object_sha256": self.object_sha256}
+
+
+def _named(obj: BpfObject) -> BpfObject:
+    """`obj` with the name it registers, read by the simulator's loader,
+    which also says why it would refuse the object."""
+    try:
+        from . import _native
+    except ImportError as e:
+        raise BpfCcaError(f"{obj.cc}: the simulator extension fatpipe._native is not built ({e})") from None
+    try:
+        facts = _native.bpf_object_facts(obj.elf)
+    except ValueError as e:
+        raise BpfCcaError(f"{obj.cc}: {e}") from None
+    return replace(obj, name=facts["name"])
 
 
 def is_bpf(cc: str | None) -> bool:
@@ -87,7 +103,7 @@ def resolve(cc: str) -> BpfObject:
         obj = _compile(cc, path)
     elif path.name.endswith(".o"):
         elf = path.read_bytes()
-        obj = BpfObject(cc, "object", str(path), hashlib.sha256(elf).hexdigest(), elf)
+        obj = _named(BpfObject(cc, "object", str(path), hashlib.sha256(elf).hexdigest(), elf))
     else:
         raise BpfCcaError(f"{cc}: expected a port name (such as bpf:htcp), a .bpf.c source or a .o object")
     _MEMO[key] = obj
@@ -111,7 +127,7 @@ def _port(cc: str, name: str) -> BpfObject:
     r = subprocess.run([str(binary), "--object", name], capture_output=True, timeout=60)
     if r.returncode != 0:
         raise BpfCcaError(f"{cc}: {binary} --object {name}: {r.stderr.decode(errors='replace').strip()}")
-    obj = BpfObject(cc, "port", f"bpf/cca/{ports[name].file}", hashlib.sha256(r.stdout).hexdigest(), r.stdout)
+    obj = _named(BpfObject(cc, "port", f"bpf/cca/{ports[name].file}", hashlib.sha256(r.stdout).hexdigest(), r.stdout))
     _MEMO[(cc,)] = obj
     return obj
 
@@ -135,4 +151,4 @@ def _compile(cc: str, src: Path) -> BpfObject:
             raise BpfCcaError(f"{cc}: {r.stderr.strip()}")
         tmp.replace(out)
     elf = out.read_bytes()
-    return BpfObject(cc, "source", str(src), hashlib.sha256(elf).hexdigest(), elf)
+    return _named(BpfObject(cc, "source", str(src), hashlib.sha256(elf).hexdigest(), elf))

@@ -4,7 +4,7 @@
 //! ```text
 //! fatpipe-ccaload --list
 //! fatpipe-ccaload --tags NAME...
-//! fatpipe-ccaload [--parent-pid PID] NAME...
+//! fatpipe-ccaload [--parent-pid PID] NAME|NAME=PATH...
 //! fatpipe-ccaload --object NAME
 //! fatpipe-ccaload --compile SRC OUT
 //! ```
@@ -19,7 +19,9 @@
 //! name, the kernel's program tag (a hash of the verified instructions with
 //! map references zeroed, kernel/bpf/core.c bpf_prog_calc_tag()). `fatpipe
 //! clean` compares them with a registration another tool left behind to
-//! prove it is one of these ports. Otherwise each NAME is loaded and registered
+//! prove it is one of these ports. Otherwise each NAME (a port, or
+//! NAME=PATH: the object file PATH, whose tcp_congestion_ops registers as
+//! NAME, a user's CCA) is loaded and registered
 //! with `bpf_map__attach_struct_ops` (a BPF link), `ready` is
 //! printed once all are listed in tcp_available_congestion_control, and the
 //! process waits until its standard input closes or its parent dies. A link
@@ -44,10 +46,28 @@ struct Args {
     tags: bool,
     parent_pid: Option<i32>,
     names: Vec<String>,
+    /// Objects from files (`NAME=PATH`): the name the object registers
+    /// (its tcp_congestion_ops.name, which the caller read) and its bytes.
+    files: Vec<Source>,
+}
+
+/// An object to register: one of the built-in ports, or a file.
+struct Source {
+    name: String,
+    file: String,
+    object: Vec<u8>,
+    /// A built-in port's struct_ops map carries its name; a user's need not.
+    map_named_as_cca: bool,
+}
+
+impl Source {
+    fn port(p: &ports::Port) -> Source {
+        Source { name: p.name.to_string(), file: p.file.to_string(), object: p.object.to_vec(), map_named_as_cca: true }
+    }
 }
 
 fn parse_args(argv: &[String]) -> Result<Args, String> {
-    let mut args = Args { list: false, tags: false, parent_pid: None, names: Vec::new() };
+    let mut args = Args { list: false, tags: false, parent_pid: None, names: Vec::new(), files: Vec::new() };
     let mut it = argv.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -62,6 +82,17 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
                 args.parent_pid = Some(pid);
             }
             s if s.starts_with('-') => return Err(format!("unknown option {s:?}")),
+            s if s.contains('=') => {
+                let (name, path) = s.split_once('=').expect("contains =");
+                if name.is_empty() || name.len() >= 16 {
+                    return Err(format!("{s:?}: NAME=PATH needs the CCA's name (1 to 15 bytes, TCP_CA_NAME_MAX)"));
+                }
+                let object = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+                if !args.names.iter().any(|n| n == name) {
+                    args.names.push(name.to_string());
+                    args.files.push(Source { name: name.to_string(), file: path.to_string(), object, map_named_as_cca: false });
+                }
+            }
             s => {
                 if ports::find(s).is_none() {
                     let have: Vec<&str> = ports::PORTS.iter().map(|p| p.name).collect();
@@ -74,7 +105,7 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
         }
     }
     if !args.list && args.names.is_empty() {
-        return Err("usage: fatpipe-ccaload --list | --tags NAME... | [--parent-pid PID] NAME...".into());
+        return Err("usage: fatpipe-ccaload --list | --tags NAME... | [--parent-pid PID] NAME|NAME=PATH...".into());
     }
     Ok(args)
 }
@@ -85,15 +116,15 @@ fn available() -> Vec<String> {
 
 /// Loads one port into the kernel (programs verified, struct_ops map
 /// created, nothing registered yet).
-fn load(port: &ports::Port) -> Result<Object, String> {
+fn load(port: &Source) -> Result<Object, String> {
     let open = ObjectBuilder::default()
-        .open_memory(port.object)
+        .open_memory(&port.object)
         .map_err(|e| format!("{}: cannot open the BPF object: {e}", port.file))?;
     open.load().map_err(|e| format!("{}: the kernel refused the BPF object: {e}", port.file))
 }
 
 /// `--tags`: each program of the loaded port with its kernel tag.
-fn print_tags(port: &ports::Port) -> Result<(), String> {
+fn print_tags(port: &Source) -> Result<(), String> {
     let obj = load(port)?;
     for prog in obj.progs() {
         let tag: String = program_tag(prog.as_fd().as_raw_fd())
@@ -119,14 +150,14 @@ fn program_tag(fd: RawFd) -> Result<[u8; 8], std::io::Error> {
 }
 
 /// Loads one port and registers its struct_ops map through a link.
-fn register(port: &ports::Port) -> Result<(Object, Vec<Link>), String> {
+fn register(port: &Source) -> Result<(Object, Vec<Link>), String> {
     let mut obj = load(port)?;
     let mut links = Vec::new();
     for mut map in obj.maps_mut() {
         if map.map_type() != MapType::StructOps {
             continue;
         }
-        if map.name() != port.name {
+        if port.map_named_as_cca && map.name() != port.name.as_str() {
             return Err(format!("{}: struct_ops {:?} must be named {:?} like its file", port.file, map.name(), port.name));
         }
         let link = map.attach_struct_ops().map_err(|e| format!("{}: cannot register {:?}: {e}", port.file, port.name))?;
@@ -209,7 +240,7 @@ fn run(argv: &[String]) -> Result<(), String> {
     }
     if args.tags {
         for name in &args.names {
-            print_tags(ports::find(name).expect("checked by parse_args"))?;
+            print_tags(&Source::port(ports::find(name).expect("checked by parse_args")))?;
         }
         return Ok(());
     }
@@ -223,7 +254,11 @@ fn run(argv: &[String]) -> Result<(), String> {
     }
     let mut held = Vec::new();
     for name in &args.names {
-        held.push(register(ports::find(name).expect("checked by parse_args"))?);
+        let source = match args.files.iter().find(|f| &f.name == name) {
+            Some(f) => Source { name: f.name.clone(), file: f.file.clone(), object: f.object.clone(), map_named_as_cca: false },
+            None => Source::port(ports::find(name).expect("checked by parse_args")),
+        };
+        held.push(register(&source)?);
     }
     // tcp_register_congestion_control() has listed them once the link exists;
     // check rather than assume.

@@ -145,6 +145,22 @@ fn simulate<'py>(
     to_py(py, &result)
 }
 
+/// What a BPF congestion-control object is, as the simulator loads it:
+/// `{"name": registered name, "flags": tcp_congestion_ops.flags,
+/// "hooks": [implemented hooks]}`; raises ValueError with the reason the
+/// simulator refuses it.
+#[pyfunction]
+fn bpf_object_facts<'py>(py: Python<'py>, elf: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let p = fatpipe_sim::bpf::object::Program::load(elf).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let d = PyDict::new(py);
+    d.set_item("name", &p.name)?;
+    d.set_item("flags", p.flags)?;
+    let mut hooks: Vec<&String> = p.hooks.keys().collect();
+    hooks.sort();
+    d.set_item("hooks", hooks)?;
+    Ok(d)
+}
+
 fn schema(defs: &[FieldDef]) -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
     defs.iter().map(|d| (d.name, d.kind, d.unit, d.doc)).collect()
 }
@@ -248,6 +264,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("SimulationPanic", m.py().get_type::<SimulationPanic>())?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_object_facts, m)?)?;
     m.add_class::<conform::ConformSocket>()?;
     m.add_function(wrap_pyfunction!(available_ccas, m)?)?;
     m.add_function(wrap_pyfunction!(cca_registry, m)?)?;

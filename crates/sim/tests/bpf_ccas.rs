@@ -94,3 +94,25 @@ fn a_port_runs_its_own_code_on_the_connection() {
     assert_eq!(cc.ssthresh(&tp), 20, "tcp_reno_ssthresh: half of cwnd");
     assert_eq!(cc.name(), "fp_reno");
 }
+
+#[test]
+fn the_dctcp_port_agrees_with_the_native_dctcp_on_a_marking_path() {
+    // 100 Mbit/s, 10 ms, CE marks above 20 packets (DCTCP's K), 4 BDP of
+    // buffer: the port reads the marks through tp->delivered_ce as
+    // dctcp_update_alpha() does.
+    let plan = |cc: &str| {
+        Plan::new(cc, 2, 100e6, 0.010, 2.0)
+            .set("buffer_bytes", json!(4 * 125_000))
+            .set("sample_interval_s", json!(0.1))
+            .set("aqm", json!({"kind": "ce_threshold", "k_packets": 20}))
+            .flow("mss_bytes", json!(1448))
+    };
+    let mut catalog = Catalog::default();
+    catalog.add("bpf:dctcp", port("dctcp")).unwrap();
+    let bpf = Scenario::from_json_with(&plan("bpf:dctcp").json(), catalog).unwrap().run();
+    let native = plan("dctcp").run();
+    assert!(bpf.path.ce_marks > 0 && native.path.ce_marks > 0, "{} {}", bpf.path.ce_marks, native.path.ce_marks);
+    let (b, n) = (goodput(&bpf) * 2.0, goodput(&native) * 2.0); // goodput() divides by 4 s
+    println!("dctcp: bpf {:.2} native {:.2} Mbit/s, CE marks {} vs {}", b / 1e6, n / 1e6, bpf.path.ce_marks, native.path.ce_marks);
+    assert!((b / n - 1.0).abs() < 0.005, "bpf {b} native {n}");
+}

@@ -12,7 +12,7 @@
 
 use super::helpers::HookCalls;
 use super::memory::Memory;
-use super::object::{Program, ACK_SAMPLE_BASE, CTX_BASE, SOCK_BASE, STACK_BASE};
+use super::object::{Hook, Program, ACK_SAMPLE_BASE, CTX_BASE, SOCK_BASE, STACK_BASE};
 use super::sock_image;
 use super::sock_layout::{ACK_IN_FLIGHT, ACK_PKTS_ACKED, ACK_RTT_US};
 use super::vm;
@@ -24,14 +24,24 @@ use std::sync::Arc;
 /// TCP_CONG_NEEDS_ECN (include/net/tcp.h).
 const TCP_CONG_NEEDS_ECN: u32 = 0x2;
 
-/// enum tcp_ca_event (include/net/tcp.h).
+/// enum tcp_ca_event (include/net/tcp.h): the events the engine raises
+/// with their numbers (CA_EVENT_ECN_NO_CE 4 and CA_EVENT_ECN_IS_CE 5 are
+/// the receiver's, which the simulator's receiver handles itself).
+const CA_EVENTS: [(CwndEvent, u64); 4] =
+    [(CwndEvent::TxStart, 0), (CwndEvent::CwndRestart, 1), (CwndEvent::CompleteCwr, 2), (CwndEvent::Loss, 3)];
+
 fn event_number(ev: CwndEvent) -> u64 {
-    match ev {
-        CwndEvent::TxStart => 0,
-        CwndEvent::CwndRestart => 1,
-        CwndEvent::CompleteCwr => 2,
-        CwndEvent::Loss => 3,
-    }
+    CA_EVENTS.iter().find(|(e, _)| *e == ev).map_or(0, |(_, n)| *n)
+}
+
+/// The event numbered `n`, if the engine raises it.
+pub fn event_of(n: u64) -> Option<CwndEvent> {
+    CA_EVENTS.iter().find(|(_, k)| *k == n).map(|(e, _)| *e)
+}
+
+/// enum tcp_ca_state by number.
+pub fn state_of(n: u64) -> Option<CaState> {
+    [CaState::Open, CaState::Disorder, CaState::Cwr, CaState::Recovery, CaState::Loss].into_iter().find(|s| *s as u64 == n)
 }
 
 /// One connection's instance of a loaded program.
@@ -45,19 +55,22 @@ pub struct BpfCca {
     /// takes every later hook, as tcp_set_congestion_control() replaces
     /// icsk_ca_ops.
     switched: Option<Box<dyn CongestionControl>>,
+    /// The kernel algorithm whose exported functions the program calls as
+    /// kfuncs (cubictcp_*, dctcp_*), run natively on the connection.
+    kernel_cca: Option<Box<dyn CongestionControl>>,
 }
 
 impl BpfCca {
     /// An instance of `program` with its per-connection random seed.
     pub fn new(program: Arc<Program>, name: &'static str, seed: u64) -> BpfCca {
         let memory = program.memory.clone();
-        BpfCca { program, name, memory, rng: Prandom::new(seed), initialized: false, switched: None }
+        BpfCca { program, name, memory, rng: Prandom::new(seed), initialized: false, switched: None, kernel_cca: None }
     }
 
     /// Runs `hook` with arguments `args` after the socket; `None` when
     /// the program does not implement it.
-    fn call(&mut self, hook: &str, tp: &mut ConnState, args: &[u64]) -> Option<u64> {
-        let &entry = self.program.hooks.get(hook)?;
+    fn call(&mut self, hook: Hook, tp: &mut ConnState, args: &[u64]) -> Option<u64> {
+        let entry = self.program.entry(hook)?;
         sock_image::write(&mut self.memory, tp, self.initialized);
         let ctx = self.memory.region_bytes_mut(CTX_BASE);
         ctx[..8].copy_from_slice(&SOCK_BASE.to_le_bytes());
@@ -65,15 +78,17 @@ impl BpfCca {
             ctx[8 * (i + 1)..8 * (i + 2)].copy_from_slice(&a.to_le_bytes());
         }
         let mut switch_to = None;
-        let mut calls = HookCalls { tp: &mut *tp, rng: &mut self.rng, switch_to: &mut switch_to };
+        let mut calls =
+            HookCalls { tp: &mut *tp, rng: &mut self.rng, switch_to: &mut switch_to, kernel_cca: &mut self.kernel_cca };
         let result = vm::run(&self.program.code, entry, CTX_BASE, STACK_BASE, &mut self.memory, &mut calls);
         let r0 = match result {
             Ok(r0) => r0,
             Err(e) => {
                 let poisoned = self.program.poisoned.iter().find(|(pc, _)| *pc == e.pc).map(|(_, why)| format!(" ({why})"));
                 panic!(
-                    "BPF congestion control {}: hook {hook}, function {}, instruction {}: {}{}",
+                    "BPF congestion control {}: hook {}, function {}, instruction {}: {}{}",
                     self.name,
+                    hook.name(),
                     self.program.function_at(e.pc),
                     e.pc,
                     e.what,
@@ -100,7 +115,7 @@ impl CongestionControl for BpfCca {
         // tcp_init_congestion_control(): icsk_ca_priv is zeroed, then
         // ca_ops->init(); tcp_init_transfer() stamped snd_cwnd_stamp.
         sock_image::set_cwnd_stamp(&mut self.memory, jiffies(tp.now) as u32);
-        self.call("init", tp, &[]);
+        self.call(Hook::Init, tp, &[]);
         self.initialized = true;
     }
 
@@ -110,7 +125,7 @@ impl CongestionControl for BpfCca {
         }
         // The hook sees the socket; the engine applies only its answer.
         let mut view = tp.clone();
-        self.call("ssthresh", &mut view, &[]).unwrap_or(tp.snd_ssthresh as u64) as u32
+        self.call(Hook::Ssthresh, &mut view, &[]).unwrap_or(tp.snd_ssthresh as u64) as u32
     }
 
     fn cong_avoid(&mut self, tp: &mut ConnState, acked: u32) {
@@ -119,28 +134,28 @@ impl CongestionControl for BpfCca {
         }
         // cong_avoid(sk, ack, acked): ack is the ACK's sequence, snd_una after it.
         let ack = sock_image::seq_of(tp.snd_una, tp.mss_bytes) as u64;
-        self.call("cong_avoid", tp, &[ack, acked as u64]);
+        self.call(Hook::CongAvoid, tp, &[ack, acked as u64]);
     }
 
     fn set_state(&mut self, tp: &mut ConnState, new_state: CaState) {
         if let Some(c) = self.switched.as_mut() {
             return c.set_state(tp, new_state);
         }
-        self.call("set_state", tp, &[new_state as u64]);
+        self.call(Hook::SetState, tp, &[new_state as u64]);
     }
 
     fn cwnd_event(&mut self, tp: &mut ConnState, ev: CwndEvent) {
         if let Some(c) = self.switched.as_mut() {
             return c.cwnd_event(tp, ev);
         }
-        self.call("cwnd_event", tp, &[event_number(ev)]);
+        self.call(Hook::CwndEvent, tp, &[event_number(ev)]);
     }
 
     fn pkts_acked(&mut self, tp: &mut ConnState, sample: &AckSample) {
         if let Some(c) = self.switched.as_mut() {
             return c.pkts_acked(tp, sample);
         }
-        if !self.program.hooks.contains_key("pkts_acked") {
+        if self.program.entry(Hook::PktsAcked).is_none() {
             return;
         }
         // struct ack_sample: rtt_us is -1 without an RTT sample.
@@ -149,21 +164,21 @@ impl CongestionControl for BpfCca {
         a[ACK_PKTS_ACKED as usize..][..4].copy_from_slice(&sample.pkts_acked.to_le_bytes());
         a[ACK_RTT_US as usize..][..4].copy_from_slice(&rtt_us.to_le_bytes());
         a[ACK_IN_FLIGHT as usize..][..4].copy_from_slice(&sample.in_flight.to_le_bytes());
-        self.call("pkts_acked", tp, &[ACK_SAMPLE_BASE]);
+        self.call(Hook::PktsAcked, tp, &[ACK_SAMPLE_BASE]);
     }
 
     fn in_ack_event(&mut self, tp: &mut ConnState, flags: u32) {
         if let Some(c) = self.switched.as_mut() {
             return c.in_ack_event(tp, flags);
         }
-        self.call("in_ack_event", tp, &[flags as u64]);
+        self.call(Hook::InAckEvent, tp, &[flags as u64]);
     }
 
     fn undo_cwnd(&mut self, tp: &mut ConnState) -> u32 {
         if let Some(c) = self.switched.as_mut() {
             return c.undo_cwnd(tp);
         }
-        self.call("undo_cwnd", tp, &[]).map_or(tp.snd_cwnd.max(tp.prior_cwnd), |v| v as u32)
+        self.call(Hook::UndoCwnd, tp, &[]).map_or(tp.snd_cwnd.max(tp.prior_cwnd), |v| v as u32)
     }
 
     fn needs_ecn(&self) -> bool {

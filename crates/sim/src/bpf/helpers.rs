@@ -14,7 +14,10 @@ use super::sock_image;
 use super::vm::Calls;
 use crate::cc::jiffies::{jiffies, HZ};
 use crate::cc::prandom::Prandom;
-use crate::cc::{reno, ConnState, CongestionControl};
+use super::cca;
+use super::sock_layout::{ACK_IN_FLIGHT, ACK_PKTS_ACKED, ACK_RTT_US, ACK_SAMPLE_SIZE};
+use crate::cc::{reno, AckSample, ConnState, CongestionControl};
+use crate::units::Time;
 
 /// Helper numbers (include/uapi/linux/bpf.h, ___BPF_FUNC_MAPPER).
 pub const KTIME_GET_NS: i32 = 5;
@@ -42,8 +45,30 @@ pub const HELPERS: &[(i32, &str)] = &[
     (KTIME_GET_TAI_NS, "bpf_ktime_get_tai_ns"),
 ];
 
-/// The kfuncs, numbered by their place here.
-pub const KFUNCS: &[&str] = &["tcp_slow_start", "tcp_cong_avoid_ai", "tcp_reno_cong_avoid", "tcp_reno_ssthresh", "tcp_reno_undo_cwnd"];
+/// The kfuncs, numbered by their place here: bpf_tcp_ca_check_kfunc_ids
+/// (net/ipv4/bpf_tcp_ca.c), then the CUBIC and DCTCP functions their files
+/// register as kfuncs (tcp_cubic_check_kfunc_ids, tcp_dctcp_check_kfunc_ids).
+/// BBR's (bbr_main …) need cong_control, which the simulator does not yet
+/// run from BPF.
+pub const KFUNCS: &[&str] = &[
+    "tcp_slow_start",
+    "tcp_cong_avoid_ai",
+    "tcp_reno_cong_avoid",
+    "tcp_reno_ssthresh",
+    "tcp_reno_undo_cwnd",
+    "cubictcp_init",
+    "cubictcp_recalc_ssthresh",
+    "cubictcp_cong_avoid",
+    "cubictcp_state",
+    "cubictcp_cwnd_event",
+    "cubictcp_acked",
+    "dctcp_init",
+    "dctcp_update_alpha",
+    "dctcp_cwnd_event",
+    "dctcp_ssthresh",
+    "dctcp_cwnd_undo",
+    "dctcp_state",
+];
 
 /// The kfunc number of `name`.
 pub fn kfunc_id(name: &str) -> Option<i32> {
@@ -82,6 +107,11 @@ pub struct HookCalls<'a> {
     /// Set by bpf_setsockopt(TCP_CONGESTION): the algorithm to switch to
     /// when the hook returns (tcp_set_congestion_control()).
     pub switch_to: &'a mut Option<String>,
+    /// The kernel algorithm behind the cubictcp_* and dctcp_* kfuncs:
+    /// the simulator's own CUBIC or DCTCP, whose state lives here rather
+    /// than in icsk_ca_priv (a program calling them leaves that area to
+    /// them in the kernel too).
+    pub kernel_cca: &'a mut Option<Box<dyn CongestionControl>>,
 }
 
 fn neg(errno: i64) -> u64 {
@@ -100,6 +130,42 @@ impl HookCalls<'_> {
         let r = f(self.tp);
         sock_image::write(mem, self.tp, true);
         Ok(r)
+    }
+}
+
+impl HookCalls<'_> {
+    /// Runs `f` on the kernel algorithm `family` (built on first use) and
+    /// the connection, as [`HookCalls::on_socket`].
+    fn on_kernel_cca<R>(
+        &mut self,
+        family: &'static str,
+        sk: u64,
+        mem: &mut Memory,
+        f: impl FnOnce(&mut dyn CongestionControl, &mut ConnState) -> R,
+    ) -> Result<R, Fault> {
+        if sk != SOCK_BASE {
+            return Err(Fault { what: format!("a kfunc was passed {sk:#x}, not the socket ({SOCK_BASE:#x})") });
+        }
+        if self.kernel_cca.as_ref().is_none_or(|c| c.name() != family) {
+            *self.kernel_cca = crate::cc::by_name(family);
+        }
+        let cc = self.kernel_cca.as_mut().expect("the registry has cubic and dctcp");
+        sock_image::read(mem, self.tp);
+        let r = f(cc.as_mut(), self.tp);
+        sock_image::write(mem, self.tp, true);
+        Ok(r)
+    }
+
+    /// The struct ack_sample at `addr`.
+    fn ack_sample(mem: &Memory, addr: u64) -> Result<AckSample, Fault> {
+        let b = mem.read_bytes(addr, ACK_SAMPLE_SIZE as usize)?;
+        let word = |at: u32| u32::from_le_bytes(b[at as usize..at as usize + 4].try_into().expect("4 bytes"));
+        let rtt_us = word(ACK_RTT_US) as i32;
+        Ok(AckSample {
+            pkts_acked: word(ACK_PKTS_ACKED),
+            rtt: (rtt_us >= 0).then(|| Time::from_micros(rtt_us as u64)),
+            in_flight: word(ACK_IN_FLIGHT),
+        })
     }
 }
 
@@ -157,6 +223,50 @@ impl Calls for HookCalls<'_> {
             }),
             Some("tcp_reno_ssthresh") => self.on_socket(a[0], mem, |tp| reno::Reno.ssthresh(tp) as u64),
             Some("tcp_reno_undo_cwnd") => self.on_socket(a[0], mem, |tp| reno::Reno.undo_cwnd(tp) as u64),
+            Some(name @ ("cubictcp_init" | "dctcp_init")) => {
+                let family = if name.starts_with("cubic") { "cubic" } else { "dctcp" };
+                self.on_kernel_cca(family, a[0], mem, |cc, tp| {
+                    cc.init(tp);
+                    0
+                })
+            }
+            Some("cubictcp_recalc_ssthresh") => self.on_kernel_cca("cubic", a[0], mem, |cc, tp| cc.ssthresh(tp) as u64),
+            Some("dctcp_ssthresh") => self.on_kernel_cca("dctcp", a[0], mem, |cc, tp| cc.ssthresh(tp) as u64),
+            Some("cubictcp_cong_avoid") => self.on_kernel_cca("cubic", a[0], mem, |cc, tp| {
+                cc.cong_avoid(tp, a[2] as u32);
+                0
+            }),
+            Some(name @ ("cubictcp_state" | "dctcp_state")) => {
+                let family = if name.starts_with("cubic") { "cubic" } else { "dctcp" };
+                let state = cca::state_of(a[1] & 0xff).ok_or_else(|| Fault { what: format!("{name}: CA state {} does not exist", a[1]) })?;
+                self.on_kernel_cca(family, a[0], mem, |cc, tp| {
+                    cc.set_state(tp, state);
+                    0
+                })
+            }
+            Some(name @ ("cubictcp_cwnd_event" | "dctcp_cwnd_event")) => {
+                let family = if name.starts_with("cubic") { "cubic" } else { "dctcp" };
+                match cca::event_of(a[1] & 0xffff_ffff) {
+                    Some(ev) => self.on_kernel_cca(family, a[0], mem, |cc, tp| {
+                        cc.cwnd_event(tp, ev);
+                        0
+                    }),
+                    // The receiver's CE events: the simulator's receiver runs DCTCP's half.
+                    None => Ok(0),
+                }
+            }
+            Some("cubictcp_acked") => {
+                let sample = Self::ack_sample(mem, a[1])?;
+                self.on_kernel_cca("cubic", a[0], mem, |cc, tp| {
+                    cc.pkts_acked(tp, &sample);
+                    0
+                })
+            }
+            Some("dctcp_update_alpha") => self.on_kernel_cca("dctcp", a[0], mem, |cc, tp| {
+                cc.in_ack_event(tp, a[1] as u32);
+                0
+            }),
+            Some("dctcp_cwnd_undo") => self.on_kernel_cca("dctcp", a[0], mem, |cc, tp| cc.undo_cwnd(tp) as u64),
             _ => Err(Fault { what: format!("kfunc {id} is not provided") }),
         }
     }

@@ -82,7 +82,7 @@ impl Memory {
     }
 
     /// The arena index of `len` bytes at `addr`, checked.
-    #[inline]
+    #[inline(always)]
     fn locate(&self, addr: u64, len: usize, write: bool) -> Result<usize, Fault> {
         let id = (addr >> REGION_SHIFT) as usize;
         let off = (addr & 0xffff_ffff) as usize;
@@ -110,7 +110,7 @@ impl Memory {
     }
 
     /// Loads `len` (1, 2, 4 or 8) bytes, zero-extended.
-    #[inline]
+    #[inline(always)]
     pub fn load(&self, addr: u64, len: usize) -> Result<u64, Fault> {
         let at = self.locate(addr, len, false)?;
         let b = &self.bytes[at..at + len];
@@ -123,7 +123,7 @@ impl Memory {
     }
 
     /// Stores the low `len` bytes of `value`.
-    #[inline]
+    #[inline(always)]
     pub fn store(&mut self, addr: u64, len: usize, value: u64) -> Result<(), Fault> {
         let at = self.locate(addr, len, true)?;
         self.bytes[at..at + len].copy_from_slice(&value.to_le_bytes()[..len]);

@@ -35,9 +35,31 @@ const R_BPF_64_64: u32 = 1;
 const R_BPF_64_ABS64: u32 = 2;
 const R_BPF_64_32: u32 = 10;
 
-/// The hooks of `struct tcp_congestion_ops` the simulator calls, by member name.
-pub const HOOKS: &[&str] =
-    &["init", "release", "ssthresh", "cong_avoid", "set_state", "cwnd_event", "in_ack_event", "pkts_acked", "undo_cwnd"];
+/// The hooks of `struct tcp_congestion_ops` the simulator calls, by member
+/// name, in [`Hook`]'s order.
+pub const HOOKS: [&str; 9] =
+    ["init", "release", "ssthresh", "cong_avoid", "set_state", "cwnd_event", "in_ack_event", "pkts_acked", "undo_cwnd"];
+
+/// A hook, by its place in [`HOOKS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    Init,
+    Release,
+    Ssthresh,
+    CongAvoid,
+    SetState,
+    CwndEvent,
+    InAckEvent,
+    PktsAcked,
+    UndoCwnd,
+}
+
+impl Hook {
+    /// The member's name.
+    pub fn name(self) -> &'static str {
+        HOOKS[self as usize]
+    }
+}
 /// Members the simulator does not call and why (an object implementing
 /// them is refused, so nothing it does is silently skipped).
 const UNSUPPORTED_HOOKS: &[(&str, &str)] = &[
@@ -66,6 +88,8 @@ pub struct Program {
     pub functions: Vec<Function>,
     /// Entry instruction of each implemented hook, by name.
     pub hooks: HashMap<String, usize>,
+    /// The same by [`Hook`], for the calls.
+    entries: [Option<usize>; HOOKS.len()],
     /// The memory every connection starts from: the fixed regions and the
     /// object's global data with its initial values.
     pub memory: Memory,
@@ -240,9 +264,16 @@ impl Program {
         }
 
         let (name, flags, hooks) = struct_ops(&file, &btf, &functions)?;
-        let program = Program { name, flags, code, functions, hooks, memory, poisoned };
+        let entries = HOOKS.map(|h| hooks.get(h).copied());
+        let program = Program { name, flags, code, functions, hooks, entries, memory, poisoned };
         super::verify::check(&program)?;
         Ok(program)
+    }
+
+    /// The entry instruction of `hook`, if the program implements it.
+    #[inline]
+    pub fn entry(&self, hook: Hook) -> Option<usize> {
+        self.entries[hook as usize]
     }
 
     /// The function containing instruction `pc`, for messages.

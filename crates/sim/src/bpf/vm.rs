@@ -70,6 +70,125 @@ pub fn run(
         let s = insn.src as usize;
         let imm = insn.imm as i64 as u64;
         pc += 1;
+        // The instructions compiled congestion controls are made of, one
+        // arm each (a jump table on the opcode); everything else, and the
+        // variants an `off` selects (movsx, sdiv), goes the general way
+        // below.
+        macro_rules! jump_if {
+            ($cond:expr) => {{
+                if $cond {
+                    pc = (pc as i64 + insn.off as i64) as usize;
+                }
+                continue;
+            }};
+        }
+        macro_rules! load {
+            ($len:expr) => {{
+                let addr = reg[s].wrapping_add(insn.off as i64 as u64);
+                reg[d] = mem.load(addr, $len).map_err(|f| fail(pc - 1, f.what))?;
+                continue;
+            }};
+        }
+        macro_rules! store {
+            ($len:expr, $v:expr) => {{
+                let addr = reg[d].wrapping_add(insn.off as i64 as u64);
+                mem.store(addr, $len, $v).map_err(|f| fail(pc - 1, f.what))?;
+                continue;
+            }};
+        }
+        let (a32, x32, k32) = (reg[d] as u32, reg[s] as u32, insn.imm as u32);
+        match insn.op {
+            0x07 => { reg[d] = reg[d].wrapping_add(imm); continue; }
+            0x0f => { reg[d] = reg[d].wrapping_add(reg[s]); continue; }
+            0x17 => { reg[d] = reg[d].wrapping_sub(imm); continue; }
+            0x1f => { reg[d] = reg[d].wrapping_sub(reg[s]); continue; }
+            0x27 => { reg[d] = reg[d].wrapping_mul(imm); continue; }
+            0x2f => { reg[d] = reg[d].wrapping_mul(reg[s]); continue; }
+            0x47 => { reg[d] |= imm; continue; }
+            0x4f => { reg[d] |= reg[s]; continue; }
+            0x57 => { reg[d] &= imm; continue; }
+            0x5f => { reg[d] &= reg[s]; continue; }
+            0x67 => { reg[d] <<= imm & 63; continue; }
+            0x6f => { reg[d] <<= reg[s] & 63; continue; }
+            0x77 => { reg[d] >>= imm & 63; continue; }
+            0x7f => { reg[d] >>= reg[s] & 63; continue; }
+            0xa7 => { reg[d] ^= imm; continue; }
+            0xaf => { reg[d] ^= reg[s]; continue; }
+            0xb7 => { reg[d] = imm; continue; }
+            0xbf if insn.off == 0 => { reg[d] = reg[s]; continue; }
+            0xc7 => { reg[d] = ((reg[d] as i64) >> (imm & 63)) as u64; continue; }
+            0xcf => { reg[d] = ((reg[d] as i64) >> (reg[s] & 63)) as u64; continue; }
+            0x04 => { reg[d] = a32.wrapping_add(k32) as u64; continue; }
+            0x0c => { reg[d] = a32.wrapping_add(x32) as u64; continue; }
+            0x14 => { reg[d] = a32.wrapping_sub(k32) as u64; continue; }
+            0x1c => { reg[d] = a32.wrapping_sub(x32) as u64; continue; }
+            0x24 => { reg[d] = a32.wrapping_mul(k32) as u64; continue; }
+            0x2c => { reg[d] = a32.wrapping_mul(x32) as u64; continue; }
+            0x44 => { reg[d] = (a32 | k32) as u64; continue; }
+            0x4c => { reg[d] = (a32 | x32) as u64; continue; }
+            0x54 => { reg[d] = (a32 & k32) as u64; continue; }
+            0x5c => { reg[d] = (a32 & x32) as u64; continue; }
+            0x64 => { reg[d] = (a32 << (k32 & 31)) as u64; continue; }
+            0x6c => { reg[d] = (a32 << (x32 & 31)) as u64; continue; }
+            0x74 => { reg[d] = (a32 >> (k32 & 31)) as u64; continue; }
+            0x7c => { reg[d] = (a32 >> (x32 & 31)) as u64; continue; }
+            0xa4 => { reg[d] = (a32 ^ k32) as u64; continue; }
+            0xac => { reg[d] = (a32 ^ x32) as u64; continue; }
+            0xb4 => { reg[d] = k32 as u64; continue; }
+            0xbc if insn.off == 0 => { reg[d] = x32 as u64; continue; }
+            0x61 => load!(4),
+            0x69 => load!(2),
+            0x71 => load!(1),
+            0x79 => load!(8),
+            0x62 => store!(4, imm),
+            0x6a => store!(2, imm),
+            0x72 => store!(1, imm),
+            0x7a => store!(8, imm),
+            0x63 => store!(4, reg[s]),
+            0x6b => store!(2, reg[s]),
+            0x73 => store!(1, reg[s]),
+            0x7b => store!(8, reg[s]),
+            0x05 => jump_if!(true),
+            0x15 => jump_if!(reg[d] == imm),
+            0x1d => jump_if!(reg[d] == reg[s]),
+            0x25 => jump_if!(reg[d] > imm),
+            0x2d => jump_if!(reg[d] > reg[s]),
+            0x35 => jump_if!(reg[d] >= imm),
+            0x3d => jump_if!(reg[d] >= reg[s]),
+            0x45 => jump_if!(reg[d] & imm != 0),
+            0x4d => jump_if!(reg[d] & reg[s] != 0),
+            0x55 => jump_if!(reg[d] != imm),
+            0x5d => jump_if!(reg[d] != reg[s]),
+            0x65 => jump_if!((reg[d] as i64) > imm as i64),
+            0x6d => jump_if!((reg[d] as i64) > reg[s] as i64),
+            0x75 => jump_if!((reg[d] as i64) >= imm as i64),
+            0x7d => jump_if!((reg[d] as i64) >= reg[s] as i64),
+            0xa5 => jump_if!(reg[d] < imm),
+            0xad => jump_if!(reg[d] < reg[s]),
+            0xb5 => jump_if!(reg[d] <= imm),
+            0xbd => jump_if!(reg[d] <= reg[s]),
+            0xc5 => jump_if!((reg[d] as i64) < imm as i64),
+            0xcd => jump_if!((reg[d] as i64) < reg[s] as i64),
+            0xd5 => jump_if!((reg[d] as i64) <= imm as i64),
+            0xdd => jump_if!((reg[d] as i64) <= reg[s] as i64),
+            0x16 => jump_if!(a32 == k32),
+            0x1e => jump_if!(a32 == x32),
+            0x26 => jump_if!(a32 > k32),
+            0x2e => jump_if!(a32 > x32),
+            0x36 => jump_if!(a32 >= k32),
+            0x3e => jump_if!(a32 >= x32),
+            0x56 => jump_if!(a32 != k32),
+            0x5e => jump_if!(a32 != x32),
+            0xa6 => jump_if!(a32 < k32),
+            0xae => jump_if!(a32 < x32),
+            0xb6 => jump_if!(a32 <= k32),
+            0xbe => jump_if!(a32 <= x32),
+            0x66 => jump_if!((a32 as i32) > k32 as i32),
+            0x6e => jump_if!((a32 as i32) > x32 as i32),
+            0xc6 => jump_if!((a32 as i32) < k32 as i32),
+            0xce => jump_if!((a32 as i32) < x32 as i32),
+            _ => {}
+        }
         match insn.class() {
             CLASS_ALU64 => {
                 let src = if insn.op & SRC_X != 0 { reg[s] } else { imm };

@@ -27,9 +27,11 @@ import platform
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ... import bpfcc
 from ...linuxpath import linkem as delay_line
 from ...linuxpath.config import (
     dynamics_refusal,
@@ -99,11 +101,13 @@ class KernelBackend(Backend):
             raise BackendUnavailable("the kernel backend needs root (network namespaces); try `sudo fatpipe …` "
                                      "or the sim backend")
         ccas = set(available_ccas())
-        ports = self._ports_for({f.cc for plan in plans for f in plan.flows if f.kind != "cross"} - ccas)
+        bpf_objects(plans, ccas)
+        ports = self._ports_for({f.cc for plan in plans for f in plan.flows
+                                 if f.kind != "cross" and not bpfcc.is_bpf(f.cc)} - ccas)
         for plan in plans:
             for f in plan.flows:
-                if f.kind == "cross":
-                    continue  # no process: linkem offers its packets to its bottleneck
+                if f.kind == "cross" or bpfcc.is_bpf(f.cc):
+                    continue  # cross: no process, linkem offers its packets; bpf: checked above
                 if f.kind not in ("bulk", "rpc"):
                     raise BackendUnavailable(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not "
                                              "supported by the kernel backend (bulk, rpc, cross)")
@@ -176,16 +180,20 @@ class KernelBackend(Backend):
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = path_config(plan)
         # CCAs the kernel lacks are registered from fatpipe's BPF ports for
-        # this run only (bpfcca.py); the kernel's own always win.
-        used = sorted({f.cc for f in plan.flows if f.kind != "cross"})
+        # this run only (bpfcca.py); the kernel's own always win. A flow
+        # naming a BPF object (bpf:…) runs it, registered under its name.
+        objects = bpf_objects([plan], set(available_ccas()))
+        kplan = replace(plan, flows=[replace(f, cc=objects[f.cc].name) if f.cc in objects else f
+                                     for f in plan.flows])
+        used = sorted({f.cc for f in plan.flows if f.kind != "cross" and f.cc not in objects})
         kernel_ccas = available_ccas()
-        binary, ports = bpfcca.loader() if set(used) - set(kernel_ccas) else (None, {})
-        cca_facts = bpfcca.describe(used, ports)
+        binary, ports = bpfcca.loader() if set(used) - set(kernel_ccas) or objects else (None, {})
+        cca_facts = {**bpfcca.describe(used, ports), **{o.name: o.facts() for o in objects.values()}}
+        registrations = bpfcca.ports_to_load(used, kernel_ccas, ports) + bpfcca.object_files(objects.values(), workdir)
         cpu_window = CpuWindow()
-        with bpfcca.Registration(binary, bpfcca.ports_to_load(used, kernel_ccas, ports)), \
-                EmulatedPath(cfg, workdir) as path:
+        with bpfcca.Registration(binary, registrations), EmulatedPath(cfg, workdir) as path:
             # Senders whose asked fq the kernel lacks pace every socket themselves.
-            specs = flow_specs(plan, frozenset(n for n, q in path.sender_qdiscs.items() if q.internal_pacing))
+            specs = flow_specs(kplan, frozenset(n for n, q in path.sender_qdiscs.items() if q.internal_pacing))
             qdisc_facts = {name: q.facts() for name, q in path.sender_qdiscs.items()}
             # Lateness and CPU count after the warm-up (slow-start bursts
             # excluded, as they are from the summary statistics).
@@ -240,3 +248,24 @@ class KernelBackend(Backend):
         # Cross groups' rows: what linkem's bottleneck sent of them, sampled.
         series = rows_to_series(traffic.rows + delay_line.cross_rows(stats.details.get("linkem", {})))
         return RunOutcome(series=series, rpcs=rows_to_rpcs(traffic.rpcs), path=report, cpu=cpu, facts=facts)
+
+
+def bpf_objects(plans: list[RunPlan], kernel_ccas: set[str]) -> dict[str, bpfcc.BpfObject]:
+    """The BPF objects the plans' flows name (bpf:…), by that name; raises
+    BackendUnavailable naming the flow when one cannot be built or loaded,
+    or registers under a name the running kernel already has."""
+    out: dict[str, bpfcc.BpfObject] = {}
+    for plan in plans:
+        for f in plan.flows:
+            if f.kind == "cross" or not bpfcc.is_bpf(f.cc) or f.cc in out:
+                continue
+            try:
+                obj = bpfcc.resolve(f.cc)
+            except bpfcc.BpfCcaError as e:
+                raise BackendUnavailable(f"run {plan.run_id}: flows.{f.group}.cc: {e}") from None
+            if obj.name in kernel_ccas:
+                raise BackendUnavailable(
+                    f"run {plan.run_id}: flows.{f.group}.cc: {f.cc} registers as {obj.name!r}, which the running "
+                    f"kernel already lists (its own CCA or another program's): a second cannot be registered")
+            out[f.cc] = obj
+    return out

@@ -104,14 +104,17 @@ class Registration:
     On leaving, waits until the kernel no longer lists them."""
 
     def __init__(self, binary: Path, names: list[str]):
+        """`names`: ports by name, or NAME=PATH for an object file that
+        registers as NAME."""
         self.binary = binary
-        self.names = list(names)
+        self.args = list(names)
+        self.names = [n.partition("=")[0] for n in names]
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> Registration:
         if not self.names:
             return self
-        self.proc = subprocess.Popen([str(self.binary), "--parent-pid", str(os.getpid()), *self.names],
+        self.proc = subprocess.Popen([str(self.binary), "--parent-pid", str(os.getpid()), *self.args],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         try:
@@ -139,3 +142,15 @@ class Registration:
         if not wait_until(lambda: not set(self.names) & set(kernel_ccas()), GONE_TIMEOUT_S):
             raise RuntimeError(f"{BINARY} exited but the kernel still lists "
                                f"{' '.join(sorted(set(self.names) & set(kernel_ccas())))}")
+
+
+def object_files(objects, workdir: Path) -> list[str]:
+    """NAME=PATH registrations for BPF objects (bpfcc.BpfObject): each
+    object written under the run's directory, which keeps what ran."""
+    out = []
+    for obj in objects:
+        path = Path(workdir) / "bpf" / f"{obj.name}.o"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(obj.elf)
+        out.append(f"{obj.name}={path}")
+    return out
