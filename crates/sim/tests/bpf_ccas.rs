@@ -115,4 +115,36 @@ fn the_dctcp_port_agrees_with_the_native_dctcp_on_a_marking_path() {
     let (b, n) = (goodput(&bpf) * 2.0, goodput(&native) * 2.0); // goodput() divides by 4 s
     println!("dctcp: bpf {:.2} native {:.2} Mbit/s, CE marks {} vs {}", b / 1e6, n / 1e6, bpf.path.ce_marks, native.path.ce_marks);
     assert!((b / n - 1.0).abs() < 0.005, "bpf {b} native {n}");
+    // And hook by hook.
+    let mut catalog = Catalog::default();
+    catalog.add("bpf:dctcp", port("dctcp")).unwrap();
+    catalog.lockstep_with("bpf:dctcp", "dctcp");
+    Scenario::from_json_with(&plan("bpf:dctcp").json(), catalog).unwrap().run();
+}
+
+#[test]
+fn ports_run_in_lockstep_with_the_native_algorithms() {
+    // Hook by hook on the golden paths: the same writes and answers.
+    let pairs = [
+        ("fp_reno", "reno"),
+        ("fp_cubic", "cubic"),
+        ("htcp", "htcp"),
+        ("bic", "bic"),
+        ("highspeed", "highspeed"),
+        ("scalable", "scalable"),
+        ("westwood", "westwood"),
+        ("illinois", "illinois"),
+        ("vegas", "vegas"),
+        ("yeah", "yeah"),
+        ("nv", "nv"),
+    ];
+    for (bpf, native) in pairs {
+        for lossy in [false, true] {
+            let key = format!("bpf:{bpf}");
+            let mut catalog = Catalog::default();
+            catalog.add(&key, port(bpf)).unwrap();
+            catalog.lockstep_with(&key, native);
+            Scenario::from_json_with(&plan(&key, lossy).json(), catalog).unwrap().run();
+        }
+    }
 }

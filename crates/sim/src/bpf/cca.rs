@@ -16,7 +16,6 @@ use super::object::{Hook, Program, ACK_SAMPLE_BASE, CTX_BASE, SOCK_BASE, STACK_B
 use super::sock_image;
 use super::sock_layout::{ACK_IN_FLIGHT, ACK_PKTS_ACKED, ACK_RTT_US};
 use super::vm;
-use crate::cc::jiffies::jiffies;
 use crate::cc::prandom::Prandom;
 use crate::cc::{AckSample, CaState, ConnState, CongestionControl, CwndEvent};
 use std::sync::Arc;
@@ -114,7 +113,7 @@ impl CongestionControl for BpfCca {
     fn init(&mut self, tp: &mut ConnState) {
         // tcp_init_congestion_control(): icsk_ca_priv is zeroed, then
         // ca_ops->init(); tcp_init_transfer() stamped snd_cwnd_stamp.
-        sock_image::set_cwnd_stamp(&mut self.memory, jiffies(tp.now) as u32);
+        sock_image::set_cwnd_stamp(&mut self.memory, sock_image::kernel_jiffies(tp.now) as u32);
         self.call(Hook::Init, tp, &[]);
         self.initialized = true;
     }

@@ -12,7 +12,7 @@ use super::memory::{Fault, Memory};
 use super::object::SOCK_BASE;
 use super::sock_image;
 use super::vm::Calls;
-use crate::cc::jiffies::{jiffies, HZ};
+use crate::cc::jiffies::HZ;
 use crate::cc::prandom::Prandom;
 use super::cca;
 use super::sock_layout::{ACK_IN_FLIGHT, ACK_PKTS_ACKED, ACK_RTT_US, ACK_SAMPLE_SIZE};
@@ -173,10 +173,13 @@ impl Calls for HookCalls<'_> {
     fn helper(&mut self, id: i32, a: [u64; 5], mem: &mut Memory) -> Result<u64, Fault> {
         let now = self.tp.now;
         Ok(match id {
-            KTIME_GET_NS | KTIME_GET_BOOT_NS | KTIME_GET_TAI_NS => now.as_nanos(),
+            KTIME_GET_NS | KTIME_GET_BOOT_NS | KTIME_GET_TAI_NS => sock_image::kernel_ns(now),
             // ktime_get_coarse_ns(): the time of the last tick.
-            KTIME_GET_COARSE_NS => jiffies(now) * (1_000_000_000 / HZ),
-            JIFFIES64 => jiffies(now),
+            KTIME_GET_COARSE_NS => {
+                let tick = 1_000_000_000 / HZ;
+                sock_image::kernel_ns(now) / tick * tick
+            }
+            JIFFIES64 => sock_image::kernel_jiffies(now),
             GET_PRANDOM_U32 => self.rng.next_u32() as u64,
             GET_SMP_PROCESSOR_ID => 0,
             // The output has nowhere to go; the length is checked as the

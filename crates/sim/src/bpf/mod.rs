@@ -19,6 +19,7 @@ pub mod cca;
 pub mod core;
 pub mod helpers;
 pub mod insn;
+pub mod lockstep;
 pub mod memory;
 pub mod object;
 pub mod sock_image;
@@ -57,6 +58,9 @@ pub const PREFIX: &str = "bpf:";
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
     programs: BTreeMap<String, (Arc<object::Program>, &'static str)>,
+    /// Programs to run in lockstep with a native algorithm (lockstep.rs),
+    /// by key: the native algorithm's name.
+    lockstep: BTreeMap<String, String>,
 }
 
 impl Catalog {
@@ -76,6 +80,22 @@ impl Catalog {
     /// A connection's instance of the program named `key`.
     pub fn build(&self, key: &str, seed: u64) -> Option<cca::BpfCca> {
         self.programs.get(key).map(|(p, name)| cca::BpfCca::new(Arc::clone(p), name, seed))
+    }
+
+    /// Runs the program named `key` in lockstep with the native algorithm
+    /// `native` (lockstep.rs): a validation tool.
+    pub fn lockstep_with(&mut self, key: &str, native: &str) {
+        self.lockstep.insert(key.to_string(), native.to_string());
+    }
+
+    /// A connection's algorithm for `key`: the program, or the program in
+    /// lockstep with its native twin.
+    pub fn build_algorithm(&self, key: &str, seed: u64) -> Option<Box<dyn crate::cc::CongestionControl>> {
+        let bpf = self.build(key, seed)?;
+        Some(match self.lockstep.get(key).and_then(|n| crate::cc::by_name_seeded(n, seed)) {
+            Some(native) => Box::new(lockstep::Lockstep { bpf, native }),
+            None => Box::new(bpf),
+        })
     }
 
     /// The names the catalog holds.

@@ -43,8 +43,33 @@ fn get64(b: &[u8], at: u32) -> u64 {
     u64::from_le_bytes(b[at as usize..at as usize + 8].try_into().expect("8 bytes"))
 }
 
+/// How long the simulated host has been up when the run starts, as a
+/// program's clocks see it: Linux's jiffies start at INITIAL_JIFFIES
+/// (include/linux/jiffies.h, -300 s in 32 bits, so they wrap 5 minutes
+/// after boot) and its monotonic clock at 0 at boot, so on a real host
+/// neither reads 0 when a connection starts, and CCAs use 0 as "unset"
+/// (htcp_state()'s `if (ca->undo_last_cong)`, BIC's and CUBIC's
+/// `epoch_start == 0`). The simulator's native algorithms keep their own
+/// clocks from the run's start and mark "unset" otherwise; a program gets
+/// a host booted 10 minutes earlier.
+pub const UPTIME: Time = Time::from_secs(600);
+
+/// INITIAL_JIFFIES as jiffies_64 holds it: (unsigned int)(-300 * HZ).
+const INITIAL_JIFFIES: u64 = (1u64 << 32) - 300 * crate::cc::jiffies::HZ;
+
+/// jiffies_64 at simulated time `t` (bpf_jiffies64()).
+pub fn kernel_jiffies(t: Time) -> u64 {
+    INITIAL_JIFFIES + jiffies(t + UPTIME)
+}
+
+/// The monotonic clock at simulated time `t`, ns (bpf_ktime_get_ns(),
+/// tcp_clock_ns()).
+pub fn kernel_ns(t: Time) -> u64 {
+    (t + UPTIME).as_nanos()
+}
+
 fn micros(t: Time) -> u64 {
-    t.as_nanos() / 1000
+    kernel_ns(t) / 1000
 }
 
 /// Writes `tp` into the image. Fields the stack does not keep in
@@ -76,7 +101,7 @@ pub fn write(mem: &mut Memory, tp: &ConnState, initialized: bool) {
     put32(b, SND_CWND_CLAMP, tp.snd_cwnd_clamp);
     put32(b, PRIOR_CWND, tp.prior_cwnd);
     put32(b, SND_SSTHRESH, tp.snd_ssthresh);
-    put32(b, LSNDTIME, jiffies(tp.lsndtime) as u32);
+    put32(b, LSNDTIME, kernel_jiffies(tp.lsndtime) as u32);
     put32(b, MAX_PACKETS_OUT, tp.max_packets_out);
     put32(b, PACKETS_OUT, tp.packets_out);
     put32(b, SACKED_OUT, tp.sacked_out);
@@ -87,16 +112,16 @@ pub fn write(mem: &mut Memory, tp: &ConnState, initialized: bool) {
     put32(b, LOST, tp.lost as u32);
     put32(b, APP_LIMITED, tp.app_limited as u32);
     // tp->srtt_us is the smoothed RTT in µs << 3.
-    put32(b, SRTT_US, (micros(tp.srtt) << 3) as u32);
+    put32(b, SRTT_US, ((tp.srtt.as_nanos() / 1000) << 3) as u32);
     let ecn = b[ECN_FLAGS as usize] & !TCP_ECN_OK;
     b[ECN_FLAGS as usize] = ecn | if tp.ecn_ok { TCP_ECN_OK } else { 0 };
     b[IS_CWND_LIMITED as usize] = u8::from(tp.cwnd_limited_flag);
     put64(b, TCP_MSTAMP, micros(tp.now));
-    put64(b, TCP_CLOCK_CACHE, tp.now.as_nanos());
-    put64(b, TCP_WSTAMP_NS, tp.tcp_wstamp.as_nanos());
+    put64(b, TCP_CLOCK_CACHE, kernel_ns(tp.now));
+    put64(b, TCP_WSTAMP_NS, kernel_ns(tp.tcp_wstamp));
     put64(b, DELIVERED_MSTAMP, micros(tp.delivered_mstamp));
     // tcp_min_rtt(): ~0U before the first sample.
-    let min_rtt = if tp.min_rtt == Time::MAX { u32::MAX } else { micros(tp.min_rtt) as u32 };
+    let min_rtt = if tp.min_rtt == Time::MAX { u32::MAX } else { (tp.min_rtt.as_nanos() / 1000) as u32 };
     put32(b, RTT_MIN + 4, min_rtt);
 }
 

@@ -111,7 +111,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
 /// ([`by_name_seeded`]).
 pub fn build_named(name: &str, seed: u64, bpf: &crate::bpf::Catalog) -> Option<Box<dyn CongestionControl>> {
     if name.starts_with(crate::bpf::PREFIX) {
-        return bpf.build(name, seed).map(|c| Box::new(c) as Box<dyn CongestionControl>);
+        return bpf.build_algorithm(name, seed);
     }
     by_name_seeded(name, seed)
 }
