@@ -596,6 +596,7 @@ impl Sim {
 
     /// Sender timer `t` of stream `i` fires at `now`; on a host with a CPU
     /// model its handler's time is charged with its sends.
+    #[inline(always)]
     fn run_sender_timer<const ECN: bool, const FQ: bool>(&mut self, i: u32, t: SenderTimer, now: Time) {
         let st = &mut self.streams[i as usize];
         let mut tx = Tx::<ECN, FQ>::new(&mut self.net, i, &st.link);

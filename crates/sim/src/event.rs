@@ -123,6 +123,7 @@ impl EventQueue {
         self.max_len = self.max_len.max(self.heap.len());
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         let e = self.heap.pop()?;
         self.popped += 1;

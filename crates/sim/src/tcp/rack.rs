@@ -119,6 +119,7 @@ impl Rack {
     /// deadline, so a run piece is judged at once; only where the piece was
     /// sent at rack.mstamp does tcp_skb_sent_after()'s sequence tie-break
     /// cut it at rack.end_seq.
+    #[inline]
     pub fn detect_loss(&self, sb: &mut Scoreboard, now: Time, reo_wnd: Time, lost: &mut Vec<(u64, u64)>) -> Time {
         let mut wait = Time::ZERO;
         let (mstamp, end_seq, rtt) = (self.mstamp, self.end_seq, self.rtt);

@@ -442,6 +442,7 @@ impl Scoreboard {
 
     /// Tags SACK block [start, end) and returns the newly SACKed sub-ranges
     /// (borrowed scratch, valid until the next call).
+    #[inline]
     pub fn sack_block(&mut self, start: u64, end: u64) -> &[(u64, u64)] {
         self.scratch.clear();
         let s = start.max(self.snd_una);
@@ -487,6 +488,7 @@ impl Scoreboard {
     }
 
     /// Drops SACK ranges fully below snd_una (after cumulative ACK).
+    #[inline]
     pub fn trim_sacked(&mut self) {
         self.sacked.remove_below(self.sacked_from, self.snd_una);
         self.sacked_from = self.snd_una;
