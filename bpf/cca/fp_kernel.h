@@ -114,6 +114,7 @@ struct tcp_congestion_ops {
 	__u32 (*undo_cwnd)(struct sock *sk);
 	void (*init)(struct sock *sk);
 	void (*release)(struct sock *sk);
+	void (*cong_control)(struct sock *sk, __u32 ack, int flag, const struct rate_sample *rs);
 	char name[16];
 	__u32 flags;
 };

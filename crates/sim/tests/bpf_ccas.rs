@@ -148,3 +148,43 @@ fn ports_run_in_lockstep_with_the_native_algorithms() {
         }
     }
 }
+
+/// Compiles the test program `tests/bpf/NAME.bpf.c` as fatpipe-ccaload
+/// --compile does (the ports' clang arguments and headers).
+fn compile_test_program(name: &str) -> Vec<u8> {
+    let dir = std::env::temp_dir().join(format!("fatpipe-sim-bpf-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(dir.join("bpf")).unwrap();
+    for (file, bytes) in fatpipe_bpfports::HEADERS {
+        std::fs::write(dir.join(file), bytes).unwrap();
+    }
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bpf").join(format!("{name}.bpf.c"));
+    let out = dir.join(format!("{name}.o"));
+    let status = std::process::Command::new(std::env::var("CLANG").unwrap_or_else(|_| "clang".into()))
+        .args(fatpipe_bpfports::CLANG_ARGS)
+        .arg(format!("-I{}", dir.display()))
+        .arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("clang runs (scripts/install.sh installs it)");
+    assert!(status.success(), "clang failed on {}", src.display());
+    let elf = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    elf
+}
+
+#[test]
+fn a_program_made_of_the_kernels_bbr_kfuncs_runs_as_the_simulators_bbr() {
+    // cong_control with bbr_main: cwnd, pacing rate and every answer as the
+    // native BBR's, hook by hook, on both golden paths.
+    let elf = compile_test_program("kbbr");
+    for lossy in [false, true] {
+        let mut catalog = Catalog::default();
+        catalog.add("bpf:kbbr", &elf).unwrap();
+        catalog.lockstep_with("bpf:kbbr", "bbr");
+        let r = Scenario::from_json_with(&plan("bpf:kbbr", lossy).json(), catalog).unwrap().run();
+        let native = plan("bbr", lossy).run();
+        assert_eq!(goodput(&r), goodput(&native), "lossy={lossy}");
+    }
+}

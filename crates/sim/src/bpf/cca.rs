@@ -12,12 +12,12 @@
 
 use super::helpers::HookCalls;
 use super::memory::Memory;
-use super::object::{Hook, Program, ACK_SAMPLE_BASE, CTX_BASE, SOCK_BASE, STACK_BASE};
+use super::object::{Hook, Program, ACK_SAMPLE_BASE, CTX_BASE, RATE_SAMPLE_BASE, SOCK_BASE, STACK_BASE};
 use super::sock_image;
 use super::sock_layout::{ACK_IN_FLIGHT, ACK_PKTS_ACKED, ACK_RTT_US};
 use super::vm;
 use crate::cc::prandom::Prandom;
-use crate::cc::{AckSample, CaState, ConnState, CongestionControl, CwndEvent};
+use crate::cc::{AckSample, CaState, ConnState, CongestionControl, CwndEvent, RateSample};
 use std::sync::Arc;
 
 /// TCP_CONG_NEEDS_ECN (include/net/tcp.h).
@@ -55,15 +55,28 @@ pub struct BpfCca {
     /// icsk_ca_ops.
     switched: Option<Box<dyn CongestionControl>>,
     /// The kernel algorithm whose exported functions the program calls as
-    /// kfuncs (cubictcp_*, dctcp_*), run natively on the connection.
+    /// kfuncs (cubictcp_*, dctcp_*, bbr_*), run natively on the connection.
     kernel_cca: Option<Box<dyn CongestionControl>>,
+    seed: u64,
+    /// The rate sample of the cong_control call under way.
+    rate_sample: Option<RateSample>,
 }
 
 impl BpfCca {
     /// An instance of `program` with its per-connection random seed.
     pub fn new(program: Arc<Program>, name: &'static str, seed: u64) -> BpfCca {
         let memory = program.memory.clone();
-        BpfCca { program, name, memory, rng: Prandom::new(seed), initialized: false, switched: None, kernel_cca: None }
+        BpfCca {
+            program,
+            name,
+            memory,
+            rng: Prandom::new(seed),
+            initialized: false,
+            switched: None,
+            kernel_cca: None,
+            seed,
+            rate_sample: None,
+        }
     }
 
     /// Runs `hook` with arguments `args` after the socket; `None` when
@@ -77,8 +90,14 @@ impl BpfCca {
             ctx[8 * (i + 1)..8 * (i + 2)].copy_from_slice(&a.to_le_bytes());
         }
         let mut switch_to = None;
-        let mut calls =
-            HookCalls { tp: &mut *tp, rng: &mut self.rng, switch_to: &mut switch_to, kernel_cca: &mut self.kernel_cca };
+        let mut calls = HookCalls {
+            tp: &mut *tp,
+            rng: &mut self.rng,
+            switch_to: &mut switch_to,
+            kernel_cca: &mut self.kernel_cca,
+            seed: self.seed,
+            rate_sample: self.rate_sample.as_ref(),
+        };
         let result = vm::run(&self.program.code, entry, CTX_BASE, STACK_BASE, &mut self.memory, &mut calls);
         let r0 = match result {
             Ok(r0) => r0,
@@ -182,5 +201,25 @@ impl CongestionControl for BpfCca {
 
     fn needs_ecn(&self) -> bool {
         self.program.flags & TCP_CONG_NEEDS_ECN != 0
+    }
+
+    fn owns_cwnd_and_pacing(&self) -> bool {
+        match self.switched.as_ref() {
+            Some(c) => c.owns_cwnd_and_pacing(),
+            None => self.program.entry(Hook::CongControl).is_some(),
+        }
+    }
+
+    fn cong_control(&mut self, tp: &mut ConnState, rs: &RateSample) {
+        if let Some(c) = self.switched.as_mut() {
+            return c.cong_control(tp, rs);
+        }
+        sock_image::write_rate_sample(&mut self.memory, rs);
+        // cong_control(sk, ack, flag, rs): the engine keeps no FLAG_* bits
+        // for the algorithm, so flag is 0 (docs/bpf-ccas.md).
+        let ack = sock_image::seq_of(tp.snd_una, tp.mss_bytes) as u64;
+        self.rate_sample = Some(*rs);
+        self.call(Hook::CongControl, tp, &[ack, 0, RATE_SAMPLE_BASE]);
+        self.rate_sample = None;
     }
 }

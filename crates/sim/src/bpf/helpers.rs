@@ -16,7 +16,7 @@ use crate::cc::jiffies::HZ;
 use crate::cc::prandom::Prandom;
 use super::cca;
 use super::sock_layout::{ACK_IN_FLIGHT, ACK_PKTS_ACKED, ACK_RTT_US, ACK_SAMPLE_SIZE};
-use crate::cc::{reno, AckSample, ConnState, CongestionControl};
+use crate::cc::{reno, AckSample, ConnState, CongestionControl, RateSample};
 use crate::units::Time;
 
 /// Helper numbers (include/uapi/linux/bpf.h, ___BPF_FUNC_MAPPER).
@@ -47,9 +47,9 @@ pub const HELPERS: &[(i32, &str)] = &[
 
 /// The kfuncs, numbered by their place here: bpf_tcp_ca_check_kfunc_ids
 /// (net/ipv4/bpf_tcp_ca.c), then the CUBIC and DCTCP functions their files
-/// register as kfuncs (tcp_cubic_check_kfunc_ids, tcp_dctcp_check_kfunc_ids).
-/// BBR's (bbr_main …) need cong_control, which the simulator does not yet
-/// run from BPF.
+/// register as kfuncs (tcp_cubic_check_kfunc_ids, tcp_dctcp_check_kfunc_ids,
+/// tcp_bbr_check_kfunc_ids; bbr_sndbuf_expand is not provided: the
+/// simulator does not model send-buffer expansion).
 pub const KFUNCS: &[&str] = &[
     "tcp_slow_start",
     "tcp_cong_avoid_ai",
@@ -68,6 +68,13 @@ pub const KFUNCS: &[&str] = &[
     "dctcp_ssthresh",
     "dctcp_cwnd_undo",
     "dctcp_state",
+    "bbr_init",
+    "bbr_main",
+    "bbr_undo_cwnd",
+    "bbr_cwnd_event",
+    "bbr_ssthresh",
+    "bbr_min_tso_segs",
+    "bbr_set_state",
 ];
 
 /// The kfunc number of `name`.
@@ -112,6 +119,11 @@ pub struct HookCalls<'a> {
     /// than in icsk_ca_priv (a program calling them leaves that area to
     /// them in the kernel too).
     pub kernel_cca: &'a mut Option<Box<dyn CongestionControl>>,
+    /// The connection's seed, for a kernel algorithm that draws random
+    /// numbers (BBR's cycle phase).
+    pub seed: u64,
+    /// The rate sample of the cong_control call under way (bbr_main's).
+    pub rate_sample: Option<&'a RateSample>,
 }
 
 fn neg(errno: i64) -> u64 {
@@ -147,9 +159,9 @@ impl HookCalls<'_> {
             return Err(Fault { what: format!("a kfunc was passed {sk:#x}, not the socket ({SOCK_BASE:#x})") });
         }
         if self.kernel_cca.as_ref().is_none_or(|c| c.name() != family) {
-            *self.kernel_cca = crate::cc::by_name(family);
+            *self.kernel_cca = crate::cc::by_name_seeded(family, self.seed);
         }
-        let cc = self.kernel_cca.as_mut().expect("the registry has cubic and dctcp");
+        let cc = self.kernel_cca.as_mut().expect("the registry has cubic, dctcp and bbr");
         sock_image::read(mem, self.tp);
         let r = f(cc.as_mut(), self.tp);
         sock_image::write(mem, self.tp, true);
@@ -226,8 +238,8 @@ impl Calls for HookCalls<'_> {
             }),
             Some("tcp_reno_ssthresh") => self.on_socket(a[0], mem, |tp| reno::Reno.ssthresh(tp) as u64),
             Some("tcp_reno_undo_cwnd") => self.on_socket(a[0], mem, |tp| reno::Reno.undo_cwnd(tp) as u64),
-            Some(name @ ("cubictcp_init" | "dctcp_init")) => {
-                let family = if name.starts_with("cubic") { "cubic" } else { "dctcp" };
+            Some(name @ ("cubictcp_init" | "dctcp_init" | "bbr_init")) => {
+                let family = family_of(name);
                 self.on_kernel_cca(family, a[0], mem, |cc, tp| {
                     cc.init(tp);
                     0
@@ -239,16 +251,16 @@ impl Calls for HookCalls<'_> {
                 cc.cong_avoid(tp, a[2] as u32);
                 0
             }),
-            Some(name @ ("cubictcp_state" | "dctcp_state")) => {
-                let family = if name.starts_with("cubic") { "cubic" } else { "dctcp" };
+            Some(name @ ("cubictcp_state" | "dctcp_state" | "bbr_set_state")) => {
+                let family = family_of(name);
                 let state = cca::state_of(a[1] & 0xff).ok_or_else(|| Fault { what: format!("{name}: CA state {} does not exist", a[1]) })?;
                 self.on_kernel_cca(family, a[0], mem, |cc, tp| {
                     cc.set_state(tp, state);
                     0
                 })
             }
-            Some(name @ ("cubictcp_cwnd_event" | "dctcp_cwnd_event")) => {
-                let family = if name.starts_with("cubic") { "cubic" } else { "dctcp" };
+            Some(name @ ("cubictcp_cwnd_event" | "dctcp_cwnd_event" | "bbr_cwnd_event")) => {
+                let family = family_of(name);
                 match cca::event_of(a[1] & 0xffff_ffff) {
                     Some(ev) => self.on_kernel_cca(family, a[0], mem, |cc, tp| {
                         cc.cwnd_event(tp, ev);
@@ -270,7 +282,32 @@ impl Calls for HookCalls<'_> {
                 0
             }),
             Some("dctcp_cwnd_undo") => self.on_kernel_cca("dctcp", a[0], mem, |cc, tp| cc.undo_cwnd(tp) as u64),
+            Some("bbr_undo_cwnd") => self.on_kernel_cca("bbr", a[0], mem, |cc, tp| cc.undo_cwnd(tp) as u64),
+            Some("bbr_ssthresh") => self.on_kernel_cca("bbr", a[0], mem, |cc, tp| cc.ssthresh(tp) as u64),
+            Some("bbr_min_tso_segs") => self.on_kernel_cca("bbr", a[0], mem, |cc, tp| cc.min_tso_segs(tp) as u64),
+            Some("bbr_main") => {
+                // bbr_main(sk, ack, flag, rs): the sample cong_control got.
+                let rs = match self.rate_sample {
+                    Some(rs) if a[3] == super::object::RATE_SAMPLE_BASE => *rs,
+                    _ => return Err(Fault { what: "bbr_main: rs is not the rate sample cong_control was given".into() }),
+                };
+                self.on_kernel_cca("bbr", a[0], mem, |cc, tp| {
+                    cc.cong_control(tp, &rs);
+                    0
+                })
+            }
             _ => Err(Fault { what: format!("kfunc {id} is not provided") }),
         }
+    }
+}
+
+/// The kernel algorithm a kfunc belongs to, by its name's prefix.
+fn family_of(kfunc: &str) -> &'static str {
+    if kfunc.starts_with("cubictcp_") {
+        "cubic"
+    } else if kfunc.starts_with("dctcp_") {
+        "dctcp"
+    } else {
+        "bbr"
     }
 }

@@ -8,7 +8,7 @@
 //! part (crates/sim/tests/bpf_ccas.rs).
 
 use super::cca::BpfCca;
-use crate::cc::{AckSample, CaState, ConnState, CongestionControl, CwndEvent};
+use crate::cc::{AckSample, CaState, ConnState, CongestionControl, CwndEvent, RateSample};
 
 /// The program and its native twin.
 pub struct Lockstep {
@@ -81,5 +81,15 @@ impl CongestionControl for Lockstep {
     }
     fn needs_ecn(&self) -> bool {
         self.bpf.needs_ecn()
+    }
+    fn owns_cwnd_and_pacing(&self) -> bool {
+        assert_eq!(self.bpf.owns_cwnd_and_pacing(), self.native.owns_cwnd_and_pacing(), "lockstep: cong_control on one side only");
+        self.bpf.owns_cwnd_and_pacing()
+    }
+    fn cong_control(&mut self, tp: &mut ConnState, rs: &RateSample) {
+        self.step("cong_control", tp, |c, t| c.cong_control(t, rs), |c, t| c.cong_control(t, rs))
+    }
+    fn min_tso_segs(&self, tp: &ConnState) -> u32 {
+        self.bpf.min_tso_segs(tp)
     }
 }

@@ -15,7 +15,7 @@ use super::core;
 use super::helpers;
 use super::insn::*;
 use super::memory::{Access, Memory};
-use super::sock_layout::{ACK_SAMPLE_SIZE, TCP_SOCK_SIZE};
+use super::sock_layout::{ACK_SAMPLE_SIZE, RATE_SAMPLE_SIZE, TCP_SOCK_SIZE};
 use super::LoadError;
 use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget, SectionKind, SymbolKind};
 use std::collections::HashMap;
@@ -25,6 +25,7 @@ pub const CTX_BASE: u64 = 1 << 32;
 pub const SOCK_BASE: u64 = 2 << 32;
 pub const ACK_SAMPLE_BASE: u64 = 3 << 32;
 pub const STACK_BASE: u64 = 4 << 32;
+pub const RATE_SAMPLE_BASE: u64 = 5 << 32;
 /// Bytes of the hook's argument array (tcp_congestion_ops hooks take at
 /// most 4 arguments; BPF trampolines pass them as u64s).
 const CTX_BYTES: usize = 8 * 6;
@@ -37,8 +38,18 @@ const R_BPF_64_32: u32 = 10;
 
 /// The hooks of `struct tcp_congestion_ops` the simulator calls, by member
 /// name, in [`Hook`]'s order.
-pub const HOOKS: [&str; 9] =
-    ["init", "release", "ssthresh", "cong_avoid", "set_state", "cwnd_event", "in_ack_event", "pkts_acked", "undo_cwnd"];
+pub const HOOKS: [&str; 10] = [
+    "init",
+    "release",
+    "ssthresh",
+    "cong_avoid",
+    "set_state",
+    "cwnd_event",
+    "in_ack_event",
+    "pkts_acked",
+    "undo_cwnd",
+    "cong_control",
+];
 
 /// A hook, by its place in [`HOOKS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +63,7 @@ pub enum Hook {
     InAckEvent,
     PktsAcked,
     UndoCwnd,
+    CongControl,
 }
 
 impl Hook {
@@ -63,7 +75,6 @@ impl Hook {
 /// Members the simulator does not call and why (an object implementing
 /// them is refused, so nothing it does is silently skipped).
 const UNSUPPORTED_HOOKS: &[(&str, &str)] = &[
-    ("cong_control", "the simulator does not yet run a BPF cong_control"),
     ("min_tso_segs", "the simulator does not yet run a BPF min_tso_segs"),
     ("sndbuf_expand", "the simulator does not model send-buffer expansion"),
     ("get_info", "the simulator does not read TCP_CC_INFO from a BPF CCA"),
@@ -109,6 +120,7 @@ fn new_memory() -> Memory {
     }
     assert_eq!(m.add_region("ack_sample", ACK_SAMPLE_SIZE as usize, Access::ReadOnly), ACK_SAMPLE_BASE);
     assert_eq!(m.add_region("stack", STACK_BYTES * MAX_CALL_FRAMES, Access::ReadWrite), STACK_BASE);
+    assert_eq!(m.add_region("rate_sample", RATE_SAMPLE_SIZE as usize, Access::ReadOnly), RATE_SAMPLE_BASE);
     m
 }
 
@@ -404,8 +416,10 @@ fn struct_ops(
                     return Err(LoadError::new(format!("{name}: tcp_congestion_ops.{required} is required (tcp_validate_congestion_control)")));
                 }
             }
-            if !hooks.contains_key("cong_avoid") {
-                return Err(LoadError::new(format!("{name}: tcp_congestion_ops.cong_avoid is required (tcp_validate_congestion_control)")));
+            if !hooks.contains_key("cong_avoid") && !hooks.contains_key("cong_control") {
+                return Err(LoadError::new(format!(
+                    "{name}: tcp_congestion_ops.cong_avoid or cong_control is required (tcp_validate_congestion_control)"
+                )));
             }
             Ok((name, flags, hooks))
         }

@@ -8,7 +8,7 @@ use super::memory::Memory;
 use super::object::SOCK_BASE;
 use super::sock_layout::*;
 use crate::cc::jiffies::jiffies;
-use crate::cc::{CaState, ConnState};
+use crate::cc::{CaState, ConnState, RateSample};
 use crate::units::{Rate, Time};
 
 /// TCP_ESTABLISHED (include/net/tcp_states.h).
@@ -156,4 +156,22 @@ pub fn ca_state(mem: &Memory) -> u8 {
 /// Whether `state` is what the image holds.
 pub fn holds_state(mem: &Memory, state: CaState) -> bool {
     ca_state(mem) == state as u8
+}
+
+/// Writes rate sample `rs` into the rate_sample region (struct
+/// rate_sample, tcp_rate_gen()): delivered -1 and interval 0 when invalid,
+/// rtt_us -1 without an RTT.
+pub fn write_rate_sample(mem: &mut Memory, rs: &RateSample) {
+    let b = mem.region_bytes_mut(super::object::RATE_SAMPLE_BASE);
+    put64(b, RS_PRIOR_MSTAMP, micros(rs.prior_mstamp));
+    put32(b, RS_PRIOR_DELIVERED, rs.prior_delivered as u32);
+    put32(b, RS_DELIVERED, rs.delivered as i32 as u32);
+    put32(b, RS_DELIVERED_CE, rs.delivered_ce);
+    put32(b, RS_LOSSES, rs.losses);
+    put64(b, RS_INTERVAL_US, rs.interval.as_nanos() / 1000);
+    put64(b, RS_RTT_US, rs.rtt.map_or(-1i64, |t| (t.as_nanos() / 1000) as i64) as u64);
+    put32(b, RS_ACKED_SACKED, rs.acked_sacked);
+    put32(b, RS_PRIOR_IN_FLIGHT, rs.prior_in_flight);
+    b[RS_IS_APP_LIMITED as usize] = u8::from(rs.is_app_limited);
+    b[RS_IS_RETRANS as usize] = u8::from(rs.is_retrans);
 }

@@ -121,6 +121,22 @@ pub const ACK_RTT_US: u32 = 4;
 pub const ACK_IN_FLIGHT: u32 = 8;
 pub const ACK_SAMPLE_SIZE: u32 = 12;
 
+// struct rate_sample (include/net/tcp.h), the fields the simulator's
+// delivery-rate sampler keeps (tcp/rate.rs); it has no prior_delivered_ce,
+// snd_interval_us, rcv_interval_us, last_end_seq or is_ack_delayed.
+pub const RS_PRIOR_MSTAMP: u32 = 0;
+pub const RS_PRIOR_DELIVERED: u32 = 8;
+pub const RS_DELIVERED: u32 = 12;
+pub const RS_DELIVERED_CE: u32 = 16;
+pub const RS_LOSSES: u32 = 20;
+pub const RS_INTERVAL_US: u32 = 24;
+pub const RS_RTT_US: u32 = 32;
+pub const RS_ACKED_SACKED: u32 = 40;
+pub const RS_PRIOR_IN_FLIGHT: u32 = 44;
+pub const RS_IS_APP_LIMITED: u32 = 48;
+pub const RS_IS_RETRANS: u32 = 49;
+pub const RATE_SAMPLE_SIZE: u32 = 56;
+
 const MINMAX_SAMPLE: FieldType = FieldType::Struct("minmax_sample");
 
 /// Every type a program may name, with its fields.
@@ -218,6 +234,23 @@ pub const TYPES: &[TypeLayout] = &[
             f("pkts_acked", ACK_PKTS_ACKED, 4, U),
             f("rtt_us", ACK_RTT_US, 4, S),
             f("in_flight", ACK_IN_FLIGHT, 4, U),
+        ],
+    },
+    TypeLayout {
+        name: "rate_sample",
+        size: RATE_SAMPLE_SIZE,
+        fields: &[
+            f("prior_mstamp", RS_PRIOR_MSTAMP, 8, U),
+            f("prior_delivered", RS_PRIOR_DELIVERED, 4, U),
+            f("delivered", RS_DELIVERED, 4, S),
+            f("delivered_ce", RS_DELIVERED_CE, 4, S),
+            f("losses", RS_LOSSES, 4, S),
+            f("interval_us", RS_INTERVAL_US, 8, S),
+            f("rtt_us", RS_RTT_US, 8, S),
+            f("acked_sacked", RS_ACKED_SACKED, 4, U),
+            f("prior_in_flight", RS_PRIOR_IN_FLIGHT, 4, U),
+            f("is_app_limited", RS_IS_APP_LIMITED, 1, U),
+            f("is_retrans", RS_IS_RETRANS, 1, U),
         ],
     },
 ];
