@@ -14,7 +14,7 @@ import pytest
 from fake_backend import FakeBackend
 from fatpipe import schema
 from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
-from fatpipe.linuxpath import procstat, readback, tcpinfo
+from fatpipe.linuxpath import procstat, readback, sampling, tcpinfo
 from fatpipe.runcompute import outcome_result
 from fatpipe.summary import summarize
 
@@ -126,10 +126,11 @@ def test_a_runs_table_written_before_the_cpu_columns_reads_them_as_unknown_befor
 # ---- read-back per stream -------------------------------------------------------------
 
 
-def _tcp_info(snd_mss: int, options: int = 0, max_pacing_rate_Bps: int = readback.UNSET_MAX_PACING_RATE) -> bytes:
+def _tcp_info(snd_mss: int, options: int = 0, max_pacing_rate_Bps: int = readback.UNSET_MAX_PACING_RATE,
+              wscale: int = 0) -> bytes:
     """A struct tcp_info of tcpinfo.MIN_BYTES with these fields set (the max
     pacing rate unset unless given, as Linux reports it), the rest 0."""
-    values = {"snd_mss": snd_mss, "options": options, "max_pacing_rate_Bps": max_pacing_rate_Bps}
+    values = {"snd_mss": snd_mss, "options": options, "max_pacing_rate_Bps": max_pacing_rate_Bps, "wscale": wscale}
     fmt = "<"
     args = []
     for name, code in tcpinfo._FIELDS:  # the layout the parser reads
@@ -141,9 +142,10 @@ def _tcp_info(snd_mss: int, options: int = 0, max_pacing_rate_Bps: int = readbac
 
 
 def _sample(stream: int, cc: str, snd_mss: int = 1448, options: int = 0, t_s: float = 0.1,
-            max_pacing_rate_Bps: int = readback.UNSET_MAX_PACING_RATE) -> str:
+            max_pacing_rate_Bps: int = readback.UNSET_MAX_PACING_RATE, wscale: int = 0) -> str:
+    info = _tcp_info(snd_mss, options, max_pacing_rate_Bps, wscale)
     return json.dumps({"t_s": t_s, "stream": stream, "cc": cc, "cc_info": "",
-                       "tcp_info": base64.b64encode(_tcp_info(snd_mss, options, max_pacing_rate_Bps)).decode()})
+                       "tcp_info": base64.b64encode(info).decode()})
 
 
 def test_each_stream_reads_back_its_ccas_mss_and_ecn_from_its_samples():
@@ -154,7 +156,35 @@ def test_each_stream_reads_back_its_ccas_mss_and_ecn_from_its_samples():
     assert got == [readback.StreamReadback(3, 0, ("cubic",), 1448, True, None),
                    readback.StreamReadback(3, 1, ("cubic", "reno"), 1448, False, 1e9)]
     assert got[1].facts() == {"flow_group": 3, "stream": 1, "ccas": ["cubic", "reno"], "snd_mss_bytes": 1448,
-                              "ecn": False, "max_pacing_rate_bps": 1e9}
+                              "ecn": False, "max_pacing_rate_bps": 1e9, "sack": False, "timestamps": False,
+                              "snd_wscale": 0}
+
+
+def test_the_handshakes_options_are_read_back():
+    opts = tcpinfo.TCPI_OPT_TIMESTAMPS | tcpinfo.TCPI_OPT_SACK | tcpinfo.TCPI_OPT_WSCALE
+    [s] = readback.streams_read_back(_sample(0, "cubic", options=opts, wscale=(7 << 4) | 9) + "\n", 0)
+    assert (s.sack, s.timestamps, s.snd_wscale, s.ecn) == (True, True, 9, False)  # snd_wscale: low nibble
+
+
+def test_a_pacing_rate_the_socket_did_not_take_fails_the_run_naming_the_stream():
+    paced = readback.StreamReadback(0, 0, ("cubic",), 1448, False, 20e6)  # 2.5 MB/s read back
+    readback.check_ccas([paced], {0: "cubic"}, {0: 2_500_000})
+    # Faked failures to apply: a socket left unpaced, one paced at another rate.
+    unpaced = readback.StreamReadback(0, 1, ("cubic",), 1448, False, None)
+    other = readback.StreamReadback(0, 2, ("cubic",), 1448, False, 40e6)
+    with pytest.raises(readback.CcaMismatch) as e:
+        readback.check_ccas([paced, unpaced, other], {0: "cubic"}, {0: 2_500_000})
+    assert str(e.value) == (
+        "the pacing read back differs from the one asked for: "
+        "flow group 0, stream 1: SO_MAX_PACING_RATE asked 20.000 Mbit/s (2500000 B/s), its socket reports not set "
+        "(tcpi_max_pacing_rate); flow group 0, stream 2: SO_MAX_PACING_RATE asked 20.000 Mbit/s (2500000 B/s), "
+        "its socket reports 40.000 Mbit/s (5000000 B/s) (tcpi_max_pacing_rate)")
+    # Unpaced as asked; internally paced, uncapped: any rate read back will do
+    # (a kernel reading 32 bits of the 64-bit value keeps the low half).
+    assert readback.pacing_mismatches([unpaced], {0: None}) == []
+    assert readback.pacing_mismatches([paced], {0: None})
+    assert readback.pacing_mismatches([other], {0: sampling.UNCAPPED_PACING_BYTES_PER_S}) == []
+    assert readback.pacing_mismatches([unpaced], {0: sampling.UNCAPPED_PACING_BYTES_PER_S})
 
 
 def test_a_stream_running_another_cca_fails_the_run_naming_group_stream_and_both_names():

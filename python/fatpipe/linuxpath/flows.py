@@ -21,6 +21,7 @@ from ..schema import RPC_COLUMNS, SERIES_COLUMNS
 from ..wire import tcp_maxseg
 from . import tcpinfo
 from .readback import StreamReadback, streams_read_back
+from .sampling import max_pacing_rate_bytes_per_s
 
 if TYPE_CHECKING:
     from ..backends.base import RunPlan
@@ -232,3 +233,12 @@ def rows_to_rpcs(rows: list[dict]) -> dict[str, list]:
 def rows_to_series(rows: list[dict]) -> dict[str, list]:
     """Sample rows → RunOutcome.series columns, in (group, stream, time) order."""
     return _columns(rows, SERIES_COLUMNS, "t_s")
+
+
+def asked_max_pacing(specs: list[FlowSpec]) -> dict[int, int | None]:
+    """Per flow group, the SO_MAX_PACING_RATE its engine sets on each socket
+    (sampling.max_pacing_rate_bytes_per_s, the one definition), for the
+    read-back check (readback.pacing_mismatches)."""
+    return {f.group: max_pacing_rate_bytes_per_s({"stream_rate_cap_bps": f.stream_rate_cap_bps,
+                                                  "internal_pacing": f.internal_pacing})
+            for f in specs}

@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from . import tcpinfo
+from .sampling import UNCAPPED_PACING_BYTES_PER_S
 
 # Names a socket may report instead of the CCA asked for, because that CCA
 # itself switched to them; accepted only where the switch's condition held.
@@ -42,6 +43,11 @@ class StreamReadback:
     # (SO_MAX_PACING_RATE never set). A set value means sk_setsockopt()
     # moved the socket to SK_PACING_NEEDED: TCP paces it itself.
     max_pacing_rate_bps: float | None = None
+    # What the handshake settled (tcpi_options, tcpi_snd_wscale): recorded
+    # so a run states what it ran with.
+    sack: bool = False
+    timestamps: bool = False
+    snd_wscale: int = 0
 
     def facts(self) -> dict:
         out = asdict(self)
@@ -64,7 +70,10 @@ def streams_read_back(text: str, group: int) -> list[StreamReadback]:
             names.append(rec["cc"])
         last[stream] = tcpinfo.parse(base64.b64decode(rec["tcp_info"]))
     return [StreamReadback(group, s, tuple(ccas[s]), last[s]["snd_mss"],
-                           bool(last[s]["options"] & tcpinfo.TCPI_OPT_ECN), max_pacing_rate_bps(last[s]))
+                           bool(last[s]["options"] & tcpinfo.TCPI_OPT_ECN), max_pacing_rate_bps(last[s]),
+                           sack=bool(last[s]["options"] & tcpinfo.TCPI_OPT_SACK),
+                           timestamps=bool(last[s]["options"] & tcpinfo.TCPI_OPT_TIMESTAMPS),
+                           snd_wscale=last[s]["wscale"] & 0x0F)
             for s in sorted(last)]
 
 
@@ -95,15 +104,45 @@ def cca_mismatches(streams: list[StreamReadback], asked: dict[int, str]) -> list
 
 
 class CcaMismatch(RuntimeError):
-    """A stream ran another CCA than the one asked for: the run is not the
-    experiment the spec describes."""
+    """A stream ran another CCA (or pacing) than the one asked for: the run
+    is not the experiment the spec describes."""
 
 
-def check_ccas(streams: list[StreamReadback], asked: dict[int, str]) -> None:
-    """Raise CcaMismatch naming every stream whose CCA differs (cca_mismatches)."""
+def pacing_mismatches(streams: list[StreamReadback], asked: dict[int, int | None]) -> list[str]:
+    """One line per stream whose SO_MAX_PACING_RATE, read back as
+    tcpi_max_pacing_rate, is not what its engine set (`asked`: flow group
+    -> sampling.max_pacing_rate_bytes_per_s of its sockets, None for none).
+    A rate below 2**31 bytes/s must come back exactly; the uncapped value
+    of an internally paced socket must come back as some rate (a kernel
+    that reads 32 bits of it keeps the low half, still a rate)."""
+    out = []
+    for s in streams:
+        want = asked.get(s.flow_group)
+        got = None if s.max_pacing_rate_bps is None else int(s.max_pacing_rate_bps) // 8
+        if want == UNCAPPED_PACING_BYTES_PER_S:
+            ok = got is not None
+        else:
+            ok = got == want
+        if not ok:
+            def show(v: int | None) -> str:
+                return "not set" if v is None else f"{v * 8 / 1e6:.3f} Mbit/s ({v} B/s)"
+            out.append(f"flow group {s.flow_group}, stream {s.stream}: SO_MAX_PACING_RATE asked "
+                       f"{'paced, uncapped' if want == UNCAPPED_PACING_BYTES_PER_S else show(want)}, "
+                       f"its socket reports {show(got)} (tcpi_max_pacing_rate)")
+    return out
+
+
+def check_ccas(streams: list[StreamReadback], asked: dict[int, str],
+               pacing: dict[int, int | None] | None = None) -> None:
+    """Raise CcaMismatch naming every stream whose CCA differs
+    (cca_mismatches) or, given `pacing`, whose max pacing rate does
+    (pacing_mismatches)."""
     problems = cca_mismatches(streams, asked)
     if problems:
         raise CcaMismatch("the CCA read back differs from the one asked for: " + "; ".join(problems))
+    problems = pacing_mismatches(streams, pacing) if pacing is not None else []
+    if problems:
+        raise CcaMismatch("the pacing read back differs from the one asked for: " + "; ".join(problems))
 
 
 def parse_offloads(text: str) -> dict[str, bool]:

@@ -33,8 +33,11 @@ _FIELDS: list[tuple[str, str]] = [
 # The prefix every kernel since 4.19 returns (through tcpi_sndbuf_limited).
 MIN_BYTES = struct.calcsize("<" + "".join(c for n, c in _FIELDS[: _FIELDS.index(("sndbuf_limited_us", "Q")) + 1]))
 
-# tcpi_options bit (include/uapi/linux/tcp.h): ECN was negotiated at
-# connection setup.
+# tcpi_options bits (include/uapi/linux/tcp.h): timestamps, SACK, window
+# scaling and ECN were negotiated at connection setup.
+TCPI_OPT_TIMESTAMPS = 1
+TCPI_OPT_SACK = 2
+TCPI_OPT_WSCALE = 4
 TCPI_OPT_ECN = 8
 
 CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}  # enum tcp_ca_state

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ...linuxpath.config import path_config
-from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
+from ...linuxpath.flows import asked_max_pacing, flow_specs, rows_to_rpcs, rows_to_series
 from ...linuxpath.linkem import cross_rows
 from ...linuxpath.procstat import cpu_measurement
 from ...linuxpath.qdisc import sender_qdisc
@@ -218,7 +218,7 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
                            + " (`fatpipe clean --testbed FILE` retries)")
     # The name each group's engine was given: a socket reporting another
     # fails the run, naming it (after the hosts are clean again).
-    check_ccas(result.streams, {f.group: f.cc for f in specs})
+    check_ccas(result.streams, {f.group: f.cc for f in specs}, asked_max_pacing(specs))
     outcome = _outcome(plan, hosts, result, stats, clocks, cpu_window.readings(), offloads)
     outcome.facts["qdisc"] = {name: q.facts() for name, q in qdiscs.items()}  # per sender that asked
     return outcome

@@ -42,7 +42,7 @@ from ...linuxpath.config import (
     state_trigger_refusal,
 )
 from ...linuxpath.ecn import marks, path_refusal, qdisc_refusal
-from ...linuxpath.flows import flow_specs, rows_to_rpcs, rows_to_series
+from ...linuxpath.flows import asked_max_pacing, flow_specs, rows_to_rpcs, rows_to_series
 from ...linuxpath.netem_map import missing_netem
 from ...linuxpath.procstat import cpu_measurement
 from ...linuxpath.readback import check_ccas
@@ -221,7 +221,7 @@ class KernelBackend(Backend):
             stats = path.finish()
         # The name each group's engine was given (a BPF port registers under
         # it too): a socket reporting another fails the run, naming it.
-        check_ccas(traffic.streams, {f.group: f.cc for f in specs})
+        check_ccas(traffic.streams, {f.group: f.cc for f in specs}, asked_max_pacing(specs))
         # The namespaces share this machine's cores: one reading for all.
         roles = ["router", "receiver", *(f"sender {name}" for name in plan.senders)]
         cpu_facts, cpu = cpu_measurement({MACHINE: cpu_texts}, {MACHINE: roles}, [MACHINE])
