@@ -10,7 +10,7 @@ same bottleneck as the TCP flows, from ``streams`` independent sources:
 * ``packet_size``: the IP packet's bytes (default: the path MTU);
 * ``start`` and ``stop``: when the sources begin and end.
 
-The TCP keys (cc, mss, sender, the RPC keys, ecn, cwnd_clamp) do not apply.
+The TCP keys (cc, mss, sender, the RPC keys, ecn, cwnd_clamp, pacing_rate) do not apply.
 :func:`flow_problems` checks one flow's keys (FlowSection's validator);
 :func:`problems` what needs the rest of the spec; :func:`plan` gives the
 run plan's CrossFlow.
@@ -32,7 +32,7 @@ PATTERNS = ("constant", "on_off")
 CROSS_KEYS = ("pattern", "on", "off", "shape", "packet_size", "stop")
 ON_OFF_KEYS = ("on", "off", "shape")
 # The keys of a TCP flow that a cross flow refuses.
-TCP_KEYS = ("cc", "mss", "sender", "request", "response", "concurrency", "ecn", "cwnd_clamp")
+TCP_KEYS = ("cc", "mss", "sender", "request", "response", "concurrency", "ecn", "cwnd_clamp", "pacing_rate")
 # The Pareto shape unless given: 1 < shape < 2 gives self-similar traffic
 # of Hurst parameter (3 - shape)/2 (Willinger et al. 1997), 0.75 here.
 DEFAULT_SHAPE = 1.5

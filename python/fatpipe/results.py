@@ -71,6 +71,7 @@ RUN_COLUMNS = [
     "run_id", "backend", "rep", "seed", "status", "reason",
     "flow_group", "kind", "cc", "streams", "mss_bytes", "sender", "start_s",
     "cwnd_clamp",  # segments; present only in studies that clamp a flow
+    "pacing_rate_bps",  # each stream's pacing cap; present only in studies that pace a flow
     "rate_bps", "rtt_s", "loss", "corruption", "buffer_bytes", "mtu_bytes",
     "duration_s", "warmup_s",
     "goodput_bps", "stream_goodput_min_bps", "stream_goodput_max_bps",

@@ -354,6 +354,10 @@ class FlowSection(_Strict):
     rate: float | None = None
     ecn: TcpEcn | None = None  # net.ipv4.tcp_ecn of this flow's sender, over its host's
     cwnd_clamp: CwndClamp | None = None  # segments; tp->snd_cwnd_clamp (TCP_BPF_SNDCWND_CLAMP)
+    # Each stream's pacing cap, bit/s: SO_MAX_PACING_RATE on Linux (TCP then
+    # paces the socket), the sender's max pacing rate in the simulator; with
+    # the host's stream_rate_cap, the lower of the two.
+    pacing_rate: RateBps | None = None
     # kind = "cross" only (crossspec.py, docs/path-dynamics.md "Cross traffic").
     pattern: Literal["constant", "on_off"] | None = None
     on: TimeS | None = None  # mean on period (pattern = "on_off")

@@ -120,6 +120,7 @@ def plan_runs(
                 rate_per_s=f.rate,
                 ecn=f.ecn,
                 cwnd_clamp=f.cwnd_clamp,
+                pacing_rate_bps=f.pacing_rate,
                 app=appspec.plan(f),
             )
             for i, f in enumerate(point_spec.flows)

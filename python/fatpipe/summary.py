@@ -227,6 +227,8 @@ def summarize(plan: RunPlan, outcome: RunOutcome) -> list[dict[str, Any]]:
         if any(f.cwnd_clamp is not None for f in plan.flows):
             # Only in runs that clamp a flow, so other tables keep their columns.
             row["cwnd_clamp"] = flow.cwnd_clamp
+        if any(f.pacing_rate_bps is not None for f in plan.flows):
+            row["pacing_rate_bps"] = flow.pacing_rate_bps
         row.update(group_metrics(plan, outcome, group))
         if flow.kind == "rpc":
             row.update(rpc_metrics(plan, outcome, group))

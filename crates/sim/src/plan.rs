@@ -195,6 +195,8 @@ pub struct FlowPlan {
     pub rate_per_s: Option<f64>,
     pub ecn: Option<Whole>,
     pub cwnd_clamp: Option<Whole>,
+    /// Each stream's pacing cap, bit/s (SO_MAX_PACING_RATE).
+    pub pacing_rate_bps: Option<f64>,
     /// The traffic of a "cross" group (no TCP: cc, mss_bytes and sender
     /// are not read for it).
     pub cross: Option<CrossFlow>,

@@ -296,6 +296,9 @@ pub struct FlowPlan {
     pub ecn: Option<u8>,
     /// Per-connection cwnd clamp in segments (TCP_BPF_SNDCWND_CLAMP).
     pub cwnd_clamp: Option<u32>,
+    /// Each stream's pacing cap, bit/s (SO_MAX_PACING_RATE); the stream's
+    /// max pacing rate is the lower of it and its host's stream_rate_cap.
+    pub pacing_rate_bps: Option<f64>,
     /// A bulk flow's application-limited writer (app_rate.rs).
     pub app: Option<AppSchedule>,
 }
@@ -333,6 +336,7 @@ fn cross_group(f: &plan::FlowPlan, i: usize, aqm: &Aqm, at: &dyn Fn(&str) -> Str
         ("rate_per_s", f.rate_per_s.is_some()),
         ("ecn", f.ecn.is_some()),
         ("cwnd_clamp", f.cwnd_clamp.is_some()),
+        ("pacing_rate_bps", f.pacing_rate_bps.is_some()),
         ("app", f.app.is_some()),
     ];
     if let Some((key, _)) = tcp_only.iter().find(|(_, given)| *given) {
@@ -353,6 +357,7 @@ fn cross_group(f: &plan::FlowPlan, i: usize, aqm: &Aqm, at: &dyn Fn(&str) -> Str
         rpc: None,
         ecn: None,
         cwnd_clamp: None,
+        pacing_rate_bps: None,
         app: None,
     })
 }
@@ -529,6 +534,12 @@ impl Scenario {
             let group = whole(f.group).unwrap_or(i as u64);
             let ecn = tcp_ecn(f.ecn, &at("ecn"))?;
             let cwnd_clamp = cwnd_clamp(f.cwnd_clamp, &at("cwnd_clamp"))?;
+            if let Some(r) = f.pacing_rate_bps {
+                if !(r.is_finite() && r > 0.0) {
+                    return err(at("pacing_rate_bps"), format!("must be > 0 bit/s, got {r}"));
+                }
+            }
+            let pacing_rate_bps = f.pacing_rate_bps;
             let app = app_schedule(f.app.as_ref(), &kind, &at, &read_trigger)?;
             if let Some(a) = &app {
                 // Steps on a sender's state fire in the engine, as the
@@ -536,7 +547,7 @@ impl Scenario {
                 let g = group as usize;
                 dynamics.triggered.extend(a.triggered.iter().map(|(t, change)| (t.clone(), Triggered::App { group: g, change: *change })));
             }
-            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn, cwnd_clamp, app });
+            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn, cwnd_clamp, pacing_rate_bps, app });
         }
         if flows.iter().all(|f| f.is_cross()) {
             return err("flows", "at least one TCP flow (kind bulk or rpc) is needed beside cross traffic");
@@ -635,7 +646,12 @@ impl Scenario {
                         + Time::from_nanos((jitter.next_f64() * spread.as_nanos() as f64) as u64),
                     wmem_bytes: host.wmem_max_bytes,
                     rmem_bytes: self.receiver.rmem_max_bytes,
-                    rate_cap: host.stream_rate_cap_bps.map(|c| Rate(c.round() as u64)),
+                    // The lower of the host's per-stream cap and the flow's pacing rate.
+                    rate_cap: match (host.stream_rate_cap_bps, f.pacing_rate_bps) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    }
+                    .map(|c| Rate(c.round() as u64)),
                     extra_rtt: Time::from_secs_f64(host.extra_rtt_s + self.receiver.extra_rtt_s),
                     rpc: f.rpc.clone(),
                     app: f.app.clone(),

@@ -280,6 +280,7 @@ class FlowPlan:
     rate_per_s: float | None = None  # open loop: Poisson arrivals per stream
     ecn: int | None = None  # net.ipv4.tcp_ecn of the sender for this flow (None: its host's)
     cwnd_clamp: int | None = None  # segments: tp->snd_cwnd_clamp of every stream (None: Linux's default)
+    pacing_rate_bps: float | None = None  # each stream's SO_MAX_PACING_RATE (None: the host's cap, if any)
     cross: CrossFlow | None = None  # kind "cross" only: its traffic
     app: AppLimit | None = None  # kind "bulk" only: its application's limit (None: it always has data)
 

@@ -59,7 +59,7 @@ def short_key(key: str) -> str:
         _, g, rest = key.split(".", 2)
         return f"flow {g} {rest}"
     return {"mss_bytes": "MSS B", "flow_group": "flow", "streams": "streams",
-            "cwnd_clamp": "cwnd clamp (segments)"}.get(key, key)
+            "cwnd_clamp": "cwnd clamp (segments)", "pacing_rate_bps": "pacing rate (bit/s per stream)"}.get(key, key)
 
 
 def point_label(row, keys: Sequence[str]) -> str:
@@ -74,6 +74,8 @@ def point_label(row, keys: Sequence[str]) -> str:
             parts.append(str(v))
         elif k == "cwnd_clamp":
             parts.append("no clamp" if pd.isna(v) else f"clamp {int(v)}")
+        elif k == "pacing_rate_bps":
+            parts.append("unpaced" if pd.isna(v) else f"paced {v / 1e6:g} Mbit/s")
         else:
             parts.append(f"{short_key(k)} {v:g}" if isinstance(v, float) else f"{short_key(k)} {v}")
     return ", ".join(parts)
