@@ -47,7 +47,7 @@ fn full_plan_with_trigger() -> Value {
 fn cross_flow() -> Value {
     json!({"group": 1, "kind": "cross", "cc": "", "streams": 2, "mss_bytes": 1460, "sender": "", "start_s": 0.1,
            "request_bytes": null, "response_bytes": null, "concurrency": null, "rate_per_s": null, "ecn": null,
-           "cwnd_clamp": null, "app": null,
+           "cwnd_clamp": null, "pacing_rate_bps": null, "app": null,
            "cross": {"rate_bps": 2e6, "pattern": "on_off", "on_s": 0.01, "off_s": 0.02, "shape": 1.6,
                      "packet_bytes": 1000, "stop_s": 0.9}})
 }
@@ -84,7 +84,8 @@ fn full_plan() -> Value {
         "senders": {"s1": host()}, "receiver": host(),
         "flows": [{"group": 0, "kind": "bulk", "cc": "reno", "streams": 1, "mss_bytes": 1448, "sender": "s1",
                    "start_s": 0.0, "request_bytes": null, "response_bytes": null, "concurrency": null,
-                   "rate_per_s": null, "ecn": null, "cwnd_clamp": null, "cross": null, "app": app_limit()}],
+                   "rate_per_s": null, "ecn": null, "cwnd_clamp": null, "pacing_rate_bps": null, "cross": null,
+                   "app": app_limit()}],
         "swept": {"path.loss": 0.0}, "aqm": fq_codel(), "testbed": null, "dynamics": dynamics(),
         "emulator": "auto"
     })
