@@ -155,9 +155,7 @@ fn bpf_object_facts<'py>(py: Python<'py>, elf: &[u8]) -> PyResult<Bound<'py, PyD
     let d = PyDict::new(py);
     d.set_item("name", &p.name)?;
     d.set_item("flags", p.flags)?;
-    let mut hooks: Vec<&String> = p.hooks.keys().collect();
-    hooks.sort();
-    d.set_item("hooks", hooks)?;
+    d.set_item("hooks", p.hook_names())?;
     Ok(d)
 }
 

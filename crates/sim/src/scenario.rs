@@ -413,8 +413,7 @@ impl Scenario {
     /// Parses and validates the JSON of a RunPlan: crate::plan's structs
     /// (names and types), then the values.
     pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
-        let v: Value = serde_json::from_str(text).map_err(|e| ConfigError { field: String::new(), message: format!("invalid JSON: {e}") })?;
-        Scenario::from_plan(plan::from_value::<RunPlan>(v)?)
+        Scenario::from_json_with(text, crate::bpf::Catalog::default())
     }
 
     /// As [`Scenario::from_json`], with the BPF congestion controls the

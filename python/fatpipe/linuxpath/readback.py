@@ -124,12 +124,15 @@ def pacing_mismatches(streams: list[StreamReadback], asked: dict[int, int | None
         else:
             ok = got == want
         if not ok:
-            def show(v: int | None) -> str:
-                return "not set" if v is None else f"{v * 8 / 1e6:.3f} Mbit/s ({v} B/s)"
             out.append(f"flow group {s.flow_group}, stream {s.stream}: SO_MAX_PACING_RATE asked "
-                       f"{'paced, uncapped' if want == UNCAPPED_PACING_BYTES_PER_S else show(want)}, "
-                       f"its socket reports {show(got)} (tcpi_max_pacing_rate)")
+                       f"{'paced, uncapped' if want == UNCAPPED_PACING_BYTES_PER_S else _show_rate(want)}, "
+                       f"its socket reports {_show_rate(got)} (tcpi_max_pacing_rate)")
     return out
+
+
+def _show_rate(bytes_per_s: int | None) -> str:
+    return "not set" if bytes_per_s is None else f"{bytes_per_s * 8 / 1e6:.3f} Mbit/s ({bytes_per_s} B/s)"
+
 
 
 def check_ccas(streams: list[StreamReadback], asked: dict[int, str],

@@ -176,11 +176,10 @@ fn resolve_field(btf: &Btf, root_id: u32, access: &str) -> Result<Target, String
                 last = Some(*field);
                 match field.ty {
                     FieldType::Struct(inner) => target = sock_layout::type_named(inner).expect("layout names its types"),
-                    FieldType::Array { .. } => {
+                    FieldType::Array { elem, elem_size, count } => {
                         // An element access follows, or the whole array is named.
                         if i < idx.len() {
                             let elem_at = idx[i];
-                            let FieldType::Array { elem, elem_size, count } = field.ty else { unreachable!() };
                             if elem_at >= count {
                                 return Err(format!("{path}[{elem_at}] is past the end ({count} elements)"));
                             }

@@ -82,11 +82,6 @@ pub fn kfunc_id(name: &str) -> Option<i32> {
     KFUNCS.iter().position(|k| *k == name).map(|i| i as i32)
 }
 
-/// The kfunc names, for messages.
-pub fn kfunc_names() -> Vec<&'static str> {
-    KFUNCS.to_vec()
-}
-
 /// The simulated kernel's configuration: HZ is the simulator's jiffy
 /// (cc/jiffies.rs), so a program's jiffies arithmetic matches the native
 /// algorithms'; LINUX_KERNEL_VERSION is libbpf's special extern, the
@@ -131,23 +126,8 @@ fn neg(errno: i64) -> u64 {
 }
 
 impl HookCalls<'_> {
-    /// Runs `f` on the connection as the image holds it: the program's
-    /// writes so far are read into `tp`, `f` runs the simulator's own
-    /// code, and the result is written back for the program to read.
-    fn on_socket<R>(&mut self, sk: u64, mem: &mut Memory, f: impl FnOnce(&mut ConnState) -> R) -> Result<R, Fault> {
-        if sk != SOCK_BASE {
-            return Err(Fault { what: format!("a kfunc was passed {sk:#x}, not the socket ({SOCK_BASE:#x})") });
-        }
-        sock_image::read(mem, self.tp);
-        let r = f(self.tp);
-        sock_image::write(mem, self.tp, true);
-        Ok(r)
-    }
-}
-
-impl HookCalls<'_> {
     /// Runs `f` on the kernel algorithm `family` (built on first use) and
-    /// the connection, as [`HookCalls::on_socket`].
+    /// the connection, as [`on_image`].
     fn on_kernel_cca<R>(
         &mut self,
         family: &'static str,
@@ -155,17 +135,11 @@ impl HookCalls<'_> {
         mem: &mut Memory,
         f: impl FnOnce(&mut dyn CongestionControl, &mut ConnState) -> R,
     ) -> Result<R, Fault> {
-        if sk != SOCK_BASE {
-            return Err(Fault { what: format!("a kfunc was passed {sk:#x}, not the socket ({SOCK_BASE:#x})") });
-        }
         if self.kernel_cca.as_ref().is_none_or(|c| c.name() != family) {
             *self.kernel_cca = crate::cc::by_name_seeded(family, self.seed);
         }
         let cc = self.kernel_cca.as_mut().expect("the registry has cubic, dctcp and bbr");
-        sock_image::read(mem, self.tp);
-        let r = f(cc.as_mut(), self.tp);
-        sock_image::write(mem, self.tp, true);
-        Ok(r)
+        on_image(self.tp, sk, mem, |tp| f(cc.as_mut(), tp))
     }
 
     /// The struct ack_sample at `addr`.
@@ -227,17 +201,17 @@ impl Calls for HookCalls<'_> {
 
     fn kfunc(&mut self, id: i32, a: [u64; 5], mem: &mut Memory) -> Result<u64, Fault> {
         match KFUNCS.get(id as usize).copied() {
-            Some("tcp_slow_start") => self.on_socket(a[0], mem, |tp| tp.slow_start(a[1] as u32) as u64),
-            Some("tcp_cong_avoid_ai") => self.on_socket(a[0], mem, |tp| {
+            Some("tcp_slow_start") => on_image(self.tp, a[0], mem, |tp| tp.slow_start(a[1] as u32) as u64),
+            Some("tcp_cong_avoid_ai") => on_image(self.tp, a[0], mem, |tp| {
                 tp.cong_avoid_ai(a[1] as u32, a[2] as u32);
                 0
             }),
-            Some("tcp_reno_cong_avoid") => self.on_socket(a[0], mem, |tp| {
+            Some("tcp_reno_cong_avoid") => on_image(self.tp, a[0], mem, |tp| {
                 reno::Reno.cong_avoid(tp, a[2] as u32);
                 0
             }),
-            Some("tcp_reno_ssthresh") => self.on_socket(a[0], mem, |tp| reno::Reno.ssthresh(tp) as u64),
-            Some("tcp_reno_undo_cwnd") => self.on_socket(a[0], mem, |tp| reno::Reno.undo_cwnd(tp) as u64),
+            Some("tcp_reno_ssthresh") => on_image(self.tp, a[0], mem, |tp| reno::Reno.ssthresh(tp) as u64),
+            Some("tcp_reno_undo_cwnd") => on_image(self.tp, a[0], mem, |tp| reno::Reno.undo_cwnd(tp) as u64),
             Some(name @ ("cubictcp_init" | "dctcp_init" | "bbr_init")) => {
                 let family = family_of(name);
                 self.on_kernel_cca(family, a[0], mem, |cc, tp| {
@@ -299,6 +273,19 @@ impl Calls for HookCalls<'_> {
             _ => Err(Fault { what: format!("kfunc {id} is not provided") }),
         }
     }
+}
+
+/// Runs `f` on connection `tp` as the socket image at `sk` holds it: the
+/// program's writes so far are read into `tp`, `f` runs the simulator's
+/// own code, and the result is written back for the program to read.
+fn on_image<R>(tp: &mut ConnState, sk: u64, mem: &mut Memory, f: impl FnOnce(&mut ConnState) -> R) -> Result<R, Fault> {
+    if sk != SOCK_BASE {
+        return Err(Fault { what: format!("a kfunc was passed {sk:#x}, not the socket ({SOCK_BASE:#x})") });
+    }
+    sock_image::read(mem, tp);
+    let r = f(tp);
+    sock_image::write(mem, tp, true);
+    Ok(r)
 }
 
 /// The kernel algorithm a kfunc belongs to, by its name's prefix.

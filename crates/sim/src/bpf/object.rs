@@ -97,9 +97,7 @@ pub struct Program {
     pub flags: u32,
     pub code: Vec<Insn>,
     pub functions: Vec<Function>,
-    /// Entry instruction of each implemented hook, by name.
-    pub hooks: HashMap<String, usize>,
-    /// The same by [`Hook`], for the calls.
+    /// Entry instruction of each implemented hook, by [`Hook`].
     entries: [Option<usize>; HOOKS.len()],
     /// The memory every connection starts from: the fixed regions and the
     /// object's global data with its initial values.
@@ -224,7 +222,7 @@ impl Program {
                 let sym_name = sym.name().unwrap_or("").to_string();
                 let insn = code[at];
                 match r_type {
-                    R_BPF_64_64 if insn.is_lddw() => {
+                    R_BPF_64_64 if insn.is_lddw() && at + 1 < code.len() => {
                         let value = if sym.is_undefined() {
                             kconfig.address(&sym_name)?
                         } else if let Some(&region) = sym.section_index().and_then(|i| data_base.get(&i)) {
@@ -244,7 +242,7 @@ impl Program {
                             let id = helpers::kfunc_id(&sym_name).ok_or_else(|| {
                                 LoadError::new(format!(
                                     "the program calls kernel function {sym_name}, which the simulator does not provide; it provides {}",
-                                    helpers::kfunc_names().join(", ")
+                                    helpers::KFUNCS.join(", ")
                                 ))
                             })?;
                             code[at] = Insn { src: CALL_KFUNC, imm: id, ..insn };
@@ -277,7 +275,7 @@ impl Program {
 
         let (name, flags, hooks) = struct_ops(&file, &btf, &functions)?;
         let entries = HOOKS.map(|h| hooks.get(h).copied());
-        let program = Program { name, flags, code, functions, hooks, entries, memory, poisoned };
+        let program = Program { name, flags, code, functions, entries, memory, poisoned };
         super::verify::check(&program)?;
         Ok(program)
     }
@@ -286,6 +284,11 @@ impl Program {
     #[inline]
     pub fn entry(&self, hook: Hook) -> Option<usize> {
         self.entries[hook as usize]
+    }
+
+    /// The names of the hooks the program implements, in [`HOOKS`] order.
+    pub fn hook_names(&self) -> Vec<&'static str> {
+        HOOKS.iter().zip(&self.entries).filter(|(_, e)| e.is_some()).map(|(h, _)| *h).collect()
     }
 
     /// The function containing instruction `pc`, for messages.

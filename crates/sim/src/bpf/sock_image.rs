@@ -8,7 +8,7 @@ use super::memory::Memory;
 use super::object::SOCK_BASE;
 use super::sock_layout::*;
 use crate::cc::jiffies::jiffies;
-use crate::cc::{CaState, ConnState, RateSample};
+use crate::cc::{ConnState, RateSample};
 use crate::units::{Rate, Time};
 
 /// TCP_ESTABLISHED (include/net/tcp_states.h).
@@ -146,16 +146,6 @@ pub fn read(mem: &Memory, tp: &mut ConnState) {
 /// tp->snd_cwnd_stamp as the program last left it.
 pub fn set_cwnd_stamp(mem: &mut Memory, jiffies: u32) {
     put32(mem.region_bytes_mut(SOCK_BASE), SND_CWND_STAMP, jiffies);
-}
-
-/// The CA state a hook's image names (for tests).
-pub fn ca_state(mem: &Memory) -> u8 {
-    mem.region_bytes(SOCK_BASE)[ICSK_CA_STATE as usize] & 0x1f
-}
-
-/// Whether `state` is what the image holds.
-pub fn holds_state(mem: &Memory, state: CaState) -> bool {
-    ca_state(mem) == state as u8
 }
 
 /// Writes rate sample `rs` into the rate_sample region (struct
