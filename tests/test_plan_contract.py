@@ -31,6 +31,7 @@ from fatpipe.backends.base import (
     Policer,
     RunPlan,
     Trace,
+    TransferPlan,
 )
 from fatpipe.backends.sim import SimBackend, plan_json
 from fatpipe.study import plan_runs
@@ -40,7 +41,7 @@ RUST = {name: (set(read), set(ignored)) for name, read, ignored in _native.plan_
 
 
 @pytest.mark.parametrize("cls", [RunPlan, HostLimits, HostCpu, FlowPlan, CrossFlow, AppLimit, AppStep, PathDynamics,
-                                 PathStep, GilbertElliott, Jitter, Policer, Aggregation, Trace],
+                                 PathStep, GilbertElliott, Jitter, Policer, Aggregation, Trace, TransferPlan],
                          ids=lambda c: c.__name__)
 def test_every_dataclass_field_is_declared_by_the_simulator_and_nothing_else(cls):
     read, ignored = RUST[cls.__name__]

@@ -51,6 +51,13 @@ def test_rust_rpc_columns_equal_python_rpc_columns():
     assert rust == list(schema.RPC_COLUMNS.items())
 
 
+def test_rust_transfer_columns_equal_python_transfer_columns_and_the_docs():
+    rust = [(name, kind) for name, kind, _unit, _doc in _native.transfer_columns()]
+    assert rust == list(schema.TRANSFER_COLUMNS.items())
+    docs = [(name, kind) for name, kind, *_ in _docs_table("transfers.parquet")]
+    assert docs == list(schema.TRANSFER_COLUMNS.items())
+
+
 def test_rust_path_facts_equal_python_path_report_fields():
     rust = [(name, kind) for name, kind, _unit, _doc in _native.path_facts()]
     assert rust == list(schema.PATH_FACTS.items())
@@ -80,6 +87,7 @@ def test_a_sim_run_returns_the_schema_columns_and_path_facts():
     out = _native.simulate(json.dumps(plan))
     assert list(out["series"]) == list(schema.SERIES_COLUMNS)
     assert list(out["rpcs"]) == list(schema.RPC_COLUMNS)
+    assert list(out["transfers"]) == list(schema.TRANSFER_COLUMNS)
     report = schema.PathReport.from_facts(out["path"])
     assert report.emulator == "sim" and report.late_p99_s is None
     assert set(out["series"]["ca_state"]) <= set(schema.LINUX_CA_STATES)

@@ -86,7 +86,8 @@ def run_cost(plan: RunPlan) -> RunCost:
     rate_bps = plan.rate_bps if plan.rate_bps is not None else UNKNOWN_RATE_BPS
     packets = rate_bps * plan.duration_s / (8 * (plan.mtu_bytes + ETH_HEADER_BYTES))
     intervals = math.floor(plan.duration_s / plan.sample_interval_s) if plan.sample_interval_s > 0 else 0
-    series_rows = sum(f.streams for f in plan.flows) * intervals
+    # A transfer group opens its streams once per data set.
+    series_rows = sum(f.streams * (len(f.transfer.starts_s) if f.transfer else 1) for f in plan.flows) * intervals
     rpc_rows = 0.0
     for f in plan.flows:
         if f.kind != "rpc":

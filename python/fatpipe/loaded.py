@@ -4,7 +4,8 @@
 Tables are pandas DataFrames with the columns docs/results.md describes:
 ``runs`` (one row per run × flow group) and ``rpcs`` are read at once;
 ``series`` (per-interval samples, the large one), ``path_series`` (the
-bottleneck per interval) and ``events`` (the CCAs' state changes) are read
+bottleneck per interval), ``transfers`` (the data sets' completion times)
+and ``events`` (the CCAs' state changes) are read
 on first use, and
 :meth:`LoadedStudy.read_series` reads only some columns or one run.
 """
@@ -58,6 +59,12 @@ class LoadedStudy:
         run (empty for studies written before the table, and for backends
         that cannot observe their bottleneck)."""
         return self.store.path_series_table()
+
+    @cached_property
+    def transfers(self) -> pd.DataFrame:
+        """The data sets of transfer flows that completed, one row each with
+        its completion time (empty for studies without transfers)."""
+        return self.store.transfers_table()
 
     @cached_property
     def events(self) -> pd.DataFrame:

@@ -10,13 +10,14 @@ Layout (documented for users in docs/results.md)::
                            an imported study's mark (IMPORTED_KEY)
       runs/<run_id>.json   one record per finished run (written last, atomically)
       series/<run_id>.parquet, rpcs/<run_id>.parquet, path_series/<run_id>.parquet,
-      events/<run_id>.parquet
+      events/<run_id>.parquet, transfers/<run_id>.parquet
       work/<run_id>/       a backend's scratch files for the run (raw samples)
       runs.parquet         consolidated: one row per run x flow group
       series.parquet       consolidated per-interval samples per stream
       rpcs.parquet         consolidated per-RPC completions
       path_series.parquet  consolidated per-interval samples of the bottleneck
       events.parquet       consolidated CCA state changes
+      transfers.parquet    consolidated data sets of transfer flows that completed
 
 A run counts as finished once its record exists and its files check out
 (:meth:`StudyStore.check_run`); records are written to a temporary file and
@@ -51,6 +52,7 @@ from .schema import (
     RPC_COLUMNS,
     SCHEMA_VERSION,
     SERIES_COLUMNS,
+    TRANSFER_COLUMNS,
     parquet_version,
     study_version,
     upgrade_runs,
@@ -62,7 +64,8 @@ if TYPE_CHECKING:
     from .loaded import LoadedStudy
 
 __all__ = ["IMPORTED_KEY", "RUN_COLUMNS", "SCHEMA_VERSION", "STORED_EVENT_COLUMNS", "STORED_PATH_SERIES_COLUMNS",
-           "STORED_RPC_COLUMNS", "STORED_SERIES_COLUMNS", "StoreError", "StudyLocked", "StudyStore", "imported_mark",
+           "STORED_RPC_COLUMNS", "STORED_SERIES_COLUMNS", "STORED_TRANSFER_COLUMNS", "StoreError", "StudyLocked",
+           "StudyStore", "imported_mark",
            "imported_study"]
 
 # Columns every runs row has, in order; swept keys (dotted names) follow the
@@ -80,6 +83,8 @@ RUN_COLUMNS = [
     "rpc_count", "rpc_goodput_bps", "rpc_ideal_s",
     "rpc_p50_s", "rpc_p90_s", "rpc_p99_s", "rpc_p999_s",
     "rpc_slowdown_p50", "rpc_slowdown_p99",
+    "transfer_count", "transfer_done", "transfer_size_bytes",
+    "fct_mean_s", "fct_p50_s", "fct_p95_s", "fct_max_s", "transfer_goodput_bps",
     *PATH_COLUMNS,
     *CPU_COLUMNS,
     "flags", "wall_s",
@@ -90,6 +95,7 @@ RUN_COLUMNS = [
 # the goodput).
 STORED_SERIES_COLUMNS = ["run_id", "backend", *SERIES_COLUMNS, "goodput_bps"]
 STORED_RPC_COLUMNS = ["run_id", *RPC_COLUMNS]
+STORED_TRANSFER_COLUMNS = ["run_id", *TRANSFER_COLUMNS]
 STORED_PATH_SERIES_COLUMNS = ["run_id", *PATH_SERIES_COLUMNS]
 STORED_EVENT_COLUMNS = ["run_id", *EVENT_COLUMNS]
 # Per-run table files: directory (and consolidated name) and the columns a
@@ -98,7 +104,7 @@ STORED_EVENT_COLUMNS = ["run_id", *EVENT_COLUMNS]
 # them (they read as null), so resuming such a study redoes no run.
 PER_RUN_TABLES = (("series", [c for c in STORED_SERIES_COLUMNS if c not in CC_VAR_COLUMNS]),
                   ("rpcs", STORED_RPC_COLUMNS), ("path_series", STORED_PATH_SERIES_COLUMNS),
-                  ("events", STORED_EVENT_COLUMNS))
+                  ("events", STORED_EVENT_COLUMNS), ("transfers", STORED_TRANSFER_COLUMNS))
 # Column kinds of the tables whose columns may be all null in one run (a CCA
 # without variables): written with these Arrow types, never Arrow's null type.
 _TABLE_KINDS = {"series": SERIES_COLUMNS, "events": EVENT_COLUMNS}
@@ -106,7 +112,7 @@ _ARROW_TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "b
 
 MARKER_NAME = ".fatpipe-study"
 MARKER_TEXT = b"fatpipe study directory: written by fatpipe, see docs/results.md\n"
-PER_RUN_DIRS = ("runs", "series", "rpcs", "path_series", "events", "work")
+PER_RUN_DIRS = ("runs", "series", "rpcs", "path_series", "events", "transfers", "work")
 
 
 def _with_schema_meta(table: pa.Table, kind: str) -> pa.Table:
@@ -375,14 +381,15 @@ class StudyStore:
         path_series: dict[str, list] | None = None,
         facts: dict[str, Any] | None = None,
         events: dict[str, list] | None = None,
+        transfers: dict[str, list] | None = None,
     ) -> None:
-        """Write a run's series, RPCs, path series and events, then its
+        """Write a run's series, RPCs, path series, events and transfers, then its
         record (which marks it done, lists the rows of each file, for the
         check on resume, and keeps the backend's facts of the run:
         RunOutcome.facts). A table without rows writes no file."""
         files = {}
         for kind, table_columns in (("series", series), ("rpcs", rpcs), ("path_series", path_series),
-                                    ("events", events)):
+                                    ("events", events), ("transfers", transfers)):
             table = pa.table(table_columns or {})
             if table.num_rows == 0:
                 continue
@@ -449,6 +456,13 @@ class StudyStore:
         import pandas as pd
         path = self.root / "rpcs.parquet"
         return pd.read_parquet(path) if path.exists() else pd.DataFrame()
+
+    def transfers_table(self):
+        """The consolidated data sets of transfer flows that completed, with
+        the stored columns (empty when there are none)."""
+        import pandas as pd
+        path = self.root / "transfers.parquet"
+        return pd.read_parquet(path) if path.exists() else pd.DataFrame(columns=STORED_TRANSFER_COLUMNS)
 
     def path_series_table(self, run_id: str | None = None):
         """The consolidated path series (the bottleneck per sampling

@@ -60,6 +60,7 @@ class RunResult:
     reason: str = ""
     series: dict[str, list] | None = None
     rpcs: dict[str, list] | None = None
+    transfers: dict[str, list] | None = None
     path_series: dict[str, list] | None = None
     events: dict[str, list] | None = None
     facts: dict[str, Any] = field(default_factory=dict)
@@ -103,13 +104,14 @@ def outcome_result(plan: RunPlan, outcome: RunOutcome, wall_s: float,
     n = len(series["t_s"])
     series = {"run_id": [plan.run_id] * n, "backend": [plan.backend] * n, **series}
     rpcs = {"run_id": [plan.run_id] * len(outcome.rpcs["start_s"]), **outcome.rpcs}
+    transfers = {"run_id": [plan.run_id] * len(outcome.transfers["start_s"]), **outcome.transfers}
     path_series = {"run_id": [plan.run_id] * len(outcome.path_series["t_s"]), **outcome.path_series}
     events = {"run_id": [plan.run_id] * len(outcome.events["t_s"]), **outcome.events}
     goodputs = " ".join(
         f"{r['cc'] or r['kind']}x{r['streams']}={(r['goodput_bps'] or 0) / 1e6:.1f}Mbit/s" for r in rows
     )
-    return RunResult(plan.run_id, "ok", full_rows, goodputs, series=series, rpcs=rpcs, path_series=path_series,
-                     events=events, facts=outcome.facts)
+    return RunResult(plan.run_id, "ok", full_rows, goodputs, series=series, rpcs=rpcs, transfers=transfers,
+                     path_series=path_series, events=events, facts=outcome.facts)
 
 
 def record_run(store: StudyStore, result: RunResult) -> None:
@@ -119,7 +121,8 @@ def record_run(store: StudyStore, result: RunResult) -> None:
         store.write_work_file(result.run_id, name, data)
     if result.status == "ok":
         store.write_run(result.run_id, "ok", result.rows, result.series, result.rpcs,
-                        path_series=result.path_series, facts=result.facts, events=result.events)
+                        path_series=result.path_series, facts=result.facts, events=result.events,
+                        transfers=result.transfers)
     else:
         store.write_run(result.run_id, result.status, result.rows, reason=result.reason)
 

@@ -110,6 +110,22 @@ RPC_COLUMNS: dict[str, str] = {
     "response_bytes": "int",
 }
 
+# Columns of RunOutcome.transfers, one row per data set of a transfer flow
+# that completed during the run (transferspec.py, docs/transfers.md).
+TRANSFER_COLUMNS: dict[str, str] = {
+    "flow_group": "int",
+    "transfer": "int",  # 0 .. data sets-1 within the group, in order of start
+    "start_s": "float",  # when its first write was made
+    "duration_s": "float",  # completion time: until the receiver had its last byte
+    "size_bytes": "int",
+}
+
+
+def empty_transfers() -> dict[str, list]:
+    """A transfers table with no rows (no transfer flow, or none completed)."""
+    return {k: [] for k in TRANSFER_COLUMNS}
+
+
 # Columns of RunOutcome.path_series, one row per sampling interval: the
 # bottleneck's queue at the sample instant and its counters so far. A backend
 # that cannot observe its bottleneck returns it empty (docs/results.md).

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import re
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -32,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import appspec, bpfcc, crossspec, hostcpu, pathspec, pathtrace
+from . import appspec, bpfcc, crossspec, hostcpu, pathspec, pathtrace, transferspec
 from . import references as references_mod
 from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
@@ -41,9 +40,10 @@ from .buffer import Buffer, parse_buffer
 from .references import References
 from .spec_errors import SpecError
 from .spec_errors import key_path as _loc
-from .spec_errors import printable as _printable
 from .spec_errors import short as _short
 from .spec_errors import validation_problems as _problems
+from .spec_toml import MAX_KEY_PARTS, MAX_NESTING_DEPTH, MAX_SPEC_BYTES, load_raw  # noqa: F401 (spec.load_raw)
+from .spec_toml import long_dotted_key as _long_dotted_key  # noqa: F401 (tests)
 from .spec_units import unit_field
 from .sweep import Sweep
 from .testbed import Testbed, study_problems, validate_testbed
@@ -60,18 +60,6 @@ from .wire import TCP_IP_HEADER_BYTES, TIMESTAMP_OPTION_BYTES
 SPEC_VERSION = 1
 
 # ---- limits: what a spec may ask for ---------------------------------------
-# A study file is a short text; this bounds what reading it can cost.
-MAX_SPEC_BYTES = 1 << 20
-# Deepest nesting a valid spec needs is 6
-# (sweep.linked[0]."path.buffer"[0].amount).
-MAX_NESTING_DEPTH = 8
-# Parts of one dotted key (`a.b.c = 1`, `[a.b.c]`), refused before parsing
-# above this: every part is a table level, so a valid spec's keys have at
-# most MAX_NESTING_DEPTH (a key of up to twice that reaches the reader and
-# is refused after it, naming where). Python's TOML reader takes time and
-# memory quadratic in a key's parts: 50,000 parts in 100 KB took 13 s and
-# more than 4 GiB.
-MAX_KEY_PARTS = 2 * MAX_NESTING_DEPTH
 # Runs of one study (sweep points x repetitions x backends).
 MAX_RUNS = 100_000
 # The simulator's clock counts nanoseconds: a nonzero time below that is 0.
@@ -339,7 +327,7 @@ class HostSection(_Strict):
 
 
 class FlowSection(_Strict):
-    kind: Literal["bulk", "rpc", "cross"] = "bulk"
+    kind: Literal["bulk", "rpc", "transfer", "cross"] = "bulk"
     # Required but for kind = "cross": a CCA's name, or bpf:NAME|FILE.bpf.c|FILE.o (bpfcc.py).
     cc: Annotated[str, Field(pattern=r"^([a-z0-9_]+|bpf:\S+)$")] | None = None
     streams: Annotated[int, Field(ge=1, le=1000)] = 1
@@ -349,7 +337,8 @@ class FlowSection(_Strict):
     request: SizeBytes | None = None
     response: SizeBytes | None = None
     concurrency: Annotated[int, Field(ge=1, le=10000)] | None = None
-    # rpc: open-loop arrivals per second ('200/s'); cross: each source's
+    # rpc: open-loop arrivals per second ('200/s'); transfer: data sets'
+    # arrivals per second; cross: each source's
     # sending rate while on ('20Mbit'). Read by _rate_of_kind.
     rate: float | None = None
     ecn: TcpEcn | None = None  # net.ipv4.tcp_ecn of this flow's sender, over its host's
@@ -358,6 +347,11 @@ class FlowSection(_Strict):
     # paces the socket), the sender's max pacing rate in the simulator; with
     # the host's stream_rate_cap, the lower of the two.
     pacing_rate: RateBps | None = None
+    # kind = "transfer" only (transferspec.py, docs/transfers.md).
+    size: SizeBytes | None = None  # one data set's bytes
+    split: Literal["equal", "chunks"] | None = None  # over the streams (None: equal)
+    chunk: SizeBytes | None = None  # split = "chunks": the bytes a stream takes at a time
+    count: Annotated[int, Field(ge=1, le=transferspec.MAX_COUNT)] | None = None  # data sets (None: 1)
     # kind = "cross" only (crossspec.py, docs/path-dynamics.md "Cross traffic").
     pattern: Literal["constant", "on_off"] | None = None
     on: TimeS | None = None  # mean on period (pattern = "on_off")
@@ -379,7 +373,7 @@ class FlowSection(_Strict):
 
     @model_validator(mode="after")
     def _kind_fields(self) -> FlowSection:
-        problems = crossspec.flow_problems(self) + appspec.flow_problems(self)
+        problems = crossspec.flow_problems(self) + appspec.flow_problems(self) + transferspec.flow_problems(self)
         if problems:
             raise ValueError("; ".join(problems))
         if self.kind == crossspec.KIND:
@@ -390,8 +384,8 @@ class FlowSection(_Strict):
         if self.kind == "bulk":
             given = [k for k in rpc_keys if getattr(self, k) is not None]
             if given:
-                raise ValueError(f"{', '.join(given)} only apply to kind = \"rpc\"")
-        else:
+                raise ValueError(f"{', '.join(given)} only apply to kind = \"rpc\" (rate also to \"transfer\")")
+        elif self.kind == "rpc":
             if self.request is None or self.response is None:
                 raise ValueError('kind = "rpc" needs both request and response sizes')
             if (self.concurrency is None) == (self.rate is None):
@@ -697,80 +691,6 @@ def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
 
 
 # ---- files --------------------------------------------------------------------
-
-
-# TOML strings (multi-line basic and literal, basic, literal; a basic one's
-# escapes) and comments, leftmost first: a string's dots are no key's. An
-# unterminated string runs to the end of its line (or of the text): the
-# reader refuses it anyway. A string's start always matches (a lone
-# backslash is content too) and consumes what it scanned, so the strings
-# are found in time linear in the text.
-_STRING_OR_COMMENT = re.compile(
-    r'"""(?:[^"\\]|\\.?|"(?!""))*+(?:"""|\Z)'
-    r"|'''(?:[^']|'(?!''))*+(?:'''|\Z)"
-    r'|"(?:[^"\\\n]|\\[^\n]?)*+(?:"|$)'
-    r"|'[^'\n]*+(?:'|$)"
-    r"|#[^\n]*+", re.S | re.M)
-# A part of a key once strings are "" (bare or quoted), and more than
-# MAX_KEY_PARTS parts joined by dots starting at a part's start
-# (possessive: found in time linear in the text).
-_KEY_PART = r'(?:[A-Za-z0-9_-]++|"")'
-_LONG_DOTTED_KEY = re.compile(
-    rf"(?<![A-Za-z0-9_-]){_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART}){{{MAX_KEY_PARTS}}}")
-
-
-def _without_strings(text: str) -> str:
-    """`text` with every string "" and every comment gone, lines kept."""
-    def blank(m: re.Match) -> str:
-        token = m.group(0)
-        return ("" if token.startswith("#") else '""') + "\n" * token.count("\n")
-    return _STRING_OR_COMMENT.sub(blank, text)
-
-
-def _long_dotted_key(text: str) -> str | None:
-    """Why `text` is refused before the TOML reader sees it: a key of more
-    than MAX_KEY_PARTS dotted parts (quoted parts shown as ""), or None."""
-    text = _without_strings(text)
-    m = _LONG_DOTTED_KEY.search(text)
-    if m is None:
-        return None
-    line = text.count("\n", 0, m.start()) + 1
-    return (f"a dotted key of more than {MAX_KEY_PARTS} parts at line {line} ({_printable(_short(m.group(0), 60))}); "
-            f"a study spec nests at most {MAX_NESTING_DEPTH} levels, so its keys have at most "
-            f"{MAX_NESTING_DEPTH} parts (refused before parsing)")
-
-
-def load_raw(path: str | Path) -> dict[str, Any]:
-    """The TOML table of a study file, read within MAX_SPEC_BYTES."""
-    p = Path(path)
-    try:
-        with p.open("rb") as f:
-            data = f.read(MAX_SPEC_BYTES + 1)
-    except OSError as e:
-        raise SpecError([("file", f"cannot read {p}: {e.strerror or e}")]) from None
-    if len(data) > MAX_SPEC_BYTES:
-        raise SpecError([("file", (
-            f"larger than {MAX_SPEC_BYTES} bytes; a study spec is a short text file"))], str(p))
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise SpecError([("file", (
-            f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
-            "save the spec as UTF-8"))], str(p)) from None
-    too_long = _long_dotted_key(text)
-    if too_long:
-        raise SpecError([("toml", too_long)], str(p))
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError([("toml", str(e))], str(p)) from None
-    except ValueError as e:  # an integer of more digits than Python converts
-        raise SpecError([("toml", f"a number the TOML reader cannot convert: {_short(str(e), 120)}")],
-                        str(p)) from None
-    except RecursionError:
-        raise SpecError([("toml", (
-            f"arrays or tables nested too deeply; a study spec needs at most {MAX_NESTING_DEPTH} levels"))],
-            str(p)) from None
 
 
 def load(path: str | Path, imported_from: str | None = None) -> tuple[Spec, dict[str, Any]]:

@@ -9,6 +9,7 @@ sim runs of one grid point get the same seed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import hashlib
 import os
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, appspec, crossspec, estimate, hostcpu, pathspec
+from . import __version__, appspec, crossspec, estimate, hostcpu, pathspec, transferspec
 from . import spec as spec_mod
 from .backends import DEFAULT_BACKEND, get_backend
 from .backends.base import BackendUnavailable, FlowPlan, HostCpu, HostLimits, RunPlan
@@ -34,6 +35,14 @@ def derive_seed(study_seed: int, point: int, rep: int) -> int:
     """A run's seed from the study's, its point and its repetition."""
     digest = hashlib.sha256(f"{study_seed}:{point}:{rep}".encode()).digest()
     return int.from_bytes(digest[:8], "little") >> 1  # fits a signed 64-bit
+
+
+def transfer_arrivals(spec: spec_mod.Spec, flows: tuple[FlowPlan, ...], seed: int) -> tuple[FlowPlan, ...]:
+    """`flows` with each transfer flow's data sets, their arrivals drawn
+    from the run's `seed` (transferspec.plan)."""
+    return tuple(dataclasses.replace(f, transfer=transferspec.plan(spec.flows[f.group], seed, f.group,
+                                                                   spec.study.duration))
+                 if f.kind == transferspec.KIND else f for f in flows)
 
 
 def sweep_points(spec: spec_mod.Spec) -> list[dict[str, Any]]:
@@ -117,7 +126,7 @@ def plan_runs(
                 request_bytes=f.request,
                 response_bytes=f.response,
                 concurrency=f.concurrency,
-                rate_per_s=f.rate,
+                rate_per_s=f.rate if f.kind == "rpc" else None,  # a transfer's rate is its arrivals
                 ecn=f.ecn,
                 cwnd_clamp=f.cwnd_clamp,
                 pacing_rate_bps=f.pacing_rate,
@@ -134,12 +143,13 @@ def plan_runs(
         s, p = point_spec.study, point_spec.path
         for backend in backends or s.backends:
             for rep in range(s.repetitions):
+                seed = derive_seed(s.seed, 0 if s.seeds == "per-repetition" else point, rep)
                 plans.append(
                     RunPlan(
                         run_id=f"{backend}-p{point:03d}-r{rep:02d}",
                         backend=backend,
                         rep=rep,
-                        seed=derive_seed(s.seed, 0 if s.seeds == "per-repetition" else point, rep),
+                        seed=seed,
                         duration_s=s.duration,
                         warmup_s=s.warmup,
                         sample_interval_s=s.interval,
@@ -152,7 +162,7 @@ def plan_runs(
                         mtu_bytes=p.mtu,
                         senders=senders,
                         receiver=_host_limits(point_spec, "receiver"),
-                        flows=flows,
+                        flows=transfer_arrivals(point_spec, flows, seed),
                         swept=dict(overrides),
                         testbed=testbed,
                         dynamics=pathspec.plan_dynamics(p),

@@ -112,6 +112,28 @@ def rpc_metrics(plan: RunPlan, outcome: RunOutcome, group: int) -> dict[str, Any
     return out
 
 
+def transfer_metrics(plan: RunPlan, outcome: RunOutcome, group: int) -> dict[str, Any]:
+    """Completion times of a transfer group's data sets in this run: how
+    many started (``transfer_count``: those arriving before the run's end)
+    and completed, their mean, median, 95th percentile and largest
+    completion time, and their mean goodput (size / completion time)."""
+    t = outcome.transfers
+    mask = np.asarray(t["flow_group"], dtype=np.int64) == group
+    dur = np.asarray(t["duration_s"], dtype=float)[mask]
+    size = np.asarray(t["size_bytes"], dtype=float)[mask]
+    transfer = plan.flows[group].transfer
+    return {
+        "transfer_count": len(transfer.starts_s) if transfer else 0,
+        "transfer_done": int(mask.sum()),
+        "transfer_size_bytes": transfer.size_bytes if transfer else None,
+        "fct_mean_s": float(dur.mean()) if dur.size else None,
+        "fct_p50_s": _percentile(dur, 50),
+        "fct_p95_s": _percentile(dur, 95),
+        "fct_max_s": float(dur.max()) if dur.size else None,
+        "transfer_goodput_bps": float(np.mean(size * 8 / dur)) if dur.size else None,
+    }
+
+
 def ideal_rpc_time_s(plan: RunPlan, group: int, measured_rtt_s: float | None = None) -> float | None:
     """Completion time of one RPC on an empty path with no window limit: one
     round trip plus the response's serialization at the bottleneck rate. On
@@ -233,6 +255,10 @@ def summarize(plan: RunPlan, outcome: RunOutcome) -> list[dict[str, Any]]:
         if flow.kind == "rpc":
             row.update(rpc_metrics(plan, outcome, group))
         flags = list(shared_flags)
+        if flow.kind == "transfer":
+            row.update(transfer_metrics(plan, outcome, group))
+            if row["transfer_done"] < row["transfer_count"]:
+                flags.append("transfer_incomplete")  # a data set had not arrived by the run's end
         if (row.get("rwnd_limited_frac") or 0) > HOST_LIMIT_FRACTION:
             flags.append("rwnd_limited")
         if (row.get("sndbuf_limited_frac") or 0) > HOST_LIMIT_FRACTION:

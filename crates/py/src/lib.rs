@@ -2,7 +2,7 @@
 //!
 //! `simulate(plan_json: str) -> dict` runs one RunPlan (the JSON of
 //! `dataclasses.asdict(plan)`) with the GIL released and returns
-//! {"series": {col: list}, "rpcs": {col: list}, "path_series": {col: list},
+//! {"series": {col: list}, "rpcs": {col: list}, "transfers": {col: list}, "path_series": {col: list},
 //! "events": {col: list}, "path": {...}, "stats": {...}, "host_cpu": [{"label", "hosts", "busy_frac"}]},
 //! walking the tables' typed column iterators (fatpipe_sim::trace), so no
 //! column is named here. `series_columns()`, `rpc_columns()`,
@@ -28,7 +28,7 @@ use pyo3::types::{PyDict, PyList};
 
 use fatpipe_sim::scenario::Scenario;
 use fatpipe_sim::trace::{
-    Column, Fact, FieldDef, RunResult, EVENT_SCHEMA, PATH_SCHEMA, PATH_SERIES_SCHEMA, RPC_SCHEMA, SERIES_SCHEMA,
+    Column, Fact, FieldDef, RunResult, EVENT_SCHEMA, PATH_SCHEMA, PATH_SERIES_SCHEMA, RPC_SCHEMA, SERIES_SCHEMA, TRANSFER_SCHEMA,
 };
 
 fn column_to_py<'py>(py: Python<'py>, c: Column<'_>) -> PyResult<Bound<'py, PyList>> {
@@ -64,6 +64,12 @@ fn to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDict>> {
         rpcs.set_item(name, column_to_py(py, col)?)?;
     }
     out.set_item("rpcs", rpcs)?;
+
+    let transfers = PyDict::new(py);
+    for (name, col) in r.transfers.columns() {
+        transfers.set_item(name, column_to_py(py, col)?)?;
+    }
+    out.set_item("transfers", transfers)?;
 
     let path_series = PyDict::new(py);
     for (name, col) in r.path_series.columns() {
@@ -176,6 +182,12 @@ fn rpc_columns() -> Vec<(&'static str, &'static str, &'static str, &'static str)
     schema(RPC_SCHEMA)
 }
 
+/// The transfer columns in order, as `series_columns()`.
+#[pyfunction]
+fn transfer_columns() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    schema(TRANSFER_SCHEMA)
+}
+
 /// The path series columns in order, as `series_columns()`.
 #[pyfunction]
 fn path_series_columns() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -274,5 +286,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(path_facts, m)?)?;
     m.add_function(wrap_pyfunction!(wire_constants, m)?)?;
     m.add_function(wrap_pyfunction!(plan_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer_columns, m)?)?;
     Ok(())
 }

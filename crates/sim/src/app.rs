@@ -16,6 +16,7 @@
 use std::collections::VecDeque;
 
 use crate::app_rate::RateBulk;
+use crate::transfer::TransferApp;
 use crate::event::AppTimer;
 use crate::rng::Rng;
 use crate::units::Time;
@@ -43,6 +44,11 @@ pub trait AppEnv {
     fn rcv_nxt(&self) -> u64;
     /// An RPC issued at `start` completed at `now`.
     fn rpc_done(&mut self, start: Time, now: Time, response_bytes: u64);
+    /// Stream `slot` of data set `id` takes its next piece (segments; 0:
+    /// nothing left) (transfer.rs Ledger::take).
+    fn take_piece(&mut self, id: u32, slot: u32) -> u64;
+    /// `segs` more segments of data set `id` arrived in order at `now`.
+    fn transfer_delivered(&mut self, id: u32, segs: u64, now: Time);
 }
 
 /// The application of one stream.
@@ -54,6 +60,8 @@ pub enum App {
     Rpc(RpcApp),
     /// A bulk sender whose writes follow a limited rate (app_rate.rs).
     RateBulk(RateBulk),
+    /// One stream of a data set of a given size (transfer.rs).
+    Transfer(TransferApp),
 }
 
 impl App {
@@ -64,7 +72,15 @@ impl App {
             App::Bulk => u64::MAX,
             App::Rpc(_) => 0,
             App::RateBulk(w) => w.initial_write_seq(),
+            App::Transfer(_) => 0,
         }
+    }
+
+    /// Whether the application reads what arrives (App::on_data does
+    /// something): RPC clients and transfers.
+    #[inline]
+    pub fn reads_data(&self) -> bool {
+        matches!(self, App::Rpc(_) | App::Transfer(_))
     }
 
     /// An application timer fired at `now`.
@@ -75,14 +91,15 @@ impl App {
                 match self {
                     App::Rpc(rpc) => rpc.start(now, env),
                     App::RateBulk(w) => w.on_tick(now, env),
+                    App::Transfer(t) => t.on_start(now, env),
                     App::Bulk => {}
                 }
             }
-            AppTimer::Write => {
-                if let App::RateBulk(w) = self {
-                    w.on_write_timer(now, env);
-                }
-            }
+            AppTimer::Write => match self {
+                App::RateBulk(w) => w.on_write_timer(now, env),
+                App::Transfer(t) => t.on_tick(now, env),
+                App::Bulk | App::Rpc(_) => {}
+            },
             AppTimer::RpcIssue => {
                 if let App::Rpc(rpc) = self {
                     rpc.issue_open_loop(now, env);
@@ -100,8 +117,10 @@ impl App {
     /// Data arrived at the receiver at `now`.
     #[inline]
     pub fn on_data<E: AppEnv>(&mut self, now: Time, env: &mut E) {
-        if let App::Rpc(rpc) = self {
-            rpc.completions(now, env);
+        match self {
+            App::Rpc(rpc) => rpc.completions(now, env),
+            App::Transfer(t) => t.on_data(now, env),
+            App::Bulk | App::RateBulk(_) => {}
         }
     }
 }
@@ -297,6 +316,10 @@ mod tests {
         fn rcv_nxt(&self) -> u64 {
             self.rcv_nxt
         }
+        fn take_piece(&mut self, _id: u32, _slot: u32) -> u64 {
+            0
+        }
+        fn transfer_delivered(&mut self, _id: u32, _segs: u64, _now: Time) {}
         fn rpc_done(&mut self, start: Time, now: Time, response_bytes: u64) {
             self.done.push((start, now, response_bytes));
         }

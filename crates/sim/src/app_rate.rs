@@ -317,6 +317,10 @@ mod tests {
             0
         }
         fn rpc_done(&mut self, _start: Time, _now: Time, _response_bytes: u64) {}
+        fn take_piece(&mut self, _id: u32, _slot: u32) -> u64 {
+            0
+        }
+        fn transfer_delivered(&mut self, _id: u32, _segs: u64, _now: Time) {}
     }
 
     fn fake(buffer_segs: u64) -> Fake {

@@ -1,7 +1,7 @@
 //! The discrete-event loop: streams (sender + receiver), the shared path,
 //! and periodic sampling. Built from a validated [`crate::scenario::Scenario`].
 
-use crate::app::{App, AppEnv, RpcApp, RpcSpec};
+use crate::app::{App, RpcApp, RpcSpec};
 use crate::app_rate::{AppSchedule, RateBulk};
 use crate::cc::CongestionControl;
 use crate::event::{AppTimer, Event, EventQueue, SenderTimer, TimerKind};
@@ -16,13 +16,16 @@ use crate::path::{Aqm, Bottleneck, LossStage, Pipe};
 use crate::rng::Rng;
 use crate::tcp::{Ack, Codepoint, Receiver, RxAction, SegEcn, Sender, SenderConfig};
 use crate::trace::{MachineCpu, PathFacts, Rpcs, RunResult, Stats};
+use crate::transfer::{DataSet, Ledger, StreamTransfer, TransferApp};
 use crate::units::{Bytes, Rate, Time};
 use crate::wire;
 
+mod app_env;
 mod hosts;
 mod moving;
 mod sample;
 mod transmit;
+use app_env::StreamApp;
 use transmit::{DataPkt, Link, Tx};
 
 /// One stream to simulate.
@@ -44,6 +47,8 @@ pub struct StreamSpec {
     /// A bulk transfer's application-limited writer (app_rate.rs);
     /// `None`: it always has data.
     pub app: Option<AppSchedule>,
+    /// The data set this stream carries part of (transfer.rs).
+    pub transfer: Option<StreamTransfer>,
     /// ECN negotiated for this stream (tcp/ecn.rs `negotiate`).
     pub ecn: bool,
     /// Per-connection cwnd clamp in segments (tp->snd_cwnd_clamp as
@@ -99,6 +104,9 @@ pub struct SimConfig {
     /// of the sender hosts that have it.
     pub receiver_coalescing: Option<Coalescing>,
     pub sender_coalescing: Vec<Coalescing>,
+    /// The data sets of transfer groups (transfer.rs), indexed by
+    /// `StreamTransfer::id`.
+    pub transfers: Vec<DataSet>,
     /// A path that moves (path/dynamics.rs), its state at time zero;
     /// `None`: the static path.
     pub dynamics: Option<Box<Dynamics>>,
@@ -240,68 +248,6 @@ struct Net {
     dynamics: Option<Box<Dynamics>>,
 }
 
-/// The application's view of one stream (app.rs): its sender, receiver,
-/// the engine's queues and the RPC table.
-struct StreamApp<'a, const ECN: bool, const FQ: bool> {
-    tx: Tx<'a, ECN, FQ>,
-    sender: &'a mut Sender,
-    receiver: &'a mut Receiver,
-    started: &'a mut bool,
-    ack_pipe: usize,
-    ack_delay: Time,
-    group: u32,
-    index: u32,
-    rpcs: &'a mut Rpcs,
-}
-
-impl<const ECN: bool, const FQ: bool> AppEnv for StreamApp<'_, ECN, FQ> {
-    fn schedule(&mut self, at: Time, timer: AppTimer) {
-        self.tx.net.events.push(at, Event::Timer(self.tx.stream, TimerKind::App(timer)));
-    }
-
-    fn start(&mut self, now: Time) {
-        *self.started = true;
-        self.sender.start(now, &mut self.tx);
-    }
-
-    fn write(&mut self, now: Time, segs: u64) {
-        self.sender.app_write(now, segs, &mut self.tx);
-    }
-
-    fn send_buffer_room(&self) -> u64 {
-        self.sender.send_buffer_room()
-    }
-
-    fn stop_writing(&mut self) {
-        self.sender.stop_writing();
-    }
-
-    fn send_request_delay(&self) -> Time {
-        self.ack_delay
-    }
-
-    fn piggyback(&mut self, now: Time) {
-        if let Some(ack) = self.receiver.piggyback_ack() {
-            let act = RxAction::AckNow(ack);
-            self.tx.net.rx_action::<FQ>(self.tx.stream, self.ack_pipe, self.ack_delay, now, act);
-        }
-    }
-
-    #[inline]
-    fn rcv_nxt(&self) -> u64 {
-        self.receiver.rcv_nxt
-    }
-
-    fn rpc_done(&mut self, start: Time, now: Time, response_bytes: u64) {
-        let rpcs = &mut *self.rpcs;
-        rpcs.flow_group.push(self.group as i64);
-        rpcs.stream.push(self.index as i64);
-        rpcs.start_s.push(start.as_secs_f64());
-        rpcs.duration_s.push((now - start).as_secs_f64());
-        rpcs.response_bytes.push(response_bytes as i64);
-    }
-}
-
 #[derive(Clone, Copy)]
 enum Src {
     Heap,
@@ -326,6 +272,8 @@ pub struct Sim {
     streams: Vec<Stream>,
     net: Net,
     result: RunResult,
+    /// The transfer groups' data sets (transfer.rs).
+    ledger: Ledger,
 }
 
 /// A host's holding of one stream's units in one direction: when it has a
@@ -422,10 +370,11 @@ impl Sim {
             if let Some(clamp) = s.cwnd_clamp {
                 sender.tp.set_cwnd_clamp(clamp);
             }
-            let app = match (s.rpc.clone(), s.app.clone()) {
-                (Some(spec), _) => App::Rpc(RpcApp::new(spec, s.mss, Rng::new(cfg.seed, 0xA990_0000 + i as u64), cfg.duration)),
-                (None, Some(sched)) => App::RateBulk(RateBulk::new(sched, s.mss, s.start, cfg.duration)),
-                (None, None) => App::Bulk,
+            let app = match (s.rpc.clone(), s.app.clone(), s.transfer) {
+                (Some(spec), _, _) => App::Rpc(RpcApp::new(spec, s.mss, Rng::new(cfg.seed, 0xA990_0000 + i as u64), cfg.duration)),
+                (None, Some(sched), _) => App::RateBulk(RateBulk::new(sched, s.mss, s.start, cfg.duration)),
+                (None, None, Some(t)) => App::Transfer(TransferApp::new(t, cfg.duration)),
+                (None, None, None) => App::Bulk,
             };
             sender.write_seq = app.initial_write_seq();
             net.events.push(s.start, Event::Timer(i as u32, TimerKind::App(AppTimer::Start)));
@@ -476,6 +425,7 @@ impl Sim {
             streams,
             net,
             result: RunResult::default(),
+            ledger: Ledger::new(cfg.transfers.clone()),
         }
     }
 
@@ -521,8 +471,8 @@ impl Sim {
             }
         }
         self.net.rx_action::<FQ>(i, st.ack_pipe, st.ack_delay, now, act);
-        if matches!(st.app, App::Rpc(_)) {
-            let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
+        if st.app.reads_data() {
+            let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, &mut self.ledger, i);
             app.on_data(now, &mut env);
             if self.net.send_work > Time::ZERO {
                 self.book_sends(now);
@@ -536,6 +486,7 @@ impl Sim {
         st: &'a mut Stream,
         net: &'a mut Net,
         rpcs: &'a mut Rpcs,
+        ledger: &'a mut Ledger,
         i: u32,
     ) -> (&'a mut App, StreamApp<'a, ECN, FQ>) {
         let tx = Tx::new(net, i, &st.link);
@@ -549,6 +500,7 @@ impl Sim {
             group: st.group,
             index: st.index,
             rpcs,
+            ledger,
         };
         (&mut st.app, env)
     }
@@ -583,7 +535,7 @@ impl Sim {
                 self.net.rx_action::<FQ>(i, st.ack_pipe, st.ack_delay, now, act);
             }
             TimerKind::App(t) => {
-                let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, i);
+                let (app, mut env) = Self::app_env::<ECN, FQ>(st, &mut self.net, &mut self.result.rpcs, &mut self.ledger, i);
                 app.on_timer(t, now, &mut env);
             }
             TimerKind::Host(step) => self.release::<ECN, FQ>(i, step, now),
@@ -632,6 +584,7 @@ impl Sim {
             policer_drops: self.net.dynamics.as_ref().map_or(0, |d| d.policer_drops()),
             reordered: self.net.dynamics.as_ref().map_or(0, |d| d.reordered()),
         };
+        self.result.transfers = std::mem::take(&mut self.ledger.rows);
         self.result.events = self.cc_events();
         self.result.host_cpu = self.host_cpu();
         self.result.stats = Stats {

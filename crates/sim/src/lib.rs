@@ -13,7 +13,8 @@
 //! * [`event`] — (time, seq) heap for timers; one-event-per-timer [`event::Timer`].
 //! * [`tcp`] — sender (send path, timers, ACK processing, undo), receiver,
 //!   SACK scoreboard, RACK, PRR, RTT/RTO, delivery-rate sampling, chrono.
-//! * [`app`] — RPC request/response applications.
+//! * [`app`] — RPC request/response applications; [`transfer`] data sets of
+//!   a given size and their completion times.
 //! * [`host`] — the end hosts' per-packet processing delay.
 //! * [`cc`] — congestion control algorithms behind one trait.
 //!
@@ -96,5 +97,6 @@ pub mod rng;
 pub mod scenario;
 pub mod tcp;
 pub mod trace;
+pub mod transfer;
 pub mod units;
 pub mod wire;

@@ -203,9 +203,26 @@ pub struct FlowPlan {
     /// The application's write rate of a "bulk" group (crate::app_rate);
     /// null: it always has data.
     pub app: Option<AppLimit>,
+    /// The data sets of a "transfer" group (crate::transfer).
+    pub transfer: Option<TransferPlan>,
 }
 
 impl PlanStruct for FlowPlan {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// A transfer group's data sets (base.py TransferPlan, crate::transfer).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransferPlan {
+    pub size_bytes: Option<Whole>,
+    pub split: Option<String>,
+    pub chunk_bytes: Option<Whole>,
+    pub tick_s: Option<f64>,
+    pub starts_s: Option<Vec<f64>>,
+}
+
+impl PlanStruct for TransferPlan {
     const IGNORED: &'static [&'static str] = &[];
 }
 
@@ -602,6 +619,7 @@ pub fn plan_fields() -> Vec<PlanFields> {
         dataclass::<FlowPlan>(),
         dataclass::<CrossFlow>(),
         dataclass::<AppLimit>(),
+        dataclass::<TransferPlan>(),
         dataclass::<AppStep>(),
         dataclass::<PathDynamics>(),
         dataclass::<PathStep>(),

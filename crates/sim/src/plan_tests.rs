@@ -47,7 +47,7 @@ fn full_plan_with_trigger() -> Value {
 fn cross_flow() -> Value {
     json!({"group": 1, "kind": "cross", "cc": "", "streams": 2, "mss_bytes": 1460, "sender": "", "start_s": 0.1,
            "request_bytes": null, "response_bytes": null, "concurrency": null, "rate_per_s": null, "ecn": null,
-           "cwnd_clamp": null, "pacing_rate_bps": null, "app": null,
+           "cwnd_clamp": null, "pacing_rate_bps": null, "app": null, "transfer": null,
            "cross": {"rate_bps": 2e6, "pattern": "on_off", "on_s": 0.01, "off_s": 0.02, "shape": 1.6,
                      "packet_bytes": 1000, "stop_s": 0.9}})
 }
@@ -57,6 +57,16 @@ fn app_limit() -> Value {
     json!({"rate_bps": 5e6, "tick_s": 0.001,
            "steps": [{"at_s": 0.3, "rate_bps": null, "pause_s": 0.1, "on": null},
                      {"at_s": 0.6, "rate_bps": 8e6, "pause_s": null, "on": null}]})
+}
+
+/// A transfer group with every field of its transfer table: two data sets
+/// of two streams each, taken in chunks.
+fn transfer_flow() -> Value {
+    json!({"group": 1, "kind": "transfer", "cc": "cubic", "streams": 2, "mss_bytes": 1448, "sender": "s1",
+           "start_s": 0.1, "request_bytes": null, "response_bytes": null, "concurrency": null, "rate_per_s": null,
+           "ecn": null, "cwnd_clamp": null, "pacing_rate_bps": null, "app": null, "cross": null,
+           "transfer": {"size_bytes": 100_000, "split": "chunks", "chunk_bytes": 20_000, "tick_s": 0.001,
+                        "starts_s": [0.1, 0.4]}})
 }
 
 /// The full plan with a cross group beside the bulk one (through a FIFO:
@@ -85,7 +95,7 @@ fn full_plan() -> Value {
         "flows": [{"group": 0, "kind": "bulk", "cc": "reno", "streams": 1, "mss_bytes": 1448, "sender": "s1",
                    "start_s": 0.0, "request_bytes": null, "response_bytes": null, "concurrency": null,
                    "rate_per_s": null, "ecn": null, "cwnd_clamp": null, "pacing_rate_bps": null, "cross": null,
-                   "app": app_limit()}],
+                   "app": app_limit(), "transfer": null}],
         "swept": {"path.loss": 0.0}, "aqm": fq_codel(), "testbed": null, "dynamics": dynamics(),
         "emulator": "auto"
     })
@@ -191,6 +201,11 @@ fn exactly_the_ignored_fields_are_ignored_and_the_others_read() {
     check_fields(&p, &["dynamics", "drops", "0"], "dynamics.drops[0].", field_names::<PathDrop>(), PathDrop::IGNORED);
     let t = full_plan_with_trigger();
     check_fields(&t, &["dynamics", "drops", "1", "on"], "dynamics.drops[1].on.", field_names::<StateTrigger>(), StateTrigger::IGNORED);
+    let mut tp = full_plan();
+    tp["flows"].as_array_mut().expect("flows").push(transfer_flow());
+    assert_eq!(keys(&tp["flows"][1]["transfer"]), sorted(field_names::<TransferPlan>()));
+    assert!(Scenario::from_json(&tp.to_string()).is_ok());
+    check_fields(&tp, &["flows", "1", "transfer"], "flows[1].transfer.", field_names::<TransferPlan>(), TransferPlan::IGNORED);
     let c = full_plan_with_cross();
     check_fields(&c, &["flows", "1", "cross"], "flows[1].cross.", field_names::<CrossFlow>(), CrossFlow::IGNORED);
     let mut p = full_plan();
@@ -216,6 +231,7 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
             "FlowPlan",
             "CrossFlow",
             "AppLimit",
+            "TransferPlan",
             "AppStep",
             "PathDynamics",
             "PathStep",
@@ -238,8 +254,8 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
     let mut both: Vec<&str> = run_plan.read.iter().chain(&run_plan.ignored).copied().collect();
     both.sort_unstable();
     assert_eq!(both, sorted(field_names::<RunPlan>()));
-    assert_eq!(all[17].read, ["kind"]);
-    assert_eq!(all[19].read[0], "kind");
+    assert_eq!(all[18].read, ["kind"]);
+    assert_eq!(all[20].read[0], "kind");
 }
 
 #[test]

@@ -24,6 +24,7 @@ use crate::path::{Aqm, CeThreshold};
 use crate::tcp::ecn::{negotiate, TCP_ECN_PASSIVE};
 use crate::wire::TCP_IP_HEADER_BYTES;
 use crate::trace::RunResult;
+use crate::transfer::{DataSet, StreamTransfer, TransferSpec};
 use crate::units::{Bytes, Rate, Time};
 
 /// A configuration error: which field, and what is wrong with it.
@@ -301,6 +302,8 @@ pub struct FlowPlan {
     pub pacing_rate_bps: Option<f64>,
     /// A bulk flow's application-limited writer (app_rate.rs).
     pub app: Option<AppSchedule>,
+    /// A transfer flow's data sets (transfer.rs), each on its own streams.
+    pub transfer: Option<TransferSpec>,
 }
 
 impl FlowPlan {
@@ -315,8 +318,14 @@ impl FlowPlan {
         if self.is_cross() {
             0
         } else {
-            self.streams
+            self.streams * self.data_sets()
         }
+    }
+
+    /// How many sets of `streams` connections it opens: one per data set
+    /// of a transfer, one for the other kinds.
+    fn data_sets(&self) -> u64 {
+        self.transfer.as_ref().map_or(1, |t| t.starts.len() as u64)
     }
 }
 
@@ -338,6 +347,7 @@ fn cross_group(f: &plan::FlowPlan, i: usize, aqm: &Aqm, at: &dyn Fn(&str) -> Str
         ("cwnd_clamp", f.cwnd_clamp.is_some()),
         ("pacing_rate_bps", f.pacing_rate_bps.is_some()),
         ("app", f.app.is_some()),
+        ("transfer", f.transfer.is_some()),
     ];
     if let Some((key, _)) = tcp_only.iter().find(|(_, given)| *given) {
         return err(at(key), "applies to TCP flows only, not to a flow of kind cross");
@@ -359,6 +369,7 @@ fn cross_group(f: &plan::FlowPlan, i: usize, aqm: &Aqm, at: &dyn Fn(&str) -> Str
         cwnd_clamp: None,
         pacing_rate_bps: None,
         app: None,
+        transfer: None,
     })
 }
 
@@ -483,7 +494,7 @@ impl Scenario {
             let at = |key: &str| join(&path, key);
             let kind = f.kind.clone().unwrap_or_else(|| "bulk".to_string());
             let rpc = match kind.as_str() {
-                "bulk" => None,
+                "bulk" | "transfer" => None,
                 "rpc" => Some(rpc_spec(&f, &at)?),
                 "cross" => {
                     let (flow, spec) = cross_flow(&f, i, &aqm, mtu_bytes, &at)?;
@@ -491,7 +502,12 @@ impl Scenario {
                     flows.push(flow);
                     continue;
                 }
-                k => return err(at("kind"), format!("unknown flow kind '{k}'; expected bulk, rpc or cross")),
+                k => return err(at("kind"), format!("unknown flow kind '{k}'; expected bulk, rpc, transfer or cross")),
+            };
+            let transfer = match (kind.as_str(), &f.transfer) {
+                ("transfer", t) => Some(TransferSpec::from_plan(t.as_ref(), &at)?),
+                (_, None) => None,
+                (k, Some(_)) => return err(at("transfer"), format!("only a flow of kind transfer takes a transfer table (this one is {k})")),
             };
             if f.cross.is_some() {
                 return err(at("cross"), format!("only a flow of kind cross takes a cross table (this one is {kind})"));
@@ -513,7 +529,7 @@ impl Scenario {
             if streams == 0 {
                 return err(at("streams"), "must be >= 1");
             }
-            total = total.saturating_add(streams);
+            total = total.saturating_add(streams.saturating_mul(transfer.as_ref().map_or(1, |t| t.starts.len() as u64)));
             if total > MAX_STREAMS {
                 return err(at("streams"), format!("more than {MAX_STREAMS} streams in one run"));
             }
@@ -546,7 +562,7 @@ impl Scenario {
                 let g = group as usize;
                 dynamics.triggered.extend(a.triggered.iter().map(|(t, change)| (t.clone(), Triggered::App { group: g, change: *change })));
             }
-            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn, cwnd_clamp, pacing_rate_bps, app });
+            flows.push(FlowPlan { group, kind, cc, streams, mss_bytes: mss, sender, start_s, rpc, ecn, cwnd_clamp, pacing_rate_bps, app, transfer });
         }
         if flows.iter().all(|f| f.is_cross()) {
             return err("flows", "at least one TCP flow (kind bulk or rpc) is needed beside cross traffic");
@@ -624,6 +640,7 @@ impl Scenario {
         // One ACK interrupt per sender host with moderation, in name order.
         let coalescing_hosts: Vec<&String> = self.senders.iter().filter(|(_, h)| h.coalescing.is_some()).map(|(n, _)| n).collect();
         let mut streams = Vec::new();
+        let mut transfers = Vec::new();
         let mut jitter = crate::rng::Rng::new(self.seed, START_JITTER_STREAM);
         let mut k = 0u64;
         for (gi, f) in self.flows.iter().enumerate() {
@@ -634,13 +651,24 @@ impl Scenario {
             let spread = Time::from_secs_f64(host.start_spread_s);
             let needs_ecn = crate::cc::build_named(&f.cc, 0, &self.bpf).is_some_and(|c| c.needs_ecn());
             let ecn = negotiate(f.ecn.unwrap_or(host.ecn), self.receiver.ecn, needs_ecn);
-            for s in 0..f.streams {
+            for (set, s) in (0..f.data_sets()).flat_map(|set| (0..f.streams).map(move |s| (set, s))) {
+                let (start, transfer) = match &f.transfer {
+                    Some(t) => {
+                        if s == 0 {
+                            let ds = DataSet::new(t, gi as u32, set as u32, f.streams, f.mss_bytes as u32, t.starts[set as usize]);
+                            transfers.push(ds);
+                        }
+                        let id = transfers.len() as u32 - 1;
+                        (t.starts[set as usize], Some(StreamTransfer::new(id, s as u32, t)))
+                    }
+                    None => (Time::from_secs_f64(f.start_s), None),
+                };
                 streams.push(StreamSpec {
                     group: gi as u32,
-                    index: s as u32,
+                    index: (set * f.streams + s) as u32,
                     cc: f.cc.clone(),
                     mss: f.mss_bytes as u32,
-                    start: Time::from_secs_f64(f.start_s)
+                    start: start
                         + Time::from_micros(3 * k)
                         + Time::from_nanos((jitter.next_f64() * spread.as_nanos() as f64) as u64),
                     wmem_bytes: host.wmem_max_bytes,
@@ -654,6 +682,7 @@ impl Scenario {
                     extra_rtt: Time::from_secs_f64(host.extra_rtt_s + self.receiver.extra_rtt_s),
                     rpc: f.rpc.clone(),
                     app: f.app.clone(),
+                    transfer,
                     ecn,
                     cwnd_clamp: f.cwnd_clamp,
                     gro: self.receiver.gro,
@@ -680,6 +709,7 @@ impl Scenario {
             mtu: self.mtu_bytes.min(u32::MAX as u64) as u32,
             group_loss: self.flows.iter().map(|f| self.packet_loss_probability(f.mss_bytes)).collect(),
             streams,
+            transfers,
             machine_cores: placement.machine_cores,
             machine_hosts: placement.machine_hosts,
             warmup: Time::from_secs_f64(self.warmup_s),

@@ -351,6 +351,22 @@ series_table! {
 }
 
 series_table! {
+    /// TRANSFER_COLUMNS: one row per completed data set (crate::transfer).
+    table Transfers;
+    /// One completed data set.
+    row TransferRow;
+    /// The transfer columns (TRANSFER_COLUMNS of python/fatpipe/schema.py).
+    defs TRANSFER_SCHEMA;
+    /// Names of the transfer columns, in order.
+    names TRANSFER_COLUMNS;
+    flow_group: i64, "", "index into the plan's flow groups";
+    transfer: i64, "", "0 .. data sets-1 within the group, in order of start";
+    start_s: f64, "s", "when its first write was made";
+    duration_s: f64, "s", "completion time: until the receiver had its last byte";
+    size_bytes: i64, "bytes", "the data set's size";
+}
+
+series_table! {
     /// PATH_SERIES_COLUMNS: one row per sampling interval, the bottleneck's
     /// queue at the sample instant (as `tc -s qdisc show` reports a
     /// backlog) and its counters so far.
@@ -459,6 +475,8 @@ pub struct MachineCpu {
 pub struct RunResult {
     pub series: Series,
     pub rpcs: Rpcs,
+    /// The data sets of transfer groups that completed.
+    pub transfers: Transfers,
     pub path_series: PathSeries,
     /// The CCAs' state changes (empty when no stream's CCA exposes
     /// variables).
@@ -470,12 +488,14 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// The result as JSON: {"series": {col: [..]}, "rpcs": {..},
+    /// The result as JSON: {"series": {col: [..]}, "rpcs": {..}, "transfers": {..},
     /// "path_series": {..}, "events": {..}, "path": {..}, "stats": {..}}.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::{json, Map, Value};
         let series: Map<String, Value> = self.series.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         let rpcs: Map<String, Value> = self.rpcs.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
+        let transfers: Map<String, Value> =
+            self.transfers.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         let path_series: Map<String, Value> =
             self.path_series.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
         let events: Map<String, Value> = self.events.columns().map(|(k, v)| (k.to_string(), v.to_json())).collect();
@@ -483,6 +503,7 @@ impl RunResult {
         json!({
             "series": Value::Object(series),
             "rpcs": Value::Object(rpcs),
+            "transfers": Value::Object(transfers),
             "path_series": Value::Object(path_series),
             "events": Value::Object(events),
             "path": Value::Object(path),

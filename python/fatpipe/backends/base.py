@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .. import wire
-from ..schema import RPC_COLUMNS, SERIES_COLUMNS, CpuReport, PathReport, empty_events, empty_path_series
+from ..schema import (
+    RPC_COLUMNS,
+    SERIES_COLUMNS,
+    TRANSFER_COLUMNS,  # noqa: F401 (re-exported beside RPC_COLUMNS)
+    CpuReport,
+    PathReport,
+    empty_events,
+    empty_path_series,
+    empty_transfers,
+)
 from ..testbed import Testbed
 
 __all__ = ["RPC_COLUMNS", "SERIES_COLUMNS", "Aggregation", "Backend", "BackendUnavailable", "CpuReport",
@@ -232,6 +241,22 @@ class AppStep:
 
 
 @dataclass(frozen=True)
+class TransferPlan:
+    """A transfer flow's data sets (transferspec.py, docs/transfers.md):
+    each of size_bytes over the group's streams, split "equal" (each stream
+    its share) or "chunks" (work stealing, chunk_bytes at a time, a stream
+    taking its next chunk at the first application tick (tick_s) after its
+    write of the last one returned); data set k starts at starts_s[k], s
+    from the run's start, on its own streams k*streams .. (k+1)*streams-1."""
+
+    size_bytes: int
+    split: str  # "equal" | "chunks"
+    chunk_bytes: int | None
+    tick_s: float
+    starts_s: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class AppLimit:
     """A bulk flow whose application writes at a limited rate
     (docs/path-dynamics.md "Application-limited senders"): every tick_s,
@@ -266,7 +291,7 @@ class FlowPlan:
     their cc and sender are "" and mss_bytes 0."""
 
     group: int
-    kind: str  # "bulk" | "rpc" | "cross"
+    kind: str  # "bulk" | "rpc" | "transfer" | "cross"
     cc: str
     streams: int
     mss_bytes: int  # TCP payload bytes per segment (MSS)
@@ -283,6 +308,7 @@ class FlowPlan:
     pacing_rate_bps: float | None = None  # each stream's SO_MAX_PACING_RATE (None: the host's cap, if any)
     cross: CrossFlow | None = None  # kind "cross" only: its traffic
     app: AppLimit | None = None  # kind "bulk" only: its application's limit (None: it always has data)
+    transfer: TransferPlan | None = None  # kind "transfer" only: its data sets
 
 
 @dataclass(frozen=True)
@@ -359,6 +385,8 @@ class RunPlan:
 class RunOutcome:
     series: dict[str, list] = field(default_factory=lambda: {k: [] for k in SERIES_COLUMNS})
     rpcs: dict[str, list] = field(default_factory=lambda: {k: [] for k in RPC_COLUMNS})
+    # schema.TRANSFER_COLUMNS: the transfer flows' data sets that completed.
+    transfers: dict[str, list] = field(default_factory=empty_transfers)
     # schema.PATH_SERIES_COLUMNS: the bottleneck per sampling interval (empty
     # when the backend cannot observe it).
     path_series: dict[str, list] = field(default_factory=empty_path_series)

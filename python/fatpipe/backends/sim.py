@@ -129,6 +129,7 @@ class SimBackend(Backend):
         return RunOutcome(
             series=result["series"],
             rpcs=result["rpcs"],
+            transfers=result["transfers"],
             path_series=result["path_series"],
             events=result["events"],
             path=PathReport.from_facts(result["path"]),

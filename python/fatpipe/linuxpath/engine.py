@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -39,6 +40,9 @@ import time
 from sampling import apply_pacing, sample_line  # beside this file: the script's directory is on sys.path
 
 CHUNK_BYTES = 1 << 20
+# What a transfer connection sends first, before the run starts: its data
+# set and its stream in it (network order), so the receiver can tell them apart.
+TRANSFER_HEADER = struct.Struct("!II")
 
 
 def _sleep_until(t_wall: float) -> None:
@@ -66,14 +70,60 @@ def _drain(conn: socket.socket, deadline: float) -> None:
         conn.close()
 
 
-def receive_bulk(listener: socket.socket, deadline: float, threads: list[threading.Thread]) -> None:
+def _drain_transfer(conn: socket.socket, deadline: float, group: int, t0: float, record_fd: int) -> None:
+    """Read one transfer connection to its end (the sender's FIN, or the
+    deadline): its header (data set and stream, TRANSFER_HEADER), then count
+    the bytes and note when the last arrived. Its record is one line
+    appended to the record file in one write (O_APPEND), as soon as the
+    connection ends, so the host can read the completed data sets once the
+    senders are done."""
+    buf = bytearray(CHUNK_BYTES)
+    header = b""
+    got = 0
+    last = None
+    conn.settimeout(0.5)
+    try:
+        while time.time() < deadline:
+            try:
+                n = conn.recv_into(buf)
+            except TimeoutError:
+                continue
+            if n == 0:
+                break
+            now = time.time()
+            if len(header) < TRANSFER_HEADER.size:
+                take = min(n, TRANSFER_HEADER.size - len(header))
+                header += bytes(buf[:take])
+                n -= take
+            if n:
+                got += n
+                last = now
+    except OSError:
+        pass
+    finally:
+        conn.close()
+    if len(header) == TRANSFER_HEADER.size:
+        transfer, stream = TRANSFER_HEADER.unpack(header)
+        line = json.dumps({"group": group, "transfer": transfer, "stream": stream, "bytes": got,
+                           "last_s": None if last is None else last - t0}) + "\n"
+        os.write(record_fd, line.encode())
+
+
+def receive_bulk(listener: socket.socket, deadline: float, threads: list[threading.Thread],
+                 transfer: tuple[int, float, int] | None = None) -> None:
+    """Accept and drain a group's connections until the deadline; a
+    transfer group's (`transfer`: its group, t0 and the record file) are
+    recorded (_drain_transfer)."""
     listener.settimeout(0.2)
     while time.time() < deadline:
         try:
             conn, _ = listener.accept()
         except TimeoutError:
             continue
-        t = threading.Thread(target=_drain, args=(conn, deadline), daemon=True)
+        if transfer is not None:
+            t = threading.Thread(target=_drain_transfer, args=(conn, deadline, *transfer), daemon=True)
+        else:
+            t = threading.Thread(target=_drain, args=(conn, deadline), daemon=True)
         t.start()
         threads.append(t)
 
@@ -82,9 +132,12 @@ def run_receiver(cfg: dict) -> int:
     deadline = cfg["deadline_wall_s"]
     threads: list[threading.Thread] = []
     acceptors = []
+    record_fd = -1
+    if cfg.get("transfers_path"):
+        record_fd = os.open(cfg["transfers_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o600)
     for group in cfg["groups"]:
         kind = group["kind"]
-        if kind != "bulk":
+        if kind not in ("bulk", "transfer"):
             raise NotImplementedError(f"flow kind {kind!r} is not implemented by the kernel engine yet")
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -101,7 +154,8 @@ def run_receiver(cfg: dict) -> int:
             ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, group["cc"].encode())
         ls.bind((cfg["addr"], group["port"]))
         ls.listen(1024)
-        t = threading.Thread(target=receive_bulk, args=(ls, deadline, threads), daemon=True)
+        transfer = (group["group"], cfg.get("t0_wall_s", 0.0), record_fd) if kind == "transfer" else None
+        t = threading.Thread(target=receive_bulk, args=(ls, deadline, threads, transfer), daemon=True)
         acceptors.append(t)
     for t in acceptors:
         t.start()
@@ -251,19 +305,23 @@ def send_bulk(sock: socket.socket, start_wall_s: float, end_wall_s: float, error
 
 def run_sender(cfg: dict) -> int:
     kind = cfg["kind"]
-    if kind != "bulk":
+    if kind not in ("bulk", "transfer"):
         raise NotImplementedError(f"flow kind {kind!r} is not implemented by the kernel engine yet")
-    socks = [open_stream(cfg) for _ in range(cfg["streams"])]
-    print("connected", flush=True)
     t0 = cfg["t0_wall_s"]
     start = t0 + cfg.get("start_s", 0.0)
     end = t0 + cfg["duration_s"]
     interval = cfg["sample_interval_s"]
     errors: list[str] = []
-    first_send: list = [None] * len(socks)
-    workers = [threading.Thread(target=send_bulk, args=(s, start, end, errors, first_send, i, cfg.get("app"), t0),
-                                daemon=True)
-               for i, s in enumerate(socks)]
+    if kind == "transfer":
+        socks, starts, workers, first_send = transfer_workers(cfg, t0, end, errors)
+    else:
+        socks = [open_stream(cfg) for _ in range(cfg["streams"])]
+        starts = [start] * len(socks)
+        first_send = [None] * len(socks)
+        workers = [threading.Thread(target=send_bulk, args=(s, start, end, errors, first_send, i, cfg.get("app"), t0),
+                                    daemon=True)
+                   for i, s in enumerate(socks)]
+    print("connected", flush=True)
     for w in workers:
         w.start()
     # The samples file appears at the start, as it always has (the hosts
@@ -276,7 +334,8 @@ def run_sender(cfg: dict) -> int:
             _sleep_until(due)
             now = time.time()
             for i, s in enumerate(socks):
-                out.write(sample_line(s, now - t0, i))
+                if now >= starts[i]:  # a data set's streams from its start, as the simulator samples
+                    out.write(sample_line(s, now - t0, i))
             k += 1
             if now >= end:
                 break
@@ -289,6 +348,65 @@ def run_sender(cfg: dict) -> int:
     if errors:
         print(json.dumps({"errors": errors[:10]}), file=sys.stderr)
     return 0
+
+
+class ChunkPool:
+    """A data set's bytes handed out in chunks to the streams that ask
+    (split = "chunks": work stealing)."""
+
+    def __init__(self, size_bytes: int, chunk_bytes: int):
+        self.left = size_bytes
+        self.chunk = chunk_bytes
+        self.lock = threading.Lock()
+
+    def take(self) -> int:
+        with self.lock:
+            n = min(self.chunk, self.left)
+            self.left -= n
+            return n
+
+
+def send_transfer(sock: socket.socket, start_wall_s: float, end_wall_s: float, errors: list[str], first_send: list,
+                  i: int, share: int | None, pool: ChunkPool | None) -> None:
+    """Write one stream's part of a data set from its start: its `share`
+    (split = "equal"), or chunks from `pool` until none is left, each a
+    blocking write that returns once the chunk is in the send buffer; then
+    close the sending direction (the receiver sees the end)."""
+    data = memoryview(bytearray(CHUNK_BYTES))
+    sock.settimeout(0.1)
+    _sleep_until(start_wall_s)
+    first_send[i] = time.time()
+    try:
+        if share is not None:
+            _write(sock, data, share, end_wall_s)
+        else:
+            while (n := pool.take()) and time.time() < end_wall_s:
+                _write(sock, data, n, end_wall_s)
+        sock.shutdown(socket.SHUT_WR)
+    except OSError as e:
+        errors.append(f"send: {e}")
+
+
+def transfer_workers(cfg: dict, t0: float, end: float, errors: list[str]):
+    """A transfer group's connections, one set of `streams` per data set,
+    each announcing itself (TRANSFER_HEADER) before the run starts, and
+    their writers: (sockets, each one's start, threads, first sends)."""
+    tr = cfg["transfer"]
+    streams = cfg["streams"]
+    socks, starts, workers = [], [], []
+    first_send: list = [None] * (streams * len(tr["starts_s"]))
+    for k, at_s in enumerate(tr["starts_s"]):
+        pool = ChunkPool(tr["size_bytes"], tr["chunk_bytes"]) if tr["split"] == "chunks" else None
+        for i in range(streams):
+            s = open_stream(cfg)
+            s.sendall(TRANSFER_HEADER.pack(k, i))
+            j = len(socks)
+            socks.append(s)
+            starts.append(t0 + at_s)
+            workers.append(threading.Thread(
+                target=send_transfer, args=(s, t0 + at_s, end, errors, first_send, j,
+                                            None if pool else tr["shares"][i], pool), daemon=True))
+    return socks, starts, workers, first_send
 
 
 def _roles() -> dict:

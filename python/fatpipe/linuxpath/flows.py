@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..schema import RPC_COLUMNS, SERIES_COLUMNS
+from ..schema import RPC_COLUMNS, SERIES_COLUMNS, TRANSFER_COLUMNS
+from ..transferspec import stream_shares
 from ..wire import tcp_maxseg
 from . import tcpinfo
 from .readback import StreamReadback, streams_read_back
@@ -53,18 +54,57 @@ class FlowSpec:
     # Bulk groups only: the application's rates and pauses (the plan's
     # AppLimit as a dict; None: it always has data).
     app: dict | None = None
+    # Transfer groups only: the plan's TransferPlan as a dict.
+    transfer: dict | None = None
 
 
 def group_port(group: int) -> int:
     return BASE_PORT + group
 
 
-def receiver_config(addr: str, flows: list[FlowSpec], deadline_wall_s: float) -> dict:
-    """Bulk groups only: RPC groups listen on the sender side. Each listener
-    runs its group's CCA (engine.run_receiver says why)."""
-    return {"addr": addr, "deadline_wall_s": deadline_wall_s,
+# The flow kinds whose sender connects to the engine's receiver (RPC groups
+# listen on the sender side).
+RECEIVED_KINDS = ("bulk", "transfer")
+
+
+def receiver_config(addr: str, flows: list[FlowSpec], deadline_wall_s: float, t0_wall_s: float = 0.0,
+                    transfers_path: Path | str | None = None) -> dict:
+    """Bulk and transfer groups (RPC groups listen on the sender side).
+    Each listener runs its group's CCA (engine.run_receiver says why); a
+    transfer group's connections are recorded in `transfers_path` (times
+    from `t0_wall_s`)."""
+    return {"addr": addr, "deadline_wall_s": deadline_wall_s, "t0_wall_s": t0_wall_s,
+            "transfers_path": None if transfers_path is None else str(transfers_path),
             "groups": [{"group": f.group, "kind": f.kind, "port": group_port(f.group), "cc": f.cc} for f in flows
-                       if f.kind == "bulk"]}
+                       if f.kind in RECEIVED_KINDS]}
+
+
+def parse_transfers(text: str, flows: list[FlowSpec]) -> list[dict]:
+    """The receiver's record of each transfer connection (JSON lines: group,
+    transfer, stream, bytes, last_s) → rows of TRANSFER_COLUMNS, one per
+    data set whose bytes all arrived: its completion is the last byte's
+    arrival on any of its streams, from its planned start (pure)."""
+    plans = {f.group: f.transfer for f in flows if f.transfer is not None}
+    sets: dict[tuple[int, int], list[dict]] = {}
+    # Only whole lines: the receiver may be writing a connection's record
+    # that ended as the run did.
+    for line in text[: text.rfind("\n") + 1].splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            sets.setdefault((int(rec["group"]), int(rec["transfer"])), []).append(rec)
+    rows = []
+    for (group, k), recs in sorted(sets.items()):
+        plan = plans.get(group)
+        if plan is None or k >= len(plan["starts_s"]):
+            raise ValueError(f"the receiver recorded data set {k} of flow group {group}, which the plan does not have")
+        got = sum(int(r["bytes"]) for r in recs)
+        if got != plan["size_bytes"]:
+            continue  # still moving at the end (or cut short): no completion
+        start = float(plan["starts_s"][k])
+        end = max(float(r["last_s"]) for r in recs if r["last_s"] is not None)
+        rows.append({"flow_group": group, "transfer": k, "start_s": start, "duration_s": end - start,
+                     "size_bytes": got})
+    return rows
 
 
 def server_config(f: FlowSpec, addr: str, t0_wall_s: float, duration_s: float, sample_interval_s: float,
@@ -114,7 +154,10 @@ def sender_config(f: FlowSpec, dst: str, t0_wall_s: float, duration_s: float, sa
             "internal_pacing": f.internal_pacing, "dst": dst, "port": group_port(f.group),
             "t0_wall_s": t0_wall_s, "start_s": f.start_s, "duration_s": duration_s,
             "sample_interval_s": sample_interval_s, "samples_path": str(samples_path),
-            "first_send_path": first_send_path(samples_path), "app": f.app}
+            "first_send_path": first_send_path(samples_path), "app": f.app,
+            # A transfer's plan and each stream's share under split = "equal".
+            "transfer": None if f.transfer is None else
+            {**f.transfer, "shares": stream_shares(f.transfer["size_bytes"], f.streams)}}
 
 
 def parse_first_send(text: str, start_s: float) -> list[float | None]:
@@ -176,6 +219,7 @@ class TrafficResult:
     t0_wall_s: float
     errors: list[str]
     rpcs: list[dict] = field(default_factory=list)  # rows of base.RPC_COLUMNS
+    transfers: list[dict] = field(default_factory=list)  # rows of base.TRANSFER_COLUMNS
     ecn: dict[int, dict[str, int]] = field(default_factory=dict)  # flow group -> ecn_counts()
     ccas_seen: dict[int, list[str]] = field(default_factory=dict)  # flow group -> TCP_CONGESTION names
     # bulk flow group -> each stream's first send(), seconds after the group's start
@@ -184,11 +228,12 @@ class TrafficResult:
 
 
 def traffic_result(t0_wall_s: float, errors: list[str], samples: list[tuple[FlowSpec, str, str | None]],
-                   rpcs: list[tuple[FlowSpec, str]]) -> TrafficResult:
+                   rpcs: list[tuple[FlowSpec, str]], transfers: str = "") -> TrafficResult:
     """The engines' output files → a TrafficResult (pure): per flow group
-    its samples text and, for a bulk group, its first-send text; per RPC
-    group the client's text."""
+    its samples text and, for a bulk or transfer group, its first-send text;
+    per RPC group the client's text; the receiver's transfers record."""
     result = TrafficResult(rows=[], t0_wall_s=t0_wall_s, errors=errors)
+    result.transfers = parse_transfers(transfers, [f for f, _, _ in samples])
     for f, text, first_send in samples:
         result.rows += parse_samples(text, f.group, f.cc)
         result.ecn[f.group] = ecn_counts(text)
@@ -219,7 +264,8 @@ def flow_specs(plan: RunPlan, paced_senders: frozenset[str] = frozenset()) -> li
                      internal_pacing=f.sender in paced_senders,
                      request_bytes=f.request_bytes, response_bytes=f.response_bytes,
                      concurrency=f.concurrency, rate_per_s=f.rate_per_s,
-                     app=dataclasses.asdict(f.app) if f.app is not None else None)
+                     app=dataclasses.asdict(f.app) if f.app is not None else None,
+                     transfer=dataclasses.asdict(f.transfer) if f.transfer is not None else None)
             for f in plan.flows if f.kind != "cross"]
 
 
@@ -235,6 +281,15 @@ def _columns(rows: list[dict], columns, time_key: str) -> dict[str, list]:
 def rows_to_rpcs(rows: list[dict]) -> dict[str, list]:
     """RPC rows → RunOutcome.rpcs columns, in (group, stream, start) order."""
     return _columns(rows, RPC_COLUMNS, "start_s")
+
+
+def rows_to_transfers(rows: list[dict]) -> dict[str, list]:
+    """Transfer rows → RunOutcome.transfers columns, in (group, data set) order."""
+    table: dict[str, list] = {k: [] for k in TRANSFER_COLUMNS}
+    for r in sorted(rows, key=lambda r: (r["flow_group"], r["transfer"])):
+        for k in TRANSFER_COLUMNS:
+            table[k].append(r[k])
+    return table
 
 
 def rows_to_series(rows: list[dict]) -> dict[str, list]:

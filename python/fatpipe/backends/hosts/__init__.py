@@ -115,9 +115,9 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
         if f.cwnd_clamp is not None:
             problems.append(f"run {plan.run_id}: flows.{f.group}.cwnd_clamp: the hosts backend does not clamp "
                             "cwnd yet (the sim and kernel backends do)")
-        if f.kind not in ("bulk", "rpc"):
+        if f.kind not in ("bulk", "rpc", "transfer"):
             problems.append(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not supported by the "
-                            "hosts backend (bulk, rpc, cross)")
+                            "hosts backend (bulk, rpc, transfer, cross)")
         # The sender's sockets carry the CCA, and so do the receiver's: a bulk
         # receiver's listener and an RPC client (engine.run_receiver, rpc_engine.py).
         for role in (f.sender, RECEIVER_ROLE):

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ...linuxpath.config import path_config
-from ...linuxpath.flows import asked_max_pacing, flow_specs, rows_to_rpcs, rows_to_series
+from ...linuxpath.flows import asked_max_pacing, flow_specs, rows_to_rpcs, rows_to_series, rows_to_transfers
 from ...linuxpath.linkem import cross_rows
 from ...linuxpath.procstat import cpu_measurement
 from ...linuxpath.qdisc import sender_qdisc
@@ -258,7 +258,8 @@ def _outcome(plan: RunPlan, hosts: dict[str, str], traffic, stats: PathStats, cl
              "offloads": offloads, "cpu": cpu_facts}
     # Cross groups' rows: what the emulator's linkem sent of them, sampled.
     series = rows_to_series(traffic.rows + cross_rows(stats.details.get("linkem", {})))
-    return RunOutcome(series=series, rpcs=rows_to_rpcs(traffic.rpcs), path=report, cpu=cpu, facts=facts)
+    return RunOutcome(series=series, rpcs=rows_to_rpcs(traffic.rpcs), transfers=rows_to_transfers(traffic.transfers),
+                      path=report, cpu=cpu, facts=facts)
 
 
 def run(plan: RunPlan, workdir: Path) -> RunOutcome:

@@ -28,6 +28,7 @@ from pathlib import Path
 from ...linuxpath import flows as engine_configs
 from ...linuxpath.flows import (
     ENGINE,
+    RECEIVED_KINDS,
     FlowSpec,
     TrafficResult,
     first_send_path,
@@ -104,8 +105,10 @@ class RemoteTraffic:
         setup_s = SETUP_BASE_S + SETUP_PER_STREAM_S * sum(f.streams for f in flows)
         t0 = time.time() + setup_s
         deadline = t0 + duration_s + RECEIVER_GRACE_S
-        if any(f.kind == "bulk" for f in flows):
-            cfg = engine_configs.receiver_config(rx.address, flows, rx.host_time(deadline))
+        transfers_name = "transfers.jsonl"
+        if any(f.kind in RECEIVED_KINDS for f in flows):
+            cfg = engine_configs.receiver_config(rx.address, flows, rx.host_time(deadline), rx.host_time(t0),
+                                                 rx.path(transfers_name))
             await self._start(rx, "receiver", cfg, "receiver", "ready", "engine receiver")
         samples: list[tuple[FlowSpec, RemoteHost, str]] = []
         rpc_files: list[tuple[FlowSpec, str]] = []
@@ -114,7 +117,7 @@ class RemoteTraffic:
             tx = self.senders[f.sender]
             samples_name = f"samples-g{f.group}.jsonl"
             samples.append((f, tx, samples_name))
-            if f.kind == "bulk":
+            if f.kind in RECEIVED_KINDS:
                 cfg = engine_configs.sender_config(f, rx.address, tx.host_time(t0), duration_s, sample_interval_s,
                                                    Path(tx.path(samples_name)))
                 waited.append(await self._start(tx, "sender", cfg, f"sender-g{f.group}", "connected",
@@ -152,10 +155,13 @@ class RemoteTraffic:
                 errors.append(err.strip())
         texts = []
         for f, tx, name in samples:
-            first_send = (await tx.agent.get(first_send_path(name))).decode() if f.kind == "bulk" else None
+            first_send = (await tx.agent.get(first_send_path(name))).decode() if f.kind in RECEIVED_KINDS else None
             texts.append((f, (await tx.agent.get(name)).decode(), first_send))
         rpc_texts = [(f, (await rx.agent.get(name)).decode()) for f, name in rpc_files]
-        return traffic_result(t0, errors, texts, rpc_texts)
+        # The receiver records each transfer connection as it ends
+        # (engine._drain_transfer): the completed data sets are there now.
+        transfers = (await rx.agent.get(transfers_name)).decode() if any(f.kind == "transfer" for f in flows) else ""
+        return traffic_result(t0, errors, texts, rpc_texts, transfers)
 
     async def stop_all(self) -> None:
         """Stop every process group this run started (idempotent; an agent

@@ -42,7 +42,7 @@ from ...linuxpath.config import (
     state_trigger_refusal,
 )
 from ...linuxpath.ecn import marks, path_refusal, qdisc_refusal
-from ...linuxpath.flows import asked_max_pacing, flow_specs, rows_to_rpcs, rows_to_series
+from ...linuxpath.flows import asked_max_pacing, flow_specs, rows_to_rpcs, rows_to_series, rows_to_transfers
 from ...linuxpath.netem_map import missing_netem
 from ...linuxpath.procstat import cpu_measurement
 from ...linuxpath.readback import check_ccas
@@ -108,9 +108,9 @@ class KernelBackend(Backend):
             for f in plan.flows:
                 if f.kind == "cross" or bpfcc.is_bpf(f.cc):
                     continue  # cross: no process, linkem offers its packets; bpf: checked above
-                if f.kind not in ("bulk", "rpc"):
+                if f.kind not in ("bulk", "rpc", "transfer"):
                     raise BackendUnavailable(f"run {plan.run_id}: flow group {f.group}: kind={f.kind!r} is not "
-                                             "supported by the kernel backend (bulk, rpc, cross)")
+                                             "supported by the kernel backend (bulk, rpc, transfer, cross)")
                 if f.cc not in ccas and f.cc not in ports:
                     raise BackendUnavailable(f"run {plan.run_id}: CCA {f.cc!r} is neither in the running kernel "
                                              f"(have: {' '.join(sorted(ccas))}) nor one of fatpipe's BPF ports "
@@ -247,7 +247,8 @@ class KernelBackend(Backend):
                  "ack_napi": stats.details.get("ack_napi")}
         # Cross groups' rows: what linkem's bottleneck sent of them, sampled.
         series = rows_to_series(traffic.rows + delay_line.cross_rows(stats.details.get("linkem", {})))
-        return RunOutcome(series=series, rpcs=rows_to_rpcs(traffic.rpcs), path=report, cpu=cpu, facts=facts)
+        return RunOutcome(series=series, rpcs=rows_to_rpcs(traffic.rpcs),
+                          transfers=rows_to_transfers(traffic.transfers), path=report, cpu=cpu, facts=facts)
 
 
 def bpf_objects(plans: list[RunPlan], kernel_ccas: set[str]) -> dict[str, bpfcc.BpfObject]:

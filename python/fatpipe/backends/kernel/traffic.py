@@ -19,6 +19,7 @@ from pathlib import Path
 from ...linuxpath.cmd import expect_line
 from ...linuxpath.flows import (
     ENGINE,
+    RECEIVED_KINDS,
     FlowSpec,
     TrafficResult,
     client_config,
@@ -59,17 +60,18 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
     try:
         setup_s = 2.0 + 0.05 * sum(f.streams for f in flows)
         deadline = time.time() + setup_s + duration_s + 5.0
-        if any(f.kind == "bulk" for f in flows):
-            rx = start(receiver_ns, "receiver", receiver_config(receiver_addr, flows, deadline))
-            _expect_line(rx, "ready", "engine receiver")
         t0 = time.time() + setup_s
+        transfers_path = Path(workdir) / "transfers.jsonl"
+        if any(f.kind in RECEIVED_KINDS for f in flows):
+            rx = start(receiver_ns, "receiver", receiver_config(receiver_addr, flows, deadline, t0, transfers_path))
+            _expect_line(rx, "ready", "engine receiver")
         samples: list[tuple[FlowSpec, Path]] = []
         rpc_files: list[tuple[FlowSpec, Path]] = []
         waited: list[tuple[str, subprocess.Popen]] = []  # processes that must finish cleanly
         for f in flows:
             path = Path(workdir) / f"samples-g{f.group}.jsonl"
             samples.append((f, path))
-            if f.kind == "bulk":
+            if f.kind in RECEIVED_KINDS:
                 p = start(sender_ns[f.sender], "sender",
                           sender_config(f, receiver_addr, t0, duration_s, sample_interval_s, path))
                 _expect_line(p, "connected", f"engine sender of group {f.group}")
@@ -100,9 +102,12 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
                 raise RuntimeError(f"{what} exited {p.returncode}: {err.strip()[-800:]}")
             if err.strip():
                 errors.append(err.strip())
-        texts = [(f, path.read_text(), Path(first_send_path(path)).read_text() if f.kind == "bulk" else None)
+        texts = [(f, path.read_text(), Path(first_send_path(path)).read_text() if f.kind in RECEIVED_KINDS else None)
                  for f, path in samples]
-        return traffic_result(t0, errors, texts, [(f, path.read_text()) for f, path in rpc_files])
+        # The receiver records each transfer connection as it ends: the
+        # data sets that completed are there once the senders are done.
+        transfers = transfers_path.read_text() if transfers_path.exists() else ""
+        return traffic_result(t0, errors, texts, [(f, path.read_text()) for f, path in rpc_files], transfers)
     finally:
         for _, p in reversed(procs):
             stop_process(p)
