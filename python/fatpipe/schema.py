@@ -115,7 +115,7 @@ RPC_COLUMNS: dict[str, str] = {
 TRANSFER_COLUMNS: dict[str, str] = {
     "flow_group": "int",
     "transfer": "int",  # 0 .. data sets-1 within the group, in order of start
-    "start_s": "float",  # when its first write was made
+    "start_s": "float",  # its planned start, s since the run started (first writes follow within the start spread)
     "duration_s": "float",  # completion time: until the receiver had its last byte
     "size_bytes": "int",
 }

@@ -52,7 +52,7 @@ SWEEPABLE = {
                       *COST_FIELDS),
     "flows.<index>": ("cc", "streams", "mss", "sender", "start", "request", "response",
                       "concurrency", "rate", "ecn", "cwnd_clamp", "pattern", "on", "off", "shape",
-                      "packet_size", "stop", "app_rate"),
+                      "packet_size", "stop", "app_rate", "pacing_rate", "size", "split", "chunk", "count"),
     "flows.<index>.app.<index>": ("at", "rate", "pause"),
 }
 # The key of the sweep table that holds the linked groups ([[sweep.linked]]);

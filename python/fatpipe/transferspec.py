@@ -19,8 +19,10 @@ the receiver (the transfers table; the runs table's ``fct_*`` columns).
   a data set arriving after the run's end is not started.
 
 Connections are set up before the run starts, as for every flow kind; a
-transfer's completion time runs from its first write to the instant the
-receiver has every byte (the handshake is not part of it).
+transfer's completion time runs from its planned start (its streams' first
+writes follow within the sender's start spread, as every flow's streams
+do) to the instant the receiver has every byte (the handshake is not part
+of it).
 
 :func:`flow_problems` checks one flow's keys (FlowSection's validator);
 :func:`plan` gives the run plan's TransferPlan for a run's seed.

@@ -361,7 +361,7 @@ series_table! {
     names TRANSFER_COLUMNS;
     flow_group: i64, "", "index into the plan's flow groups";
     transfer: i64, "", "0 .. data sets-1 within the group, in order of start";
-    start_s: f64, "s", "when its first write was made";
+    start_s: f64, "s", "its planned start, since the run started";
     duration_s: f64, "s", "completion time: until the receiver had its last byte";
     size_bytes: i64, "bytes", "the data set's size";
 }

@@ -79,11 +79,20 @@ def receiver_config(addr: str, flows: list[FlowSpec], deadline_wall_s: float, t0
                        if f.kind in RECEIVED_KINDS]}
 
 
-def parse_transfers(text: str, flows: list[FlowSpec]) -> list[dict]:
+def connections(f: FlowSpec) -> int:
+    """The TCP connections a flow group opens: its streams, once per data
+    set of a transfer."""
+    return f.streams * (len(f.transfer["starts_s"]) if f.transfer else 1)
+
+
+def parse_transfers(text: str, flows: list[FlowSpec], end_s: float = float("inf")) -> list[dict]:
     """The receiver's record of each transfer connection (JSON lines: group,
     transfer, stream, bytes, last_s) → rows of TRANSFER_COLUMNS, one per
-    data set whose bytes all arrived: its completion is the last byte's
-    arrival on any of its streams, from its planned start (pure)."""
+    data set whose bytes all arrived by the run's end `end_s` (s from its
+    start; bytes still in flight when the senders stop arrive later, and
+    the simulator, which stops at the end, would not count them): its
+    completion is the last byte's arrival on any of its streams, from its
+    planned start (pure)."""
     plans = {f.group: f.transfer for f in flows if f.transfer is not None}
     sets: dict[tuple[int, int], list[dict]] = {}
     # Only whole lines: the receiver may be writing a connection's record
@@ -102,6 +111,8 @@ def parse_transfers(text: str, flows: list[FlowSpec]) -> list[dict]:
             continue  # still moving at the end (or cut short): no completion
         start = float(plan["starts_s"][k])
         end = max(float(r["last_s"]) for r in recs if r["last_s"] is not None)
+        if end > end_s:
+            continue
         rows.append({"flow_group": group, "transfer": k, "start_s": start, "duration_s": end - start,
                      "size_bytes": got})
     return rows
@@ -228,12 +239,13 @@ class TrafficResult:
 
 
 def traffic_result(t0_wall_s: float, errors: list[str], samples: list[tuple[FlowSpec, str, str | None]],
-                   rpcs: list[tuple[FlowSpec, str]], transfers: str = "") -> TrafficResult:
+                   rpcs: list[tuple[FlowSpec, str]], transfers: str = "", end_s: float = float("inf")) -> TrafficResult:
     """The engines' output files → a TrafficResult (pure): per flow group
     its samples text and, for a bulk or transfer group, its first-send text;
-    per RPC group the client's text; the receiver's transfers record."""
+    per RPC group the client's text; the receiver's transfers record (data
+    sets complete by `end_s`, the run's end)."""
     result = TrafficResult(rows=[], t0_wall_s=t0_wall_s, errors=errors)
-    result.transfers = parse_transfers(transfers, [f for f, _, _ in samples])
+    result.transfers = parse_transfers(transfers, [f for f, _, _ in samples], end_s)
     for f, text, first_send in samples:
         result.rows += parse_samples(text, f.group, f.cc)
         result.ecn[f.group] = ecn_counts(text)

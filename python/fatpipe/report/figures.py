@@ -289,10 +289,11 @@ def fairness_figure(fair: pd.DataFrame, point_keys: Sequence[str]):
     return fig
 
 
-def rpc_cdf(rpcs: pd.DataFrame, labels: dict, warmup_s: float = 0.0):
-    """CDF of RPC completion time (ms, log x) per sweep point and RPC group.
-    `labels` maps (run_id, flow_group) → the line's label; runs of the same
-    label (repetitions) are pooled."""
+def rpc_cdf(rpcs: pd.DataFrame, labels: dict, warmup_s: float = 0.0, what: str = "RPC"):
+    """CDF of completion time (ms, log x) per sweep point and group: of the
+    RPCs (started after the warm-up), or of the transfers table's data sets
+    (`what`). `labels` maps (run_id, flow_group) → the line's label; runs of
+    the same label (repetitions) are pooled."""
     if rpcs.empty:
         return None
     df = rpcs[rpcs["start_s"] >= warmup_s].copy()
@@ -305,10 +306,11 @@ def rpc_cdf(rpcs: pd.DataFrame, labels: dict, warmup_s: float = 0.0):
         d = np.sort(g["duration_s"].to_numpy() * 1e3)
         ax.plot(d, np.arange(1, d.size + 1) / d.size, label=label, color=f"C{i % 10}")
     ax.set_xscale("log")
-    ax.set_xlabel("RPC completion time (ms, log scale)")
-    ax.set_ylabel("fraction of RPCs ≤ x")
+    ax.set_xlabel(f"{what} completion time (ms, log scale)")
+    ax.set_ylabel(f"fraction of {what}s ≤ x")
     ax.set_ylim(0, 1.01)
-    ax.set_title("RPC completion time distribution (after warm-up, repetitions pooled)")
+    pooled = "after warm-up, repetitions pooled" if warmup_s > 0 else "repetitions pooled"
+    ax.set_title(f"{what} completion time distribution ({pooled})")
     ax.legend(loc="lower right")
     fig.tight_layout()
     return fig

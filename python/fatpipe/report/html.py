@@ -43,6 +43,7 @@ from .run_sections import (
     rpc_section,
     series_collapse_section,
     series_section,
+    transfer_section,
 )
 from .sections import (
     collapse_section,
@@ -117,6 +118,7 @@ def build_sections(study: LoadedStudy, files: ReportFiles, run_id: str | None = 
     out.add(fairness_section(study, files))
     out.add(against_cubic_section(study, files))
     out.add(rpc_section(study, files, keys))
+    out.add(transfer_section(study, files, keys))
     if has_series:
         out.note(fnd.series_collapse_lines(collapses, runs))
         out.add(series_collapse_section(study, files, collapses))

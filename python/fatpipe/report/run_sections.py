@@ -12,6 +12,7 @@ import pandas as pd
 
 from .. import analysis as an
 from ..analysis.stats import display_columns, swept_columns, without_repeated_swept
+from ..analysis.transfers import transfer_summary
 from ..loaded import LoadedStudy
 from . import figures as figs
 from . import findings as fnd
@@ -113,6 +114,42 @@ def rpc_section(study: LoadedStudy, files: ReportFiles, keys: list[str]) -> Sect
     body += table_html(view, "Streaming (bulk) vs RPC flows: goodput summed over the flow groups of each "
                              "kind, retransmission rate of their segments (means over repetitions)")
     return Section("rpc", "RPC latency", body)
+
+
+def transfer_section(study: LoadedStudy, files: ReportFiles, keys: list[str]) -> Section | None:
+    """Completion times of the transfer flows' data sets per grid point,
+    repetitions pooled: mean (95 % CI), percentiles, largest and the
+    coefficient of variation (analysis/transfers.py), with their CDF."""
+    runs = study.runs
+    if "transfer_count" not in runs.columns or not (runs["kind"] == "transfer").any():
+        return None
+    label_keys = [k for k in display_columns(runs, keys) if k in swept_columns(runs)
+                  and runs[k].nunique(dropna=False) > 1]
+    point_keys = [k for k in ("backend", *label_keys) if k in runs.columns]
+    t = transfer_summary(runs, study.transfers, point_keys)
+    if t.empty:
+        return None
+    files.csv(t, "transfer_completion")
+    ok = runs[(runs["kind"] == "transfer") & (runs["status"] == "ok")]
+    labels = {(r["run_id"], int(r["flow_group"])):
+              figs.point_label(r, point_keys) + f", flow {r['flow_group']} ({r['cc']})" for _, r in ok.iterrows()}
+    fig = figs.rpc_cdf(study.transfers, labels, what="data set")
+    view = t[[*point_keys, "flow_group", "cc", "streams"]].rename(columns={k: figs.short_key(k) for k in point_keys})
+    view["size (MB)"] = t["size_bytes"] / 1e6
+    view["completed"] = [f"{c} / {s}" for c, s in zip(t["completed"], t["started"], strict=True)]
+    view["mean (s)"] = t["fct_mean_s"]
+    view["95 % CI (s)"] = [f"{lo:.3g} – {hi:.3g}" if pd.notna(lo) else "–"
+                           for lo, hi in zip(t["fct_ci_low_s"], t["fct_ci_high_s"], strict=True)]
+    for q in ("p50", "p95", "p99", "max"):
+        view[f"{q} (s)"] = t[f"fct_{q}_s"]
+    view["CV"] = t["fct_cv"]
+    view["size / time (Mbit/s)"] = t["goodput_bps"] / 1e6
+    body = files.figure(fig, "transfer_cdf", "Completion time CDF of the data sets per grid point and flow group.")
+    body += table_html(view, "Completion times of the data sets, repetitions pooled: from a data set's start "
+                             "until the receiver had its last byte; CV = standard deviation / mean")
+    return Section("transfers", "Transfer completion times", body,
+                   "Each data set is one sample; a data set still moving at its run's end counts as started "
+                   "but not completed.")
 
 
 def kind_summary(runs: pd.DataFrame, label_keys: list[str]) -> pd.DataFrame:

@@ -479,6 +479,12 @@ pub trait CongestionControl: Send {
         false
     }
 
+    /// `sndbuf_expand`: the send buffer in flights of segments that
+    /// tcp_sndbuf_expand() gives the socket (2 unless the CCA says).
+    fn sndbuf_expand(&self) -> u32 {
+        2
+    }
+
     /// `min_tso_segs`: the smallest burst tcp_tso_segs() may build
     /// (Linux's default is sysctl_tcp_min_tso_segs).
     fn min_tso_segs(&self, tp: &ConnState) -> u32 {

@@ -299,6 +299,9 @@ impl ScriptedSocket {
             ecn: neg.ecn,
         };
         let mut s = Sender::new(&cfg, cc);
+        // sk_sndbuf starts at tcp_wmem[1] (tcp_init_sock()) or the value
+        // SO_SNDBUF locked; expansion raises it from there.
+        s.start_sndbuf_at(self.sndbuf.unwrap_or(self.sys.tcp_wmem[1]));
         s.write_seq = 0;
         // The handshake delivered one packet: tcp_rcv_synsent_state_process()
         // and tcp_rcv_state_process() count the SYN or SYN-ACK in

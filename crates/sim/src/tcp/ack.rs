@@ -245,6 +245,12 @@ impl Sender {
         if self.tp.packets_out == 0 {
             self.chrono.set(now, ChronoKind::None);
         }
+        // tcp_new_space() → tcp_should_expand_sndbuf(): the buffer a
+        // writing application waits on grows while the flight is below
+        // cwnd (a sender that always has data is held by wmem_max).
+        if self.write_seq != u64::MAX && self.tp.in_flight() < self.tp.snd_cwnd {
+            self.sndbuf.expand(self.tp.snd_cwnd, self.reordering);
+        }
         self.xmit_recovery(now, env);
     }
 

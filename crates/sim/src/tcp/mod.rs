@@ -20,6 +20,7 @@ mod segbits;
 #[cfg(test)]
 mod scoreboard_tests;
 pub mod sender;
+pub mod sndbuf;
 pub mod timers;
 pub mod timestamps;
 pub mod tsorted;

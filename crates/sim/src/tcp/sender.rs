@@ -17,6 +17,7 @@ use super::prr::Prr;
 use super::rack::Rack;
 use super::rate::RateState;
 use super::rtt::{RttEstimator, RTO_MAX, TIMEOUT_INIT};
+use super::sndbuf::SendBuffer;
 use super::scoreboard::{Scoreboard, Seg, FLAG_EVER_RETRANS, FLAG_RETRANS};
 
 /// What a sender needs from the world: put a segment on the wire (with its
@@ -137,6 +138,8 @@ pub struct Sender {
     /// icsk_retransmits: RTOs since the last forward progress.
     pub(super) rto_retransmits: u32,
     pub(super) wmem_segs: u64,
+    /// sk_sndbuf, which an application's blocking write waits on (sndbuf.rs).
+    pub(super) sndbuf: SendBuffer,
     /// snd_una + advertised window (tcp_wnd_end), in segments.
     pub(super) snd_wnd_end: u64,
     /// Segments the application has written so far.
@@ -185,6 +188,7 @@ impl Sender {
         tp.qdisc_paces = cfg.qdisc_paces;
         let owns = cc.owns_cwnd_and_pacing();
         let cc_needs_ecn = cc.needs_ecn();
+        let sndbuf_expand = cc.sndbuf_expand();
         let cc_marks_lost = cc.wants_skb_marked_lost();
         let mut s = Sender {
             tp,
@@ -213,6 +217,15 @@ impl Sender {
             rto_cache: TIMEOUT_INIT,
             rto_retransmits: 0,
             wmem_segs: (cfg.wmem_bytes / cfg.mss.max(1) as u64).max(1),
+            // fatpipe gives every socket TCP_MAXSEG = payload + the
+            // timestamp option (python/fatpipe/wire.py tcp_maxseg).
+            sndbuf: SendBuffer::new(
+                u64::from(cfg.mss) + u64::from(crate::wire::TIMESTAMP_OPTION_BYTES),
+                u64::from(cfg.mss),
+                sndbuf_expand,
+                cfg.wmem_bytes,
+                u64::from(cfg.initial_rwnd) * u64::from(cfg.mss),
+            ),
             snd_wnd_end: cfg.initial_rwnd as u64,
             write_seq: u64::MAX,
             rate_cap: cfg.rate_cap,
@@ -335,13 +348,21 @@ impl Sender {
 
     /// Segments the application can write before a blocking write waits
     /// (tcp_sendmsg_locked() → sk_stream_wait_memory()): the send buffer's
-    /// segments less those written and not yet acknowledged (sk_wmem_queued
-    /// against sk_sndbuf); none while it always has data.
+    /// segments (sk_sndbuf as it has grown so far: sndbuf.rs) less those
+    /// written and not yet acknowledged (sk_wmem_queued); none while it
+    /// always has data.
     pub fn send_buffer_room(&self) -> u64 {
         if self.write_seq == u64::MAX {
             return 0;
         }
-        (self.sb.snd_una + self.wmem_segs).saturating_sub(self.write_seq)
+        let queued = self.write_seq.saturating_sub(self.sb.snd_una);
+        self.sndbuf.room_segs(queued, u64::from(self.tp.mss_bytes), self.wmem_segs)
+    }
+
+    /// The send buffer starts at `bytes` (tcp_wmem[1] or SO_SNDBUF) where
+    /// that is above what establishment gave it (sndbuf.rs).
+    pub fn start_sndbuf_at(&mut self, bytes: u64) {
+        self.sndbuf.start_at(bytes);
     }
 
     /// An application that always had data stops writing: it had filled

@@ -31,6 +31,7 @@ from ...linuxpath.flows import (
     RECEIVED_KINDS,
     FlowSpec,
     TrafficResult,
+    connections,
     first_send_path,
     traffic_result,
 )
@@ -102,7 +103,7 @@ class RemoteTraffic:
         """Run every flow group for `duration_s`; `at_start(t0)` is awaited
         (as a task) with the common start on the controller's clock."""
         rx = self.receiver
-        setup_s = SETUP_BASE_S + SETUP_PER_STREAM_S * sum(f.streams for f in flows)
+        setup_s = SETUP_BASE_S + SETUP_PER_STREAM_S * sum(connections(f) for f in flows)
         t0 = time.time() + setup_s
         deadline = t0 + duration_s + RECEIVER_GRACE_S
         transfers_name = "transfers.jsonl"
@@ -161,7 +162,7 @@ class RemoteTraffic:
         # The receiver records each transfer connection as it ends
         # (engine._drain_transfer): the completed data sets are there now.
         transfers = (await rx.agent.get(transfers_name)).decode() if any(f.kind == "transfer" for f in flows) else ""
-        return traffic_result(t0, errors, texts, rpc_texts, transfers)
+        return traffic_result(t0, errors, texts, rpc_texts, transfers, duration_s)
 
     async def stop_all(self) -> None:
         """Stop every process group this run started (idempotent; an agent

@@ -23,6 +23,7 @@ from ...linuxpath.flows import (
     FlowSpec,
     TrafficResult,
     client_config,
+    connections,
     first_send_path,
     receiver_config,
     sender_config,
@@ -58,7 +59,7 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
         return p
 
     try:
-        setup_s = 2.0 + 0.05 * sum(f.streams for f in flows)
+        setup_s = 2.0 + 0.05 * sum(connections(f) for f in flows)
         deadline = time.time() + setup_s + duration_s + 5.0
         t0 = time.time() + setup_s
         transfers_path = Path(workdir) / "transfers.jsonl"
@@ -107,7 +108,8 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
         # The receiver records each transfer connection as it ends: the
         # data sets that completed are there once the senders are done.
         transfers = transfers_path.read_text() if transfers_path.exists() else ""
-        return traffic_result(t0, errors, texts, [(f, path.read_text()) for f, path in rpc_files], transfers)
+        return traffic_result(t0, errors, texts, [(f, path.read_text()) for f, path in rpc_files], transfers,
+                              duration_s)
     finally:
         for _, p in reversed(procs):
             stop_process(p)

@@ -415,6 +415,12 @@ impl CongestionControl for Bbr {
         "bbr"
     }
 
+    /// bbr_sndbuf_expand(): "Provision 3 * cwnd since BBR may slow-start
+    /// even during recovery."
+    fn sndbuf_expand(&self) -> u32 {
+        3
+    }
+
     /// bbr_init().
     fn init(&mut self, tp: &mut ConnState) {
         self.prior_cwnd = 0;

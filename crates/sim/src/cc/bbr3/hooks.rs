@@ -18,6 +18,11 @@ impl CongestionControl for Bbr3 {
         "bbr3"
     }
 
+    /// bbr_sndbuf_expand() (BBRv3 keeps v1's): 3 × cwnd.
+    fn sndbuf_expand(&self) -> u32 {
+        3
+    }
+
     /// bbr_init().
     fn init(&mut self, tp: &mut ConnState) {
         self.initialized = true;
