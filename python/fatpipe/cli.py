@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import threading
 from pathlib import Path
 
-from . import __version__, estimate
+from . import __version__, estimate, live
 from . import spec as spec_mod
 from .backends import DEFAULT_BACKEND, backend_names, get_backend
 from .backends.base import BackendUnavailable
@@ -53,15 +54,16 @@ class Output:
     EXIT_OUTPUT_CLOSED, finished runs kept for a resume. Afterwards lines to
     a closed output are dropped."""
 
-    def __init__(self) -> None:
+    def __init__(self, to_stderr: bool = False) -> None:
         self.closed = False
         self.stop_when_closed = False
+        self.file = sys.stderr if to_stderr else None  # None: sys.stdout when printing
 
     def __call__(self, line: str = "") -> None:
         if self.closed:
             return
         try:
-            print(line, flush=True)
+            print(line, flush=True, file=self.file)
         except BrokenPipeError:
             self.closed = True
             _silence_stdout()
@@ -77,10 +79,17 @@ def _silence_stdout() -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    say = Output()
+    say = Output(to_stderr=args.json_stream)
     say.stop_when_closed = True
-    result = run_study(args.study, backends=args.backend, out=args.out, jobs=args.jobs or None,
-                       emit=say, force=args.force, testbed=args.testbed, cluster=args.cluster)
+    with contextlib.ExitStack() as stack:
+        if args.json_stream:
+            # Standard output carries the events alone (live.py); the
+            # progress and tables go to standard error.
+            events = Output()
+            events.stop_when_closed = True
+            stack.enter_context(live.streaming(lambda event: events(live.json_line(event))))
+        result = run_study(args.study, backends=args.backend, out=args.out, jobs=args.jobs or None,
+                           emit=say, force=args.force, testbed=args.testbed, cluster=args.cluster)
     say.stop_when_closed = False
     out, counts = result.store.root, result.counts
     say(f"\nwrote {out}/runs.parquet ({counts['runs']} rows), series.parquet ({counts.get('series', 0)} rows)")
@@ -336,6 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-report", action="store_true", help="skip the HTML report")
     run.add_argument("--testbed", help="run on the hosts of this testbed (a TOML file, or a study with one) "
                                        "instead of the study's own [testbed]")
+    run.add_argument("--json-stream", dest="json_stream", action="store_true",
+                     help="print each run's samples and events as JSON lines on standard output as they happen "
+                          "(progress goes to standard error; docs/results.md, 'Live results')")
     run.add_argument("--force", action="store_true",
                      help="run even if the estimate exceeds the limits (disk, memory, series rows per run)")
     run.add_argument("--cluster", metavar="SPEC",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, appspec, crossspec, estimate, hostcpu, pathspec, transferspec
+from . import __version__, appspec, crossspec, estimate, hostcpu, live, pathspec, transferspec
 from . import spec as spec_mod
 from .backends import DEFAULT_BACKEND, get_backend
 from .backends.base import BackendUnavailable, FlowPlan, HostCpu, HostLimits, RunPlan
@@ -196,8 +196,10 @@ class Progress:
 def execute_one(plan: RunPlan, store: StudyStore) -> tuple[str, str]:
     """Run one plan in this process and record it. Returns (status, one-line summary)."""
     store.discard(plan.run_id)  # a failed or damaged earlier attempt
-    result = compute_run(plan, store.run_workdir(plan.run_id), get_backend(plan.backend))
-    record_run(store, result)
+    with live.run(plan) as stream:  # --json-stream: its events
+        result = compute_run(plan, store.run_workdir(plan.run_id), get_backend(plan.backend))
+        record_run(store, result)
+        live.run_end(stream, result)
     return result.status, result.summary
 
 
@@ -221,6 +223,14 @@ def _run_in_pool(plans: list[RunPlan], store: StudyStore, workers: int, progress
             raise
 
 
+def _study_name(store: StudyStore) -> str:
+    """The study's name as its manifest records it (else its directory's)."""
+    try:
+        return str(store.manifest().get("study", store.root.name))
+    except (OSError, ValueError):
+        return store.root.name
+
+
 def run_plans(
     plans: list[RunPlan],
     store: StudyStore,
@@ -241,9 +251,11 @@ def run_plans(
     for run_id, problem in damaged.items():
         emit(f"redoing {run_id}: {problem}")
     progress = Progress(total=len(todo), emit=emit)
+    live.study_start(_study_name(store), len(todo))
     if client is not None:
         from .cluster import run_on_cluster
         run_on_cluster(todo, store, client, progress.finished)
+        live.study_end(progress.done, progress.failed)
         return progress
     by_backend: dict[str, list[RunPlan]] = {}
     for plan in todo:
@@ -256,6 +268,7 @@ def run_plans(
                 progress.finished(plan, status, summary)
         else:
             _run_in_pool(backend_plans, store, at_once, progress)
+    live.study_end(progress.done, progress.failed)
     return progress
 
 

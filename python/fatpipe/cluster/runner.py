@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .. import live
 from ..backends import get_backend
 from ..backends.base import RunPlan
 from ..results import StudyStore
@@ -163,6 +164,7 @@ def run_on_cluster(
             if result.work_files:
                 store.run_workdir(plan.run_id)
             record_run(store, result)
+            live.replay(plan, result)  # --json-stream: a worker's run arrives whole
             finished(plan, result.status, result.summary)
     except BaseException:
         if pending:

@@ -336,6 +336,7 @@ def run_sender(cfg: dict) -> int:
             for i, s in enumerate(socks):
                 if now >= starts[i]:  # a data set's streams from its start, as the simulator samples
                     out.write(sample_line(s, now - t0, i))
+            out.flush()  # each interval whole on disk: the host reads them live (linuxpath/tail.py)
             k += 1
             if now >= end:
                 break

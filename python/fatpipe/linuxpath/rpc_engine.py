@@ -121,6 +121,7 @@ def run_server(cfg: dict) -> int:
             if now >= due:
                 for i, c in enumerate(conns):
                     out.write(sample_line(c.sock, now - t0, i))
+                out.flush()  # each interval whole on disk (linuxpath/tail.py)
                 k += 1
                 if now >= end:
                     break

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from ... import live
 from ...linuxpath.cmd import expect_line
 from ...linuxpath.flows import (
     ENGINE,
@@ -30,6 +31,7 @@ from ...linuxpath.flows import (
     server_config,
     traffic_result,
 )
+from ...linuxpath.tail import SampleTail
 from .cleanup import REGISTRY, stop_process
 from .netns import Namespace
 
@@ -51,6 +53,7 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
     connected, before the common start time t0_wall_s (time.time()).
     RPC groups need `sender_addrs` (where their servers listen)."""
     procs: list[tuple[str, subprocess.Popen]] = []
+    helpers_to_stop: list = []  # helpers to stop on the way out
 
     def start(ns: Namespace, role: str, cfg: dict) -> subprocess.Popen:
         p = ns.popen(_engine_args(role, cfg), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -93,6 +96,11 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
             raise RuntimeError("connection setup took longer than the start margin")
         if on_start:
             on_start(t0)
+        stream = live.current()
+        if stream is not None:  # --json-stream: each interval's samples as they are written
+            tail = SampleTail(stream, samples, sample_interval_s)
+            tail.start()
+            helpers_to_stop.append(tail.stop)
         errors = []
         for what, p in waited:
             try:
@@ -111,6 +119,8 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
         return traffic_result(t0, errors, texts, [(f, path.read_text()) for f, path in rpc_files], transfers,
                               duration_s)
     finally:
+        for stop in helpers_to_stop:
+            stop()
         for _, p in reversed(procs):
             stop_process(p)
             REGISTRY.discard(f"engine {p.pid}")

@@ -1,0 +1,159 @@
+"""Live results: a study's events as JSON objects, one per line, while it
+runs (``fatpipe run --json-stream``; docs/results.md "Live results").
+
+Events, each an object with ``"event"`` naming its kind:
+
+* ``study_start``: ``study``, ``runs`` (to do), ``schema_version``;
+* ``run_start``: ``run_id``, ``backend``, ``rep``, ``seed``, ``swept``;
+* ``sample``: one stream's sample: ``run_id``, ``backend``, then the
+  series columns (schema.SERIES_COLUMNS) and ``goodput_bps`` (the bytes
+  delivered since the stream's previous sample, goodput.py's per-interval
+  rule), exactly the row the run stores in ``series.parquet``;
+* ``run_end``: ``run_id``, ``status``, ``reason`` and ``groups``: per flow
+  group its runs-table row's ``flow_group``, ``kind``, ``cc``, ``streams``,
+  ``goodput_bps``, ``retrans_rate``, ``srtt_p50_s`` and ``flags``;
+* ``study_end``: ``runs`` done, ``failed``.
+
+A backend that observes its sockets while the run goes (the kernel
+backend: the engine's samples, read as each interval is written) sends
+each sample as it happens through :func:`current`; what a run has not
+sent live (the simulator, faster than real time; the hosts backend, whose
+samples stay on the hosts until the run ends) is sent when the run ends,
+before its ``run_end``, so every stored sample is sent once.
+
+The sink is process-wide (:func:`streaming`); a run's stream is the
+calling thread's (:func:`run`), which the backend's helpers capture.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from .schema import SCHEMA_VERSION, SERIES_COLUMNS
+
+Sink = Callable[[dict[str, Any]], None]
+
+_lock = threading.Lock()
+_sink: Sink | None = None
+_local = threading.local()
+
+# The runs-table columns a run_end event carries per flow group.
+RUN_END_COLUMNS = ("flow_group", "kind", "cc", "streams", "goodput_bps", "retrans_rate", "srtt_p50_s", "flags")
+
+
+def json_line(event: Mapping[str, Any]) -> str:
+    """One event as a line of JSON (NaN and infinities as null)."""
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if hasattr(v, "item"):  # numpy scalars
+            return clean(v.item())
+        return v
+    return json.dumps({k: clean(v) for k, v in event.items()}, separators=(",", ":"))
+
+
+@contextlib.contextmanager
+def streaming(sink: Sink) -> Iterator[None]:
+    """Send the events of what runs inside to `sink` (one at a time)."""
+    global _sink
+    _sink = sink
+    try:
+        yield
+    finally:
+        _sink = None
+
+
+def emit(event: dict[str, Any]) -> None:
+    """Send one event, if a sink listens."""
+    sink = _sink
+    if sink is not None:
+        with _lock:
+            sink(event)
+
+
+class RunStream:
+    """One run's samples as they are sent: the per-interval goodput needs
+    each stream's previous sample, and a sample is sent once."""
+
+    def __init__(self, run_id: str, backend: str):
+        self.run_id, self.backend = run_id, backend
+        self._last: dict[tuple[int, int], tuple[float, float]] = {}
+        self._sent: set[tuple[int, int, float]] = set()
+        self._guard = threading.Lock()
+
+    def samples(self, rows: list[Mapping[str, Any]]) -> None:
+        """Send sample rows (SERIES_COLUMNS) not sent before, each stream's
+        in time order."""
+        with self._guard:
+            for row in sorted(rows, key=lambda r: (r["flow_group"], r["stream"], r["t_s"])):
+                key = (int(row["flow_group"]), int(row["stream"]), float(row["t_s"]))
+                if key in self._sent:
+                    continue
+                self._sent.add(key)
+                stream = key[:2]
+                goodput = 0.0
+                prev = self._last.get(stream)
+                if prev is not None and key[2] > prev[0]:
+                    goodput = (row["delivered_bytes"] - prev[1]) * 8 / (key[2] - prev[0])
+                self._last[stream] = (key[2], row["delivered_bytes"])
+                emit({"event": "sample", "run_id": self.run_id, "backend": self.backend,
+                      **{c: row.get(c) for c in SERIES_COLUMNS}, "goodput_bps": goodput})
+
+    def series(self, columns: Mapping[str, list]) -> None:
+        """Send the rows of a finished run's series not sent live."""
+        n = len(columns.get("t_s", ()))
+        self.samples([{c: columns[c][i] for c in SERIES_COLUMNS if c in columns} for i in range(n)])
+
+
+def current() -> RunStream | None:
+    """The stream of the run this thread is running (None: nobody listens)."""
+    return getattr(_local, "stream", None) if _sink is not None else None
+
+
+@contextlib.contextmanager
+def run(plan: Any) -> Iterator[RunStream | None]:
+    """While a run goes on this thread: its run_start, then its stream for
+    the backend (:func:`current`); None when nobody listens."""
+    if _sink is None:
+        yield None
+        return
+    emit({"event": "run_start", "run_id": plan.run_id, "backend": plan.backend, "rep": plan.rep,
+          "seed": plan.seed, "swept": plan.swept})
+    _local.stream = RunStream(plan.run_id, plan.backend)
+    try:
+        yield _local.stream
+    finally:
+        _local.stream = None
+
+
+def run_end(stream: RunStream | None, result: Any) -> None:
+    """A run has finished: its samples not sent live, then run_end."""
+    if stream is None:
+        return
+    if result.series:
+        stream.series(result.series)
+    groups = [{c: r.get(c) for c in RUN_END_COLUMNS} for r in result.rows]
+    emit({"event": "run_end", "run_id": result.run_id, "status": result.status, "reason": result.reason,
+          "groups": groups})
+
+
+def replay(plan: Any, result: Any) -> None:
+    """A run made elsewhere (a cluster worker) has arrived: its run_start,
+    samples and run_end at once."""
+    if _sink is None:
+        return
+    with run(plan) as stream:
+        run_end(stream, result)
+
+
+def study_start(name: str, runs: int) -> None:
+    emit({"event": "study_start", "study": name, "runs": runs, "schema_version": SCHEMA_VERSION})
+
+
+def study_end(done: int, failed: int) -> None:
+    emit({"event": "study_end", "runs": done, "failed": failed})
