@@ -197,6 +197,22 @@ def test_a_stream_running_another_cca_fails_the_run_naming_group_stream_and_both
                             "CCA 'bbr', its socket reports 'reno' (TCP_CONGESTION)")
 
 
+def test_an_mss_or_window_scale_that_contradicts_the_plan_fails_the_run_naming_the_stream():
+    ok = readback.StreamReadback(0, 0, ("cubic",), 1448, False, snd_wscale=7)
+    small = readback.StreamReadback(0, 1, ("cubic",), 1388, False, snd_wscale=7)  # a 1440-byte path MTU
+    readback.check_ccas([ok], {0: "cubic"}, mss={0: 1448}, window_bytes=3 << 20)
+    with pytest.raises(readback.CcaMismatch) as e:
+        readback.check_ccas([ok, small], {0: "cubic"}, mss={0: 1448})
+    assert str(e.value) == ("the MSS read back differs from the one asked for: flow group 0, stream 1: MSS asked "
+                            "1448 payload bytes, its socket sends 1388 (tcpi_snd_mss)")
+    # A 3 MiB window needs scale 6 (65535 << 6 = 4 MiB); scale 2 gives 256 KiB.
+    unscaled = readback.StreamReadback(0, 2, ("cubic",), 1448, False, snd_wscale=2)
+    with pytest.raises(readback.CcaMismatch, match="flow group 0, stream 2: the receiver's window scale is 2 "
+                       r"\(tcpi_snd_wscale\), at most 262140 bytes of window; its buffer asks 3145728 bytes "
+                       r"\(scale 6\)"):
+        readback.check_ccas([ok, unscaled], {0: "cubic"}, window_bytes=3 << 20)
+
+
 def test_dctcps_reno_fallback_is_accepted_only_when_ecn_was_not_negotiated():
     for name in ("dctcp-reno", "reno"):  # the kernel's, fatpipe's BPF port's
         assert readback.cca_mismatches([readback.StreamReadback(0, 0, (name,), 1448, False)], {0: "dctcp"}) == []

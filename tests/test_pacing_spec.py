@@ -8,7 +8,7 @@ import pytest
 
 from fatpipe import spec as spec_mod
 from fatpipe.backends.sim import SimBackend
-from fatpipe.linuxpath.flows import flow_specs, stream_pacing_cap_bps
+from fatpipe.linuxpath.flows import flow_specs
 from fatpipe.summary import summarize
 from spec_text import plans_for
 
@@ -36,8 +36,8 @@ cc = "cubic"
 def test_pacing_rate_reaches_the_plan_and_the_lower_cap_wins(tmp_path):
     (plan,) = plans_for(STUDY.format(cap="20Mbit", rate="15Mbit"), tmp_path)
     assert plan.flows[0].pacing_rate_bps == 15e6 and plan.flows[1].pacing_rate_bps is None
-    assert stream_pacing_cap_bps(plan, plan.flows[0]) == 15e6
-    assert stream_pacing_cap_bps(plan, plan.flows[1]) == 20e6  # the host's cap alone
+    assert plan.stream_pacing_cap_bps(plan.flows[0]) == 15e6
+    assert plan.stream_pacing_cap_bps(plan.flows[1]) == 20e6  # the host's cap alone
     (plan,) = plans_for(STUDY.format(cap="10Mbit", rate="15Mbit"), tmp_path)
     assert [f.stream_rate_cap_bps for f in flow_specs(plan)] == [10e6, 10e6]
 
@@ -49,6 +49,17 @@ def test_the_simulator_paces_each_stream_and_the_runs_table_says_so(tmp_path):
     assert [r["pacing_rate_bps"] for r in rows[:2]] == [15e6, None]
     # Two paced streams after the warm-up: 2 x 15 Mbit/s of payload.
     assert rows[0]["goodput_bps"] == pytest.approx(30e6, rel=0.02)
+
+
+def test_a_stream_faster_than_its_pacing_rate_is_flagged(tmp_path):
+    (held,) = plans_for(STUDY.format(cap="1Gbit", rate="15Mbit"), tmp_path)
+    out = SimBackend().run(held, tmp_path)
+    assert "pacing_exceeded" not in summarize(held, out)[0]["flags"]
+    # The same samples judged against a plan that asked for 10 Mbit/s: the
+    # streams ran at 15, so the pacing did not hold.
+    (asked,) = plans_for(STUDY.format(cap="1Gbit", rate="10Mbit"), tmp_path)
+    rows = summarize(asked, out)
+    assert "pacing_exceeded" in rows[0]["flags"] and "pacing_exceeded" not in rows[1]["flags"]
 
 
 def test_pacing_rate_on_cross_traffic_is_refused_naming_the_key(tmp_path):

@@ -26,6 +26,12 @@ PATH_TOLERANCE = 0.10
 # this fraction of its rate is flagged `rate_short`: the path did not carry
 # its configured rate (a kernel path whose machine cannot keep up).
 RATE_SHORT_FRACTION = 0.5
+# A paced stream (SO_MAX_PACING_RATE, the host's stream_rate_cap) whose
+# goodput after the warm-up is above its cap by more than this is flagged
+# `pacing_exceeded`: Linux paces the payload (tcp_update_skb_after_send()
+# times the skb's data at sk_pacing_rate), so goodput cannot pass it; the
+# samples' clock moves the window's ends by well under 1 % of a 1 s window.
+PACING_TOLERANCE = 0.02
 # Hosts on their own clocks (hosts backend): a run whose clock offsets are
 # uncertain by more than this fraction of the sampling interval is flagged
 # `clock_uncertain` (its hosts' samples may be misaligned by that much).
@@ -265,6 +271,9 @@ def summarize(plan: RunPlan, outcome: RunOutcome) -> list[dict[str, Any]]:
             flags.append("sndbuf_limited")
         if row["goodput_bps"] is None:
             flags.append("no_samples")
+        cap = plan.stream_pacing_cap_bps(flow) if flow.kind != "cross" else None
+        if cap is not None and (row.get("stream_goodput_max_bps") or 0) > cap * (1 + PACING_TOLERANCE):
+            flags.append("pacing_exceeded")  # a stream went faster than it was paced
         row["flags"] = flags
         rows.append(row)
     short = rate_short(plan, rows)

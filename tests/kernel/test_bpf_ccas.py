@@ -73,7 +73,7 @@ def htcp_plan(duration_s: float = 3.0, run_id: str = "htcp") -> RunPlan:
     return RunPlan(run_id=run_id, backend="kernel", rep=0, seed=3, duration_s=duration_s, warmup_s=1.0,
                    sample_interval_s=0.1, rate_bps=RATE_BPS, rtt_s=RTT_S, loss=0.0, corruption=0.0,
                    buffer_bytes=int(RATE_BPS * RTT_S / 8), mtu_bytes=1500, senders={"s1": host}, receiver=host,
-                   flows=(FlowPlan(group=0, kind="bulk", cc="htcp", streams=1, mss_bytes=1460, sender="s1"),))
+                   flows=(FlowPlan(group=0, kind="bulk", cc="htcp", streams=1, mss_bytes=1448, sender="s1"),))
 
 
 @pytest.mark.usefixtures("loader")

@@ -27,7 +27,7 @@ host = HostLimits(rmem_max_bytes=16 << 20, wmem_max_bytes=16 << 20)
 plan = RunPlan(run_id="sigint", backend="kernel", rep=0, seed=1, duration_s=30.0, warmup_s=0.0,
                sample_interval_s=0.1, rate_bps=50e6, rtt_s=0.02, loss=0.0, corruption=0.0, buffer_bytes=125000,
                mtu_bytes=1500, senders={"s1": host}, receiver=host,
-               flows=(FlowPlan(group=0, kind="bulk", cc="cubic", streams=2, mss_bytes=1460, sender="s1"),))
+               flows=(FlowPlan(group=0, kind="bulk", cc="cubic", streams=2, mss_bytes=1448, sender="s1"),))
 KernelBackend().run(plan, Path(sys.argv[1]))
 '''
 

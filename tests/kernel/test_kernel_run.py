@@ -21,7 +21,7 @@ def short_plan(streams: int, loss: float = 0.0, duration_s: float = 2.0) -> RunP
     return RunPlan(run_id=f"t{streams}", backend="kernel", rep=0, seed=3, duration_s=duration_s, warmup_s=0.5,
                    sample_interval_s=0.1, rate_bps=RATE_BPS, rtt_s=RTT_S, loss=loss, corruption=0.0,
                    buffer_bytes=int(RATE_BPS * RTT_S / 8), mtu_bytes=1500, senders={"s1": host}, receiver=host,
-                   flows=(FlowPlan(group=0, kind="bulk", cc="cubic", streams=streams, mss_bytes=1460, sender="s1"),))
+                   flows=(FlowPlan(group=0, kind="bulk", cc="cubic", streams=streams, mss_bytes=1448, sender="s1"),))
 
 
 @needs_root

@@ -375,6 +375,14 @@ class RunPlan:
         """The spec keys that make the path move (dynamics and cross traffic)."""
         return self.dynamics.keys() + self.cross_keys()
 
+    def stream_pacing_cap_bps(self, flow: FlowPlan) -> float | None:
+        """Each stream's pacing cap of `flow` (SO_MAX_PACING_RATE on Linux,
+        the sender's max pacing rate in the simulator, scenario.rs): the
+        lower of its pacing_rate and its host's stream_rate_cap (None: neither)."""
+        host = self.senders[flow.sender].stream_rate_cap_bps if flow.sender in self.senders else None
+        caps = [c for c in (host, flow.pacing_rate_bps) if c is not None]
+        return min(caps) if caps else None
+
     def packet_loss_probability(self, mss_bytes: int) -> float:
         """Loss per data packet from random loss and per-bit corruption
         (:func:`fatpipe.wire.packet_loss_probability`)."""

@@ -258,21 +258,13 @@ def traffic_result(t0_wall_s: float, errors: list[str], samples: list[tuple[Flow
     return result
 
 
-def stream_pacing_cap_bps(plan: RunPlan, f) -> float | None:
-    """Flow `f`'s SO_MAX_PACING_RATE per stream: the lower of its
-    pacing_rate and its host's stream_rate_cap (None: neither)."""
-    host = plan.senders[f.sender].stream_rate_cap_bps if f.sender in plan.senders else None
-    caps = [c for c in (host, f.pacing_rate_bps) if c is not None]
-    return min(caps) if caps else None
-
-
 def flow_specs(plan: RunPlan, paced_senders: frozenset[str] = frozenset()) -> list[FlowSpec]:
     """The plan's TCP flow groups (cross traffic has no process: the delay
     line offers its packets to its bottleneck); the flows of
     `paced_senders` are paced internally (qdisc.sender_qdisc decided which)."""
     return [FlowSpec(group=f.group, kind=f.kind, cc=f.cc, streams=f.streams, mss_bytes=f.mss_bytes,
                      sender=f.sender, start_s=f.start_s,
-                     stream_rate_cap_bps=stream_pacing_cap_bps(plan, f),
+                     stream_rate_cap_bps=plan.stream_pacing_cap_bps(f),
                      internal_pacing=f.sender in paced_senders,
                      request_bytes=f.request_bytes, response_bytes=f.response_bytes,
                      concurrency=f.concurrency, rate_per_s=f.rate_per_s,

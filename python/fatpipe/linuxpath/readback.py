@@ -135,17 +135,51 @@ def _show_rate(bytes_per_s: int | None) -> str:
 
 
 
+def mss_mismatches(streams: list[StreamReadback], asked: dict[int, int]) -> list[str]:
+    """One line per stream whose MSS in use (tcpi_snd_mss, Linux's
+    mss_cache: payload bytes per segment once the options are taken off)
+    is not its flow group's (`asked`: flow group -> the plan's mss_bytes,
+    which the engine asks for as TCP_MAXSEG = mss_bytes + the timestamp
+    option): a smaller path MTU, or timestamps not negotiated, changes the
+    segments the spec describes."""
+    return [f"flow group {s.flow_group}, stream {s.stream}: MSS asked {asked[s.flow_group]} payload bytes, "
+            f"its socket sends {s.snd_mss_bytes} (tcpi_snd_mss)"
+            for s in streams if s.flow_group in asked and s.snd_mss_bytes != asked[s.flow_group]]
+
+
+# The largest window scale (RFC 7323 §2.3; TCP_MAX_WSCALE).
+MAX_WSCALE = 14
+
+
+def wscale_mismatches(streams: list[StreamReadback], window_bytes: int) -> list[str]:
+    """One line per stream whose window scale (tcpi_snd_wscale, the
+    receiver's) cannot advertise `window_bytes` (the window the receiver's
+    buffer gives, rmem_max / 2 at tcp_adv_win_scale = 1): the receiver's
+    buffers were not what the spec asked for."""
+    need = 0
+    while (0xFFFF << need) < window_bytes and need < MAX_WSCALE:
+        need += 1
+    return [f"flow group {s.flow_group}, stream {s.stream}: the receiver's window scale is {s.snd_wscale} "
+            f"(tcpi_snd_wscale), at most {0xFFFF << s.snd_wscale} bytes of window; its buffer asks "
+            f"{window_bytes} bytes (scale {need})"
+            for s in streams if s.snd_wscale < need]
+
+
 def check_ccas(streams: list[StreamReadback], asked: dict[int, str],
-               pacing: dict[int, int | None] | None = None) -> None:
+               pacing: dict[int, int | None] | None = None, mss: dict[int, int] | None = None,
+               window_bytes: int | None = None) -> None:
     """Raise CcaMismatch naming every stream whose CCA differs
-    (cca_mismatches) or, given `pacing`, whose max pacing rate does
-    (pacing_mismatches)."""
-    problems = cca_mismatches(streams, asked)
-    if problems:
-        raise CcaMismatch("the CCA read back differs from the one asked for: " + "; ".join(problems))
-    problems = pacing_mismatches(streams, pacing) if pacing is not None else []
-    if problems:
-        raise CcaMismatch("the pacing read back differs from the one asked for: " + "; ".join(problems))
+    (cca_mismatches) or, given them, whose max pacing rate
+    (pacing_mismatches), MSS (mss_mismatches) or window scale
+    (wscale_mismatches) does."""
+    for what, problems in (
+        ("CCA", cca_mismatches(streams, asked)),
+        ("pacing", pacing_mismatches(streams, pacing) if pacing is not None else []),
+        ("MSS", mss_mismatches(streams, mss) if mss is not None else []),
+        ("window scale", wscale_mismatches(streams, window_bytes) if window_bytes is not None else []),
+    ):
+        if problems:
+            raise CcaMismatch(f"the {what} read back differs from the one asked for: " + "; ".join(problems))
 
 
 def parse_offloads(text: str) -> dict[str, bool]:

@@ -40,6 +40,7 @@ from .page import Section, findings_html, fmt_rate, page, rate_unit
 from .run_sections import (
     against_cubic_section,
     fairness_section,
+    readback_section,
     rpc_section,
     series_collapse_section,
     series_section,
@@ -119,6 +120,7 @@ def build_sections(study: LoadedStudy, files: ReportFiles, run_id: str | None = 
     out.add(against_cubic_section(study, files))
     out.add(rpc_section(study, files, keys))
     out.add(transfer_section(study, files, keys))
+    out.add(readback_section(study))
     if has_series:
         out.note(fnd.series_collapse_lines(collapses, runs))
         out.add(series_collapse_section(study, files, collapses))

@@ -87,6 +87,10 @@ def study_collapses(study) -> pd.DataFrame:
     collapse_fraction references use this one table)."""
     runs = study.runs
     s = study.read_series(columns=["run_id", "flow_group", "stream", "t_s", "goodput_bps"])
+    if "kind" in runs.columns and (runs["kind"] == "transfer").any():
+        # A transfer's streams fall idle once its data sets are done: no collapse.
+        idle = set(runs.loc[runs["kind"] == "transfer", ["run_id", "flow_group"]].itertuples(index=False, name=None))
+        s = s[[k not in idle for k in zip(s["run_id"], s["flow_group"], strict=True)]]
     warm = dict(zip(runs["run_id"], runs["warmup_s"], strict=True)) if "warmup_s" in runs.columns else 0.0
     return an_collapse.run_collapses(s, warm)
 

@@ -152,6 +152,46 @@ def transfer_section(study: LoadedStudy, files: ReportFiles, keys: list[str]) ->
                    "but not completed.")
 
 
+def readback_section(study: LoadedStudy) -> Section | None:
+    """What the sockets of runs on real Linux said they ran with (the runs'
+    facts ``streams_read_back``: linuxpath/readback.py), per backend and
+    flow group over every stream of every run: each distinct value."""
+    ok = study.runs[study.runs["status"] == "ok"]
+    seen: dict[tuple[str, int], dict[str, set]] = {}
+    cols = {"ccas": "CCA (TCP_CONGESTION)", "snd_mss_bytes": "MSS (tcpi_snd_mss)",
+            "snd_wscale": "window scale", "sack": "SACK", "timestamps": "timestamps", "ecn": "ECN",
+            "max_pacing_rate_bps": "max pacing rate (Mbit/s)"}
+    for run_id, backend in ok[["run_id", "backend"]].drop_duplicates().itertuples(index=False):
+        try:
+            facts = study.run_facts(run_id)
+        except KeyError:  # a study whose run records are gone (rebuilt tables)
+            continue
+        for s in facts.get("streams_read_back", []):
+            cell = seen.setdefault((backend, int(s["flow_group"])), {c: set() for c in cols} | {"streams": set()})
+            cell["streams"].add((run_id, s["stream"]))
+            for c in cols:
+                v = s.get(c)
+                if c == "ccas":
+                    v = "/".join(v)
+                elif c == "max_pacing_rate_bps":
+                    v = "not set" if v is None else f"{v / 1e6:.3f}"
+                cell[c].add(v)
+    if not seen:
+        return None
+    asked = ok.drop_duplicates(["backend", "flow_group"]).set_index(["backend", "flow_group"])
+    rows = []
+    for (backend, group), cell in sorted(seen.items()):
+        row = {"backend": backend, "flow": group, "asked CCA": asked.loc[(backend, group), "cc"],
+               "asked MSS": asked.loc[(backend, group), "mss_bytes"], "streams": len(cell["streams"])}
+        for c, title in cols.items():
+            row[title] = ", ".join(str(v) for v in sorted(cell[c], key=str))
+        rows.append(row)
+    return Section("readback", "What the sockets ran with", table_html(pd.DataFrame(rows)),
+                   "Read back from every sampled socket of the runs on real Linux (TCP_CONGESTION, TCP_INFO): "
+                   "each distinct value over the streams and repetitions. A run whose CCA, pacing rate or MSS "
+                   "differed from what it asked for failed, naming the stream.")
+
+
 def kind_summary(runs: pd.DataFrame, label_keys: list[str]) -> pd.DataFrame:
     """Goodput and retransmission rate per flow kind (bulk vs rpc) per grid
     point: goodput of an RPC group is its completed responses' bytes."""

@@ -218,7 +218,11 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
                            + " (`fatpipe clean --testbed FILE` retries)")
     # The name each group's engine was given: a socket reporting another
     # fails the run, naming it (after the hosts are clean again).
-    check_ccas(result.streams, {f.group: f.cc for f in specs}, asked_max_pacing(specs))
+    # So does one whose MSS contradicts the plan (a smaller path MTU, no
+    # timestamps); the hosts' buffers are their own, so the window scale is
+    # recorded, not checked.
+    check_ccas(result.streams, {f.group: f.cc for f in specs}, asked_max_pacing(specs),
+               mss={f.group: f.mss_bytes for f in specs})
     outcome = _outcome(plan, hosts, result, stats, clocks, cpu_window.readings(), offloads)
     outcome.facts["qdisc"] = {name: q.facts() for name, q in qdiscs.items()}  # per sender that asked
     return outcome

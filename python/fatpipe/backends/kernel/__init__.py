@@ -221,7 +221,10 @@ class KernelBackend(Backend):
             stats = path.finish()
         # The name each group's engine was given (a BPF port registers under
         # it too): a socket reporting another fails the run, naming it.
-        check_ccas(traffic.streams, {f.group: f.cc for f in specs}, asked_max_pacing(specs))
+        # So does one whose MSS or window scale contradicts the plan (the
+        # receiver namespace's tcp_rmem[2] is the plan's: path.py).
+        check_ccas(traffic.streams, {f.group: f.cc for f in specs}, asked_max_pacing(specs),
+                   mss={f.group: f.mss_bytes for f in specs}, window_bytes=plan.receiver.rmem_max_bytes // 2)
         # The namespaces share this machine's cores: one reading for all.
         roles = ["router", "receiver", *(f"sender {name}" for name in plan.senders)]
         cpu_facts, cpu = cpu_measurement({MACHINE: cpu_texts}, {MACHINE: roles}, [MACHINE])
