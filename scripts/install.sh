@@ -16,11 +16,12 @@ if [ "$(id -u)" = 0 ]; then
   # clang: compiles the BPF congestion controls (bpf/cca); libelf-dev,
   # zlib1g-dev, pkg-config, make: libbpf-sys builds libbpf for the loader
   # (crates/ccaload); bpftool: `fatpipe clean` lists struct_ops left by
-  # other tools (docs/bpf-ccas.md).
+  # other tools (docs/bpf-ccas.md); tcpdump: packet captures on the kernel
+  # backend (docs/captures.md).
   apt-get install -y -qq --no-install-recommends \
     iproute2 iptables iperf3 ethtool procps kmod build-essential pkg-config \
     ca-certificates python3-pip chromium openssh-server netcat-openbsd faketime \
-    clang llvm libelf-dev zlib1g-dev make bpftool >/dev/null
+    clang llvm libelf-dev zlib1g-dev make bpftool tcpdump >/dev/null
 else
   echo "install.sh: not root, skipping Debian packages (the kernel backend needs root anyway)" >&2
 fi

@@ -41,6 +41,7 @@ def run(
     force: bool = False,
     testbed: str | Path | None = None,
     cluster: str | None = None,
+    capture: bool = False,
 ) -> LoadedStudy:
     """Run (or resume) the study file `study` as `fatpipe run` does, then load it.
 
@@ -53,14 +54,16 @@ def run(
     runs); `testbed`: a testbed file for the hosts backend (instead of the
     study's [testbed]); `cluster`: compute the runs on a Dask cluster
     (``"local:2"``, ``"tcp://HOST:PORT"``, ``"ssh:…"``, ``"slurm:…"``,
-    docs/cluster.md; fatpipe.cluster.ClusterError if it cannot). Failed
+    docs/cluster.md; fatpipe.cluster.ClusterError if it cannot); `capture`:
+    write each run's packets as pcap files (``--capture``, docs/captures.md;
+    LoadedStudy.captures lists them). Failed
     runs are recorded in ``runs`` (status, reason) as the CLI records them.
     A directory another process is writing raises
     fatpipe.results.StudyLocked; one that is not a fatpipe study, StoreError."""
     from .study import run_study
     backends = [backend] if isinstance(backend, str) else backend
     result = run_study(study, backends=backends, out=out, jobs=jobs, emit=progress or (lambda _line: None),
-                       force=force, testbed=testbed, cluster=cluster)
+                       force=force, testbed=testbed, cluster=cluster, capture=capture)
     return result.store.load()
 
 

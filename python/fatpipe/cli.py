@@ -89,7 +89,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             events.stop_when_closed = True
             stack.enter_context(live.streaming(lambda event: events(live.json_line(event))))
         result = run_study(args.study, backends=args.backend, out=args.out, jobs=args.jobs or None,
-                           emit=say, force=args.force, testbed=args.testbed, cluster=args.cluster)
+                           emit=say, force=args.force, testbed=args.testbed, cluster=args.cluster,
+                           capture=args.capture)
     say.stop_when_closed = False
     out, counts = result.store.root, result.counts
     say(f"\nwrote {out}/runs.parquet ({counts['runs']} rows), series.parquet ({counts.get('series', 0)} rows)")
@@ -345,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-report", action="store_true", help="skip the HTML report")
     run.add_argument("--testbed", help="run on the hosts of this testbed (a TOML file, or a study with one) "
                                        "instead of the study's own [testbed]")
+    run.add_argument("--capture", action="store_true",
+                     help="write each run's packets as pcap files (headers only) into its work directory, as a "
+                          "[capture] section with its defaults would (docs/captures.md)")
     run.add_argument("--json-stream", dest="json_stream", action="store_true",
                      help="print each run's samples and events as JSON lines on standard output as they happen "
                           "(progress goes to standard error; docs/results.md, 'Live results')")

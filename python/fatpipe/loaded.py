@@ -60,6 +60,10 @@ class LoadedStudy:
         that cannot observe their bottleneck)."""
         return self.store.path_series_table()
 
+    def captures(self, run_id: str) -> list[Path]:
+        """The pcap files of run `run_id` (docs/captures.md), if it captured."""
+        return sorted((self.root / "work" / run_id).glob("capture-*.pcap"))
+
     @cached_property
     def transfers(self) -> pd.DataFrame:
         """The data sets of transfer flows that completed, one row each with

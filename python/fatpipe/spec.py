@@ -31,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import appspec, bpfcc, crossspec, hostcpu, pathspec, pathtrace, transferspec
+from . import appspec, bpfcc, capturespec, crossspec, hostcpu, pathspec, pathtrace, transferspec
 from . import references as references_mod
 from . import sweep as sweep_mod
 from .aqm import DROPTAIL, Aqm
@@ -408,6 +408,7 @@ class Spec(_Strict):
     sweep: Sweep = Sweep()  # cartesian axes and linked groups (sweep.py)
     testbed: Testbed | None = None  # the machines of the hosts backend (testbed.py)
     references: References = []  # a talk's or paper's numbers for this study (references.py)
+    capture: capturespec.CaptureSection | None = None  # packet captures per run (capturespec.py)
 
     # ---- derived values --------------------------------------------------
 
@@ -492,6 +493,7 @@ def cross_problems(spec: Spec) -> list[tuple[str, str]]:
     problems += pathtrace.problems(spec)
     problems += crossspec.problems(spec)
     problems += appspec.problems(spec)
+    problems += capturespec.problems(spec)
     if spec.testbed is not None:
         problems += study_problems(spec.testbed, senders)
     return problems

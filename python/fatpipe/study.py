@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, appspec, crossspec, estimate, hostcpu, live, pathspec, transferspec
+from . import __version__, appspec, capturespec, crossspec, estimate, hostcpu, live, pathspec, transferspec
 from . import spec as spec_mod
 from .backends import DEFAULT_BACKEND, get_backend
 from .backends.base import BackendUnavailable, FlowPlan, HostCpu, HostLimits, RunPlan
@@ -167,6 +167,7 @@ def plan_runs(
                         testbed=testbed,
                         dynamics=pathspec.plan_dynamics(p),
                         emulator=p.emulator,
+                        capture=capturespec.plan(point_spec.capture),
                     )
                 )
     return plans
@@ -361,6 +362,7 @@ def run_study(
     force: bool = False,
     testbed: str | Path | Testbed | None = None,
     cluster: str | None = None,
+    capture: bool = False,
 ) -> StudyRun:
     """Run (or resume) the study in `study_file`: validate it, plan its runs
     on `backends` (default: the study's own; ``["auto"]``: those of the
@@ -376,9 +378,14 @@ def run_study(
     whose workers are checked before anything is written; this process
     still writes every run. An imported study runs only on `backends` given
     instead of its own, and never into its directory (`load_study`).
+    `capture` (--capture) captures packets as a `[capture]` section with
+    its defaults would, unless the study has its own (capturespec.py).
     `fatpipe run` and fatpipe.run() both come here."""
     cluster_spec = parse_cluster_spec(cluster) if cluster else None
     spec, raw = load_study(study_file, backends)
+    if capture and "capture" not in raw:
+        raw = {**raw, "capture": {}}
+        spec = spec_mod.validate(raw, f"{study_file} with --capture")
     if testbed is not None and not isinstance(testbed, Testbed):
         testbed = spec_mod.load_testbed(testbed)
     skipped: dict[str, str] = {}

@@ -3,7 +3,8 @@
 //! `simulate(plan_json: str) -> dict` runs one RunPlan (the JSON of
 //! `dataclasses.asdict(plan)`) with the GIL released and returns
 //! {"series": {col: list}, "rpcs": {col: list}, "transfers": {col: list}, "path_series": {col: list},
-//! "events": {col: list}, "path": {...}, "stats": {...}, "host_cpu": [{"label", "hosts", "busy_frac"}]},
+//! "events": {col: list}, "path": {...}, "stats": {...}, "host_cpu": [{"label", "hosts", "busy_frac"}],
+//! "captures": [{"side", "host" (a sender's index), "pcap" (bytes), "truncated"}]},
 //! walking the tables' typed column iterators (fatpipe_sim::trace), so no
 //! column is named here. `series_columns()`, `rpc_columns()`,
 //! `path_series_columns()`, `event_columns()` and `path_facts()` expose the schema for python/fatpipe/schema.py's test.
@@ -104,6 +105,20 @@ fn to_py<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDict>> {
         host_cpu.append(d)?;
     }
     out.set_item("host_cpu", host_cpu)?;
+
+    let captures = PyList::empty(py);
+    for (side, host, pcap, truncated) in &r.captures {
+        let d = PyDict::new(py);
+        d.set_item("side", match side {
+            fatpipe_sim::capture::Side::Sender => "sender",
+            fatpipe_sim::capture::Side::Receiver => "receiver",
+        })?;
+        d.set_item("host", *host)?;
+        d.set_item("pcap", pyo3::types::PyBytes::new(py, pcap))?;
+        d.set_item("truncated", *truncated)?;
+        captures.append(d)?;
+    }
+    out.set_item("captures", captures)?;
     Ok(out)
 }
 

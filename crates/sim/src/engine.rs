@@ -17,6 +17,7 @@ use crate::rng::Rng;
 use crate::tcp::{Ack, Codepoint, Receiver, RxAction, SegEcn, Sender, SenderConfig};
 use crate::trace::{MachineCpu, PathFacts, Rpcs, RunResult, Stats};
 use crate::transfer::{DataSet, Ledger, StreamTransfer, TransferApp};
+use crate::capture::{Capture, CaptureSpec, Side, StreamMeta};
 use crate::units::{Bytes, Rate, Time};
 use crate::wire;
 
@@ -107,6 +108,8 @@ pub struct SimConfig {
     /// The data sets of transfer groups (transfer.rs), indexed by
     /// `StreamTransfer::id`.
     pub transfers: Vec<DataSet>,
+    /// Packet captures to write, and how each stream's packets look.
+    pub capture: Option<(CaptureSpec, Vec<StreamMeta>)>,
     /// A path that moves (path/dynamics.rs), its state at time zero;
     /// `None`: the static path.
     pub dynamics: Option<Box<Dynamics>>,
@@ -246,6 +249,8 @@ struct Net {
     host_drops: u64,
     /// A path that moves (engine/moving.rs); `None`: the static path.
     dynamics: Option<Box<Dynamics>>,
+    /// Packet captures being written (capture.rs); `None`: none.
+    capture: Option<Box<Capture>>,
 }
 
 #[derive(Clone, Copy)]
@@ -325,6 +330,7 @@ impl Sim {
             rx_coalescer: cfg.receiver_coalescing.map(|c| Coalescer::new(c.usecs, c.frames)),
             ack_coalescers: cfg.sender_coalescing.iter().map(|c| Coalescer::new(c.usecs, c.frames)).collect(),
             dynamics: cfg.dynamics.clone(),
+            capture: cfg.capture.clone().map(|(spec, metas)| Box::new(Capture::new(spec, metas))),
         };
         if let Some(p) = cfg.dynamics.as_ref().and_then(|d| d.rate_profile(cfg.rate)) {
             net.bottleneck.set_rate_profile(p);
@@ -439,6 +445,10 @@ impl Sim {
     /// sees the data (RPC completions).
     fn on_data<const ECN: bool, const FQ: bool>(&mut self, now: Time) {
         let Some((at, head)) = self.net.fwd.front_mut() else { return };
+        if let (Some(c), false) = (self.net.capture.as_deref_mut(), head.processed) {
+            // At the receiver's interface: a GRO unit whole, else each segment.
+            c.data(Side::Receiver, now, head.stream, (head.seq, if head.gro { head.n } else { 1 }), head.ecn, head.tsval);
+        }
         if self.any_host_delay && !head.processed && self.streams[head.stream as usize].rx_host.is_some() {
             self.hold_data(now);
             return;
@@ -513,6 +523,9 @@ impl Sim {
             self.hold_ack(i, ack, now);
             return;
         }
+        if let Some(c) = self.net.capture.as_deref_mut() {
+            c.ack(Side::Sender, now, i, &ack);
+        }
         let mut tx = Tx::<ECN, FQ>::new(&mut self.net, i, &st.link);
         st.sender.on_ack(now, &ack, &mut tx);
         if FQ {
@@ -585,6 +598,9 @@ impl Sim {
             reordered: self.net.dynamics.as_ref().map_or(0, |d| d.reordered()),
         };
         self.result.transfers = std::mem::take(&mut self.ledger.rows);
+        if let Some(c) = self.net.capture.take() {
+            self.result.captures = c.finish();
+        }
         self.result.events = self.cc_events();
         self.result.host_cpu = self.host_cpu();
         self.result.stats = Stats {

@@ -81,6 +81,7 @@
 //!   ~1 ms of data (tcp_tso_autosize, 2..64 KB).
 pub mod bpf;
 pub mod app;
+pub mod capture;
 pub mod app_rate;
 pub mod cc;
 pub mod codel;

@@ -120,6 +120,8 @@ pub struct RunPlan {
     pub testbed: Option<IgnoredAny>,
     /// Schedules, bursty loss, jitter, a policer, aggregation.
     pub dynamics: Option<PathDynamics>,
+    /// Packet captures to write (crate::capture); null: none.
+    pub capture: Option<CapturePlan>,
     /// The delay line a kernel or hosts backend puts on the path
     /// (path.emulator: linkem or netem): the simulator is its own path.
     pub emulator: Option<IgnoredAny>,
@@ -208,6 +210,21 @@ pub struct FlowPlan {
 }
 
 impl PlanStruct for FlowPlan {
+    const IGNORED: &'static [&'static str] = &[];
+}
+
+/// Packet captures of a run (base.py CapturePlan, crate::capture).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapturePlan {
+    pub groups: Option<Vec<Whole>>,
+    pub side: Option<String>,
+    pub snaplen_bytes: Option<Whole>,
+    pub duration_s: Option<f64>,
+    pub max_bytes: Option<Whole>,
+}
+
+impl PlanStruct for CapturePlan {
     const IGNORED: &'static [&'static str] = &[];
 }
 
@@ -620,6 +637,7 @@ pub fn plan_fields() -> Vec<PlanFields> {
         dataclass::<CrossFlow>(),
         dataclass::<AppLimit>(),
         dataclass::<TransferPlan>(),
+        dataclass::<CapturePlan>(),
         dataclass::<AppStep>(),
         dataclass::<PathDynamics>(),
         dataclass::<PathStep>(),

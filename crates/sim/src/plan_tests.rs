@@ -97,7 +97,8 @@ fn full_plan() -> Value {
                    "rate_per_s": null, "ecn": null, "cwnd_clamp": null, "pacing_rate_bps": null, "cross": null,
                    "app": app_limit(), "transfer": null}],
         "swept": {"path.loss": 0.0}, "aqm": fq_codel(), "testbed": null, "dynamics": dynamics(),
-        "emulator": "auto"
+        "emulator": "auto",
+        "capture": {"groups": [0], "side": "both", "snaplen_bytes": 128, "duration_s": 0.5, "max_bytes": 1_000_000}
     })
 }
 
@@ -129,6 +130,8 @@ fn the_full_plan_has_every_field_of_every_struct() {
     let p = full_plan();
     assert_eq!(keys(&p), sorted(field_names::<RunPlan>()));
     assert_eq!(keys(&p["receiver"]), sorted(field_names::<HostLimits>()));
+    assert_eq!(keys(&p["capture"]), sorted(field_names::<CapturePlan>()));
+    check_fields(&p, &["capture"], "capture.", field_names::<CapturePlan>(), CapturePlan::IGNORED);
     assert_eq!(keys(&p["flows"][0]), sorted(field_names::<FlowPlan>()));
     assert_eq!(keys(&p["dynamics"]), sorted(field_names::<PathDynamics>()));
     assert_eq!(keys(&p["dynamics"]["schedule"][0]), sorted(field_names::<PathStep>()));
@@ -232,6 +235,7 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
             "CrossFlow",
             "AppLimit",
             "TransferPlan",
+            "CapturePlan",
             "AppStep",
             "PathDynamics",
             "PathStep",
@@ -254,8 +258,8 @@ fn plan_fields_splits_each_structs_fields_into_read_and_ignored() {
     let mut both: Vec<&str> = run_plan.read.iter().chain(&run_plan.ignored).copied().collect();
     both.sort_unstable();
     assert_eq!(both, sorted(field_names::<RunPlan>()));
-    assert_eq!(all[18].read, ["kind"]);
-    assert_eq!(all[20].read[0], "kind");
+    assert_eq!(all[19].read, ["kind"]);
+    assert_eq!(all[21].read[0], "kind");
 }
 
 #[test]

@@ -25,6 +25,7 @@ use crate::tcp::ecn::{negotiate, TCP_ECN_PASSIVE};
 use crate::wire::TCP_IP_HEADER_BYTES;
 use crate::trace::RunResult;
 use crate::transfer::{DataSet, StreamTransfer, TransferSpec};
+use crate::capture::{CaptureSpec, StreamMeta};
 use crate::units::{Bytes, Rate, Time};
 
 /// A configuration error: which field, and what is wrong with it.
@@ -415,6 +416,8 @@ pub struct Scenario {
     pub dynamics: DynamicsConfig,
     /// The BPF congestion controls the flows may name (`bpf:…`), loaded.
     pub bpf: crate::bpf::Catalog,
+    /// Packet captures to write (capture.rs).
+    pub capture: Option<CaptureSpec>,
 }
 
 /// Largest number of streams accepted in one run (a guard against typos).
@@ -468,6 +471,7 @@ impl Scenario {
             Ok(labels)
         };
         let dynamics = crate::path_plan::dynamics(p.dynamics.as_ref(), loss, flow_ccs.len(), &states)?;
+        let capture = CaptureSpec::from_plan(p.capture.as_ref())?;
         let read_trigger = |t: &plan::StateTrigger, field: &str| crate::path_plan::state_trigger(t, field, flow_ccs.len(), &states);
         let mtu_bytes = required(whole(p.mtu_bytes), "mtu_bytes")?;
         if mtu_bytes <= TCP_IP_HEADER_BYTES as u64 {
@@ -585,6 +589,7 @@ impl Scenario {
             flows,
             dynamics,
             bpf,
+            capture,
         };
         scenario.place_streams()?;
         Ok(scenario)
@@ -697,6 +702,7 @@ impl Scenario {
                 k += 1;
             }
         }
+        let capture = self.capture.clone().map(|spec| (spec, self.capture_streams(&streams)));
         SimConfig {
             seed: self.seed,
             bpf: self.bpf.clone(),
@@ -716,11 +722,38 @@ impl Scenario {
             nics,
             receiver_coalescing: self.receiver.coalescing,
             sender_coalescing: coalescing_hosts.iter().map(|n| self.senders[*n].coalescing.expect("filtered")).collect(),
+            capture,
             dynamics: (!self.dynamics.is_static()).then(|| {
                 let group_mss: Vec<u64> = self.flows.iter().map(|f| f.mss_bytes).collect();
                 Box::new(Dynamics::new(&self.dynamics, self.seed, Time::from_secs_f64(self.rtt_s), self.loss, self.corruption, &group_mss))
             }),
         }
+    }
+
+    /// How each stream's packets look in a capture (capture.rs).
+    fn capture_streams(&self, streams: &[StreamSpec]) -> Vec<StreamMeta> {
+        let hosts: Vec<&String> = self.senders.keys().collect();
+        // tcp_select_initial_window(): the receiver's scale fits its
+        // buffer's window in 16 bits, at most 14 (RFC 7323 §2.3).
+        let mut wscale = 0u8;
+        while (self.receiver.rmem_max_bytes >> wscale) > 0xFFFF && wscale < 14 {
+            wscale += 1;
+        }
+        let mut k = 0u16;
+        streams.iter().map(|s| {
+            let f = &self.flows[s.group as usize];
+            k = k.wrapping_add(1);
+            StreamMeta {
+                group: s.group,
+                sender_host: hosts.iter().position(|h| **h == f.sender).unwrap_or(0) as u8,
+                port: 32767u16.wrapping_add(k),
+                mss: s.mss,
+                wscale,
+                timestamps: crate::wire::carries_timestamps(s.mss, self.mtu_bytes as u32),
+                ecn: s.ecn,
+                window_bytes: self.receiver.rmem_max_bytes / 2,
+            }
+        }).collect()
     }
 
     pub fn run(&self) -> RunResult {

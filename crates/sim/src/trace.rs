@@ -485,6 +485,10 @@ pub struct RunResult {
     pub stats: Stats,
     /// The machines of hosts with a CPU model (none on ideal hosts).
     pub host_cpu: Vec<MachineCpu>,
+    /// Packet captures (crate::capture): (capture point, its sender host's
+    /// index in the plan's sender order (0 at the receiver), pcap bytes,
+    /// truncated at its size limit); empty without a capture.
+    pub captures: Vec<(crate::capture::Side, u8, Vec<u8>, bool)>,
 }
 
 impl RunResult {

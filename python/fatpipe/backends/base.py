@@ -241,6 +241,20 @@ class AppStep:
 
 
 @dataclass(frozen=True)
+class CapturePlan:
+    """Packet captures of a run (capturespec.py, docs/captures.md): the
+    flow groups (empty: every TCP group), at the sender hosts, the
+    receiver or both, the bytes kept per packet, the first duration_s of
+    the run (None: all of it), at most max_bytes per file."""
+
+    groups: tuple[int, ...]
+    side: str  # "sender" | "receiver" | "both"
+    snaplen_bytes: int
+    duration_s: float | None
+    max_bytes: int
+
+
+@dataclass(frozen=True)
 class TransferPlan:
     """A transfer flow's data sets (transferspec.py, docs/transfers.md):
     each of size_bytes over the group's streams, split "equal" (each stream
@@ -349,6 +363,8 @@ class RunPlan:
     # (path.emulator): "auto", "linkem" or "netem". The
     # simulator is its own path and ignores it.
     emulator: str = "auto"
+    # Packet captures to write into the run's work directory (None: none).
+    capture: CapturePlan | None = None
 
     def asks_for_ecn(self) -> list[str]:
         """The spec keys of this run that ask for ECN or a marking

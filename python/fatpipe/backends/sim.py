@@ -116,13 +116,15 @@ class SimBackend(Backend):
         hosts = [plan.receiver, *plan.senders.values()]
         return packets / per_s * (SIM_HOST_DELAY_COST if any(h.processing_jitter_s for h in hosts) else 1.0)
 
-    def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:  # noqa: ARG002 - a simulation writes no files
+    def run(self, plan: RunPlan, workdir: Path) -> RunOutcome:
         bpf = {f.cc: bpfcc.resolve(f.cc) for f in plan.flows if f.kind != "cross" and bpfcc.is_bpf(f.cc)}
         result = _native().simulate(plan_json(plan), {cc: o.elf for cc, o in bpf.items()} or None)
         facts: dict[str, Any] = {"stats": result.get("stats", {})}
         if bpf:
             # Which object ran, as the kernel backend records a port's source.
             facts["ccas"] = {cc: o.facts() for cc, o in bpf.items()}
+        if result.get("captures"):
+            facts["captures"] = write_captures(result["captures"], sorted(plan.senders), Path(workdir))
         cpu = CpuReport()
         if result.get("host_cpu"):
             facts["cpu"], cpu = host_cpu_measurement(result["host_cpu"])
@@ -136,6 +138,22 @@ class SimBackend(Backend):
             cpu=cpu,
             facts=facts,
         )
+
+
+def write_captures(captures: list[dict[str, Any]], hosts: list[str], workdir: Path) -> list[dict[str, Any]]:
+    """The simulator's pcap files into the run's work directory, named as
+    every backend names them (capturespec.file_name); their facts."""
+    from ..capturespec import file_name
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for c in captures:
+        host = hosts[c["host"]] if c["side"] == "sender" else None
+        name = file_name(c["side"], host)
+        (workdir / name).write_bytes(c["pcap"])
+        out.append({"file": name, "side": c["side"], "host": host, "bytes": len(c["pcap"]),
+                    "truncated": c["truncated"]})
+    return out
 
 
 def host_cpu_measurement(machines: list[dict[str, Any]]) -> tuple[dict[str, Any], CpuReport]:

@@ -73,6 +73,9 @@ impl Net {
     /// release slots. `FQ` false compiles the moving path out.
     #[inline(always)]
     pub(super) fn push_ack<const FQ: bool>(&mut self, pipe: usize, delay: Time, now: Time, item: (u32, Ack)) {
+        if let Some(c) = self.capture.as_deref_mut() {
+            c.ack(crate::capture::Side::Receiver, now, item.0, &item.1);
+        }
         if FQ {
             if let Some(d) = self.dynamics.as_deref_mut() {
                 let at = d.ack_arrival(pipe, now, ACK_FRAME_BYTES);

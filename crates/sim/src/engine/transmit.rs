@@ -121,6 +121,16 @@ impl<'a, const ECN: bool, const FQ: bool> Tx<'a, ECN, FQ> {
         }
     }
 
+    /// A transmission as the sender's capture sees it: one packet of `n`
+    /// segments (a TSO skb before segmentation).
+    #[inline(never)]
+    fn capture(&mut self, now: Time, first: u64, n: u32, ecn: SegEcn) {
+        let tsval = self.tsval(now);
+        if let Some(c) = self.net.capture.as_deref_mut() {
+            c.data(crate::capture::Side::Sender, now, self.stream, (first, n), ecn, tsval);
+        }
+    }
+
     /// One segment sent by TCP at `sent` (its TSval) onto the path at
     /// `now`.
     #[inline]
@@ -153,6 +163,9 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
 
     #[inline]
     fn transmit(&mut self, now: Time, seq: u64, _retrans: bool, ecn: SegEcn) {
+        if self.net.capture.is_some() {
+            self.capture(now, seq, 1, ecn);
+        }
         if self.link.hosted {
             self.transmit_hosted(now, seq, 1, ecn);
         } else {
@@ -167,6 +180,9 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
     /// queue in fq_codel go segment by segment.
     #[inline]
     fn transmit_burst(&mut self, now: Time, first: u64, n: u32, _retrans: bool, ecn: SegEcn) {
+        if self.net.capture.is_some() {
+            self.capture(now, first, n, ecn);
+        }
         if self.link.hosted {
             self.transmit_hosted(now, first, n, ecn);
             return;

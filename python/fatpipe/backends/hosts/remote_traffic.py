@@ -108,8 +108,9 @@ class RemoteTraffic:
         deadline = t0 + duration_s + RECEIVER_GRACE_S
         transfers_name = "transfers.jsonl"
         if any(f.kind in RECEIVED_KINDS for f in flows):
+            transfers = any(f.kind == "transfer" for f in flows)
             cfg = engine_configs.receiver_config(rx.address, flows, rx.host_time(deadline), rx.host_time(t0),
-                                                 rx.path(transfers_name))
+                                                 rx.path(transfers_name) if transfers else None)
             await self._start(rx, "receiver", cfg, "receiver", "ready", "engine receiver")
         samples: list[tuple[FlowSpec, RemoteHost, str]] = []
         rpc_files: list[tuple[FlowSpec, str]] = []

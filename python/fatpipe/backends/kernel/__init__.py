@@ -48,7 +48,7 @@ from ...linuxpath.procstat import cpu_measurement
 from ...linuxpath.readback import check_ccas
 from ...schema import emulator_late
 from ..base import Backend, BackendUnavailable, RunOutcome, RunPlan
-from . import bpfcca, bpfcca_clean, cleanup, privilege
+from . import bpfcca, bpfcca_clean, capture, cleanup, privilege
 from .cleanup import clean, clean_stale
 from .cpuwindow import CpuWindow
 from .doctor import LINKEM, DoctorReport, available_ccas, doctor
@@ -199,7 +199,17 @@ class KernelBackend(Backend):
             # excluded, as they are from the summary statistics).
             warmup_timer: list[threading.Timer] = []
 
+            dumps = capture.captures(plan, path.senders, path.receiver, workdir)
+            for d in dumps:
+                d.start()
+
             def on_start(t0_wall_s: float) -> None:
+                if plan.capture is not None and plan.capture.duration_s is not None:
+                    t = threading.Timer(max(0.0, t0_wall_s + plan.capture.duration_s - time.time()),
+                                        lambda: [d.stop() for d in dumps])
+                    t.daemon = True
+                    t.start()
+                    warmup_timer.append(t)
                 path.set_origin(t0_wall_s)
                 path.mark_start()
                 t = threading.Timer(max(0.0, t0_wall_s + plan.warmup_s - time.time()), path.end_warmup)
@@ -217,6 +227,8 @@ class KernelBackend(Backend):
                 for t in warmup_timer:
                     t.cancel()
                 cpu_window.cancel()
+                for d in dumps:
+                    d.stop()
             offloads = path.offloads()
             stats = path.finish()
         # The name each group's engine was given (a BPF port registers under
@@ -246,6 +258,8 @@ class KernelBackend(Backend):
                  # Per flow group, from TCP_INFO: streams that negotiated ECN
                  # (TCPI_OPT_ECN) and segments acked with ECE (tcpi_delivered_ce).
                  "ecn": traffic.ecn,
+                 # The pcap files (capture.py), their pcap times on this machine's clock from t0.
+                 **({"captures": [d.facts() for d in dumps], "capture_t0_wall_s": traffic.t0_wall_s} if dumps else {}),
                  "linkem": stats.details.get("linkem_summary"),
                  "ack_napi": stats.details.get("ack_napi")}
         # Cross groups' rows: what linkem's bottleneck sent of them, sampled.

@@ -67,7 +67,8 @@ def run_traffic(receiver_ns: Namespace, receiver_addr: str, sender_ns: dict[str,
         t0 = time.time() + setup_s
         transfers_path = Path(workdir) / "transfers.jsonl"
         if any(f.kind in RECEIVED_KINDS for f in flows):
-            rx = start(receiver_ns, "receiver", receiver_config(receiver_addr, flows, deadline, t0, transfers_path))
+            record = transfers_path if any(f.kind == "transfer" for f in flows) else None
+            rx = start(receiver_ns, "receiver", receiver_config(receiver_addr, flows, deadline, t0, record))
             _expect_line(rx, "ready", "engine receiver")
         samples: list[tuple[FlowSpec, Path]] = []
         rpc_files: list[tuple[FlowSpec, Path]] = []
