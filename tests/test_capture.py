@@ -99,3 +99,21 @@ def test_a_shorter_capture_stops_at_its_duration(tmp_path):
     study = run(tmp_path, '[capture]\nduration = "0.5s"')
     (path,) = study.captures(study.runs["run_id"].iloc[0])
     assert max(s.t_s for s in segments(path)) <= 0.5
+
+
+def test_fatpipes_reader_and_the_report_draw_the_time_sequence_graph(tmp_path):
+    from fatpipe.analysis.sequence import time_sequence
+    from fatpipe.pcapread import packets
+    from fatpipe.report import write_report
+
+    study = run(tmp_path)
+    run_id = study.runs["run_id"].iloc[0]
+    sender = next(p for p in study.captures(run_id) if p.name.startswith("capture-sender"))
+    ours = list(packets(sender))
+    assert len(ours) == len(segments(sender))  # the same packets as dpkt reads
+    ts = time_sequence(ours)
+    assert int(ts["data"]["retrans"].sum()) == int(study.runs["retrans_segments"].iloc[0])
+    assert ts["data"]["start"].min() == 0 and ts["acks"]["ack"].is_monotonic_increasing
+    html = write_report(tmp_path / "out").read_text()
+    assert "Time-sequence graph from the capture" in html and 'id="fp-seq"' in html
+    assert (tmp_path / "out" / "report" / "time_sequence.png").exists()

@@ -35,6 +35,7 @@ from ..results import StudyStore
 from . import figures as figs
 from . import findings as fnd
 from . import references as refs
+from .capture_section import sequence_section
 from .files import ReportFiles
 from .page import Section, findings_html, fmt_rate, page, rate_unit
 from .run_sections import (
@@ -125,6 +126,7 @@ def build_sections(study: LoadedStudy, files: ReportFiles, run_id: str | None = 
         out.note(fnd.series_collapse_lines(collapses, runs))
         out.add(series_collapse_section(study, files, collapses))
     out.add(series_section(study, files, collapses, run_id, unit))
+    out.add(sequence_section(study, files, run_id))
     out.note(fnd.flag_lines(runs))
     out.add(grid_section(study, files, points, keys, unit))
     out.add(failed_section(study))

@@ -147,18 +147,19 @@ def _json_for_script(data: dict) -> str:
     return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
 
 
-def view_html(data: dict) -> str:
-    """The interactive view: legend and buttons, the panels' container, the
-    data and the script, with a note on reduction and use."""
+def view_html(data: dict, dom_id: str = "fp-ts", what: str = "run") -> str:
+    """The interactive view (element `dom_id`): legend and buttons, the
+    panels' container, the data and the script, with a note on reduction
+    and use."""
     reduced = (f"The run's {data['samples']} sample times are reduced to {data['buckets']} time buckets: "
                "each line shows its minimum and maximum in each bucket (a vertical stroke), so zooming in "
                "shows the reduced data; every sample is in series.parquet. ") if data["buckets"] else ""
     left = (f"{data['left_out']} more streams are left out of this view (the first "
             f"{MAX_STREAMS} are drawn). ") if data["left_out"] else ""
     note = ("Interactive: wheel zooms the time axis at the cursor, drag zooms to a range, shift+drag pans, "
-            "double-click or “reset zoom” shows the whole run; the legend's buttons hide or show a stream in "
+            f"double-click or “reset zoom” shows the whole {what}; the legend's buttons hide or show a line in "
             "every panel; grey: warm-up. " + reduced + left)
-    return (f'<style>{CSS}</style><div class="fp-ts" id="fp-ts">'
+    return (f'<style>{CSS}</style><div class="fp-ts" id="{dom_id}">'
             '<div class="fp-ts-bar"><button type="button" data-act="reset">reset zoom</button>'
             '<button type="button" data-act="all">all streams</button>'
             '<button type="button" data-act="none">no streams</button>'
@@ -166,6 +167,6 @@ def view_html(data: dict) -> str:
             '<div class="fp-ts-bar fp-ts-legend"></div><div class="fp-ts-panels"></div>'
             f'<p class="note">{html.escape(note)}</p>'
             '<noscript><p class="note">The interactive view needs JavaScript; the static figure below '
-            'shows the same run.</p></noscript></div>'
-            f'<script type="application/json" id="fp-ts-data">{_json_for_script(data)}</script>'
-            f'<script>{script_source()}</script>')
+            f'shows the same {what}.</p></noscript>'
+            f'<script type="application/json" class="fp-ts-data" id="{dom_id}-data">{_json_for_script(data)}</script>'
+            f'</div><script>{script_source()}</script>')

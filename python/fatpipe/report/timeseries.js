@@ -1,14 +1,21 @@
 // fatpipe report: the interactive time series of one run (report/interactive.py).
-// Reads the JSON in #fp-ts-data and draws one SVG per panel. Wheel: zoom the
+// For each .fp-ts view on the page (the run's series, a capture's time-sequence
+// graph), reads the JSON in its .fp-ts-data and draws one SVG per panel. Wheel: zoom the
 // time axis at the cursor; drag: zoom to the dragged range; shift+drag: pan;
 // double-click or "reset zoom": the whole run. The legend's buttons hide and
 // show a stream in every panel. No network, no library: this file is inlined
 // into the self-contained report.
 (function () {
   "use strict";
-  var root = document.getElementById("fp-ts");
-  var source = document.getElementById("fp-ts-data");
-  if (!root || !source) { return; }
+  // The script is inlined after each view: each run draws the views not drawn yet.
+  document.querySelectorAll(".fp-ts").forEach(function (root) {
+    if (root.getAttribute("data-drawn")) { return; }
+    root.setAttribute("data-drawn", "1");
+    var source = root.querySelector(".fp-ts-data");
+    if (source) { drawView(root, source); }
+  });
+
+  function drawView(root, source) {
   var data = JSON.parse(source.textContent);
   var t = data.t, n = t.length;
   if (!n) { return; }
@@ -218,4 +225,5 @@
   });
   window.addEventListener("resize", draw);
   draw();
+  }
 }());
