@@ -117,3 +117,10 @@ def test_fatpipes_reader_and_the_report_draw_the_time_sequence_graph(tmp_path):
     html = write_report(tmp_path / "out").read_text()
     assert "Time-sequence graph from the capture" in html and 'id="fp-seq"' in html
     assert (tmp_path / "out" / "report" / "time_sequence.png").exists()
+
+
+def test_the_hosts_backend_refuses_a_capture_naming_it(tmp_path):
+    from fatpipe.backends.hosts import plan_problems
+
+    (plan,) = plans_for(STUDY.format(capture="[capture]"), tmp_path)
+    assert any("capture: the hosts backend does not capture packets yet" in p for p in plan_problems(plan, None))
