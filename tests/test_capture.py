@@ -124,3 +124,13 @@ def test_the_hosts_backend_refuses_a_capture_naming_it(tmp_path):
 
     (plan,) = plans_for(STUDY.format(capture="[capture]"), tmp_path)
     assert any("capture: the hosts backend does not capture packets yet" in p for p in plan_problems(plan, None))
+
+
+def test_a_capture_does_not_change_the_run(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with_capture = run(tmp_path / "a", '[capture]\nside = "both"')
+    without = run(tmp_path / "b", "")
+    a, b = with_capture.series, without.series
+    cols = ["t_s", "delivered_bytes", "cwnd_segments", "retrans_segments", "srtt_s"]
+    assert a[cols].values.tolist() == b[cols].values.tolist()

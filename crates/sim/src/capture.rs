@@ -25,7 +25,10 @@
 //!   32768 + j to port 5201 + its flow group, the Linux engine's port.
 //!
 //! A capture stops at its `until` time, and at `max_bytes` (then marked
-//! truncated).
+//! truncated). A run with a capture takes the event loop's instance with
+//! every step (`Sim::run_until`, FQ: the same results, segment by segment),
+//! and the hooks are compiled out of the other instances, so a run without
+//! one pays nothing for them.
 
 use crate::plan;
 use crate::scenario::{err, ConfigError};

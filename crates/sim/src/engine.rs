@@ -445,7 +445,7 @@ impl Sim {
     /// sees the data (RPC completions).
     fn on_data<const ECN: bool, const FQ: bool>(&mut self, now: Time) {
         let Some((at, head)) = self.net.fwd.front_mut() else { return };
-        if let (Some(c), false) = (self.net.capture.as_deref_mut(), head.processed) {
+        if let (true, Some(c), false) = (FQ, self.net.capture.as_deref_mut(), head.processed) {
             // At the receiver's interface: a GRO unit whole, else each segment.
             c.data(Side::Receiver, now, head.stream, (head.seq, if head.gro { head.n } else { 1 }), head.ecn, head.tsval);
         }
@@ -523,7 +523,7 @@ impl Sim {
             self.hold_ack(i, ack, now);
             return;
         }
-        if let Some(c) = self.net.capture.as_deref_mut() {
+        if let (true, Some(c)) = (FQ, self.net.capture.as_deref_mut()) {
             c.ack(Side::Sender, now, i, &ack);
         }
         let mut tx = Tx::<ECN, FQ>::new(&mut self.net, i, &st.link);
@@ -666,7 +666,9 @@ impl Sim {
     /// segment with fq_codel or a path that moves (`FQ`: the run checks
     /// for both where a packet enters the path).
     pub fn run_until(&mut self, t: Time) {
-        match (self.any_ecn, self.net.fq.is_some() || self.net.dynamics.is_some()) {
+        // A capture takes the instance with every step (its hooks are
+        // compiled out of the others: capture.rs).
+        match (self.any_ecn, self.net.fq.is_some() || self.net.dynamics.is_some() || self.net.capture.is_some()) {
             (false, false) => self.run_loop::<false, false>(t),
             (true, false) => self.run_loop::<true, false>(t),
             (_, true) => self.run_loop::<true, true>(t),

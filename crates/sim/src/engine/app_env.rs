@@ -32,7 +32,7 @@ impl<const ECN: bool, const FQ: bool> AppEnv for StreamApp<'_, ECN, FQ> {
 
     fn start(&mut self, now: Time) {
         *self.started = true;
-        if let Some(c) = self.tx.net.capture.as_deref_mut() {
+        if let (true, Some(c)) = (FQ, self.tx.net.capture.as_deref_mut()) {
             c.handshake(now, self.tx.stream);
         }
         self.sender.start(now, &mut self.tx);

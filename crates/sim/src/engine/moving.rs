@@ -73,7 +73,7 @@ impl Net {
     /// release slots. `FQ` false compiles the moving path out.
     #[inline(always)]
     pub(super) fn push_ack<const FQ: bool>(&mut self, pipe: usize, delay: Time, now: Time, item: (u32, Ack)) {
-        if let Some(c) = self.capture.as_deref_mut() {
+        if let (true, Some(c)) = (FQ, self.capture.as_deref_mut()) {
             c.ack(crate::capture::Side::Receiver, now, item.0, &item.1);
         }
         if FQ {

@@ -163,7 +163,7 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
 
     #[inline]
     fn transmit(&mut self, now: Time, seq: u64, _retrans: bool, ecn: SegEcn) {
-        if self.net.capture.is_some() {
+        if FQ && self.net.capture.is_some() {
             self.capture(now, seq, 1, ecn);
         }
         if self.link.hosted {
@@ -180,7 +180,7 @@ impl<const ECN: bool, const FQ: bool> SenderEnv for Tx<'_, ECN, FQ> {
     /// queue in fq_codel go segment by segment.
     #[inline]
     fn transmit_burst(&mut self, now: Time, first: u64, n: u32, _retrans: bool, ecn: SegEcn) {
-        if self.net.capture.is_some() {
+        if FQ && self.net.capture.is_some() {
             self.capture(now, first, n, ecn);
         }
         if self.link.hosted {
