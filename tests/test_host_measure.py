@@ -316,3 +316,28 @@ def test_the_hosts_backends_cpu_window_reads_every_host_twice_and_keeps_a_hosts_
     got = window.readings()
     assert got["tx"] == (BEFORE, AFTER)
     assert got["rx"].startswith("reading /proc/stat at the end: ") and "connection lost" in got["rx"]
+
+
+@pytest.mark.parametrize("kind, needs_ecn, sender, receiver, settled", [
+    ("bulk", False, 2, 2, False),  # Linux's default: accept, never ask
+    ("bulk", False, 1, 2, True),
+    ("bulk", False, 1, 0, False),  # the listener refuses
+    ("bulk", True, 0, 0, True),  # DCTCP asks and its listener accepts whatever tcp_ecn says
+    ("rpc", False, 1, 2, False),  # the RPC client (receiver) connects: it asks, not the sender
+    ("rpc", False, 2, 1, True),
+    ("bulk", None, 1, 2, None),  # a CCA fatpipe does not know: not checked
+])
+def test_ecn_settles_as_linux_negotiates_it(kind, needs_ecn, sender, receiver, settled):
+    from fatpipe.linuxpath.ecn import negotiates_ecn
+    assert negotiates_ecn(kind, needs_ecn, sender, receiver) is settled
+
+
+def test_ecn_that_contradicts_the_hosts_fails_the_run_naming_the_stream():
+    on = readback.StreamReadback(0, 0, ("cubic",), 1448, True)
+    off = readback.StreamReadback(1, 3, ("cubic",), 1448, False)
+    readback.check_ccas([on, off], {0: "cubic", 1: "cubic"}, ecn={0: True, 1: None})
+    with pytest.raises(readback.CcaMismatch) as e:
+        readback.check_ccas([on, off], {0: "cubic", 1: "cubic"}, ecn={0: True, 1: True})
+    assert str(e.value) == ("the ECN read back differs from the one asked for: flow group 1, stream 3: ECN should "
+                            "have been negotiated (net.ipv4.tcp_ecn of both ends, the CCA), its socket reports it "
+                            "off (TCPI_OPT_ECN)")

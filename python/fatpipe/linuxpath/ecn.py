@@ -63,6 +63,22 @@ def sender_tcp_ecn(flows: Iterable[EcnFlow], host_ecn: Mapping[str, int]) -> dic
     return out
 
 
+def negotiates_ecn(kind: str, needs_ecn: bool | None, sender_tcp_ecn: int, receiver_tcp_ecn: int) -> bool | None:
+    """Whether Linux settles ECN on a flow group's connections (pure): the
+    side that connects asks when its tcp_ecn is 1 or its CCA needs ECN
+    (tcp_ecn_send_syn()), the listening side accepts unless its tcp_ecn is
+    0, or when its listener's CCA needs ECN (tcp_ecn_create_request()). A
+    bulk or transfer sender connects to the receiver; an RPC client (the
+    receiver) connects to its server on the sender. Both ends run the
+    group's CCA (engine.py, rpc_engine.py). None when whether the CCA needs
+    ECN is not known (a CCA the simulator's registry lacks)."""
+    if needs_ecn is None:
+        return None
+    if kind == "rpc":
+        sender_tcp_ecn, receiver_tcp_ecn = receiver_tcp_ecn, sender_tcp_ecn
+    return (sender_tcp_ecn == 1 or needs_ecn) and (receiver_tcp_ecn != 0 or needs_ecn)
+
+
 KINDS = ("droptail", "ce_threshold", "fq_codel")  # the disciplines a Linux path applies
 
 

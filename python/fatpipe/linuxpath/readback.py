@@ -147,6 +147,16 @@ def mss_mismatches(streams: list[StreamReadback], asked: dict[int, int]) -> list
             for s in streams if s.flow_group in asked and s.snd_mss_bytes != asked[s.flow_group]]
 
 
+def ecn_mismatches(streams: list[StreamReadback], asked: dict[int, bool | None]) -> list[str]:
+    """One line per stream whose ECN (TCPI_OPT_ECN) is not what its flow
+    group's hosts settle (`asked`: flow group -> ecn.negotiates_ecn, None:
+    not known, not checked)."""
+    return [f"flow group {s.flow_group}, stream {s.stream}: ECN should {'' if asked[s.flow_group] else 'not '}"
+            f"have been negotiated (net.ipv4.tcp_ecn of both ends, the CCA), its socket reports it "
+            f"{'on' if s.ecn else 'off'} (TCPI_OPT_ECN)"
+            for s in streams if asked.get(s.flow_group) is not None and s.ecn != asked[s.flow_group]]
+
+
 # The largest window scale (RFC 7323 §2.3; TCP_MAX_WSCALE).
 MAX_WSCALE = 14
 
@@ -167,16 +177,17 @@ def wscale_mismatches(streams: list[StreamReadback], window_bytes: int) -> list[
 
 def check_ccas(streams: list[StreamReadback], asked: dict[int, str],
                pacing: dict[int, int | None] | None = None, mss: dict[int, int] | None = None,
-               window_bytes: int | None = None) -> None:
+               window_bytes: int | None = None, ecn: dict[int, bool | None] | None = None) -> None:
     """Raise CcaMismatch naming every stream whose CCA differs
     (cca_mismatches) or, given them, whose max pacing rate
-    (pacing_mismatches), MSS (mss_mismatches) or window scale
-    (wscale_mismatches) does."""
+    (pacing_mismatches), MSS (mss_mismatches), window scale
+    (wscale_mismatches) or ECN (ecn_mismatches) does."""
     for what, problems in (
         ("CCA", cca_mismatches(streams, asked)),
         ("pacing", pacing_mismatches(streams, pacing) if pacing is not None else []),
         ("MSS", mss_mismatches(streams, mss) if mss is not None else []),
         ("window scale", wscale_mismatches(streams, window_bytes) if window_bytes is not None else []),
+        ("ECN", ecn_mismatches(streams, ecn) if ecn is not None else []),
     ):
         if problems:
             raise CcaMismatch(f"the {what} read back differs from the one asked for: " + "; ".join(problems))

@@ -31,7 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ... import bpfcc
+from ... import bpfcc, ccas
 from ...linuxpath import linkem as delay_line
 from ...linuxpath.config import (
     dynamics_refusal,
@@ -41,7 +41,7 @@ from ...linuxpath.config import (
     path_config,
     state_trigger_refusal,
 )
-from ...linuxpath.ecn import marks, path_refusal, qdisc_refusal
+from ...linuxpath.ecn import marks, negotiates_ecn, path_refusal, qdisc_refusal
 from ...linuxpath.flows import asked_max_pacing, flow_specs, rows_to_rpcs, rows_to_series, rows_to_transfers
 from ...linuxpath.netem_map import missing_netem
 from ...linuxpath.procstat import cpu_measurement
@@ -236,7 +236,8 @@ class KernelBackend(Backend):
         # So does one whose MSS or window scale contradicts the plan (the
         # receiver namespace's tcp_rmem[2] is the plan's: path.py).
         check_ccas(traffic.streams, {f.group: f.cc for f in specs}, asked_max_pacing(specs),
-                   mss={f.group: f.mss_bytes for f in specs}, window_bytes=plan.receiver.rmem_max_bytes // 2)
+                   mss={f.group: f.mss_bytes for f in specs}, window_bytes=plan.receiver.rmem_max_bytes // 2,
+                   ecn=expected_ecn(plan, cfg, specs))
         # The namespaces share this machine's cores: one reading for all.
         roles = ["router", "receiver", *(f"sender {name}" for name in plan.senders)]
         cpu_facts, cpu = cpu_measurement({MACHINE: cpu_texts}, {MACHINE: roles}, [MACHINE])
@@ -286,4 +287,17 @@ def bpf_objects(plans: list[RunPlan], kernel_ccas: set[str]) -> dict[str, bpfcc.
                     f"run {plan.run_id}: flows.{f.group}.cc: {f.cc} registers as {obj.name!r}, which the running "
                     f"kernel already lists (its own CCA or another program's): a second cannot be registered")
             out[f.cc] = obj
+    return out
+
+
+def expected_ecn(plan: RunPlan, cfg, specs) -> dict[int, bool | None]:
+    """Per flow group, whether its sockets should report ECN: the
+    namespaces' tcp_ecn (path.py sets them from the plan) and whether the
+    group's CCA needs ECN (ccas.py; unknown for a user's BPF object, not
+    checked)."""
+    out = {}
+    for f in specs:
+        traits = None if bpfcc.is_bpf(plan.flows[f.group].cc) else ccas.traits(f.cc)
+        out[f.group] = negotiates_ecn(f.kind, traits.needs_ecn if traits else None,
+                                      cfg.senders[f.sender].tcp_ecn, cfg.receiver.tcp_ecn)
     return out
