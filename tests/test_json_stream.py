@@ -77,3 +77,17 @@ def test_each_runs_samples_come_between_its_start_and_its_end(tmp_path):
         assert set(end["groups"][0]) == set(RUN_END_COLUMNS)
         row = runs[(runs["run_id"] == run_id) & (runs["flow_group"] == 1)].iloc[0]
         assert end["groups"][1]["goodput_bps"] == pytest.approx(row["goodput_bps"])
+
+
+def test_the_terminal_line_shows_each_finished_intervals_goodput_and_clears_at_the_end():
+    from fatpipe.live import GoodputLine
+
+    written = []
+    line = GoodputLine(written.append)
+    for t in (0.1, 0.2):
+        for stream in (0, 1):  # two streams sampled within a millisecond
+            line({"event": "sample", "run_id": "r", "t_s": t + stream * 1e-5, "goodput_bps": 10e6})
+    line({"event": "sample", "run_id": "r", "t_s": 0.3, "goodput_bps": 1e6})
+    line({"event": "run_end", "run_id": "r"})
+    assert written[:2] == ["\r  r at 0.1 s: 20.0 Mbit/s   ", "\r  r at 0.2 s: 20.0 Mbit/s   "]
+    assert written[-1].strip() == "" and written[-1].endswith("\r")

@@ -78,6 +78,11 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
+def _to_terminal(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     say = Output(to_stderr=args.json_stream)
     say.stop_when_closed = True
@@ -88,6 +93,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             events = Output()
             events.stop_when_closed = True
             stack.enter_context(live.streaming(lambda event: events(live.json_line(event))))
+        if sys.stderr.isatty():
+            # A terminal: the current run's goodput as its samples arrive.
+            stack.enter_context(live.streaming(live.GoodputLine(_to_terminal), replay=False))
         result = run_study(args.study, backends=args.backend, out=args.out, jobs=args.jobs or None,
                            emit=say, force=args.force, testbed=args.testbed, cluster=args.cluster,
                            capture=args.capture)

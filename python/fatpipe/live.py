@@ -40,6 +40,8 @@ Sink = Callable[[dict[str, Any]], None]
 
 _lock = threading.Lock()
 _sink: Sink | None = None
+_sinks: list[Sink] = []
+_replaying: list[Sink] = []  # the sinks that want a run's samples not sent live, at its end
 _local = threading.local()
 
 # The runs-table columns a run_end event carries per flow group.
@@ -57,15 +59,57 @@ def json_line(event: Mapping[str, Any]) -> str:
     return json.dumps({k: clean(v) for k, v in event.items()}, separators=(",", ":"))
 
 
+def _fan_out(event: dict[str, Any]) -> None:
+    for sink in list(_sinks):
+        sink(event)
+
+
 @contextlib.contextmanager
-def streaming(sink: Sink) -> Iterator[None]:
-    """Send the events of what runs inside to `sink` (one at a time)."""
+def streaming(sink: Sink, replay: bool = True) -> Iterator[None]:
+    """Send the events of what runs inside to `sink` too (one event at a
+    time, to every sink in the order they came). `replay`: it also wants a
+    run's samples not sent live, at the run's end (when no sink does, they
+    are not built)."""
     global _sink
-    _sink = sink
+    _sinks.append(sink)
+    if replay:
+        _replaying.append(sink)
+    _sink = _fan_out
     try:
         yield
     finally:
-        _sink = None
+        _sinks.remove(sink)
+        if replay:
+            _replaying.remove(sink)
+        _sink = _fan_out if _sinks else None
+
+
+class GoodputLine:
+    """The CLI's live progress line (a terminal only): the run being
+    sampled, its time and its flows' goodput summed over the last interval,
+    rewritten in place as samples arrive; cleared at the run's end."""
+
+    def __init__(self, write: Callable[[str], None]):
+        self.write = write
+        self.shown = False
+        self._at: dict[str, tuple[float, float]] = {}  # run -> (t_s, goodput so far at t_s)
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["event"]
+        if kind == "sample":
+            run_id, t = event["run_id"], event["t_s"]
+            last_t, total = self._at.get(run_id, (None, 0.0))
+            if last_t is not None and t - last_t > 1e-3:  # a new interval: show the finished one
+                self.write(f"\r  {run_id} at {last_t:.1f} s: {total / 1e6:.1f} Mbit/s   ")
+                self.shown = True
+                total = 0.0
+            self._at[run_id] = (t if last_t is None or t - last_t > 1e-3 else last_t,
+                                total + (event.get("goodput_bps") or 0.0))
+        elif kind == "run_end":
+            self._at.pop(event["run_id"], None)
+            if self.shown:
+                self.write("\r" + " " * 60 + "\r")
+                self.shown = False
 
 
 def emit(event: dict[str, Any]) -> None:
@@ -135,7 +179,7 @@ def run_end(stream: RunStream | None, result: Any) -> None:
     """A run has finished: its samples not sent live, then run_end."""
     if stream is None:
         return
-    if result.series:
+    if result.series and _replaying:
         stream.series(result.series)
     groups = [{c: r.get(c) for c in RUN_END_COLUMNS} for r in result.rows]
     emit({"event": "run_end", "run_id": result.run_id, "status": result.status, "reason": result.reason,
