@@ -119,13 +119,6 @@ def test_fatpipes_reader_and_the_report_draw_the_time_sequence_graph(tmp_path):
     assert (tmp_path / "out" / "report" / "time_sequence.png").exists()
 
 
-def test_the_hosts_backend_refuses_a_capture_naming_it(tmp_path):
-    from fatpipe.backends.hosts import plan_problems
-
-    (plan,) = plans_for(STUDY.format(capture="[capture]"), tmp_path)
-    assert any("capture: the hosts backend does not capture packets yet" in p for p in plan_problems(plan, None))
-
-
 def test_a_capture_does_not_change_the_run(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

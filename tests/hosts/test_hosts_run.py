@@ -150,3 +150,24 @@ def test_an_emulator_needs_the_path_and_other_backends_need_it_always(testbed, t
         with pytest.raises(SpecError, match=f"path.rate: missing: backend '{backend}' emulates the path"):
             fatpipe.run(study, backend=backend, out=tmp_path / "out", progress=None)
     assert not (tmp_path / "out").exists()
+
+
+def test_hosts_capture_packets_with_tcpdump_through_their_agents(lab, testbed, tmp_path):
+    from pcap_reading import data_flows, segments
+    text = write_study(tmp_path / "study.toml", "captured", duration="3s", losses="[0.0]", ccs='["cubic"]')
+    text.write_text(text.read_text() + '[capture]\nside = "both"\nflows = [0]\n')
+    done = fatpipe.run(text, backend="hosts", out=tmp_path / "out", testbed=testbed, progress=None)
+    runs = done.runs
+    assert list(runs["status"].unique()) == ["ok"], runs["reason"].to_string()
+    run_id = runs["run_id"].iloc[0]
+    files = {p.name: p for p in done.captures(run_id)}
+    assert set(files) == {"capture-sender-s1.pcap", "capture-receiver.pcap"}, files
+    for name, path in files.items():
+        flows = data_flows(segments(path))
+        assert len(flows) == 1, (name, list(flows))  # flow 0's connection only (the RPC port is filtered out)
+        (flow,) = flows.values()
+        # 3 s at ~95 Mbit/s: tens of MB of payload seen, in thousands of packets.
+        assert sum(s.payload_bytes for s in flow) > 10e6, name
+    facts = done.run_facts(run_id)["captures"]
+    assert all(f["dropped"] == 0 and f["t0_wall_s"] > 0 for f in facts), facts
+    assert leftovers_on_hosts(lab) == []

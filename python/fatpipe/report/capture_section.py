@@ -32,13 +32,16 @@ def captured_run(study: LoadedStudy, run_id: str | None) -> tuple[str, object] |
     return None
 
 
-def _t0(study: LoadedStudy, rid: str) -> float:
-    """The run's start on its capture's clock (a Linux backend's wall
-    clock; 0 for the simulator's)."""
+def _t0(study: LoadedStudy, rid: str, name: str) -> float:
+    """The run's start on capture file `name`'s clock: its host's wall
+    clock on the hosts backend (each file's own), the machine's on the
+    kernel backend, 0 for the simulator's."""
     try:
-        return float(study.run_facts(rid).get("capture_t0_wall_s", 0.0))
+        facts = study.run_facts(rid)
     except KeyError:
         return 0.0
+    own = next((f.get("t0_wall_s") for f in facts.get("captures", []) if f.get("file") == name), None)
+    return float(own if own is not None else facts.get("capture_t0_wall_s", 0.0))
 
 
 def sequence_payload(ts: dict[str, pd.DataFrame]) -> dict:
@@ -96,7 +99,7 @@ def sequence_section(study: LoadedStudy, files: ReportFiles, run_id: str | None)
     if found is None:
         return None
     rid, path = found
-    ts = time_sequence(packets(path), _t0(study, rid))
+    ts = time_sequence(packets(path), _t0(study, rid, path.name))
     if ts is None or ts["data"].empty:
         return None
     conn = ts["connection"].iloc[0]

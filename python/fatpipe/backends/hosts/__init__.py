@@ -109,9 +109,6 @@ def plan_problems(plan: RunPlan, report: Any) -> list[str]:
         refused = qdisc_refusal(plan.aqm, available)
         if refused:
             problems.append(f"run {plan.run_id}: host {emulator[0]} (emulator): {refused}")
-    if plan.capture is not None:
-        problems.append(f"run {plan.run_id}: capture: the hosts backend does not capture packets yet (the sim and "
-                        "kernel backends do, docs/captures.md); leave out [capture] and --capture for it")
     for f in plan.flows:
         if f.kind == "cross":
             continue  # no process: the emulator's linkem offers its packets to its bottleneck

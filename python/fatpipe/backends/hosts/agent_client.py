@@ -18,6 +18,7 @@ import contextlib
 import json
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from . import agent, layout, transport
@@ -210,6 +211,18 @@ class AgentClient:
 
     async def get(self, path: str) -> bytes:
         return base64.b64decode((await self.request("get", path=path))["data_b64"])
+
+    async def fetch(self, path: str, local: Path) -> int:
+        """Copy file `path` of the run directory to `local` over SFTP (a
+        large file: `get` carries small ones through the agent's channel);
+        its size in bytes."""
+        asyncssh = transport.asyncssh_module()
+        try:
+            async with self.conn.sftp() as sftp:
+                await sftp.get(f"{self.run_dir}/{path}", str(local))
+        except asyncssh.SFTPError as e:
+            raise self._error(f"cannot fetch {path}: {e.reason}") from None
+        return local.stat().st_size
 
     async def clock_ns(self) -> int:
         """The host's wall clock (for clock.measure_offset)."""

@@ -41,7 +41,7 @@ from ...linuxpath.stats import PathStats
 from ...schema import emulator_late
 from ...testbed import EMULATOR_ROLE, RECEIVER_ROLE, Testbed
 from ..base import RunOutcome, RunPlan
-from . import clock, hostmeasure, transport
+from . import clock, hostmeasure, remote_capture, transport
 from .agent_client import AgentClient
 from .remote_path import RemotePath
 from .remote_traffic import RemoteHost, RemoteTraffic, push_engine
@@ -149,6 +149,7 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
     agents: dict[str, AgentClient] = {}
     traffic: RemoteTraffic | None = None
     cleanup_problems: list[str] = []
+    capture_facts: list[dict] = []
     try:
         agents = await _launch_agents(conns, plan.run_id, tb.lease)
         before = await _clocks(agents)
@@ -194,10 +195,17 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
             await _sleep_until(t0 + plan.duration_s)
             await cpu_window.read("end")
 
+        captures = remote_capture.dumps(plan, receiver, senders, {name: tb.hosts[name].interface for name in conns})
+        for d in captures:  # before the engines connect: the handshakes are in the files
+            await d.start()
         traffic = RemoteTraffic(receiver, senders)
         specs = flow_specs(plan, frozenset(n for n, q in qdiscs.items() if q.internal_pacing))
         result = await traffic.run(specs, plan.duration_s, plan.sample_interval_s, plan.seed, at_start)
         await traffic.stop_all()
+        for d in captures:
+            await d.stop()
+            # The run's start on the host's clock: the file's times from it.
+            capture_facts.append({**await d.fetch(workdir), "t0_wall_s": d.host.host_time(result.t0_wall_s)})
         offloads = await hostmeasure.offloads(conns, {name: tb.hosts[name].interface for name in conns})
         stats = await path.finish() if path is not None else \
             PathStats(emulator="none (the real path)", counts_bottleneck=False)
@@ -225,6 +233,8 @@ async def run_async(plan: RunPlan, workdir: Path) -> RunOutcome:
                mss={f.group: f.mss_bytes for f in specs})
     outcome = _outcome(plan, hosts, result, stats, clocks, cpu_window.readings(), offloads)
     outcome.facts["qdisc"] = {name: q.facts() for name, q in qdiscs.items()}  # per sender that asked
+    if capture_facts:
+        outcome.facts["captures"] = capture_facts  # the pcap files (remote_capture.py)
     return outcome
 
 
