@@ -14,12 +14,12 @@ Events, each an object with ``"event"`` naming its kind:
   ``goodput_bps``, ``retrans_rate``, ``srtt_p50_s`` and ``flags``;
 * ``study_end``: ``runs`` done, ``failed``.
 
-A backend that observes its sockets while the run goes (the kernel
-backend: the engine's samples, read as each interval is written) sends
-each sample as it happens through :func:`current`; what a run has not
-sent live (the simulator, faster than real time; the hosts backend, whose
-samples stay on the hosts until the run ends) is sent when the run ends,
-before its ``run_end``, so every stored sample is sent once.
+A backend that observes its sockets while the run goes (the kernel and
+hosts backends: the engine's samples, read as each interval is written)
+sends each sample as it happens through :func:`current`; what a run has
+not sent live (the simulator, faster than real time; a run made on a Dask
+worker) is sent when the run ends, before its ``run_end``, so every
+stored sample is sent once.
 
 The sink is process-wide (:func:`streaming`); a run's stream is the
 calling thread's (:func:`run`), which the backend's helpers capture.

@@ -171,3 +171,25 @@ def test_hosts_capture_packets_with_tcpdump_through_their_agents(lab, testbed, t
     facts = done.run_facts(run_id)["captures"]
     assert all(f["dropped"] == 0 and f["t0_wall_s"] > 0 for f in facts), facts
     assert leftovers_on_hosts(lab) == []
+
+
+def test_hosts_samples_stream_live_with_json_stream(lab, testbed, tmp_path):
+    import json
+    import subprocess
+    import sys
+    import time
+    study = write_study(tmp_path / "study.toml", "live", duration="4s", losses="[0.0]", ccs='["cubic"]')
+    p = subprocess.Popen([sys.executable, "-m", "fatpipe", "run", str(study), "--backend", "hosts", "--testbed",
+                          str(testbed), "--out", str(tmp_path / "out"), "--json-stream", "--no-report"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    received = [(time.monotonic(), json.loads(line)) for line in p.stdout]
+    stderr = p.stderr.read()
+    assert p.wait(timeout=120) == 0, stderr[-2000:]
+    end_at = next(t for t, e in received if e["event"] == "run_end")
+    one_s = next(t for t, e in received if e["event"] == "sample" and e["t_s"] >= 1.0)
+    # Read through the agents each interval: the sample 1 s into the 4 s run
+    # arrived while ~3 s of it remained (1.5 s for the polls and the run's end).
+    assert end_at - one_s > 1.5, (end_at - one_s, stderr[-500:])
+    stored = fatpipe.load(tmp_path / "out").series
+    assert sum(e["event"] == "sample" for _, e in received) == len(stored)
+    assert leftovers_on_hosts(lab) == []

@@ -478,10 +478,14 @@ class Agent:
         return {"path": req["path"], "bytes": len(data)}
 
     def op_get(self, req):
+        offset = req.get("offset", 0)
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise Refused("get: offset must be a whole number of bytes >= 0")
         fd = open_in(self.run_dir, req.get("path"), os.O_RDONLY)
         with os.fdopen(fd, "rb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 raise Refused("get {!r}: not a regular file".format(req["path"]))
+            f.seek(offset)
             data = f.read(MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:
             raise Refused(f"get {req['path']!r}: larger than {MAX_FILE_BYTES} bytes")

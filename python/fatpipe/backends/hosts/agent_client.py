@@ -209,8 +209,9 @@ class AgentClient:
     async def put(self, path: str, data: bytes, mode: int = 0o644) -> None:
         await self.request("put", path=path, data_b64=base64.b64encode(data).decode(), mode=mode)
 
-    async def get(self, path: str) -> bytes:
-        return base64.b64decode((await self.request("get", path=path))["data_b64"])
+    async def get(self, path: str, offset: int = 0) -> bytes:
+        """File `path` of the run directory from byte `offset` on."""
+        return base64.b64decode((await self.request("get", path=path, offset=offset))["data_b64"])
 
     async def fetch(self, path: str, local: Path) -> int:
         """Copy file `path` of the run directory to `local` over SFTP (a

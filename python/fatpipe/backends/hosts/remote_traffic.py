@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ... import live
 from ...linuxpath import flows as engine_configs
 from ...linuxpath.flows import (
     ENGINE,
@@ -138,6 +139,8 @@ class RemoteTraffic:
         if time.time() > t0:
             raise RuntimeError(f"connection setup took longer than the start margin of {setup_s:g} s")
         start_task = asyncio.create_task(at_start(t0)) if at_start else None
+        stream = live.current()
+        tail = asyncio.create_task(_tail(stream, samples, sample_interval_s)) if stream is not None else None
         try:
             finish_within_s = max(0.0, t0 - time.time()) + duration_s + FINISH_MARGIN_S
             results = await asyncio.gather(*(s.host.agent.wait_exit(s.pgid, finish_within_s, s.stderr)
@@ -145,6 +148,10 @@ class RemoteTraffic:
             if start_task is not None:
                 await start_task
         finally:
+            if tail is not None:
+                tail.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await tail
             if start_task is not None and not start_task.done():
                 start_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -172,3 +179,23 @@ class RemoteTraffic:
             with contextlib.suppress(AgentError):
                 await s.host.agent.stop(s.pgid)
         self.started.clear()
+
+
+async def _tail(stream, samples: list[tuple[FlowSpec, RemoteHost, str]], period_s: float) -> None:
+    """Send the engines' samples as each interval is written (live.py):
+    every period, each samples file's new whole lines, read from where the
+    last read ended (the agent's get from an offset), parsed as the run's
+    own series is (flows.parse_samples)."""
+    offsets: dict[tuple[str, str], int] = {}
+    while True:
+        await asyncio.sleep(period_s)
+        for f, host, name in samples:
+            key = (host.name, name)
+            try:
+                data = await host.agent.get(name, offsets.get(key, 0))
+            except AgentError:
+                continue  # not written yet
+            end = data.rfind(b"\n") + 1
+            if end:
+                offsets[key] = offsets.get(key, 0) + end
+                stream.samples(engine_configs.parse_samples(data[:end].decode(), f.group, f.cc))
