@@ -68,6 +68,15 @@ def total_goodput_bps(series: Mapping[str, Sequence], warmup_s: float) -> float 
     return total if any_stream else None
 
 
+def sample_goodput_bps(previous: tuple[float, float] | None, t_s: float, delivered_bytes: float) -> float:
+    """One sample's goodput over its interval: the bytes delivered since
+    the stream's `previous` sample (t_s, delivered_bytes) × 8 / the time
+    since it; 0 for a stream's first sample (None)."""
+    if previous is None or t_s <= previous[0]:
+        return 0.0
+    return (delivered_bytes - previous[1]) * 8 / (t_s - previous[0])
+
+
 def interval_goodput_bps(series: Mapping[str, Sequence]) -> list[float]:
     """Goodput of each sample over its interval, in the rows' own order."""
     groups, streams = series["flow_group"], series["stream"]
@@ -77,8 +86,7 @@ def interval_goodput_bps(series: Mapping[str, Sequence]) -> list[float]:
     last: dict[tuple[int, int], tuple[float, float]] = {}
     for i in sorted(range(n), key=lambda i: (groups[i], streams[i], t[i])):
         key = (groups[i], streams[i])
-        if key in last and t[i] > last[key][0]:
-            goodput[i] = (delivered[i] - last[key][1]) * 8 / (t[i] - last[key][0])
+        goodput[i] = sample_goodput_bps(last.get(key), t[i], delivered[i])
         last[key] = (t[i], delivered[i])
     return goodput
 

@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from .goodput import sample_goodput_bps
 from .schema import SCHEMA_VERSION, SERIES_COLUMNS
 
 Sink = Callable[[dict[str, Any]], None]
@@ -140,10 +141,7 @@ class RunStream:
                     continue
                 self._sent.add(key)
                 stream = key[:2]
-                goodput = 0.0
-                prev = self._last.get(stream)
-                if prev is not None and key[2] > prev[0]:
-                    goodput = (row["delivered_bytes"] - prev[1]) * 8 / (key[2] - prev[0])
+                goodput = sample_goodput_bps(self._last.get(stream), key[2], row["delivered_bytes"])
                 self._last[stream] = (key[2], row["delivered_bytes"])
                 emit({"event": "sample", "run_id": self.run_id, "backend": self.backend,
                       **{c: row.get(c) for c in SERIES_COLUMNS}, "goodput_bps": goodput})

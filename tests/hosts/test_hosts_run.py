@@ -193,3 +193,24 @@ def test_hosts_samples_stream_live_with_json_stream(lab, testbed, tmp_path):
     stored = fatpipe.load(tmp_path / "out").series
     assert sum(e["event"] == "sample" for _, e in received) == len(stored)
     assert leftovers_on_hosts(lab) == []
+
+
+def test_a_transfer_completes_on_the_hosts_as_on_the_kernel(lab, testbed, tmp_path):
+    study = tmp_path / "study.toml"
+    study.write_text(STUDY.format(name="transfer", duration="4s", losses="[0.0]", ccs='["cubic"]')
+                     .split("[[flows]]", 1)[0] + '[[flows]]\nkind = "transfer"\ncc = "cubic"\nsender = "s1"\n'
+                     'streams = 2\nsize = "10MB"\nsplit = "chunks"\nchunk = "1MB"\n')
+    hosts = fatpipe.run(study, backend="hosts", out=tmp_path / "hosts", testbed=testbed, progress=None)
+    kernel = fatpipe.run(study, backend="kernel", out=tmp_path / "kernel", progress=None)
+    fct = {}
+    for name, done in (("hosts", hosts), ("kernel", kernel)):
+        assert list(done.runs["status"].unique()) == ["ok"], done.runs["reason"].to_string()
+        assert (done.runs["transfer_done"] == 1).all(), done.runs.to_string()
+        fct[name] = float(done.transfers["duration_s"].iloc[0])
+    print("completion time:", fct)
+    # 10 MB over 100 Mbit/s: 0.83 s of frames at the bottleneck; slow start
+    # to the 2-BDP window a few RTTs more. Both backends run the same Linux
+    # TCP over the same emulator code: within 15 % (about 6 RTTs).
+    assert all(0.83 < t < 0.83 + 0.5 for t in fct.values()), fct
+    assert fct["hosts"] == pytest.approx(fct["kernel"], rel=0.15), fct
+    assert leftovers_on_hosts(lab) == []

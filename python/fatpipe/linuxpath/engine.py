@@ -277,6 +277,16 @@ def send_limited(sock: socket.socket, app: dict, t0_wall_s: float, start_wall_s:
         _sleep_until(min(end_wall_s, writer.tick_time(writer.next_tick)))
 
 
+def _begin(sock: socket.socket, start_wall_s: float, first_send: list, i: int) -> memoryview:
+    """A writer's start: short send timeouts (so the end is noticed), the
+    wait for its start, the first send's time noted; its write buffer."""
+    data = memoryview(bytearray(CHUNK_BYTES))
+    sock.settimeout(0.1)
+    _sleep_until(start_wall_s)
+    first_send[i] = time.time()
+    return data
+
+
 def send_bulk(sock: socket.socket, start_wall_s: float, end_wall_s: float, errors: list[str],
               first_send: list, i: int, app: dict | None = None, t0_wall_s: float = 0.0) -> None:
     """Send from `start_wall_s` until `end_wall_s`; `first_send[i]` is the
@@ -286,10 +296,7 @@ def send_bulk(sock: socket.socket, start_wall_s: float, end_wall_s: float, error
     one thread start apart (~2 ms each with 32 streams under the GIL).
     With `app` (the plan's AppLimit) the writes follow its rates and
     pauses (send_limited), its steps' times counted from `t0_wall_s`."""
-    data = memoryview(bytearray(CHUNK_BYTES))
-    sock.settimeout(0.1)
-    _sleep_until(start_wall_s)
-    first_send[i] = time.time()
+    data = _begin(sock, start_wall_s, first_send, i)
     try:
         if app is not None:
             send_limited(sock, app, t0_wall_s, start_wall_s, end_wall_s, data)
@@ -373,10 +380,7 @@ def send_transfer(sock: socket.socket, start_wall_s: float, end_wall_s: float, e
     (split = "equal"), or chunks from `pool` until none is left, each a
     blocking write that returns once the chunk is in the send buffer; then
     close the sending direction (the receiver sees the end)."""
-    data = memoryview(bytearray(CHUNK_BYTES))
-    sock.settimeout(0.1)
-    _sleep_until(start_wall_s)
-    first_send[i] = time.time()
+    data = _begin(sock, start_wall_s, first_send, i)
     try:
         if share is not None:
             _write(sock, data, share, end_wall_s)

@@ -9,13 +9,12 @@ clock, so its timestamps read from the run's start."""
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...capturespec import PCAP_RECORD_HEADER_BYTES, file_name
-from ..kernel.capture import BUFFER_KIB, READY_TIMEOUT_S, port_filter
+from ...capturespec import file_name
+from ...linuxpath.tcpdump import READY_TIMEOUT_S, capture_facts, tcpdump_args
 from .agent_client import AgentError
 
 READY_POLL_S = 0.05
@@ -28,7 +27,7 @@ class RemoteDump:
     host: object  # remote_traffic.RemoteHost
     iface: str
     name: str  # the pcap file's name (in the host's run directory and ours)
-    argv_tail: list[str]
+    capture: object  # the plan's CapturePlan
     pgid: int | None = None
 
     @property
@@ -39,7 +38,7 @@ class RemoteDump:
         """Start it and wait for tcpdump's "listening on" (read back
         through the agent until it appears or READY_TIMEOUT_S passes)."""
         agent = self.host.agent
-        self.pgid = await agent.start(["tcpdump", "-i", self.iface, "-w", self.name, *self.argv_tail],
+        self.pgid = await agent.start(["tcpdump", *tcpdump_args(self.iface, self.name, self.capture)],
                                       stdout=self.name + ".out", stderr=self.err)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -65,10 +64,8 @@ class RemoteDump:
     async def fetch(self, workdir: Path) -> dict:
         """The file into `workdir`; its facts (tcpdump's counts)."""
         size = await self.host.agent.fetch(self.name, Path(workdir) / self.name)
-        text = await self._stderr()
-        counts = {k: int(n) for n, k in re.findall(r"(\d+) packets? (captured|dropped by kernel)", text)}
-        return {"file": self.name, "host": self.host.name, "bytes": size, "captured": counts.get("captured"),
-                "dropped": counts.get("dropped by kernel")}
+        return {"file": self.name, "host": self.host.name, "bytes": size,
+                **capture_facts(await self._stderr(), self.capture)}
 
 
 def dumps(plan, receiver, senders: dict, interfaces: dict[str, str]) -> list[RemoteDump]:
@@ -77,13 +74,9 @@ def dumps(plan, receiver, senders: dict, interfaces: dict[str, str]) -> list[Rem
     c = plan.capture
     if c is None:
         return []
-    count = max(1, c.max_bytes // (PCAP_RECORD_HEADER_BYTES + c.snaplen_bytes) - 1)
-    # -Z root: keep writing the run directory (tcpdump would switch users).
-    tail = ["-n", "-Z", "root", "-s", str(c.snaplen_bytes), "-c", str(count), "-B", str(BUFFER_KIB), "-U",
-            port_filter(c.groups)]
     out = []
     if c.side in ("sender", "both"):
-        out += [RemoteDump(h, interfaces[h.name], file_name("sender", role), tail) for role, h in senders.items()]
+        out += [RemoteDump(h, interfaces[h.name], file_name("sender", role), c) for role, h in senders.items()]
     if c.side in ("receiver", "both"):
-        out.append(RemoteDump(receiver, interfaces[receiver.name], file_name("receiver"), tail))
+        out.append(RemoteDump(receiver, interfaces[receiver.name], file_name("receiver"), c))
     return out
