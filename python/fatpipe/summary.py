@@ -42,17 +42,27 @@ def _percentile(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
 
 
+# The series columns group_metrics reads.
+_METRIC_COLUMNS = ("t_s", "delivered_bytes", "retrans_segments", "segs_out", "rwnd_limited_s",
+                   "sndbuf_limited_s", "srtt_s", "min_rtt_s")
+
+
 def _stream_arrays(outcome: RunOutcome, group: int) -> list[dict[str, np.ndarray]]:
+    """Each stream of flow group `group`: its samples of _METRIC_COLUMNS in
+    time order, in stream order. Each column becomes an array once and the
+    group's rows are sorted once (by stream, then time), so the cost grows
+    with the rows, not with rows × streams."""
     s = outcome.series
     groups = np.asarray(s["flow_group"], dtype=np.int64)
-    streams = np.asarray(s["stream"], dtype=np.int64)
-    out = []
-    for stream in np.unique(streams[groups == group]):
-        mask = (groups == group) & (streams == stream)
-        arrays = {k: np.asarray(v)[mask] for k, v in s.items() if k not in ("ca_state",)}
-        order = np.argsort(arrays["t_s"], kind="stable")
-        out.append({k: v[order] for k, v in arrays.items()})
-    return out
+    rows = np.nonzero(groups == group)[0]
+    streams = np.asarray(s["stream"], dtype=np.int64)[rows]
+    cols = {k: np.asarray(s[k])[rows] for k in _METRIC_COLUMNS}
+    order = np.lexsort((cols["t_s"], streams))  # by stream, then time (stable within equal times)
+    streams = streams[order]
+    cols = {k: v[order] for k, v in cols.items()}
+    starts = np.flatnonzero(np.r_[True, streams[1:] != streams[:-1]]) if streams.size else np.array([], int)
+    ends = np.r_[starts[1:], streams.size]
+    return [{k: v[a:b] for k, v in cols.items()} for a, b in zip(starts, ends, strict=True)]
 
 
 def group_metrics(plan: RunPlan, outcome: RunOutcome, group: int) -> dict[str, Any]:
