@@ -60,7 +60,9 @@ def _stream_arrays(outcome: RunOutcome, group: int) -> list[dict[str, np.ndarray
     order = np.lexsort((cols["t_s"], streams))  # by stream, then time (stable within equal times)
     streams = streams[order]
     cols = {k: v[order] for k, v in cols.items()}
-    starts = np.flatnonzero(np.r_[True, streams[1:] != streams[:-1]]) if streams.size else np.array([], int)
+    if not streams.size:
+        return []
+    starts = np.flatnonzero(np.r_[True, streams[1:] != streams[:-1]])
     ends = np.r_[starts[1:], streams.size]
     return [{k: v[a:b] for k, v in cols.items()} for a, b in zip(starts, ends, strict=True)]
 
