@@ -57,8 +57,8 @@ class CaptureSection(BaseModel):
 
 def estimated_bytes(segments: float, snaplen: int) -> float:
     """A capture file of `segments` data packets and their ACKs (one per
-    two segments: Linux's delayed ACK): the formula of
-    crates/sim/src/capture.rs estimated_bytes."""
+    two segments: Linux's delayed ACK), the one estimate of a capture's
+    size."""
     return (segments + segments // 2) * (PCAP_RECORD_HEADER_BYTES + min(snaplen, MAX_HEADER_BYTES))
 
 

@@ -369,15 +369,6 @@ fn checksum(header: &[u8]) -> u16 {
     !(sum as u16)
 }
 
-/// Estimated bytes of a capture of `segments` data segments and their
-/// ACKs (one per two segments, Linux's delayed ACK) at `snaplen`: what the
-/// plan's budget is checked against (python/fatpipe/capturespec.py has the
-/// same formula).
-pub fn estimated_bytes(segments: u64, snaplen: u32) -> u64 {
-    let per = PCAP_RECORD_HEADER_BYTES + u64::from(snaplen.min(80));
-    (segments + segments / 2) * per
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
