@@ -31,6 +31,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -116,6 +117,49 @@ def run_fatpipe(sc: Scenario, cc: str) -> dict[str, Any]:
         "random_drops": path.get("random_drops"),
         "stats": result.get("stats", {}),
     }
+
+
+def fatpipe_study_toml(sc: Scenario, cc: str) -> str:
+    """The scenario as a study file, for the whole-CLI timing (the same
+    plan as fatpipe_plan but for the seed, which the study derives)."""
+    return f"""version = 1
+[study]
+name = "ns3-compare-{cc}"
+backends = ["sim"]
+duration = "{sc.duration_s}s"
+warmup = "{sc.warmup_s}s"
+seed = {sc.seed}
+interval = "100ms"
+[path]
+rate = {sc.rate_bps}
+rtt = "{sc.rtt_s * 1e3}ms"
+loss = {sc.loss}
+buffer = {sc.buffer_bytes}
+mtu = {sc.mtu_bytes}
+[hosts.default]
+rmem_max = {sc.sock_buf_bytes}
+wmem_max = {sc.sock_buf_bytes}
+[[flows]]
+cc = "{cc}"
+mss = {sc.mss_bytes}
+"""
+
+
+def run_fatpipe_cli(sc: Scenario, cc: str) -> dict[str, Any]:
+    """The scenario through the whole CLI (`python3 -m fatpipe run
+    --no-report`, a process of its own: start-up, planning, the run, its
+    summary and the tables written): its wall time, or {"cli_error": ...}."""
+    with tempfile.TemporaryDirectory(prefix="fatpipe-ns3cmp-") as tmp:
+        study = Path(tmp) / "study.toml"
+        study.write_text(fatpipe_study_toml(sc, cc))
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "fatpipe", "run", str(study), "--out", str(Path(tmp) / "out"),
+                               "--no-report", "--jobs", "1"], capture_output=True, text=True, cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+        wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        return {"cli_error": f"fatpipe run exited {done.returncode}: {done.stderr.strip()[-300:]}"}
+    return {"cli_wall_s": wall}
 
 
 def fatpipe_plan(sc: Scenario, cc: str):
@@ -276,7 +320,10 @@ def describe_run(sc: Scenario, run: dict[str, Any]) -> str:
         return describe_error(sc, run)
     return (
         f"goodput {fmt(mbit(run.get('goodput_bps')), '7.1f')} Mbit/s, "
-        f"Run {fmt(run.get('run_wall_s'), '8.3f')} s, drops {run.get('bottleneck_drops', 'n/a')} "
+        f"Run {fmt(run.get('run_wall_s'), '8.3f')} s"
+        + (f", whole CLI {run['cli_wall_s']:.2f} s" if "cli_wall_s" in run else "")
+        + (f", CLI failed: {run['cli_error']}" if "cli_error" in run else "")
+        + f", drops {run.get('bottleneck_drops', 'n/a')} "
         f"bottleneck / {run.get('random_drops', 'n/a')} random"
     )
 
@@ -350,6 +397,9 @@ def report(sc: Scenario, cc: str, ns3_runs: list[dict], fp_runs: list[dict]) -> 
     print_summary(ns3_label, ns3_runs, fp_runs)
     print(f"goodput difference of means: {describe_difference(diff)}  (fatpipe vs ns-3)")
     print(f"speed-up (mean Run wall ns-3 / fatpipe): {speed.label()}")
+    per_sim_s = per_simulated_second(sc, ns3_runs, fp_runs)
+    for line in per_sim_s["lines"]:
+        print(line)
     print(f"goal speed-up >= {SPEEDUP_GOAL:.0f}x: {g_speed}")
     print(f"goal goodput within {GOODPUT_GOAL_PCT:.0f} %: {g_goodput}")
     return {
@@ -360,10 +410,35 @@ def report(sc: Scenario, cc: str, ns3_runs: list[dict], fp_runs: list[dict]) -> 
         "fatpipe_goodput": fp_gp.as_dict(),
         "goodput_diff": None if diff is None else dataclasses.asdict(diff),
         "speedup": speed.ratio,
+        "per_simulated_second": per_sim_s["figures"],
         "speedup_is_lower_bound": speed.lower_bound,
         "goal_speedup": g_speed,
         "goal_goodput": g_goodput,
     }
+
+
+def per_simulated_second(sc: Scenario, ns3_runs: list[dict], fp_runs: list[dict]) -> dict[str, Any]:
+    """Wall seconds per simulated second: ns-3's Simulator::Run, fatpipe's
+    simulator core (simulate()) and fatpipe's whole CLI, and ns-3's over
+    each of fatpipe's (the ratios the issue asks for)."""
+    walls, bounded = run_walls(ns3_runs)
+    ns3 = sum(walls) / len(walls) / sc.duration_s if walls else None
+    core = sample_of(fp_runs, "run_wall_s").mean
+    cli = sample_of(fp_runs, "cli_wall_s").mean
+    core = None if core is None else core / sc.duration_s
+    cli = None if cli is None else cli / sc.duration_s
+    bound = ">= " if bounded else ""
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return "n/a" if a is None or not b else f"{bound}{a / b:.0f}x"
+
+    lines = [
+        "wall s per simulated second: "
+        f"ns-3 Run {fmt(ns3, '.4f')}, fatpipe core {fmt(core, '.6f')}, fatpipe whole CLI {fmt(cli, '.5f')}",
+        f"ns-3 / fatpipe per simulated second: core {ratio(ns3, core)}, whole CLI {ratio(ns3, cli)}",
+    ]
+    return {"lines": lines, "figures": {"ns3_run_s": ns3, "fatpipe_core_s": core, "fatpipe_cli_s": cli,
+                                        "ns3_is_lower_bound": bounded}}
 
 
 def describe_difference(diff: Difference | None) -> str:
@@ -413,7 +488,10 @@ def run_fatpipe_seed(sc: Scenario, cc: str, seed: int, args: argparse.Namespace)
     if args.skip_fatpipe:
         run = {"error": "skipped"}
     else:
-        run = run_fatpipe(dataclasses.replace(sc, seed=seed), cc)
+        run_sc = dataclasses.replace(sc, seed=seed)
+        run = run_fatpipe(run_sc, cc)
+        if "error" not in run:
+            run.update(run_fatpipe_cli(run_sc, cc))
     run = {**run, "seed": seed}
     log_run(sc, f"fatpipe {cc}", run)
     return run

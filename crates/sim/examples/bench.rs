@@ -8,7 +8,8 @@
 //! GRO, FATPIPE_BENCH_CAP a per-stream rate cap in bit/s,
 //! FATPIPE_BENCH_JITTER a processing jitter in seconds on both hosts,
 //! FATPIPE_BENCH_CPU=CORES a CPU model of that many cores on both hosts
-//! with a cost per byte sent and received and per ACK (`cpu_model`))
+//! with a cost per byte sent and received and per ACK (`cpu_model`);
+//! FATPIPE_BENCH_PLAN=FILE runs one plan file instead, `run_plan_file`)
 //! For 10 Gbit/s, 20 ms RTT, MTU 1500, loss 1e-5, 1 and 8 streams, and each
 //! CCA in cc::AVAILABLE: wall time, packets transmitted, packet
 //! transmissions per wall-clock second (PTS) and goodput.
@@ -77,7 +78,27 @@ fn plan(cc: &str, streams: u64, duration: f64) -> String {
     .to_string()
 }
 
+/// FATPIPE_BENCH_PLAN=FILE: run that plan (a run plan's JSON, as the sim
+/// backend writes it: `fatpipe.backends.sim.plan_json`) instead, and print
+/// its wall time, packets and events: a study's run, to profile.
+fn run_plan_file(path: &str) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("FATPIPE_BENCH_PLAN={path}: {e}"));
+    let t0 = Instant::now();
+    let r = run_json(&text).expect("valid plan");
+    let wall = t0.elapsed().as_secs_f64();
+    println!(
+        "{path}: wall {wall:.2} s, {} bottleneck packets, {} events ({:.1} ns per packet, {:.1} ns per event)",
+        r.path.packets,
+        r.stats.events,
+        wall * 1e9 / r.path.packets.max(1) as f64,
+        wall * 1e9 / r.stats.events.max(1) as f64
+    );
+}
+
 fn main() {
+    if let Ok(path) = std::env::var("FATPIPE_BENCH_PLAN") {
+        return run_plan_file(&path);
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let duration: f64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(70.0);
     let ccas: Vec<String> = if args.len() > 1 { args[1..].to_vec() } else { AVAILABLE.iter().map(|s| s.to_string()).collect() };

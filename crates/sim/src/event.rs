@@ -1,6 +1,7 @@
-//! The event queue: a binary heap ordered by (time, seq). `seq` increases
-//! monotonically on every push, so events at equal times run in the order
-//! they were scheduled and the simulation is deterministic.
+//! The event queue: a binary heap ordered by (time, seq), compared as one
+//! u128. `seq` increases monotonically on every push, so events at equal
+//! times run in the order they were scheduled and the simulation is
+//! deterministic.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -77,16 +78,29 @@ pub enum Event {
     Interrupt(u32),
 }
 
+/// A pending event and its order: time in the high 64 bits, push order
+/// (seq) in the low ones, compared as one u128.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    time: u64,
-    seq: u64,
+    key: u128,
     ev: Event,
+}
+
+impl Entry {
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        self.key
+    }
+
+    #[inline(always)]
+    fn time(&self) -> Time {
+        Time((self.key >> 64) as u64)
+    }
 }
 
 impl PartialEq for Entry {
     fn eq(&self, o: &Self) -> bool {
-        self.time == o.time && self.seq == o.seq
+        self.key() == o.key()
     }
 }
 impl Eq for Entry {}
@@ -97,8 +111,9 @@ impl PartialOrd for Entry {
 }
 impl Ord for Entry {
     /// Reversed so that BinaryHeap (a max-heap) pops the earliest first.
+    #[inline(always)]
     fn cmp(&self, o: &Self) -> Ordering {
-        (o.time, o.seq).cmp(&(self.time, self.seq))
+        o.key().cmp(&self.key())
     }
 }
 
@@ -119,7 +134,7 @@ impl EventQueue {
 
     pub fn push(&mut self, at: Time, ev: Event) {
         self.seq += 1;
-        self.heap.push(Entry { time: at.0, seq: self.seq, ev });
+        self.heap.push(Entry { key: ((at.0 as u128) << 64) | self.seq as u128, ev });
         self.max_len = self.max_len.max(self.heap.len());
     }
 
@@ -127,11 +142,11 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         let e = self.heap.pop()?;
         self.popped += 1;
-        Some((Time(e.time), e.ev))
+        Some((e.time(), e.ev))
     }
 
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| Time(e.time))
+        self.heap.peek().map(Entry::time)
     }
 
     pub fn len(&self) -> usize {
@@ -220,6 +235,33 @@ mod tests {
         assert_eq!(q.pop().unwrap().1, Event::Sample);
         assert_eq!(q.pop().unwrap().1, Event::Timer(1, rto));
         assert_eq!(q.pop().unwrap().1, Event::Timer(2, rto));
+    }
+
+    #[test]
+    fn pops_in_time_then_push_order_under_interleaving() {
+        // Against a sort of the same entries: pushes and pops interleaved,
+        // times drawn from a small range so that many are equal.
+        let mut q = EventQueue::new();
+        let mut model: Vec<(u64, u32)> = Vec::new();
+        let mut x: u64 = 12345;
+        let mut next_id = 0u32;
+        for step in 0..20_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            if step % 3 != 2 || model.is_empty() {
+                let t = (x >> 33) % 64;
+                q.push(Time(t), Event::Timer(next_id, TimerKind::Sender(SenderTimer::Pace)));
+                model.push((t, next_id));
+                next_id += 1;
+            } else {
+                // The model's earliest: smallest time, then smallest id (push order).
+                let &(t, id) = model.iter().min().unwrap();
+                let pos = model.iter().position(|e| *e == (t, id)).unwrap();
+                model.remove(pos);
+                let (pt, ev) = q.pop().unwrap();
+                assert_eq!((pt, ev), (Time(t), Event::Timer(id, TimerKind::Sender(SenderTimer::Pace))), "step {step}");
+            }
+        }
+        assert_eq!(q.len(), model.len());
     }
 
     #[test]

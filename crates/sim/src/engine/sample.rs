@@ -68,28 +68,33 @@ impl Sim {
 
     /// The events table: every stream's logged CCA state changes
     /// (tcp/cc_log.rs), in time order (streams in order at one instant).
+    #[cold]
+    #[inline(never)]
     pub(super) fn cc_events(&self) -> Events {
-        let mut rows: Vec<EventRow> = Vec::new();
-        for st in &self.streams {
-            for e in st.sender.cc_events() {
-                let mut row = EventRow {
-                    t_s: e.at.as_secs_f64(),
-                    flow_group: st.group as i64,
-                    stream: st.index as i64,
-                    kind: e.kind,
-                    from_state: e.from_state,
-                    to_state: e.vars.state,
-                    cwnd_segments: e.cwnd_segments as i64,
-                    inflight_segments: e.inflight_segments as i64,
-                    ..EventRow::default()
-                };
-                row.set_cc_vars(Some(&e.vars));
-                rows.push(row);
-            }
+        // Order (time, stream, logged order) by keys, then build each row
+        // once: rows are large (every cc_* column), and a many-flow run
+        // logs hundreds of thousands.
+        let mut order: Vec<(Time, u32, u32)> = Vec::new();
+        for (i, st) in self.streams.iter().enumerate() {
+            order.extend(st.sender.cc_events().iter().enumerate().map(|(k, e)| (e.at, i as u32, k as u32)));
         }
-        rows.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+        order.sort();
         let mut events = Events::default();
-        for row in rows {
+        for (_, i, k) in order {
+            let st = &self.streams[i as usize];
+            let e = &st.sender.cc_events()[k as usize];
+            let mut row = EventRow {
+                t_s: e.at.as_secs_f64(),
+                flow_group: st.group as i64,
+                stream: st.index as i64,
+                kind: e.kind,
+                from_state: e.from_state,
+                to_state: e.vars.state,
+                cwnd_segments: e.cwnd_segments as i64,
+                inflight_segments: e.inflight_segments as i64,
+                ..EventRow::default()
+            };
+            row.set_cc_vars(Some(&e.vars));
             events.push(row);
         }
         events
