@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -135,6 +136,7 @@ def measure(case: Case, workdir: Path) -> Measured:
     sim_s = time.perf_counter() - t0
     packets = int(result["path"]["packets"])
     out = workdir / f"out-{case.label.replace(' ', '_')}"
+    shutil.rmtree(out, ignore_errors=True)  # a study directory that exists would be resumed, not run
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "fatpipe", "run", str(study), "--out", str(out), "--no-report",
                     "--force", "--jobs", "1"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
