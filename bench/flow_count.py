@@ -39,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 
+from bench_study import sim_study_toml  # noqa: E402
 from fatpipe import load  # noqa: E402
 from fatpipe.backends.sim import plan_json  # noqa: E402
 from fatpipe.study import load_study, plan_runs  # noqa: E402
@@ -64,55 +65,23 @@ def _groups(flows: int, ccas: list[str]) -> list[tuple[str, str, int]]:
     return [(cc, f"s{i + 1}", n) for i, (cc, n) in enumerate(zip(ccas, shares, strict=True)) if n]
 
 
+PATH_10G = 'rate = "10Gbit"\nrtt = "20ms"\nloss = 1e-5\nbuffer = "1bdp"\nmtu = 1500'
+PATH_100G = 'rate = "100Gbit"\nrtt = "70ms"\nloss = 1e-3\nbuffer = "1bdp"\nmtu = 1500'
+
+
 def ten_gbit_case(flows: int, seconds: float, ccas: list[str]) -> Case:
     groups = "\n".join(
         f'[[flows]]\ncc = "{cc}"\nsender = "{sender}"\nstreams = {n}\n' for cc, sender, n in _groups(flows, ccas))
-    toml = f"""version = 1
-[study]
-name = "flows-{flows}"
-backends = ["sim"]
-duration = "{seconds}s"
-warmup = "{min(2.0, seconds / 2)}s"
-seed = 1
-interval = "500ms"
-[path]
-rate = "10Gbit"
-rtt = "20ms"
-loss = 1e-5
-buffer = "1bdp"
-mtu = 1500
-[hosts.default]
-rmem_max = "1GiB"
-wmem_max = "1GiB"
-{groups}"""
+    toml = sim_study_toml(f"flows-{flows}", seconds, min(2.0, seconds / 2), PATH_10G,
+                          'rmem_max = "1GiB"\nwmem_max = "1GiB"', groups)
     return Case(f"10G {flows} flows", flows, toml)
 
 
 def hundred_gbit_case(streams: int, seconds: float) -> Case:
-    toml = f"""version = 1
-[study]
-name = "wide-{streams}"
-backends = ["sim"]
-duration = "{seconds}s"
-warmup = "{seconds / 2}s"
-seed = 1
-interval = "500ms"
-[path]
-rate = "100Gbit"
-rtt = "70ms"
-loss = 1e-3
-buffer = "1bdp"
-mtu = 1500
-[hosts.default]
-rmem_max = 2147483647
-wmem_max = 2147483647
-stream_rate_cap = "14Gbit"
-[hosts.receiver]
-gro = true
-[[flows]]
-cc = "bbr"
-streams = {streams}
-"""
+    """Study B's path and hosts (studies/hpwan-long-fat-full.toml)."""
+    toml = sim_study_toml(f"wide-{streams}", seconds, seconds / 2, PATH_100G,
+                          'rmem_max = 2147483647\nwmem_max = 2147483647\nstream_rate_cap = "14Gbit"\n'
+                          '[hosts.receiver]\ngro = true', f'[[flows]]\ncc = "bbr"\nstreams = {streams}\n')
     return Case(f"100G bbr x{streams}", streams, toml)
 
 

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_study import sim_study_toml
 from ns3_stats import (
     GOODPUT_GOAL_PCT,
     SPEEDUP_GOAL,
@@ -122,27 +123,12 @@ def run_fatpipe(sc: Scenario, cc: str) -> dict[str, Any]:
 def fatpipe_study_toml(sc: Scenario, cc: str) -> str:
     """The scenario as a study file, for the whole-CLI timing (the same
     plan as fatpipe_plan but for the seed, which the study derives)."""
-    return f"""version = 1
-[study]
-name = "ns3-compare-{cc}"
-backends = ["sim"]
-duration = "{sc.duration_s}s"
-warmup = "{sc.warmup_s}s"
-seed = {sc.seed}
-interval = "100ms"
-[path]
-rate = {sc.rate_bps}
-rtt = "{sc.rtt_s * 1e3}ms"
-loss = {sc.loss}
-buffer = {sc.buffer_bytes}
-mtu = {sc.mtu_bytes}
-[hosts.default]
-rmem_max = {sc.sock_buf_bytes}
-wmem_max = {sc.sock_buf_bytes}
-[[flows]]
-cc = "{cc}"
-mss = {sc.mss_bytes}
-"""
+    return sim_study_toml(
+        f"ns3-compare-{cc}", sc.duration_s, sc.warmup_s,
+        f'rate = {sc.rate_bps}\nrtt = "{sc.rtt_s * 1e3}ms"\nloss = {sc.loss}\nbuffer = {sc.buffer_bytes}\n'
+        f"mtu = {sc.mtu_bytes}",
+        f"rmem_max = {sc.sock_buf_bytes}\nwmem_max = {sc.sock_buf_bytes}",
+        f'[[flows]]\ncc = "{cc}"\nmss = {sc.mss_bytes}\n', interval="100ms", seed=sc.seed)
 
 
 def run_fatpipe_cli(sc: Scenario, cc: str) -> dict[str, Any]:
