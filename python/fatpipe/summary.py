@@ -55,13 +55,13 @@ def _stream_arrays(outcome: RunOutcome, group: int) -> list[dict[str, np.ndarray
     s = outcome.series
     groups = np.asarray(s["flow_group"], dtype=np.int64)
     rows = np.nonzero(groups == group)[0]
+    if not rows.size:
+        return []
     streams = np.asarray(s["stream"], dtype=np.int64)[rows]
     cols = {k: np.asarray(s[k])[rows] for k in _METRIC_COLUMNS}
     order = np.lexsort((cols["t_s"], streams))  # by stream, then time (stable within equal times)
     streams = streams[order]
     cols = {k: v[order] for k, v in cols.items()}
-    if not streams.size:
-        return []
     starts = np.flatnonzero(np.r_[True, streams[1:] != streams[:-1]])
     ends = np.r_[starts[1:], streams.size]
     return [{k: v[a:b] for k, v in cols.items()} for a, b in zip(starts, ends, strict=True)]

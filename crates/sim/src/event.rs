@@ -88,11 +88,6 @@ struct Entry {
 
 impl Entry {
     #[inline(always)]
-    fn key(&self) -> u128 {
-        self.key
-    }
-
-    #[inline(always)]
     fn time(&self) -> Time {
         Time((self.key >> 64) as u64)
     }
@@ -100,7 +95,7 @@ impl Entry {
 
 impl PartialEq for Entry {
     fn eq(&self, o: &Self) -> bool {
-        self.key() == o.key()
+        self.key == o.key
     }
 }
 impl Eq for Entry {}
@@ -113,7 +108,7 @@ impl Ord for Entry {
     /// Reversed so that BinaryHeap (a max-heap) pops the earliest first.
     #[inline(always)]
     fn cmp(&self, o: &Self) -> Ordering {
-        o.key().cmp(&self.key())
+        o.key.cmp(&self.key)
     }
 }
 

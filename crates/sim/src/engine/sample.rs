@@ -68,8 +68,6 @@ impl Sim {
 
     /// The events table: every stream's logged CCA state changes
     /// (tcp/cc_log.rs), in time order (streams in order at one instant).
-    #[cold]
-    #[inline(never)]
     pub(super) fn cc_events(&self) -> Events {
         // Order (time, stream, logged order) by keys, then build each row
         // once: rows are large (every cc_* column), and a many-flow run
