@@ -53,6 +53,18 @@ def test_paced_streams_run_at_their_rate_on_both_backends_and_the_kernel_reads_i
     # Linux paces the payload (tcp_update_skb_after_send() times the
     # unheadered skb's length at sk_pacing_rate), the simulator too; after
     # the 1 s warm-up (slow start to 20 Mbit/s takes ~0.1 s at 20 ms) the
-    # streams hold their rate: 2 % for the samples' clock.
+    # streams hold their rate. Above it by at most 2 % (the samples' clock):
+    # the cap holds. The simulator's timers are exact, so it holds the rate
+    # within those 2 % from below as well. Linux's pacing timer (an hrtimer
+    # served in softirq) can fire late, and tcp_update_skb_after_send()
+    # gives back at most half of an skb's interval of that lateness
+    # (len_ns -= min(len_ns / 2, credit)); the rest is rate lost, with no
+    # retransmission. On this 2-core VM that took 0.1-1.4 % in 25 runs and
+    # 2.2 % once in CI, so the kernel's floor is 10 % below: still far from
+    # the errors this guards against (a cap in bytes read as bits is 8x
+    # off, a flow's cap shared by its streams 2x, no cap at all 50 Mbit/s
+    # a stream).
+    asked = STREAMS * per_stream_bps
     for name, goodput in seen.items():
-        assert goodput == pytest.approx(STREAMS * per_stream_bps, rel=0.02), (name, goodput)
+        floor = 0.98 if name == "sim" else 0.90
+        assert floor * asked <= goodput <= 1.02 * asked, (name, goodput, asked)
