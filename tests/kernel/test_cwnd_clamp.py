@@ -60,14 +60,23 @@ def test_clamped_cubic_cwnd_never_exceeds_the_clamp_and_goodput_is_clamp_mss_per
 def test_the_clamp_is_per_sender_and_holds_against_an_unclamped_flow(tmp_path):
     """An unclamped CUBIC flow from another sender grows past the clamp and
     fills the 1-BDP buffer; the clamped flow's cwnd still never exceeds the
-    clamp, and its goodput follows the window bound at the RTT it sees
-    (mean sampled srtt, queueing included) within 10 % (measured: srtt
-    35 ms, goodput 101 % of the bound at it)."""
+    clamp, and its goodput is its window over the RTT it sees: the mean over
+    the samples after the warm-up of cwnd × MSS / srtt (queueing included),
+    within 5 %. The clamped flow loses packets to the full buffer too, and
+    each loss cuts its cwnd below the clamp for a while (CUBIC's beta 0.7:
+    down to 28 segments), so the bound follows the sampled cwnd, not the
+    clamp (measured: 0.996-1.001 of it in 6 runs, with 0-3 retransmissions;
+    the clamp at the mean srtt gave 0.896 in a run with more losses)."""
     out = KernelBackend().run(plan({"s1": CLAMP, "s2": None}), tmp_path)
     clamped, free = group(out.series, 0), group(out.series, 1)
     assert max(clamped["cwnd_segments"]) == CLAMP
     assert max(free["cwnd_segments"]) > 2 * CLAMP, "the other sender's flow is not clamped"
     after = np.asarray(clamped["t_s"]) >= 1.0
-    bound = window_bound_bps(float(np.mean(np.asarray(clamped["srtt_s"])[after])))
+    cwnd = np.asarray(clamped["cwnd_segments"], dtype=float)[after]
+    srtt = np.asarray(clamped["srtt_s"], dtype=float)[after]
+    bound = float(np.mean(cwnd / srtt)) * MSS_BYTES * 8
     goodput = total_goodput_bps(clamped, 1.0)
-    assert 0.90 * bound <= goodput <= 1.10 * bound, (goodput, bound)
+    seen = (f"goodput {goodput / 1e6:.2f} Mbit/s, window bound {bound / 1e6:.2f}; cwnd {cwnd.min():.0f}-"
+            f"{cwnd.max():.0f}, mean srtt {srtt.mean() * 1e3:.1f} ms, "
+            f"{max(clamped['retrans_segments'])} retransmissions")
+    assert 0.95 * bound <= goodput <= 1.05 * bound, seen

@@ -34,6 +34,7 @@ import os
 from pathlib import Path
 
 import pytest
+import retransmissions
 from bpf_skip import bpf_ports_missing
 
 from fatpipe.backends.base import FlowPlan, HostLimits, RunPlan
@@ -106,7 +107,9 @@ def test_dctcp_streams_are_marked_keep_the_queue_below_the_buffer_and_fill_the_l
     assert out.facts["ecn"][0]["streams"] == STREAMS
     assert out.path.ce_marks > 0 and out.facts["ecn"][0]["delivered_ce"] > 0
     assert out.path.queue_drops == 0 and out.path.random_drops == 0
-    assert max(out.series["retrans_segments"]) == 0
+    # The path dropped nothing, so a retransmission can only be spurious
+    # (seen once in a full test run: 1 retransmission, no drop).
+    assert retransmissions.caused_by_the_path(out.facts) == 0, out.facts["streams_read_back"]
     assert total_goodput_bps(out.series, WARMUP_S) >= goodput_floor_bps()
     if port:
         # Only our own name: another process may register other CCAs meanwhile.

@@ -48,6 +48,12 @@ class StreamReadback:
     sack: bool = False
     timestamps: bool = False
     snd_wscale: int = 0
+    # Its last sample's tcpi_total_retrans (segments retransmitted) and
+    # tcpi_dsack_dups (segments the receiver reported received twice with a
+    # DSACK: tcp_check_dsack(), Linux >= 4.19; None on an older kernel): a
+    # retransmission the path did not cause is a DSACKed one.
+    total_retrans: int = 0
+    dsack_dups: int | None = None
 
     def facts(self) -> dict:
         out = asdict(self)
@@ -73,7 +79,8 @@ def streams_read_back(text: str, group: int) -> list[StreamReadback]:
                            bool(last[s]["options"] & tcpinfo.TCPI_OPT_ECN), max_pacing_rate_bps(last[s]),
                            sack=bool(last[s]["options"] & tcpinfo.TCPI_OPT_SACK),
                            timestamps=bool(last[s]["options"] & tcpinfo.TCPI_OPT_TIMESTAMPS),
-                           snd_wscale=last[s]["wscale"] & 0x0F)
+                           snd_wscale=last[s]["wscale"] & 0x0F, total_retrans=last[s]["total_retrans"],
+                           dsack_dups=last[s].get("dsack_dups"))
             for s in sorted(last)]
 
 
