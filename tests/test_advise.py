@@ -303,3 +303,23 @@ def test_send_buffer_window_is_the_payload_the_simulator_keeps_in_flight(tmp_pat
     expect = window_of_wmem(req.wmem) * 8 / 0.02  # 1 MiB per RTT: 419 Mbit/s
     assert got["goodput_bps"] == pytest.approx(expect, rel=0.05)
     assert got["sndbuf_limited_frac"] > 0.5
+
+
+@pytest.mark.parametrize("flags, named", [(["--measure-reps", "2"], "--measure-reps"),
+                                          (["--measure-duration", "4s"], "--measure-duration")])
+def test_probe_flags_without_a_testbed_are_refused_naming_them(flags, named, capsys):
+    from fatpipe import cli
+    assert cli.main(["advise", "--rate", "1Gbit", "--rtt", "20ms", *flags]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "--testbed" in err, err
+
+
+@pytest.mark.parametrize("flags, named", [(["--measure-duration", "4 parsecs"], "--measure-duration"),
+                                          (["--measure-duration", "0s"], "positive time"),
+                                          (["--measure-reps", "0"], "at least 1 repetition")])
+def test_bad_probe_flags_are_refused_before_any_host_is_touched(flags, named, tmp_path, capsys):
+    from fatpipe import cli
+    testbed = tmp_path / "missing-testbed.toml"  # never read: the flags are refused first
+    assert cli.main(["advise", "--testbed", str(testbed), *flags]) == 2
+    err = capsys.readouterr().err
+    assert named in err, err

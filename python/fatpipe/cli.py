@@ -220,9 +220,26 @@ def cmd_advise(args: argparse.Namespace) -> int:
     from .advisor.render import terminal_text, write_html
     flags = {k: getattr(args, k) for k in ADVISE_FLAGS if getattr(args, k) is not None}
     measured: list[str] = []
+    probe = {k: v for k, v in (("--measure-duration", args.measure_duration), ("--measure-reps", args.measure_reps))
+             if v is not None}
+    if probe and not args.testbed:
+        print(f"error: {', '.join(probe)} only go with --testbed (they shape its path measurement)", file=sys.stderr)
+        return 2
     if args.testbed:
-        from .advisor.measure import measure_path
-        path = measure_path(args.testbed, out=Path(args.out or "results/advise-measure") / "measure", emit=print)
+        from .advisor.measure import DEFAULT_PROBE_DURATION_S, DEFAULT_PROBE_REPS, measure_path
+        from .units import UnitError, parse_time_s
+        try:
+            duration_s = parse_time_s(args.measure_duration) if args.measure_duration else DEFAULT_PROBE_DURATION_S
+        except UnitError as e:
+            print(f"error: --measure-duration: {e}", file=sys.stderr)
+            return 2
+        reps = DEFAULT_PROBE_REPS if args.measure_reps is None else args.measure_reps
+        if duration_s <= 0 or reps < 1:
+            print(f"error: --measure-duration {args.measure_duration} / --measure-reps {args.measure_reps}: "
+                  "give a positive time (e.g. 6s) and at least 1 repetition", file=sys.stderr)
+            return 2
+        path = measure_path(args.testbed, out=Path(args.out or "results/advise-measure") / "measure", emit=print,
+                            duration_s=duration_s, reps=reps)
         measured = path.lines()
         for line in measured:
             print(line)
@@ -259,6 +276,10 @@ def _add_advise(sub) -> None:
     adv.add_argument("--out", help="directory of the advice's studies (default results/advise-<time>)")
     adv.add_argument("--testbed", help="measure the path sender -> receiver of this testbed first "
                                        "(hosts backend), then advise on what was measured")
+    adv.add_argument("--measure-duration", dest="measure_duration",
+                     help="with --testbed: each probe run's length, its first third a warm-up (default 6s)")
+    adv.add_argument("--measure-reps", dest="measure_reps", type=int,
+                     help="with --testbed: runs of each probe (default 3; 2 or more give the rate an interval)")
     adv.set_defaults(func=cmd_advise)
 
 

@@ -5,6 +5,7 @@ advice is not told about."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -12,10 +13,11 @@ import pytest
 
 from conftest import write_testbed
 from fatpipe import cli
-from fatpipe.advisor.measure import measure_path
+from fatpipe.advisor.measure import MEASURED_PATH_FILE
 from fatpipe.backends.kernel.cleanup import stop_process
 from fatpipe.linuxpath.cmd import expect_line
 from fatpipe.linuxpath.linkem import QueueConfig, find_linkem, linkem_args
+from fatpipe.units import format_rate
 
 RATE_BPS = 50e6
 RTT_S = 0.02
@@ -54,18 +56,23 @@ def known_path(lab, tmp_path):
 
 
 @pytest.mark.usefixtures("known_path")
-def test_measured_path_matches_the_emulated_one_within_its_uncertainty(lab, tmp_path):
+def test_measured_path_matches_the_emulated_one_within_its_uncertainty(lab, tmp_path, capsys):
     testbed = write_testbed(lab, tmp_path / "testbed.toml", HOSTS)
-    m = measure_path(testbed, tmp_path / "measure", emit=lambda _l: None, duration_s=4.0, warmup_s=1.0, reps=2)
-    print("\n".join(m.lines()))
-    assert 0.85 * RATE_BPS <= m.rate_bps <= 1.1 * RATE_BPS
+    code = cli.main(["advise", "--testbed", str(testbed), "--out", str(tmp_path / "advice"), "--ccas", "cubic,bbr",
+                     "--max-streams", "2", "--budget", "5s", "--measure-duration", "4s", "--measure-reps", "2"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert (tmp_path / "advice" / "advice.html").exists()
+    m = json.loads((tmp_path / "advice" / "measure" / MEASURED_PATH_FILE).read_text())
+    seen = f"{m}\n{printed}"
+    assert m["probe"] == {"duration_s": 4.0, "warmup_s": 4.0 / 3, "reps": 2}, seen
+    assert "probe-rate, 2 runs of 4 s" in printed, seen
+    assert 0.85 * RATE_BPS <= m["rate_bps"] <= 1.1 * RATE_BPS, seen
     # linkem releases each held packet up to half its release quantum early
     # (default_batch_ns: 1 % of the shortest one-way delay), so the round
     # trip can read up to 0.5 % under RTT_S.
-    assert RTT_S * 0.995 <= m.min_rtt_s <= RTT_S * 1.15, m.lines()
-    assert m.loss_ci[0] <= LOSS * 1.5 and m.loss_ci[1] >= LOSS / 1.5, m.lines()
-    # Then the advice on those numbers, through the command.
-    code = cli.main(["advise", "--testbed", str(testbed), "--out", str(tmp_path / "advice"), "--ccas", "cubic,bbr",
-                     "--max-streams", "2", "--budget", "5s"])
-    assert code == 0
-    assert (tmp_path / "advice" / "advice.html").exists()
+    assert RTT_S * 0.995 <= m["min_rtt_s"] <= RTT_S * 1.15, seen
+    assert m["loss_ci"][0] <= LOSS * 1.5 and m["loss_ci"][1] >= LOSS / 1.5, seen
+    # The advice ran on what was measured: its request's rate is the probe's.
+    assert f"advise: {format_rate(m['rate_bps'])}," in printed, seen
+

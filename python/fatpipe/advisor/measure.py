@@ -28,9 +28,10 @@ path is what is measured):
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +45,13 @@ from ..wire import goodput_ceiling_bps, mss_with_timestamps
 from .plan import toml_text
 
 RATE_PROBE_STREAMS = 4
+# Each probe run: DEFAULT_PROBE_DURATION_S long, the first PROBE_WARMUP_FRACTION
+# of it a warm-up (BBR's startup and CUBIC's slow start end within a few
+# hundred RTTs at the RTTs fatpipe's users probe), DEFAULT_PROBE_REPS times.
+DEFAULT_PROBE_DURATION_S = 6.0
+PROBE_WARMUP_FRACTION = 1 / 3
+DEFAULT_PROBE_REPS = 3
+MEASURED_PATH_FILE = "measured-path.json"
 PROBE_BUFFER_BYTES = 128 << 20
 LOSS_PROBE_FRACTION = 0.5
 PROBE_MTU = 1500
@@ -151,8 +159,17 @@ def _run(raw: dict, out: Path, testbed: Testbed, emit: Callable[[str], None]) ->
 
 
 def measure_path(testbed_file: str | Path | Testbed, out: Path, emit: Callable[[str], None] = print,
-                 duration_s: float = 6.0, warmup_s: float = 2.0, reps: int = 3) -> MeasuredPath:
-    """Probe the testbed's path and return what was measured."""
+                 duration_s: float = DEFAULT_PROBE_DURATION_S, warmup_s: float | None = None,
+                 reps: int = DEFAULT_PROBE_REPS) -> MeasuredPath:
+    """Probe the testbed's path and return what was measured, also written
+    to `out`/MEASURED_PATH_FILE (JSON). Without `warmup_s` the warm-up is
+    PROBE_WARMUP_FRACTION of `duration_s`."""
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise ValueError(f"probe duration {duration_s!r} s: give a positive time, e.g. 6s")
+    if reps < 1:
+        raise ValueError(f"probe repetitions {reps!r}: give at least 1 (2 or more for a rate interval)")
+    if warmup_s is None:
+        warmup_s = duration_s * PROBE_WARMUP_FRACTION
     testbed = testbed_file if isinstance(testbed_file, Testbed) else load_testbed(testbed_file)
     probe_bed, sender = probe_testbed(testbed)
     rate_runs = _run(_probe_raw("probe-rate", sender, "bbr", RATE_PROBE_STREAMS, duration_s, warmup_s, reps),
@@ -167,8 +184,13 @@ def measure_path(testbed_file: str | Path | Testbed, out: Path, emit: Callable[[
     lost = int(loss_runs["retrans_segments"].sum())
     minima = pd.concat([rate_runs["min_rtt_s"], loss_runs["min_rtt_s"]]).dropna()
     busiest, cpu_bound = probe_cpu(rate_runs)
-    return MeasuredPath(
+    measured = MeasuredPath(
         rate_bps=rate["mean"], rate_ci_bps=(rate["ci_low"], rate["ci_high"]),
         min_rtt_s=float(minima.min()), rtt_spread_s=(float(minima.min()), float(minima.max())),
         loss=lost / segments if segments else 0.0, loss_ci=wilson_interval(lost, segments),
         lost_segments=lost, segments=segments, sender=sender, busiest_core_frac=busiest, cpu_bound=cpu_bound)
+    record = {**asdict(measured), "probe": {"duration_s": duration_s, "warmup_s": warmup_s, "reps": reps}}
+    # An interval of one run is infinite: JSON has no Infinity, so null.
+    record["rate_ci_bps"] = [v if math.isfinite(v) else None for v in measured.rate_ci_bps]
+    (out / MEASURED_PATH_FILE).write_text(json.dumps(record, indent=1) + "\n")
+    return measured
