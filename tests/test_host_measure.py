@@ -157,7 +157,19 @@ def test_each_stream_reads_back_its_ccas_mss_and_ecn_from_its_samples():
                    readback.StreamReadback(3, 1, ("cubic", "reno"), 1448, False, 1e9)]
     assert got[1].facts() == {"flow_group": 3, "stream": 1, "ccas": ["cubic", "reno"], "snd_mss_bytes": 1448,
                               "ecn": False, "max_pacing_rate_bps": 1e9, "sack": False, "timestamps": False,
-                              "snd_wscale": 0}
+                              "snd_wscale": 0, "total_retrans": 0, "dsack_dups": None}
+
+
+def test_a_stream_reads_back_its_retransmissions_and_the_dsacked_ones_where_the_kernel_reports_them():
+    # A whole struct tcp_info (Linux >= 5.4's layout): tcpi_dsack_dups is
+    # there; the MIN_BYTES prefix of an older kernel has none (None).
+    values = {"snd_mss": 1448, "total_retrans": 7, "dsack_dups": 2}
+    info = struct.pack("<" + "".join(c for _, c in tcpinfo._FIELDS), *(values.get(n, 0) for n, _ in tcpinfo._FIELDS))
+    rec = {"t_s": 0.1, "stream": 0, "cc": "cubic", "cc_info": "", "tcp_info": base64.b64encode(info).decode()}
+    (full,) = readback.streams_read_back(json.dumps(rec), 0)
+    assert (full.total_retrans, full.dsack_dups) == (7, 2)
+    (short,) = readback.streams_read_back(_sample(0, "cubic"), 0)
+    assert (short.total_retrans, short.dsack_dups) == (0, None)
 
 
 def test_the_handshakes_options_are_read_back():
