@@ -20,6 +20,10 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network n
 RATE_BPS, RTT_S, SIZE_BYTES, STREAMS = 50e6, 0.020, 4_000_000, 2
 # Two data sets that do not overlap: each alone on the path.
 STARTS_S = (0.0, 2.5)
+# One retransmission timeout on this path: Linux's __tcp_set_rto() gives
+# srtt + max(4 rttvar, TCP_RTO_MIN = 200 ms) (include/net/tcp.h,
+# tcp_rtt_estimator()), the srtt at most 2 RTTs with a full 1-BDP buffer.
+RTO_S = 2 * RTT_S + 0.200
 
 
 def plan(backend: str, split: str) -> RunPlan:
@@ -58,8 +62,13 @@ def test_the_kernel_moves_each_data_set_and_times_it_as_the_simulator_does(tmp_p
     for name, times in fct.items():
         # Slow start from IW 10 to the 86-segment BDP takes ~4 RTTs, and
         # CUBIC's exit at a one-BDP buffer costs a recovery of a few more:
-        # well under 20 RTTs.
-        assert all(floor_s < t < floor_s + 20 * RTT_S for t in times), (name, times, floor_s)
+        # well under 20 RTTs. A retransmission lost again at the tail of a
+        # stream (nothing sent after it for RACK to notice) waits for an
+        # RTO, and the kernel's drops at the full buffer are not the
+        # seeded simulator's: seen once in a full test run (1.094 s against
+        # 0.87 s in 8 runs, +0.22 s), so the kernel may take one RTO more.
+        rto = RTO_S if name == "kernel" else 0.0
+        assert all(floor_s < t < floor_s + 20 * RTT_S + rto for t in times), (name, times, floor_s)
     # Both run Linux's slow start and CUBIC on the same path. Measured: with
     # chunks the kernel took 8-9 % (3 RTTs) longer than the simulator in
     # every run, so 15 % (~6 RTTs of a ~0.7 s completion) holds it. An
@@ -69,7 +78,7 @@ def test_the_kernel_moves_each_data_set_and_times_it_as_the_simulator_does(tmp_p
     # (8-9 RTTs) longer in every run seen; 30 % allows two RTTs more.
     margin = 0.15 if split == "chunks" else 0.30
     for s, k in zip(fct["sim"], fct["kernel"], strict=True):
-        assert k == pytest.approx(s, rel=margin), (fct, split)
+        assert s * (1 - margin) <= k <= s * (1 + margin) + RTO_S, (fct, split)
 
 
 def test_a_data_set_still_moving_at_the_end_is_not_counted(tmp_path: Path):
