@@ -316,7 +316,7 @@ def test_probe_flags_without_a_testbed_are_refused_naming_them(flags, named, cap
 
 @pytest.mark.parametrize("flags, named", [(["--measure-duration", "4 parsecs"], "--measure-duration"),
                                           (["--measure-duration", "0s"], "positive time"),
-                                          (["--measure-reps", "0"], "at least 1 repetition")])
+                                          (["--measure-reps", "0"], "give at least 1")])
 def test_bad_probe_flags_are_refused_before_any_host_is_touched(flags, named, tmp_path, capsys):
     from fatpipe import cli
     testbed = tmp_path / "missing-testbed.toml"  # never read: the flags are refused first

@@ -226,7 +226,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
         print(f"error: {', '.join(probe)} only go with --testbed (they shape its path measurement)", file=sys.stderr)
         return 2
     if args.testbed:
-        from .advisor.measure import DEFAULT_PROBE_DURATION_S, DEFAULT_PROBE_REPS, measure_path
+        from .advisor.measure import DEFAULT_PROBE_DURATION_S, DEFAULT_PROBE_REPS, measure_path, probe_problem
         from .units import UnitError, parse_time_s
         try:
             duration_s = parse_time_s(args.measure_duration) if args.measure_duration else DEFAULT_PROBE_DURATION_S
@@ -234,9 +234,9 @@ def cmd_advise(args: argparse.Namespace) -> int:
             print(f"error: --measure-duration: {e}", file=sys.stderr)
             return 2
         reps = DEFAULT_PROBE_REPS if args.measure_reps is None else args.measure_reps
-        if duration_s <= 0 or reps < 1:
-            print(f"error: --measure-duration {args.measure_duration} / --measure-reps {args.measure_reps}: "
-                  "give a positive time (e.g. 6s) and at least 1 repetition", file=sys.stderr)
+        problem = probe_problem(duration_s, reps)
+        if problem:
+            print(f"error: --measure-duration / --measure-reps: {problem}", file=sys.stderr)
             return 2
         path = measure_path(args.testbed, out=Path(args.out or "results/advise-measure") / "measure", emit=print,
                             duration_s=duration_s, reps=reps)
