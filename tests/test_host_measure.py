@@ -131,10 +131,16 @@ def _tcp_info(snd_mss: int, options: int = 0, max_pacing_rate_Bps: int = readbac
     """A struct tcp_info of tcpinfo.MIN_BYTES with these fields set (the max
     pacing rate unset unless given, as Linux reports it), the rest 0."""
     values = {"snd_mss": snd_mss, "options": options, "max_pacing_rate_Bps": max_pacing_rate_Bps, "wscale": wscale}
+    return _packed_tcp_info(values, tcpinfo.MIN_BYTES)
+
+
+def _packed_tcp_info(values: dict[str, int], limit_bytes: int | None = None) -> bytes:
+    """The fields of the layout the parser reads (tcpinfo._FIELDS) that fit
+    in `limit_bytes` (all without), `values` set, the rest 0."""
     fmt = "<"
     args = []
-    for name, code in tcpinfo._FIELDS:  # the layout the parser reads
-        if struct.calcsize(fmt + code) > tcpinfo.MIN_BYTES:
+    for name, code in tcpinfo._FIELDS:
+        if limit_bytes is not None and struct.calcsize(fmt + code) > limit_bytes:
             break
         fmt += code
         args.append(values.get(name, 0))
@@ -163,8 +169,7 @@ def test_each_stream_reads_back_its_ccas_mss_and_ecn_from_its_samples():
 def test_a_stream_reads_back_its_retransmissions_and_the_dsacked_ones_where_the_kernel_reports_them():
     # A whole struct tcp_info (Linux >= 5.4's layout): tcpi_dsack_dups is
     # there; the MIN_BYTES prefix of an older kernel has none (None).
-    values = {"snd_mss": 1448, "total_retrans": 7, "dsack_dups": 2}
-    info = struct.pack("<" + "".join(c for _, c in tcpinfo._FIELDS), *(values.get(n, 0) for n, _ in tcpinfo._FIELDS))
+    info = _packed_tcp_info({"snd_mss": 1448, "total_retrans": 7, "dsack_dups": 2})
     rec = {"t_s": 0.1, "stream": 0, "cc": "cubic", "cc_info": "", "tcp_info": base64.b64encode(info).decode()}
     (full,) = readback.streams_read_back(json.dumps(rec), 0)
     assert (full.total_retrans, full.dsack_dups) == (7, 2)

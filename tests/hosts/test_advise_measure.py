@@ -75,4 +75,3 @@ def test_measured_path_matches_the_emulated_one_within_its_uncertainty(lab, tmp_
     assert m["loss_ci"][0] <= LOSS * 1.5 and m["loss_ci"][1] >= LOSS / 1.5, seen
     # The advice ran on what was measured: its request's rate is the probe's.
     assert f"advise: {format_rate(m['rate_bps'])}," in printed, seen
-
